@@ -1,0 +1,134 @@
+//! Command-line interface (clap). Only the shape of the arguments lives here; `main.rs`
+//! dispatches and each module validates its own settings.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "n8ncap",
+    version,
+    about = "How many concurrent executions does your n8n queue-mode deployment hold, and what caps it?",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Start the built-in simulator, sweep it, and show what n8ncap reports (under a minute).
+    Demo {
+        /// Print the results as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
+    Sweep(Box<SweepArgs>),
+    /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// Profile name (smoke, baseline, steady, breakpoint, memory, arrival) or path to a YAML file.
+    #[arg(long, short = 'p', default_value = "steady")]
+    pub profile: String,
+    /// Webhook URL (overrides the profile's).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Closed-model stages: in-flight counts, e.g. 1,10,20.
+    #[arg(long, value_delimiter = ',')]
+    pub vus: Option<Vec<u32>>,
+    /// Open-model stages: arrival rates per second, e.g. 2,5,10.
+    #[arg(long, value_delimiter = ',', conflicts_with = "vus")]
+    pub rates: Option<Vec<f64>>,
+    /// Duration of every stage's steady part, e.g. 30s.
+    #[arg(long)]
+    pub stage_duration: Option<String>,
+    /// Warm-up at the start of every stage, excluded from the figures, e.g. 5s.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    /// JSON request body, e.g. '{"sleep_ms":3000}'.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Per-request timeout, e.g. 120s.
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Results directory (default: n8ncap-results/<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write no results directory.
+    #[arg(long, conflicts_with = "out")]
+    pub no_out: bool,
+    /// Stop after the first stage whose thresholds fail.
+    #[arg(long)]
+    pub abort_on_fail: bool,
+    /// n8n /metrics URL to watch (repeatable); main's queue gauges give slots taken and waiting.
+    #[arg(long = "metrics")]
+    pub metrics: Vec<String>,
+    /// n8n's N8N_METRICS_QUEUE_METRICS_INTERVAL in seconds, to flag stages shorter than it.
+    #[arg(long, default_value_t = 20.0)]
+    pub queue_metrics_interval: f64,
+    /// Print summary.json to stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// n8n main: webhook, queue, /metrics. Reads N8N_PORT, N8N_LISTEN_ADDRESS, N8N_METRICS*,
+    /// QUEUE_BULL_REDIS_PORT (the simulated queue listens there).
+    Main(SimMainArgs),
+    /// n8n worker: slots, task broker, health/metrics server. Reads N8N_CONCURRENCY_PRODUCTION_LIMIT,
+    /// QUEUE_BULL_REDIS_HOST/PORT, QUEUE_HEALTH_CHECK_PORT, N8N_RUNNERS_*, N8N_METRICS*.
+    Worker(SimWorkerArgs),
+    /// Task runner (n8nio/runners): reads N8N_RUNNERS_TASK_BROKER_URI, N8N_RUNNERS_MAX_CONCURRENCY,
+    /// N8N_RUNNERS_AUTH_TOKEN.
+    Runner,
+    /// Every role in one process.
+    All(SimAllArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SimMainArgs {
+    /// Listen port (default: N8N_PORT, else 5678).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Simulator only: ms main spends per execution outside worker slots.
+    #[arg(long, default_value_t = 20)]
+    pub overhead_ms: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct SimWorkerArgs {
+    /// Jobs this worker runs at once (n8n worker --concurrency; default 10).
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    /// Simulator only: ms each job holds its slot besides its own work.
+    #[arg(long, default_value_t = 20)]
+    pub overhead_ms: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct SimAllArgs {
+    /// Port for main's webhook and /metrics (default: N8N_PORT, else 5678).
+    #[arg(long)]
+    pub port: Option<u16>,
+    #[arg(long, default_value_t = 1)]
+    pub workers: u32,
+    /// Worker concurrency (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides it, as in n8n).
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    /// Runners attached to each worker (0 = none: Code tasks time out).
+    #[arg(long, default_value_t = 1)]
+    pub runners_per_worker: u32,
+    /// Limit of each runner (default: N8N_RUNNERS_MAX_CONCURRENCY, else 10).
+    #[arg(long)]
+    pub runner_limit: Option<u32>,
+    /// Simulator only: total fixed overhead per execution in ms (half on main, half in the slot).
+    #[arg(long, default_value_t = 40)]
+    pub overhead_ms: u64,
+}

@@ -1,0 +1,39 @@
+//! Exit codes and the error kinds that choose them.
+//!
+//! DESIGN.md fixes the codes: 0 ok, 99 a threshold failed (as k6), 1 an audit error or a run that
+//! could not complete, 2 bad usage or bad input, 130 interrupted (Ctrl-C, as shells do).
+
+use std::fmt;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+pub const EXIT_THRESHOLD: i32 = 99;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
+/// Maps to exit code 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Shorthand for returning a [`BadInput`] error from a function that returns `anyhow::Result`.
+pub fn bad_input<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(BadInput(msg.into()).into())
+}
+
+/// The exit code an error maps to.
+pub fn exit_code_for(err: &anyhow::Error) -> i32 {
+    if err.chain().any(|e| e.downcast_ref::<BadInput>().is_some()) {
+        EXIT_BAD_INPUT
+    } else {
+        EXIT_FAILED
+    }
+}

@@ -1,0 +1,12 @@
+//! Load: drives staged load at a webhook the way k6 does (closed and open models), checks every
+//! response, and aggregates per stage. It measures and does not judge: validity flags follow
+//! the profile's thresholds, verdicts belong to `diagnose`.
+
+pub mod checks;
+pub mod client;
+pub mod profile;
+pub mod results;
+pub mod run;
+pub mod stats;
+
+pub use results::{StageResult, Summary};

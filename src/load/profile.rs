@@ -1,0 +1,416 @@
+//! Load profiles: YAML files that say what to send (request), how (stages of a closed or open
+//! model), what a good answer is (checks) and when a run fails (thresholds). The six profiles
+//! under `profiles/` are compiled in and picked by name; any other path is read from disk.
+
+use crate::error::{bad_input, BadInput};
+use crate::util::parse_duration;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Built-in profiles, by name.
+pub const BUILTIN: [(&str, &str); 6] = [
+    ("smoke", include_str!("../../profiles/smoke.yaml")),
+    ("baseline", include_str!("../../profiles/baseline.yaml")),
+    ("steady", include_str!("../../profiles/steady.yaml")),
+    ("breakpoint", include_str!("../../profiles/breakpoint.yaml")),
+    ("memory", include_str!("../../profiles/memory.yaml")),
+    ("arrival", include_str!("../../profiles/arrival.yaml")),
+];
+
+/// The load model, decided first (DESIGN.md rule 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    /// N virtual users, each sends and waits for the answer: in flight = N. Measures processing
+    /// capacity when the webhook answers after the last node.
+    Closed,
+    /// A fixed arrival rate, not waiting for answers (capped by `max_vus`). Measures intake.
+    Open,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub model: LoadModel,
+    pub request: RequestSpec,
+    pub stages: Vec<StageSpec>,
+    /// Default steady-state duration of a stage ("30s").
+    #[serde(default = "default_stage_duration")]
+    pub stage_duration: String,
+    /// Default warm-up at the start of each stage, excluded from every figure.
+    #[serde(default = "default_warmup")]
+    pub warmup: String,
+    #[serde(default = "default_checks")]
+    pub checks: Vec<Check>,
+    /// k6-style thresholds: metric → expressions (`rate<0.05`, `p(95)<60000`).
+    #[serde(default = "default_thresholds")]
+    pub thresholds: BTreeMap<String, Vec<String>>,
+}
+
+fn default_stage_duration() -> String {
+    "30s".into()
+}
+fn default_warmup() -> String {
+    "5s".into()
+}
+
+pub fn default_checks() -> Vec<Check> {
+    vec![
+        Check::Status { status: 200 },
+        Check::Json {
+            json: "ok".into(),
+            equals: serde_json::Value::Bool(true),
+        },
+    ]
+}
+
+pub fn default_thresholds() -> BTreeMap<String, Vec<String>> {
+    BTreeMap::from([
+        ("http_req_failed".to_string(), vec!["rate<0.05".to_string()]),
+        ("checks".to_string(), vec!["rate>0.99".to_string()]),
+    ])
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSpec {
+    #[serde(default = "default_method")]
+    pub method: String,
+    #[serde(default = "default_url")]
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// JSON body (the example workflow reads `sleep_ms`, `wait_ms`, `alloc_mb`).
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
+    /// Per-request timeout (k6's default is 60 s; n8n jobs can be longer).
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+}
+
+fn default_method() -> String {
+    "POST".into()
+}
+fn default_url() -> String {
+    "http://127.0.0.1:5678/webhook/load".into()
+}
+fn default_timeout() -> String {
+    "120s".into()
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    /// Closed model: virtual users (= requests in flight).
+    #[serde(default)]
+    pub vus: Option<u32>,
+    /// Open model: arrivals per second at the start of the stage.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Open model: arrivals per second at the end (linear ramp); default = `rate`.
+    #[serde(default)]
+    pub ramp_to: Option<f64>,
+    /// Open model: cap on requests in flight; arrivals beyond it are dropped iterations.
+    #[serde(default)]
+    pub max_vus: Option<u32>,
+    #[serde(default)]
+    pub duration: Option<String>,
+    #[serde(default)]
+    pub warmup: Option<String>,
+}
+
+/// One check applied to every response. A request that got no response fails all checks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum Check {
+    Status {
+        status: u16,
+    },
+    Json {
+        /// Dotted path into the JSON body (`ok`, `data.0.id`).
+        json: String,
+        equals: serde_json::Value,
+    },
+    BodyContains {
+        body_contains: String,
+    },
+}
+
+impl Check {
+    pub fn name(&self) -> String {
+        match self {
+            Check::Status { status } => format!("status == {status}"),
+            Check::Json { json, equals } => format!("{json} == {equals}"),
+            Check::BodyContains { body_contains } => format!("body contains {body_contains:?}"),
+        }
+    }
+}
+
+/// A stage with its durations parsed and its model checked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stage {
+    pub vus: Option<u32>,
+    pub rate: Option<f64>,
+    pub ramp_to: Option<f64>,
+    pub max_vus: Option<u32>,
+    #[serde(with = "secs")]
+    pub duration: Duration,
+    #[serde(with = "secs")]
+    pub warmup: Duration,
+}
+
+impl Stage {
+    pub fn label(&self) -> String {
+        match (self.vus, self.rate) {
+            (Some(v), _) => format!("{v} in flight"),
+            (None, Some(r)) => match self.ramp_to {
+                Some(t) if (t - r).abs() > f64::EPSILON => format!("{r}→{t}/s"),
+                _ => format!("{r}/s"),
+            },
+            _ => "?".into(),
+        }
+    }
+}
+
+pub mod secs {
+    use serde::Serializer;
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+/// Flags that override profile fields.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub url: Option<String>,
+    pub vus: Option<Vec<u32>>,
+    pub rates: Option<Vec<f64>>,
+    pub stage_duration: Option<String>,
+    pub warmup: Option<String>,
+    pub body: Option<String>,
+    pub timeout: Option<String>,
+}
+
+impl Profile {
+    /// A built-in name or a path to a YAML file.
+    pub fn load(name_or_path: &str) -> anyhow::Result<Profile> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Profile::parse(text, name_or_path);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+            return bad_input(format!(
+                "no profile named {name_or_path:?}: use one of {} or a path to a YAML file",
+                names.join(", ")
+            ));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BadInput(format!("cannot read profile {}: {e}", path.display())))?;
+        Profile::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Profile> {
+        let mut p: Profile = serde_saphyr::from_str(text)
+            .map_err(|e| BadInput(format!("profile {origin} is not a valid profile: {e}")))?;
+        if p.name.is_empty() {
+            p.name = origin.to_string();
+        }
+        Ok(p)
+    }
+
+    pub fn apply(&mut self, o: &Overrides) -> anyhow::Result<()> {
+        if let Some(u) = &o.url {
+            self.request.url = u.clone();
+        }
+        if let Some(b) = &o.body {
+            let v: serde_json::Value = serde_json::from_str(b).map_err(|e| {
+                BadInput(format!(
+                    "--body is not JSON ({e}): write e.g. '{{\"sleep_ms\":1000}}'"
+                ))
+            })?;
+            self.request.body = Some(v);
+        }
+        if let Some(t) = &o.timeout {
+            self.request.timeout = t.clone();
+        }
+        if let Some(d) = &o.stage_duration {
+            self.stage_duration = d.clone();
+            for s in &mut self.stages {
+                s.duration = None;
+            }
+        }
+        if let Some(w) = &o.warmup {
+            self.warmup = w.clone();
+            for s in &mut self.stages {
+                s.warmup = None;
+            }
+        }
+        if let Some(vus) = &o.vus {
+            self.model = LoadModel::Closed;
+            self.stages = vus
+                .iter()
+                .map(|v| StageSpec {
+                    vus: Some(*v),
+                    ..Default::default()
+                })
+                .collect();
+        }
+        if let Some(rates) = &o.rates {
+            let max_vus = self.stages.iter().filter_map(|s| s.max_vus).max();
+            self.model = LoadModel::Open;
+            self.stages = rates
+                .iter()
+                .map(|r| StageSpec {
+                    rate: Some(*r),
+                    max_vus,
+                    ..Default::default()
+                })
+                .collect();
+        }
+        Ok(())
+    }
+
+    /// Parses durations and checks that every stage fits the model.
+    pub fn resolve_stages(&self) -> anyhow::Result<Vec<Stage>> {
+        let dur = |field: &str, v: &str| {
+            parse_duration(v).map_err(|e| BadInput(format!("profile {}: {field}: {e}", self.name)))
+        };
+        let default_duration = dur("stage_duration", &self.stage_duration)?;
+        let default_warmup = dur("warmup", &self.warmup)?;
+        if self.stages.is_empty() {
+            return bad_input(format!("profile {} has no stages", self.name));
+        }
+        let mut out = Vec::new();
+        for (i, s) in self.stages.iter().enumerate() {
+            let duration = match &s.duration {
+                Some(d) => dur(&format!("stages[{i}].duration"), d)?,
+                None => default_duration,
+            };
+            let warmup = match &s.warmup {
+                Some(d) => dur(&format!("stages[{i}].warmup"), d)?,
+                None => default_warmup,
+            };
+            if duration.is_zero() {
+                return bad_input(format!(
+                    "profile {}: stage {} has no duration",
+                    self.name,
+                    i + 1
+                ));
+            }
+            match self.model {
+                LoadModel::Closed => match s.vus {
+                    Some(v) if v > 0 => {}
+                    _ => {
+                        return bad_input(format!(
+                            "profile {}: stage {} of a closed model needs `vus` of at least 1",
+                            self.name,
+                            i + 1
+                        ))
+                    }
+                },
+                LoadModel::Open => match s.rate {
+                    Some(r) if r > 0.0 && r.is_finite() => {}
+                    _ => return bad_input(format!(
+                        "profile {}: stage {} of an open model needs a `rate` (arrivals/s) above 0",
+                        self.name,
+                        i + 1
+                    )),
+                },
+            }
+            out.push(Stage {
+                vus: if self.model == LoadModel::Closed {
+                    s.vus
+                } else {
+                    None
+                },
+                rate: if self.model == LoadModel::Open {
+                    s.rate
+                } else {
+                    None
+                },
+                ramp_to: s.ramp_to,
+                max_vus: s.max_vus.or(if self.model == LoadModel::Open {
+                    Some(1000)
+                } else {
+                    None
+                }),
+                duration,
+                warmup: warmup.min(duration / 2),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn timeout(&self) -> anyhow::Result<Duration> {
+        parse_duration(&self.request.timeout)
+            .map_err(|e| BadInput(format!("profile {}: request.timeout: {e}", self.name)).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_parses_and_resolves() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            let stages = p.resolve_stages().unwrap();
+            assert!(!stages.is_empty(), "{name}");
+        }
+        let bp = Profile::load("breakpoint").unwrap();
+        let vus: Vec<u32> = bp
+            .resolve_stages()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s.vus)
+            .collect();
+        assert_eq!(vus, vec![15, 30, 50, 80, 120]);
+        let arrival = Profile::load("arrival").unwrap();
+        assert_eq!(arrival.model, LoadModel::Open);
+    }
+
+    #[test]
+    fn overrides_replace_fields() {
+        let mut p = Profile::load("steady").unwrap();
+        p.apply(&Overrides {
+            vus: Some(vec![2, 4]),
+            stage_duration: Some("3s".into()),
+            body: Some(r#"{"sleep_ms": 10}"#.into()),
+            url: Some("http://127.0.0.1:9/webhook/x".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let st = p.resolve_stages().unwrap();
+        assert_eq!(st.len(), 2);
+        assert_eq!(st[1].vus, Some(4));
+        assert_eq!(st[0].duration, Duration::from_secs(3));
+        assert_eq!(p.request.body.unwrap()["sleep_ms"], 10);
+    }
+
+    #[test]
+    fn bad_profiles_are_rejected_with_a_reason() {
+        let err = Profile::parse("model: closed\nstages: [", "x.yaml").unwrap_err();
+        assert!(err.to_string().contains("x.yaml"), "{err}");
+        let err = Profile::parse("model: sideways\nrequest: {}\nstages: []", "y.yaml").unwrap_err();
+        assert!(err.to_string().contains("y.yaml"));
+        let p = Profile::parse("model: closed\nrequest: {}\nstages: [{rate: 3}]", "z").unwrap();
+        assert!(p.resolve_stages().unwrap_err().to_string().contains("vus"));
+        assert!(Profile::load("no-such-profile").is_err());
+        let mut p = Profile::load("smoke").unwrap();
+        assert!(p
+            .apply(&Overrides {
+                body: Some("{nope".into()),
+                ..Default::default()
+            })
+            .is_err());
+    }
+}

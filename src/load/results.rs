@@ -1,0 +1,160 @@
+//! The data a sweep produces: one [`StageResult`] per stage and a [`Summary`] for the run.
+//! These are the shared shapes `observe`, `model`, `diagnose` and `report` read; `summary.json`
+//! is their serialization (schema [`SUMMARY_SCHEMA`]).
+
+use super::checks::ThresholdResult;
+use super::profile::LoadModel;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/1";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PhaseStat {
+    pub mean_ms: f64,
+    pub p95_ms: f64,
+}
+
+/// k6's split of a request: blocked (waiting for a connection), connecting (TCP), TLS,
+/// sending, waiting (time to first byte), receiving. Connecting counts new connections only.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Phases {
+    pub blocked: PhaseStat,
+    pub connecting: PhaseStat,
+    pub tls_handshaking: PhaseStat,
+    pub sending: PhaseStat,
+    pub waiting: PhaseStat,
+    pub receiving: PhaseStat,
+}
+
+/// Failed requests by class.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ErrorCounts {
+    pub connect_refused: u64,
+    pub connect_other: u64,
+    pub timeout: u64,
+    /// Connection broken mid-request.
+    pub io: u64,
+    /// Responses with status ≥ 400, by status.
+    pub http_status: BTreeMap<u16, u64>,
+    /// Responses with a good status that failed a check.
+    pub check_failed: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckResult {
+    pub name: String,
+    pub passes: u64,
+    pub fails: u64,
+}
+
+/// Queue state n8n reported during the stage (see `observe`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct QueueObserved {
+    /// Mean and max of `n8n_scaling_mode_queue_jobs_active` (worker slots taken).
+    pub active_mean: f64,
+    pub active_max: f64,
+    /// Mean and max of `n8n_scaling_mode_queue_jobs_waiting` (jobs in Redis).
+    pub waiting_mean: f64,
+    pub waiting_max: f64,
+    pub samples: u32,
+    /// Scrapes that failed (endpoint down or garbage).
+    pub gaps: u32,
+    /// True when the stage was shorter than n8n's refresh interval of these gauges.
+    pub coarse: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageResult {
+    pub index: usize,
+    pub label: String,
+    pub model: LoadModel,
+    /// Closed model: virtual users (in flight).
+    pub vus: Option<u32>,
+    /// Open model: arrival rate (per second) at the start and end of the stage.
+    pub rate: Option<f64>,
+    pub ramp_to: Option<f64>,
+    pub max_vus: Option<u32>,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// Length of the steady window the figures come from.
+    pub window_s: f64,
+    /// The stage was cut short (interrupt or abort); its figures cover what ran.
+    pub partial: bool,
+    /// Requests completed inside the steady window, whatever their outcome.
+    pub requests: u64,
+    /// Of those, answered with status < 400.
+    pub ok: u64,
+    /// Good answers per second (status < 400 and every check passed).
+    pub throughput_rps: f64,
+    /// All completions per second, failures included.
+    pub request_rate: f64,
+    /// Time from the intended start of each request to its last byte. In the closed model the
+    /// intended start is when the virtual user began the request.
+    pub latency: Option<Latency>,
+    pub phases: Phases,
+    /// k6's `http_req_failed`: share of requests with no response or status ≥ 400.
+    pub error_rate: f64,
+    pub errors: ErrorCounts,
+    pub checks: Vec<CheckResult>,
+    /// Share of requests that passed every check (a request with no response fails them all).
+    pub check_pass_rate: f64,
+    /// Open model: arrivals that could not start because `max_vus` were busy.
+    pub dropped_iterations: u64,
+    pub new_connections: u64,
+    /// Near 1: every request opened a connection (keep-alive missing); near 0: reuse works.
+    pub new_conns_per_request: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub warmup_requests: u64,
+    /// False when the stage's error or check figures fail: its latency is not a result.
+    pub valid: bool,
+    pub invalid_reasons: Vec<String>,
+    pub thresholds: Vec<ThresholdResult>,
+    /// What n8n's own metrics said during the stage, when they were scraped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueObserved>,
+}
+
+impl StageResult {
+    /// The load level in one number: in flight (closed) or arrivals/s (open).
+    pub fn load_level(&self) -> f64 {
+        self.vus.map(f64::from).or(self.rate).unwrap_or(0.0)
+    }
+}
+
+/// A whole run, as written to `summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: String,
+    pub tool_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Ctrl-C or `--abort-on-fail` ended the run early.
+    pub interrupted: bool,
+    pub aborted_by_threshold: bool,
+    pub profile: String,
+    pub model: LoadModel,
+    pub url: String,
+    pub body: Option<serde_json::Value>,
+    pub stages: Vec<StageResult>,
+    /// Thresholds over every stage's steady window together (as k6 evaluates them).
+    pub thresholds: Vec<ThresholdResult>,
+    pub thresholds_passed: bool,
+    /// Filled by the diagnosis step, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<serde_json::Value>,
+}

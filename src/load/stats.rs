@@ -1,0 +1,246 @@
+//! Per-stage aggregation: what every request adds, kept in a few shards so virtual users rarely
+//! contend, and turned into a [`StageResult`](super::results::StageResult) when the stage ends.
+
+use super::client::{Exchange, Failure};
+use super::results::{ErrorCounts, Latency, PhaseStat, Phases};
+use hdrhistogram::Histogram;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const SHARDS: usize = 16;
+/// Histograms in microseconds, 1 µs to 1 h, 3 significant figures.
+const HIST_MAX_US: u64 = 3_600_000_000;
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("static histogram bounds are valid")
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let us = (d.as_micros() as u64).clamp(1, HIST_MAX_US);
+    let _ = h.record(us);
+}
+
+/// Everything one stage's steady window accumulates.
+pub struct Agg {
+    pub latency: Histogram<u64>,
+    pub blocked: Histogram<u64>,
+    pub connecting: Histogram<u64>,
+    pub sending: Histogram<u64>,
+    pub waiting: Histogram<u64>,
+    pub receiving: Histogram<u64>,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: ErrorCounts,
+    pub check_passes: Vec<u64>,
+    pub check_fails: Vec<u64>,
+    pub new_connections: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub warmup_requests: u64,
+}
+
+impl Agg {
+    pub fn new(checks: usize) -> Agg {
+        Agg {
+            latency: hist(),
+            blocked: hist(),
+            connecting: hist(),
+            sending: hist(),
+            waiting: hist(),
+            receiving: hist(),
+            requests: 0,
+            ok: 0,
+            errors: ErrorCounts::default(),
+            check_passes: vec![0; checks],
+            check_fails: vec![0; checks],
+            new_connections: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            warmup_requests: 0,
+        }
+    }
+
+    pub fn merge(&mut self, o: &Agg) {
+        for (a, b) in [
+            (&mut self.latency, &o.latency),
+            (&mut self.blocked, &o.blocked),
+            (&mut self.connecting, &o.connecting),
+            (&mut self.sending, &o.sending),
+            (&mut self.waiting, &o.waiting),
+            (&mut self.receiving, &o.receiving),
+        ] {
+            let _ = a.add(b);
+        }
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.errors.merge(&o.errors);
+        for (a, b) in self.check_passes.iter_mut().zip(&o.check_passes) {
+            *a += b;
+        }
+        for (a, b) in self.check_fails.iter_mut().zip(&o.check_fails) {
+            *a += b;
+        }
+        self.new_connections += o.new_connections;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.warmup_requests += o.warmup_requests;
+    }
+
+    pub fn latency_summary(&self) -> Option<Latency> {
+        summarize(&self.latency)
+    }
+
+    pub fn phases(&self) -> Phases {
+        let p = |h: &Histogram<u64>| PhaseStat {
+            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
+            p95_ms: if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(0.95) as f64 / 1000.0
+            },
+        };
+        Phases {
+            blocked: p(&self.blocked),
+            connecting: p(&self.connecting),
+            tls_handshaking: PhaseStat::default(),
+            sending: p(&self.sending),
+            waiting: p(&self.waiting),
+            receiving: p(&self.receiving),
+        }
+    }
+}
+
+pub fn summarize(h: &Histogram<u64>) -> Option<Latency> {
+    if h.is_empty() {
+        return None;
+    }
+    let ms = |v: u64| v as f64 / 1000.0;
+    Some(Latency {
+        mean_ms: h.mean() / 1000.0,
+        min_ms: ms(h.min()),
+        p50_ms: ms(h.value_at_quantile(0.50)),
+        p90_ms: ms(h.value_at_quantile(0.90)),
+        p95_ms: ms(h.value_at_quantile(0.95)),
+        p99_ms: ms(h.value_at_quantile(0.99)),
+        max_ms: ms(h.max()),
+    })
+}
+
+/// One request as the virtual user saw it, with its check outcomes.
+pub struct Sample<'a> {
+    pub exchange: &'a Exchange,
+    pub blocked: Duration,
+    pub latency: Duration,
+    /// Per check: passed?
+    pub checks: &'a [bool],
+}
+
+/// The collector of one stage. Requests that complete before `warmup_until` are only counted.
+pub struct StageRecorder {
+    pub started: Instant,
+    pub warmup_until: Instant,
+    shards: Vec<Mutex<Agg>>,
+    dropped: std::sync::atomic::AtomicU64,
+}
+
+impl StageRecorder {
+    pub fn new(started: Instant, warmup: Duration, checks: usize) -> StageRecorder {
+        StageRecorder {
+            started,
+            warmup_until: started + warmup,
+            shards: (0..SHARDS).map(|_| Mutex::new(Agg::new(checks))).collect(),
+            dropped: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    pub fn add_dropped(&self, n: u64) {
+        self.dropped
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn record(&self, shard: usize, s: &Sample<'_>, now: Instant) {
+        let Ok(mut a) = self.shards[shard % SHARDS].lock() else {
+            return;
+        };
+        if now < self.warmup_until {
+            a.warmup_requests += 1;
+            return;
+        }
+        let ex = s.exchange;
+        a.requests += 1;
+        a.bytes_sent += ex.bytes_sent;
+        a.bytes_received += ex.bytes_received;
+        if ex.new_connection {
+            a.new_connections += 1;
+            record(&mut a.connecting, ex.connecting);
+        }
+        record(&mut a.latency, s.latency);
+        record(&mut a.blocked, s.blocked);
+        match &ex.result {
+            Ok((status, _)) => {
+                record(&mut a.sending, ex.sending);
+                record(&mut a.waiting, ex.waiting);
+                record(&mut a.receiving, ex.receiving);
+                if *status >= 400 {
+                    *a.errors.http_status.entry(*status).or_insert(0) += 1;
+                } else {
+                    a.ok += 1;
+                }
+            }
+            Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
+            Err(Failure::ConnectOther) => a.errors.connect_other += 1,
+            Err(Failure::Timeout) => a.errors.timeout += 1,
+            Err(Failure::Io) => a.errors.io += 1,
+        }
+        let http_ok = matches!(&ex.result, Ok((st, _)) if *st < 400);
+        let mut all_passed = true;
+        for (i, passed) in s.checks.iter().enumerate() {
+            if *passed {
+                a.check_passes[i] += 1;
+            } else {
+                a.check_fails[i] += 1;
+                all_passed = false;
+            }
+        }
+        if http_ok && !all_passed {
+            a.errors.check_failed += 1;
+        }
+    }
+
+    /// Merges the shards.
+    pub fn total(&self, checks: usize) -> Agg {
+        let mut total = Agg::new(checks);
+        for s in &self.shards {
+            if let Ok(a) = s.lock() {
+                total.merge(&a);
+            }
+        }
+        total
+    }
+}
+
+impl ErrorCounts {
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        self.connect_refused += o.connect_refused;
+        self.connect_other += o.connect_other;
+        self.timeout += o.timeout;
+        self.io += o.io;
+        self.check_failed += o.check_failed;
+        for (k, v) in &o.http_status {
+            *self.http_status.entry(*k).or_insert(0) += v;
+        }
+    }
+
+    /// Requests that failed at the HTTP level (k6's `http_req_failed`): no response or status ≥ 400.
+    pub fn http_failed(&self) -> u64 {
+        self.connect_refused
+            + self.connect_other
+            + self.timeout
+            + self.io
+            + self.http_status.values().sum::<u64>()
+    }
+}

@@ -1,0 +1,6 @@
+//! Observe: what n8n reports about itself while load runs (Prometheus `/metrics` of main and
+//! workers), parsed without loss and reduced to the figures the diagnosis needs.
+//! It measures and records; it does not judge.
+
+pub mod prometheus;
+pub mod scrape;

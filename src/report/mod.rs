@@ -1,0 +1,4 @@
+//! Report: renders results for people (tables) and machines (JSON). Each format is one
+//! function of the results; nothing here measures or judges.
+
+pub mod table;

@@ -1,0 +1,127 @@
+//! The end-of-sweep table: one row per stage, validity first. An invalid stage's latency is
+//! never printed as a figure (the fast-failure trap): its cells say why instead.
+
+use crate::load::results::StageResult;
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+
+fn ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.1} ms")
+    }
+}
+
+pub fn stages_table(stages: &[StageResult]) -> String {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    let has_queue = stages.iter().any(|s| s.queue.is_some());
+    let open = stages.iter().any(|s| s.rate.is_some());
+    let mut header = vec![
+        "stage",
+        if open { "arrivals/s" } else { "in flight" },
+        "valid",
+        "check %",
+        "error %",
+        "req/s",
+        "p50",
+        "p95",
+        "p99",
+        "new conns/req",
+    ];
+    if open {
+        header.push("dropped");
+    }
+    if has_queue {
+        header.push("slots taken");
+        header.push("waiting");
+    }
+    t.set_header(header);
+    for s in stages {
+        let mut row = vec![
+            Cell::new(format!(
+                "{}{}",
+                s.index + 1,
+                if s.partial { " (partial)" } else { "" }
+            )),
+            Cell::new(if open {
+                s.label.clone()
+            } else {
+                s.vus.map(|v| v.to_string()).unwrap_or_default()
+            }),
+            Cell::new(if s.valid { "yes" } else { "NO" }),
+            Cell::new(format!("{:.1}", s.check_pass_rate * 100.0)),
+            Cell::new(format!("{:.1}", s.error_rate * 100.0)),
+            Cell::new(format!("{:.2}", s.throughput_rps)),
+        ];
+        match (&s.latency, s.valid) {
+            (Some(l), true) => {
+                row.push(Cell::new(ms(l.p50_ms)));
+                row.push(Cell::new(ms(l.p95_ms)));
+                row.push(Cell::new(ms(l.p99_ms)));
+            }
+            _ => {
+                for _ in 0..3 {
+                    row.push(Cell::new("invalid"));
+                }
+            }
+        }
+        row.push(Cell::new(format!("{:.2}", s.new_conns_per_request)));
+        if open {
+            row.push(Cell::new(s.dropped_iterations.to_string()));
+        }
+        if has_queue {
+            match &s.queue {
+                Some(q) if q.samples > 0 => {
+                    let coarse = if q.coarse { "*" } else { "" };
+                    row.push(Cell::new(format!("{:.1}{coarse}", q.active_mean)));
+                    row.push(Cell::new(format!("{:.1}{coarse}", q.waiting_mean)));
+                }
+                _ => {
+                    row.push(Cell::new("—"));
+                    row.push(Cell::new("—"));
+                }
+            }
+        }
+        t.add_row(row);
+    }
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = t.to_string();
+    let mut notes = Vec::new();
+    for s in stages.iter().filter(|s| !s.valid) {
+        notes.push(format!(
+            "stage {} is invalid: {} — its latency is not a result.",
+            s.index + 1,
+            s.invalid_reasons.join("; ")
+        ));
+    }
+    if stages
+        .iter()
+        .any(|s| s.queue.as_ref().is_some_and(|q| q.coarse))
+    {
+        notes.push(
+            "* stage shorter than n8n's queue-metrics refresh (N8N_METRICS_QUEUE_METRICS_INTERVAL): \
+             the gauges may lag."
+                .into(),
+        );
+    }
+    if stages.iter().any(|s| s.queue.is_some()) {
+        notes.push(
+            "slots taken = n8n_scaling_mode_queue_jobs_active: worker slots held, not Code tasks \
+             running in a runner."
+                .into(),
+        );
+    }
+    for n in notes {
+        out.push('\n');
+        out.push_str(&n);
+    }
+    out
+}

@@ -1,0 +1,332 @@
+//! Each simulated role's settings, read from the same variables and flags as the real n8n
+//! process or container of that role (names and defaults checked against n8n 2.x source:
+//! `@n8n/config` runners.config.ts, scaling-mode.config.ts, endpoints.config.ts, and the task
+//! runner's base-runner-config.ts). The few settings that only the simulator has are flags.
+
+use crate::error::BadInput;
+use crate::util::{env_bool, env_parse};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Metric switches every n8n instance reads.
+#[derive(Debug, Clone)]
+pub struct MetricsConfig {
+    /// `N8N_METRICS` (default false): whether `/metrics` exists at all.
+    pub enabled: bool,
+    /// `N8N_METRICS_PREFIX` (default `n8n_`).
+    pub prefix: String,
+    /// `N8N_METRICS_INCLUDE_QUEUE_METRICS` (default false; main only).
+    pub queue_metrics: bool,
+    /// `N8N_METRICS_QUEUE_METRICS_INTERVAL` in seconds (default 20).
+    pub queue_metrics_interval: Duration,
+    /// `N8N_METRICS_INCLUDE_MESSAGE_EVENT_BUS_METRICS` (default false): runner task counters.
+    pub event_bus_metrics: bool,
+}
+
+impl MetricsConfig {
+    pub fn from_env(env: Env, default_enabled: bool) -> Result<Self, BadInput> {
+        let interval: f64 = env_parse(
+            env,
+            "N8N_METRICS_QUEUE_METRICS_INTERVAL",
+            20.0,
+            "a number of seconds",
+        )?;
+        if interval <= 0.0 {
+            return Err(BadInput(
+                "N8N_METRICS_QUEUE_METRICS_INTERVAL must be more than 0 seconds".into(),
+            ));
+        }
+        Ok(Self {
+            enabled: env_bool(env, "N8N_METRICS", default_enabled)?,
+            prefix: env("N8N_METRICS_PREFIX").unwrap_or_else(|| "n8n_".into()),
+            queue_metrics: env_bool(env, "N8N_METRICS_INCLUDE_QUEUE_METRICS", default_enabled)?,
+            queue_metrics_interval: Duration::from_secs_f64(interval),
+            event_bus_metrics: env_bool(
+                env,
+                "N8N_METRICS_INCLUDE_MESSAGE_EVENT_BUS_METRICS",
+                false,
+            )?,
+        })
+    }
+}
+
+/// Where the queue lives: `QUEUE_BULL_REDIS_HOST` / `QUEUE_BULL_REDIS_PORT` (default
+/// localhost:6379). Without a real Redis, sim main serves the queue at that port itself.
+pub fn queue_address(env: Env) -> Result<(String, u16), BadInput> {
+    let host = env("QUEUE_BULL_REDIS_HOST")
+        .filter(|h| !h.trim().is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let port = env_parse(env, "QUEUE_BULL_REDIS_PORT", 6379u16, "a port number")?;
+    Ok((host, port))
+}
+
+fn listen_ip(env: Env, var: &str, default: &str) -> Result<IpAddr, BadInput> {
+    let text = env(var)
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.into());
+    let text = text.trim();
+    let text = if text == "localhost" {
+        "127.0.0.1"
+    } else {
+        text
+    };
+    text.parse().map_err(|_| {
+        BadInput(format!(
+            "{var}={text:?} is not an IP address to listen on: use e.g. 0.0.0.0 or 127.0.0.1"
+        ))
+    })
+}
+
+fn seconds(env: Env, var: &str, default: f64) -> Result<Duration, BadInput> {
+    let v: f64 = env_parse(env, var, default, "a number of seconds")?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(BadInput(format!("{var} must be more than 0 seconds")));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+#[derive(Debug, Clone)]
+pub struct MainConfig {
+    /// `N8N_LISTEN_ADDRESS` + `N8N_PORT` (default 5678).
+    pub listen: SocketAddr,
+    /// The queue endpoint workers connect to (see [`queue_address`]).
+    pub queue_listen: SocketAddr,
+    /// The webhook path the workflow registers (the example workflow uses `load`).
+    pub webhook_path: String,
+    pub metrics: MetricsConfig,
+    /// Time main spends on each execution outside any worker slot (webhook handling, saving).
+    pub overhead: Duration,
+}
+
+impl MainConfig {
+    pub fn from_env(env: Env, port: Option<u16>, overhead: Duration) -> Result<Self, BadInput> {
+        if let Some(mode) = env("EXECUTIONS_MODE") {
+            if !mode.is_empty() && mode != "queue" {
+                return Err(BadInput(format!(
+                    "EXECUTIONS_MODE={mode:?}: the simulator is an n8n in queue mode; set \
+                     EXECUTIONS_MODE=queue or unset it"
+                )));
+            }
+        }
+        let ip = listen_ip(env, "N8N_LISTEN_ADDRESS", "0.0.0.0")?;
+        let port = match port {
+            Some(p) => p,
+            None => env_parse(env, "N8N_PORT", 5678u16, "a port number")?,
+        };
+        let (_, queue_port) = queue_address(env)?;
+        Ok(Self {
+            listen: SocketAddr::new(ip, port),
+            queue_listen: SocketAddr::new(ip, queue_port),
+            webhook_path: "load".into(),
+            metrics: MetricsConfig::from_env(env, false)?,
+            overhead,
+        })
+    }
+}
+
+/// `N8N_RUNNERS_MODE`: `internal` (n8n starts a runner child process) or `external`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnersMode {
+    Internal,
+    External,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub name: String,
+    /// Effective worker concurrency: `--concurrency` (default 10), overridden by
+    /// `N8N_CONCURRENCY_PRODUCTION_LIMIT` when that is not -1.
+    pub concurrency: u32,
+    /// Where the queue is (`QUEUE_BULL_REDIS_HOST:QUEUE_BULL_REDIS_PORT`).
+    pub queue: (String, u16),
+    /// `N8N_WORKER_SERVER_ADDRESS` + `QUEUE_HEALTH_CHECK_PORT` (default 5678): /healthz, /metrics.
+    pub health_listen: SocketAddr,
+    /// `N8N_RUNNERS_BROKER_LISTEN_ADDRESS` (127.0.0.1) + `N8N_RUNNERS_BROKER_PORT` (5679).
+    pub broker_listen: SocketAddr,
+    pub runners_mode: RunnersMode,
+    /// `N8N_RUNNERS_MAX_CONCURRENCY` on this process: used only by an internal runner.
+    pub internal_runner_limit: u32,
+    /// `N8N_RUNNERS_AUTH_TOKEN`: runners must present it (when set). Never printed.
+    pub auth_token: String,
+    /// `N8N_RUNNERS_TASK_REQUEST_TIMEOUT` (default 60 s): how long a Code task waits for a runner.
+    pub task_request_timeout: Duration,
+    pub metrics: MetricsConfig,
+    /// Time each job holds its slot besides its own work (loading and saving the execution).
+    pub overhead: Duration,
+}
+
+impl WorkerConfig {
+    pub fn from_env(
+        env: Env,
+        concurrency_flag: Option<u32>,
+        overhead: Duration,
+    ) -> Result<Self, BadInput> {
+        let production_limit: i64 = env_parse(
+            env,
+            "N8N_CONCURRENCY_PRODUCTION_LIMIT",
+            -1,
+            "a whole number (-1 for no limit)",
+        )?;
+        let concurrency = if production_limit != -1 {
+            if production_limit < 1 {
+                return Err(BadInput(format!(
+                    "N8N_CONCURRENCY_PRODUCTION_LIMIT={production_limit}: use -1 (off) or a \
+                     number of at least 1"
+                )));
+            }
+            production_limit as u32
+        } else {
+            concurrency_flag.unwrap_or(10)
+        };
+        if concurrency == 0 {
+            return Err(BadInput(
+                "--concurrency must be at least 1 (n8n's default is 10)".into(),
+            ));
+        }
+        let mode = match env("N8N_RUNNERS_MODE").as_deref().map(str::trim) {
+            None | Some("") | Some("internal") => RunnersMode::Internal,
+            Some("external") => RunnersMode::External,
+            Some(other) => {
+                return Err(BadInput(format!(
+                    "N8N_RUNNERS_MODE={other:?} is not a runners mode: use internal or external"
+                )))
+            }
+        };
+        let health_ip = listen_ip(env, "N8N_WORKER_SERVER_ADDRESS", "0.0.0.0")?;
+        let health_port = env_parse(env, "QUEUE_HEALTH_CHECK_PORT", 5678u16, "a port number")?;
+        let broker_ip = listen_ip(env, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "127.0.0.1")?;
+        let broker_port = env_parse(env, "N8N_RUNNERS_BROKER_PORT", 5679u16, "a port number")?;
+        Ok(Self {
+            name: env("HOSTNAME").unwrap_or_else(|| "worker".into()),
+            concurrency,
+            queue: queue_address(env)?,
+            health_listen: SocketAddr::new(health_ip, health_port),
+            broker_listen: SocketAddr::new(broker_ip, broker_port),
+            runners_mode: mode,
+            internal_runner_limit: runner_limit(env)?,
+            auth_token: env("N8N_RUNNERS_AUTH_TOKEN").unwrap_or_default(),
+            task_request_timeout: seconds(env, "N8N_RUNNERS_TASK_REQUEST_TIMEOUT", 60.0)?,
+            metrics: MetricsConfig::from_env(env, false)?,
+            overhead,
+        })
+    }
+}
+
+/// `N8N_RUNNERS_MAX_CONCURRENCY` (default 10 in n8n 2.x source; the docs say 5).
+pub fn runner_limit(env: Env) -> Result<u32, BadInput> {
+    let v: u32 = env_parse(env, "N8N_RUNNERS_MAX_CONCURRENCY", 10, "a whole number")?;
+    if v == 0 {
+        return Err(BadInput(
+            "N8N_RUNNERS_MAX_CONCURRENCY must be at least 1".into(),
+        ));
+    }
+    Ok(v)
+}
+
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub name: String,
+    /// `N8N_RUNNERS_TASK_BROKER_URI` (default http://127.0.0.1:5679).
+    pub broker: (String, u16),
+    /// `N8N_RUNNERS_MAX_CONCURRENCY` of this runner (default 10).
+    pub max_concurrency: u32,
+    /// `N8N_RUNNERS_AUTH_TOKEN`. Never printed.
+    pub auth_token: String,
+}
+
+impl RunnerConfig {
+    pub fn from_env(env: Env) -> Result<Self, BadInput> {
+        let uri = env("N8N_RUNNERS_TASK_BROKER_URI")
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| "http://127.0.0.1:5679".into());
+        Ok(Self {
+            name: env("HOSTNAME").unwrap_or_else(|| "runner".into()),
+            broker: parse_broker_uri(&uri)?,
+            max_concurrency: runner_limit(env)?,
+            auth_token: env("N8N_RUNNERS_AUTH_TOKEN").unwrap_or_default(),
+        })
+    }
+}
+
+/// Splits `http://host:port[/path]` into host and port.
+pub fn parse_broker_uri(uri: &str) -> Result<(String, u16), BadInput> {
+    let bad = || {
+        BadInput(format!(
+            "N8N_RUNNERS_TASK_BROKER_URI={uri:?} is not a broker URI: write http://HOST:PORT, \
+             e.g. http://n8n-worker:5679"
+        ))
+    };
+    let rest = uri
+        .trim()
+        .strip_prefix("http://")
+        .or_else(|| uri.trim().strip_prefix("ws://"))
+        .ok_or_else(bad)?;
+    let authority = rest.split('/').next().unwrap_or("");
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse::<u16>().map_err(|_| bad())?),
+        None => (authority, 80),
+    };
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok((host.trim_matches(['[', ']']).to_string(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn production_limit_overrides_concurrency_flag() {
+        let env = env_of(&[("N8N_CONCURRENCY_PRODUCTION_LIMIT", "7")]);
+        let w = WorkerConfig::from_env(&env, Some(15), Duration::ZERO).unwrap();
+        assert_eq!(w.concurrency, 7);
+        let env = env_of(&[("N8N_CONCURRENCY_PRODUCTION_LIMIT", "-1")]);
+        let w = WorkerConfig::from_env(&env, Some(15), Duration::ZERO).unwrap();
+        assert_eq!(w.concurrency, 15);
+        let w = WorkerConfig::from_env(&env_of(&[]), None, Duration::ZERO).unwrap();
+        assert_eq!(w.concurrency, 10);
+        assert_eq!(w.task_request_timeout, Duration::from_secs(60));
+        assert_eq!(w.broker_listen.port(), 5679);
+        assert_eq!(w.health_listen.port(), 5678);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let env = env_of(&[("N8N_RUNNERS_MAX_CONCURRENCY", "abc")]);
+        let err = RunnerConfig::from_env(&env).unwrap_err();
+        assert!(err.0.contains("N8N_RUNNERS_MAX_CONCURRENCY"));
+        let env = env_of(&[("N8N_RUNNERS_MODE", "sidecar")]);
+        let err = WorkerConfig::from_env(&env, None, Duration::ZERO).unwrap_err();
+        assert!(err.0.contains("N8N_RUNNERS_MODE"));
+        let env = env_of(&[("N8N_RUNNERS_TASK_BROKER_URI", "n8n-worker")]);
+        assert!(RunnerConfig::from_env(&env)
+            .unwrap_err()
+            .0
+            .contains("BROKER_URI"));
+    }
+
+    #[test]
+    fn broker_uri_forms() {
+        assert_eq!(
+            parse_broker_uri("http://n8n-worker:5679").unwrap(),
+            ("n8n-worker".to_string(), 5679)
+        );
+        assert_eq!(
+            parse_broker_uri("http://127.0.0.1:5679/runners").unwrap(),
+            ("127.0.0.1".to_string(), 5679)
+        );
+    }
+}

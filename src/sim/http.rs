@@ -1,0 +1,72 @@
+//! A small HTTP/1.1 server for the simulator's endpoints (webhook, /metrics, /healthz).
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::future::Future;
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+pub type Resp = Response<Full<Bytes>>;
+
+pub fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+pub fn json(status: StatusCode, value: &serde_json::Value) -> Resp {
+    respond(status, "application/json; charset=utf-8", value.to_string())
+}
+
+/// Binds a listener, with an error that says which setting chose the address and what to do.
+pub async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            anyhow::anyhow!(
+                "cannot listen on {addr} for {what}: the port is already in use; stop the other \
+                 process or choose another port"
+            )
+        } else {
+            anyhow::anyhow!("cannot listen on {addr} for {what}: {e}")
+        }
+    })
+}
+
+/// Serves every connection on `listener` with `handler` until the task is aborted.
+pub async fn serve<F, Fut>(listener: TcpListener, handler: F)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Resp> + Send + 'static,
+{
+    let mut conns = JoinSet::new();
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        while conns.try_join_next().is_some() {}
+        let handler = handler.clone();
+        conns.spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let h = handler.clone();
+                async move { Ok::<_, std::convert::Infallible>(h(req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,449 @@
+//! Simulated n8n main: receives `POST /webhook/<path>`, puts the execution on the queue, answers
+//! when a worker reports it finished (respond-after-last-node), and serves `/metrics` with the
+//! queue gauges n8n main has (refreshed every `N8N_METRICS_QUEUE_METRICS_INTERVAL`).
+
+use super::config::MainConfig;
+use super::http::{self, json, respond, Resp};
+use super::process::{write_default_metrics, Exposition, LagMonitor};
+use super::rendezvous::Rendezvous;
+use super::wire::{self, JobSpec, QueueMsg};
+use super::SIM_VERSION;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use serde_json::json as j;
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+/// n8n's execution-duration histogram buckets (seconds), as in the real captures.
+const DURATION_BUCKETS: [f64; 16] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+struct QueuedJob {
+    id: u64,
+    spec: JobSpec,
+}
+
+struct Taker {
+    conn: u64,
+    tx: mpsc::UnboundedSender<QueueMsg>,
+}
+
+struct Outcome {
+    ok: bool,
+    result: Option<serde_json::Value>,
+    error: Option<String>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct QueueSnapshot {
+    waiting: u64,
+    active: u64,
+    completed: u64,
+    failed: u64,
+}
+
+#[derive(Default)]
+struct DurationHistogram {
+    counts: [u64; DURATION_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+struct State {
+    cfg: MainConfig,
+    queue: Mutex<Rendezvous<QueuedJob, Taker>>,
+    waiters: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    /// Jobs each worker connection holds (Bull's "active").
+    held: Mutex<HashMap<u64, HashSet<u64>>>,
+    next_id: AtomicU64,
+    next_conn: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    snapshot: Mutex<QueueSnapshot>,
+    durations: Mutex<[DurationHistogram; 2]>,
+    lag: LagMonitor,
+    started: SystemTime,
+}
+
+/// Addresses a started main listens on.
+#[derive(Debug, Clone, Copy)]
+pub struct MainAddrs {
+    pub http: SocketAddr,
+    pub queue: SocketAddr,
+}
+
+/// Binds main's ports (failing fast with a clear message) and spawns its tasks into `tasks`.
+pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<MainAddrs> {
+    let http_listener = http::bind(cfg.listen, "n8n main (N8N_PORT)").await?;
+    let queue_listener = http::bind(
+        cfg.queue_listen,
+        "the simulated queue (QUEUE_BULL_REDIS_PORT)",
+    )
+    .await?;
+    let addrs = MainAddrs {
+        http: http_listener.local_addr()?,
+        queue: queue_listener.local_addr()?,
+    };
+    let lag = LagMonitor::start(tasks);
+    let state = Arc::new(State {
+        cfg,
+        queue: Mutex::new(Rendezvous::default()),
+        waiters: Mutex::new(HashMap::new()),
+        held: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+        next_conn: AtomicU64::new(1),
+        completed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        snapshot: Mutex::new(QueueSnapshot::default()),
+        durations: Mutex::new(Default::default()),
+        lag,
+        started: SystemTime::now(),
+    });
+    let st = state.clone();
+    tasks.spawn(async move {
+        http::serve(http_listener, move |req| handle_http(st.clone(), req)).await
+    });
+    let st = state.clone();
+    tasks.spawn(async move { accept_workers(st, queue_listener).await });
+    let st = state.clone();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(st.cfg.metrics.queue_metrics_interval);
+        loop {
+            tick.tick().await;
+            refresh_snapshot(&st);
+        }
+    });
+    Ok(addrs)
+}
+
+fn refresh_snapshot(st: &State) {
+    let waiting = st.queue.lock().map(|q| q.left_len() as u64).unwrap_or(0);
+    let active = st
+        .held
+        .lock()
+        .map(|h| h.values().map(|s| s.len() as u64).sum())
+        .unwrap_or(0);
+    if let Ok(mut s) = st.snapshot.lock() {
+        *s = QueueSnapshot {
+            waiting,
+            active,
+            completed: st.completed.load(Ordering::Relaxed),
+            failed: st.failed.load(Ordering::Relaxed),
+        };
+    }
+}
+
+async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
+    let path = req.uri().path().to_string();
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/metrics") if st.cfg.metrics.enabled => respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            render_metrics(&st),
+        ),
+        (&Method::GET, "/healthz") => json(StatusCode::OK, &j!({"status": "ok"})),
+        (_, p) if p.starts_with("/webhook/") => {
+            let hook = &p["/webhook/".len()..];
+            if req.method() != Method::POST || hook != st.cfg.webhook_path {
+                return json(
+                    StatusCode::NOT_FOUND,
+                    &j!({"code": 404, "message": format!(
+                        "The requested webhook \"{} {}\" is not registered.", req.method(), hook)}),
+                );
+            }
+            webhook(st, req).await
+        }
+        _ => json(
+            StatusCode::NOT_FOUND,
+            &j!({"code": 404, "message": "Not Found"}),
+        ),
+    }
+}
+
+async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                &j!({"code": 400, "message": "request body could not be read"}),
+            )
+        }
+    };
+    let spec: JobSpec = if body.iter().all(u8::is_ascii_whitespace) {
+        JobSpec::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(s) => s,
+            Err(e) => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    &j!({"code": 400, "message": format!("Unexpected token in JSON: {e}")}),
+                )
+            }
+        }
+    };
+    // Webhook handling and execution bookkeeping on main, outside any worker slot.
+    if !st.cfg.overhead.is_zero() {
+        tokio::time::sleep(st.cfg.overhead).await;
+    }
+    let id = st.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = oneshot::channel();
+    if let Ok(mut w) = st.waiters.lock() {
+        w.insert(id, tx);
+    }
+    enqueue(&st, QueuedJob { id, spec });
+    match rx.await {
+        Ok(Outcome {
+            ok: true, result, ..
+        }) => json(StatusCode::OK, &result.unwrap_or_else(|| j!({"ok": true}))),
+        Ok(Outcome { error, .. }) => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &j!({"code": 0, "message": "Error in workflow", "hint": error}),
+        ),
+        Err(_) => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &j!({"code": 0, "message": "Execution was lost"}),
+        ),
+    }
+}
+
+/// Hands a job to a free slot, or leaves it waiting in the queue.
+fn enqueue(st: &State, job: QueuedJob) {
+    let mut job = job;
+    loop {
+        let paired = match st.queue.lock() {
+            Ok(mut q) => q.push_left(job),
+            Err(_) => return,
+        };
+        let Some((j, taker)) = paired else { return };
+        match deliver(st, j, &taker) {
+            Ok(()) => return,
+            // That slot's worker is gone: try the next free slot.
+            Err(back) => job = back,
+        }
+    }
+}
+
+fn deliver(st: &State, job: QueuedJob, taker: &Taker) -> Result<(), QueuedJob> {
+    if let Ok(mut held) = st.held.lock() {
+        match held.get_mut(&taker.conn) {
+            Some(set) => {
+                set.insert(job.id);
+            }
+            None => return Err(job),
+        }
+    }
+    let msg = QueueMsg::Job {
+        id: job.id,
+        spec: job.spec,
+    };
+    if taker.tx.send(msg).is_err() {
+        if let Ok(mut held) = st.held.lock() {
+            if let Some(set) = held.get_mut(&taker.conn) {
+                set.remove(&job.id);
+            }
+        }
+        return Err(job);
+    }
+    Ok(())
+}
+
+async fn accept_workers(st: Arc<State>, listener: TcpListener) {
+    let mut conns = JoinSet::new();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
+        while conns.try_join_next().is_some() {}
+        let st = st.clone();
+        conns.spawn(async move { worker_conn(st, stream).await });
+    }
+}
+
+async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
+    let conn = st.next_conn.fetch_add(1, Ordering::Relaxed);
+    let (mut reader, tx) = wire::split::<QueueMsg>(stream);
+    if let Ok(mut held) = st.held.lock() {
+        held.insert(conn, HashSet::new());
+    }
+    while let Ok(Some(msg)) = reader.next::<QueueMsg>().await {
+        match msg {
+            QueueMsg::Hello { .. } => {}
+            QueueMsg::Take => {
+                let taker = Taker {
+                    conn,
+                    tx: tx.clone(),
+                };
+                let paired = match st.queue.lock() {
+                    Ok(mut q) => q.push_right(taker),
+                    Err(_) => break,
+                };
+                if let Some((job, taker)) = paired {
+                    if let Err(job) = deliver(&st, job, &taker) {
+                        if let Ok(mut q) = st.queue.lock() {
+                            q.unshift_left(job);
+                        }
+                    }
+                }
+            }
+            QueueMsg::Done {
+                id,
+                ok,
+                duration_s,
+                result,
+                error,
+            } => {
+                if let Ok(mut held) = st.held.lock() {
+                    if let Some(set) = held.get_mut(&conn) {
+                        set.remove(&id);
+                    }
+                }
+                finish(&st, id, ok, duration_s, result, error);
+            }
+            QueueMsg::Job { .. } => {}
+        }
+    }
+    // The worker went away: its free slots vanish and the jobs it held fail.
+    if let Ok(mut q) = st.queue.lock() {
+        q.retain_right(|t| t.conn != conn);
+    }
+    let lost = st
+        .held
+        .lock()
+        .ok()
+        .and_then(|mut h| h.remove(&conn))
+        .unwrap_or_default();
+    for id in lost {
+        finish(
+            &st,
+            id,
+            false,
+            0.0,
+            None,
+            Some("the worker running this execution disconnected".into()),
+        );
+    }
+}
+
+fn finish(
+    st: &State,
+    id: u64,
+    ok: bool,
+    duration_s: f64,
+    result: Option<serde_json::Value>,
+    error: Option<String>,
+) {
+    if ok {
+        st.completed.fetch_add(1, Ordering::Relaxed);
+    } else {
+        st.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Ok(mut hists) = st.durations.lock() {
+        let h = &mut hists[if ok { 0 } else { 1 }];
+        h.count += 1;
+        h.sum += duration_s;
+        for (i, le) in DURATION_BUCKETS.iter().enumerate() {
+            if duration_s <= *le {
+                h.counts[i] += 1;
+            }
+        }
+    }
+    let waiter = st.waiters.lock().ok().and_then(|mut w| w.remove(&id));
+    if let Some(tx) = waiter {
+        let _ = tx.send(Outcome { ok, result, error });
+    }
+}
+
+fn render_metrics(st: &State) -> String {
+    let mut e = Exposition::new(&st.cfg.metrics.prefix);
+    e.single(
+        "instance_role_leader",
+        "gauge",
+        "Whether this main instance is the leader (1) or not (0).",
+        1.0,
+    );
+    e.single(
+        "active_workflow_count",
+        "gauge",
+        "Total number of active workflows.",
+        1.0,
+    );
+    e.family("version_info", "gauge", "n8n version info.");
+    e.sample("version_info", &SIM_VERSION.labels(), 1.0);
+    e.end_family();
+    if st.cfg.metrics.queue_metrics {
+        let s = st.snapshot.lock().map(|s| *s).unwrap_or_default();
+        e.single(
+            "scaling_mode_queue_jobs_waiting",
+            "gauge",
+            "Current number of enqueued jobs waiting for pickup in scaling mode.",
+            s.waiting as f64,
+        );
+        e.single(
+            "scaling_mode_queue_jobs_active",
+            "gauge",
+            "Current number of jobs being processed across all workers in scaling mode.",
+            s.active as f64,
+        );
+        e.single(
+            "scaling_mode_queue_jobs_completed",
+            "counter",
+            "Total number of jobs completed across all workers in scaling mode since instance start.",
+            s.completed as f64,
+        );
+        e.single(
+            "scaling_mode_queue_jobs_failed",
+            "counter",
+            "Total number of jobs failed across all workers in scaling mode since instance start.",
+            s.failed as f64,
+        );
+    }
+    e.family(
+        "workflow_execution_duration_seconds",
+        "histogram",
+        "Workflow execution duration in seconds.",
+    );
+    if let Ok(hists) = st.durations.lock() {
+        for (status, h) in ["success", "error"].iter().zip(hists.iter()) {
+            if h.count == 0 {
+                continue;
+            }
+            for (le, c) in DURATION_BUCKETS.iter().zip(h.counts.iter()) {
+                let le = format!("{le}");
+                e.sample(
+                    "workflow_execution_duration_seconds_bucket",
+                    &[("le", &le), ("status", status), ("mode", "webhook")],
+                    *c as f64,
+                );
+            }
+            e.sample(
+                "workflow_execution_duration_seconds_bucket",
+                &[("le", "+Inf"), ("status", status), ("mode", "webhook")],
+                h.count as f64,
+            );
+            e.sample(
+                "workflow_execution_duration_seconds_sum",
+                &[("status", status), ("mode", "webhook")],
+                h.sum,
+            );
+            e.sample(
+                "workflow_execution_duration_seconds_count",
+                &[("status", status), ("mode", "webhook")],
+                h.count as f64,
+            );
+        }
+    }
+    e.end_family();
+    write_default_metrics(&mut e, &st.lag, st.started);
+    e.out
+}

@@ -1,0 +1,256 @@
+//! An n8n queue-mode stand-in: main (webhook + queue + metrics), workers (slots), task brokers
+//! and runners (Code tasks), as separate roles talking over TCP like the real stack.
+//!
+//! This module is the witness the rest of n8ncap is tested against, so it stays independent:
+//! its throughput comes from slots and runner tasks really held, never from the capacity
+//! model's formulas, and it imports nothing from `load`, `model` or `diagnose`.
+
+pub mod config;
+pub mod http;
+pub mod main_role;
+pub mod process;
+pub mod rendezvous;
+pub mod runner;
+pub mod wire;
+pub mod worker;
+
+use config::{MainConfig, RunnerConfig, RunnersMode, WorkerConfig};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// The n8n version the simulator's `n8n_version_info` claims to behave like.
+pub struct SimVersion;
+pub const SIM_VERSION: SimVersion = SimVersion;
+
+impl SimVersion {
+    pub fn labels(&self) -> [(&'static str, &'static str); 4] {
+        [
+            ("version", "v2.41.1-sim"),
+            ("major", "2"),
+            ("minor", "41"),
+            ("patch", "1"),
+        ]
+    }
+}
+
+/// Fixed overhead per execution: half on main (webhook handling, outside any slot), half inside
+/// the worker slot (loading and saving the execution). 40 ms total matches what the reference
+/// study measured at 1 in flight on a real n8n.
+pub const DEFAULT_OVERHEAD: Duration = Duration::from_millis(40);
+
+/// Settings for a whole stack in one process (`sim all`, the demo, tests).
+#[derive(Debug, Clone)]
+pub struct StackConfig {
+    /// Port for main's webhook and /metrics (0 = any free port).
+    pub port: u16,
+    pub workers: u32,
+    /// Effective worker concurrency of each worker.
+    pub worker_concurrency: u32,
+    /// Runners attached to each worker (0: none, Code tasks time out).
+    pub runners_per_worker: u32,
+    /// `N8N_RUNNERS_MAX_CONCURRENCY` of each runner.
+    pub runner_limit: u32,
+    pub task_request_timeout: Duration,
+    pub queue_metrics_interval: Duration,
+    pub event_bus_metrics: bool,
+    pub overhead: Duration,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            workers: 1,
+            worker_concurrency: 10,
+            runners_per_worker: 1,
+            runner_limit: 10,
+            task_request_timeout: Duration::from_secs(60),
+            queue_metrics_interval: Duration::from_secs(20),
+            event_bus_metrics: false,
+            overhead: DEFAULT_OVERHEAD,
+        }
+    }
+}
+
+/// A running in-process stack. Dropping it stops every role.
+pub struct Stack {
+    pub main_url: String,
+    pub webhook_url: String,
+    pub worker_metrics_urls: Vec<String>,
+    pub config: StackConfig,
+    _tasks: JoinSet<()>,
+}
+
+impl Stack {
+    pub async fn start(cfg: StackConfig) -> anyhow::Result<Stack> {
+        let mut tasks = JoinSet::new();
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let metrics = config::MetricsConfig {
+            enabled: true,
+            prefix: "n8n_".into(),
+            queue_metrics: true,
+            queue_metrics_interval: cfg.queue_metrics_interval,
+            event_bus_metrics: cfg.event_bus_metrics,
+        };
+        let main = main_role::start(
+            MainConfig {
+                listen: SocketAddr::new(loopback, cfg.port),
+                queue_listen: SocketAddr::new(loopback, 0),
+                webhook_path: "load".into(),
+                metrics: metrics.clone(),
+                overhead: cfg.overhead / 2,
+            },
+            &mut tasks,
+        )
+        .await?;
+        let mut worker_metrics_urls = Vec::new();
+        for w in 0..cfg.workers {
+            let name = format!("worker-{}", w + 1);
+            let addrs = worker::start(
+                WorkerConfig {
+                    name: name.clone(),
+                    concurrency: cfg.worker_concurrency,
+                    queue: (main.queue.ip().to_string(), main.queue.port()),
+                    health_listen: SocketAddr::new(loopback, 0),
+                    broker_listen: SocketAddr::new(loopback, 0),
+                    runners_mode: RunnersMode::External,
+                    internal_runner_limit: 10,
+                    auth_token: String::new(),
+                    task_request_timeout: cfg.task_request_timeout,
+                    metrics: metrics.clone(),
+                    overhead: cfg.overhead - cfg.overhead / 2,
+                },
+                &mut tasks,
+            )
+            .await?;
+            worker_metrics_urls.push(format!("http://{}/metrics", addrs.health));
+            for r in 0..cfg.runners_per_worker {
+                let rc = RunnerConfig {
+                    name: format!("{name}-runner-{}", r + 1),
+                    broker: (addrs.broker.ip().to_string(), addrs.broker.port()),
+                    max_concurrency: cfg.runner_limit,
+                    auth_token: String::new(),
+                };
+                tasks.spawn(runner::run(rc));
+            }
+        }
+        let main_url = format!("http://{}", main.http);
+        let stack = Stack {
+            webhook_url: format!("{main_url}/webhook/load"),
+            main_url,
+            worker_metrics_urls,
+            config: cfg,
+            _tasks: tasks,
+        };
+        stack.wait_ready().await?;
+        Ok(stack)
+    }
+
+    /// Waits until every worker has its runners attached (they connect asynchronously).
+    async fn wait_ready(&self) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for url in &self.worker_metrics_urls {
+            let runners_url = url.replace("/metrics", "/sim/runners");
+            loop {
+                let attached = fetch_runner_count(&runners_url).await.unwrap_or(0);
+                if attached >= self.config.runners_per_worker as usize {
+                    break;
+                }
+                if tokio::time::Instant::now() > deadline {
+                    anyhow::bail!("simulated runners did not attach to {runners_url} within 10 s");
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// GETs a worker's `/sim/runners` and counts the attached runners.
+pub async fn fetch_runner_count(url: &str) -> anyhow::Result<usize> {
+    let body = http_get(url).await?;
+    let v: serde_json::Value = serde_json::from_slice(&body)?;
+    Ok(v["runners"].as_array().map(|a| a.len()).unwrap_or(0))
+}
+
+/// A minimal GET used by the simulator's own readiness checks.
+async fn http_get(url: &str) -> anyhow::Result<bytes::Bytes> {
+    use http_body_util::{BodyExt, Empty};
+    let uri: hyper::Uri = url.parse()?;
+    let host = uri.host().unwrap_or("127.0.0.1").to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let req = hyper::Request::get(uri.path())
+        .header(hyper::header::HOST, format!("{host}:{port}"))
+        .body(Empty::<bytes::Bytes>::new())?;
+    let resp = sender.send_request(req).await?;
+    Ok(resp.into_body().collect().await?.to_bytes())
+}
+
+/// `n8ncap sim main`: runs until interrupted.
+pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
+    let mut tasks = JoinSet::new();
+    let a = main_role::start(cfg, &mut tasks).await?;
+    println!(
+        "n8ncap sim main: webhook http://{}/webhook/load, queue {}",
+        a.http, a.queue
+    );
+    wait_forever(tasks).await
+}
+
+/// `n8ncap sim worker`: runs until interrupted.
+pub async fn run_worker(cfg: WorkerConfig) -> anyhow::Result<()> {
+    let mut tasks = JoinSet::new();
+    let (conc, mode, limit) = (cfg.concurrency, cfg.runners_mode, cfg.internal_runner_limit);
+    let a = worker::start(cfg, &mut tasks).await?;
+    println!(
+        "n8ncap sim worker: concurrency {conc}, runners {mode:?}{}, health/metrics http://{}, \
+         task broker {}",
+        if mode == RunnersMode::Internal {
+            format!(" (limit {limit})")
+        } else {
+            String::new()
+        },
+        a.health,
+        a.broker
+    );
+    wait_forever(tasks).await
+}
+
+/// `n8ncap sim runner`: runs until interrupted.
+pub async fn run_runner(cfg: RunnerConfig) -> anyhow::Result<()> {
+    println!(
+        "n8ncap sim runner: limit {}, task broker {}:{}",
+        cfg.max_concurrency, cfg.broker.0, cfg.broker.1
+    );
+    runner::run(cfg).await;
+    Ok(())
+}
+
+/// `n8ncap sim all`: a whole stack in one process.
+pub async fn run_all(cfg: StackConfig) -> anyhow::Result<()> {
+    let stack = Stack::start(cfg).await?;
+    let c = &stack.config;
+    println!(
+        "n8ncap sim all: {} worker(s) × concurrency {}, {} runner(s) per worker × limit {}",
+        c.workers, c.worker_concurrency, c.runners_per_worker, c.runner_limit
+    );
+    println!("  webhook: POST {}", stack.webhook_url);
+    println!("  main metrics: {}/metrics", stack.main_url);
+    for u in &stack.worker_metrics_urls {
+        println!("  worker metrics: {u}");
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    Ok(())
+}
+
+async fn wait_forever(mut tasks: JoinSet<()>) -> anyhow::Result<()> {
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = tasks.join_next() => anyhow::bail!("a simulator task stopped unexpectedly"),
+    }
+}

@@ -1,0 +1,479 @@
+//! Simulated n8n worker: takes at most `concurrency` jobs from the queue (slots), and runs each:
+//! an external-call wait holding only the slot, then a Code task it asks its task broker for.
+//! The broker hands tasks to runners that offered capacity; a task no runner takes within
+//! `N8N_RUNNERS_TASK_REQUEST_TIMEOUT` fails, as in n8n. In internal mode the worker starts its own
+//! runner with its own `N8N_RUNNERS_MAX_CONCURRENCY`; in external mode that variable has no
+//! effect here and only the runners' own limits count.
+
+use super::config::{RunnerConfig, RunnersMode, WorkerConfig};
+use super::http::{self, json, respond, Resp};
+use super::process::{write_default_metrics, Exposition, LagMonitor};
+use super::rendezvous::Rendezvous;
+use super::runner;
+use super::wire::{self, BrokerMsg, JobSpec, QueueMsg};
+use super::SIM_VERSION;
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use serde_json::json as j;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+struct TaskRequest {
+    id: u64,
+    sleep_ms: u64,
+    alloc_mb: u64,
+    matched: oneshot::Sender<()>,
+    result: oneshot::Sender<TaskResult>,
+}
+
+struct Offer {
+    runner: u64,
+    tx: mpsc::UnboundedSender<BrokerMsg>,
+}
+
+struct TaskResult {
+    ok: bool,
+    slept_ms: u64,
+    allocated: u64,
+    error: Option<String>,
+}
+
+struct RunnerConn {
+    name: String,
+    max_concurrency: u32,
+    pending: HashMap<u64, oneshot::Sender<TaskResult>>,
+}
+
+struct State {
+    cfg: WorkerConfig,
+    broker: Mutex<Rendezvous<TaskRequest, Offer>>,
+    runners: Mutex<HashMap<u64, RunnerConn>>,
+    next_task: AtomicU64,
+    next_runner: AtomicU64,
+    tasks_requested: AtomicU64,
+    responses_received: AtomicU64,
+    queue_connected: AtomicBool,
+    lag: LagMonitor,
+    started: SystemTime,
+}
+
+/// Addresses a started worker listens on.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerAddrs {
+    pub health: SocketAddr,
+    pub broker: SocketAddr,
+}
+
+pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<WorkerAddrs> {
+    let health_listener = http::bind(
+        cfg.health_listen,
+        "the worker's health and metrics server (QUEUE_HEALTH_CHECK_PORT)",
+    )
+    .await?;
+    let broker_listener = http::bind(
+        cfg.broker_listen,
+        "the worker's task broker (N8N_RUNNERS_BROKER_PORT)",
+    )
+    .await?;
+    let addrs = WorkerAddrs {
+        health: health_listener.local_addr()?,
+        broker: broker_listener.local_addr()?,
+    };
+    let lag = LagMonitor::start(tasks);
+    let st = Arc::new(State {
+        cfg,
+        broker: Mutex::new(Rendezvous::default()),
+        runners: Mutex::new(HashMap::new()),
+        next_task: AtomicU64::new(1),
+        next_runner: AtomicU64::new(1),
+        tasks_requested: AtomicU64::new(0),
+        responses_received: AtomicU64::new(0),
+        queue_connected: AtomicBool::new(false),
+        lag,
+        started: SystemTime::now(),
+    });
+    let s = st.clone();
+    tasks.spawn(
+        async move { http::serve(health_listener, move |r| handle_http(s.clone(), r)).await },
+    );
+    let s = st.clone();
+    tasks.spawn(async move { accept_runners(s, broker_listener).await });
+    if st.cfg.runners_mode == RunnersMode::Internal {
+        // n8n launches the runner as a child and passes it its own N8N_RUNNERS_MAX_CONCURRENCY.
+        let rc = RunnerConfig {
+            name: format!("{}-internal-runner", st.cfg.name),
+            broker: (addrs.broker.ip().to_string(), addrs.broker.port()),
+            max_concurrency: st.cfg.internal_runner_limit,
+            auth_token: st.cfg.auth_token.clone(),
+        };
+        tasks.spawn(async move { runner::run(rc).await });
+    }
+    let s = st.clone();
+    tasks.spawn(async move { queue_loop(s).await });
+    Ok(addrs)
+}
+
+async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/healthz") => json(StatusCode::OK, &j!({"status": "ok"})),
+        (&Method::GET, "/healthz/readiness") => {
+            if st.queue_connected.load(Ordering::Relaxed) {
+                json(StatusCode::OK, &j!({"status": "ok"}))
+            } else {
+                json(StatusCode::SERVICE_UNAVAILABLE, &j!({"status": "error"}))
+            }
+        }
+        (&Method::GET, "/sim/runners") => json(StatusCode::OK, &attached_runners(&st)),
+        (&Method::GET, "/metrics") if st.cfg.metrics.enabled => respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            render_metrics(&st),
+        ),
+        _ => json(
+            StatusCode::NOT_FOUND,
+            &j!({"code": 404, "message": "Not Found"}),
+        ),
+    }
+}
+
+/// Connects to the queue (retrying, as Bull does) and keeps `concurrency` slots busy.
+async fn queue_loop(st: Arc<State>) {
+    let (host, port) = st.cfg.queue.clone();
+    let mut warned = false;
+    loop {
+        match TcpStream::connect((host.as_str(), port)).await {
+            Ok(stream) => {
+                warned = false;
+                st.queue_connected.store(true, Ordering::Relaxed);
+                serve_queue(st.clone(), stream).await;
+                st.queue_connected.store(false, Ordering::Relaxed);
+            }
+            Err(e) if !warned => {
+                eprintln!(
+                    "n8ncap sim worker {}: cannot reach the queue at {host}:{port} \
+                     (QUEUE_BULL_REDIS_HOST/PORT): {e}; retrying",
+                    st.cfg.name
+                );
+                warned = true;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn serve_queue(st: Arc<State>, stream: TcpStream) {
+    let (mut reader, tx) = wire::split::<QueueMsg>(stream);
+    let _ = tx.send(QueueMsg::Hello {
+        worker: st.cfg.name.clone(),
+        concurrency: st.cfg.concurrency,
+    });
+    // One Take per slot; each finished job frees its slot with a new Take.
+    for _ in 0..st.cfg.concurrency {
+        let _ = tx.send(QueueMsg::Take);
+    }
+    let mut jobs = JoinSet::new();
+    while let Ok(Some(msg)) = reader.next::<QueueMsg>().await {
+        if let QueueMsg::Job { id, spec } = msg {
+            while jobs.try_join_next().is_some() {}
+            let st = st.clone();
+            let tx = tx.clone();
+            jobs.spawn(async move {
+                let done = run_job(&st, id, spec).await;
+                let _ = tx.send(done);
+                let _ = tx.send(QueueMsg::Take);
+            });
+        }
+    }
+    // Queue connection lost: jobs in progress are abandoned (main fails them).
+    jobs.abort_all();
+}
+
+async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
+    let t0 = Instant::now();
+    let outcome = async {
+        if !st.cfg.overhead.is_zero() {
+            tokio::time::sleep(st.cfg.overhead).await;
+        }
+        if spec.wait_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(spec.wait_ms)).await;
+        }
+        request_task(st, spec.sleep_ms, spec.alloc_mb).await
+    }
+    .await;
+    let duration_s = t0.elapsed().as_secs_f64();
+    match outcome {
+        Ok(r) if r.ok => QueueMsg::Done {
+            id,
+            ok: true,
+            duration_s,
+            result: Some(j!({
+                "ok": true,
+                "slept_ms": r.slept_ms,
+                "allocated": r.allocated,
+                "allocErr": null,
+            })),
+            error: None,
+        },
+        Ok(r) => QueueMsg::Done {
+            id,
+            ok: false,
+            duration_s,
+            result: None,
+            error: r.error,
+        },
+        Err(e) => QueueMsg::Done {
+            id,
+            ok: false,
+            duration_s,
+            result: None,
+            error: Some(e),
+        },
+    }
+}
+
+/// Asks the broker for a runner task and waits for its result.
+async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskResult, String> {
+    st.tasks_requested.fetch_add(1, Ordering::Relaxed);
+    let id = st.next_task.fetch_add(1, Ordering::Relaxed);
+    let (matched_tx, matched_rx) = oneshot::channel();
+    let (result_tx, result_rx) = oneshot::channel();
+    let req = TaskRequest {
+        id,
+        sleep_ms,
+        alloc_mb,
+        matched: matched_tx,
+        result: result_tx,
+    };
+    submit(st, req);
+    let timeout = st.cfg.task_request_timeout;
+    if tokio::time::timeout(timeout, matched_rx).await.is_err() {
+        let removed = st
+            .broker
+            .lock()
+            .map(|mut b| !b.drain_left(|r| r.id != id).is_empty())
+            .unwrap_or(true);
+        if removed {
+            return Err(format!(
+                "Task request timed out after {} seconds: the task was not matched to a runner \
+                 (no runner connected, not ready, or at capacity)",
+                trim_secs(timeout)
+            ));
+        }
+    }
+    let r = result_rx
+        .await
+        .map_err(|_| "the runner running this task disconnected".to_string())?;
+    st.responses_received.fetch_add(1, Ordering::Relaxed);
+    Ok(r)
+}
+
+fn trim_secs(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn submit(st: &State, req: TaskRequest) {
+    let paired = match st.broker.lock() {
+        Ok(mut b) => b.push_left(req),
+        Err(_) => return,
+    };
+    if let Some((req, offer)) = paired {
+        dispatch(st, req, offer);
+    }
+}
+
+fn offer(st: &State, offer: Offer) {
+    let paired = match st.broker.lock() {
+        Ok(mut b) => b.push_right(offer),
+        Err(_) => return,
+    };
+    if let Some((req, offer)) = paired {
+        dispatch(st, req, offer);
+    }
+}
+
+/// Sends a matched task to its runner. If that runner is gone, the request goes back first in line.
+fn dispatch(st: &State, req: TaskRequest, offer: Offer) {
+    let TaskRequest {
+        id,
+        sleep_ms,
+        alloc_mb,
+        matched,
+        result,
+    } = req;
+    let registered = st
+        .runners
+        .lock()
+        .ok()
+        .and_then(|mut r| {
+            r.get_mut(&offer.runner)
+                .map(|rc| rc.pending.insert(id, result))
+        })
+        .is_some();
+    let sent = registered
+        && offer
+            .tx
+            .send(BrokerMsg::Task {
+                id,
+                sleep_ms,
+                alloc_mb,
+            })
+            .is_ok();
+    if sent {
+        let _ = matched.send(());
+        return;
+    }
+    let result = st.runners.lock().ok().and_then(|mut r| {
+        r.get_mut(&offer.runner)
+            .and_then(|rc| rc.pending.remove(&id))
+    });
+    if let Some(result) = result {
+        let req = TaskRequest {
+            id,
+            sleep_ms,
+            alloc_mb,
+            matched,
+            result,
+        };
+        if let Ok(mut b) = st.broker.lock() {
+            b.unshift_left(req);
+        }
+    }
+}
+
+async fn accept_runners(st: Arc<State>, listener: TcpListener) {
+    let mut conns = JoinSet::new();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        while conns.try_join_next().is_some() {}
+        let st = st.clone();
+        conns.spawn(async move { runner_conn(st, stream).await });
+    }
+}
+
+async fn runner_conn(st: Arc<State>, stream: TcpStream) {
+    let (mut reader, tx) = wire::split::<BrokerMsg>(stream);
+    let Ok(Some(BrokerMsg::Hello {
+        runner,
+        max_concurrency,
+        token,
+    })) = reader.next::<BrokerMsg>().await
+    else {
+        return;
+    };
+    if !st.cfg.auth_token.is_empty() && token != st.cfg.auth_token {
+        let _ = tx.send(BrokerMsg::Rejected {
+            reason: "N8N_RUNNERS_AUTH_TOKEN does not match the broker's".into(),
+        });
+        eprintln!(
+            "n8ncap sim worker {}: refused runner {runner}: its N8N_RUNNERS_AUTH_TOKEN does not match",
+            st.cfg.name
+        );
+        return;
+    }
+    let id = st.next_runner.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut r) = st.runners.lock() {
+        r.insert(
+            id,
+            RunnerConn {
+                name: runner,
+                max_concurrency,
+                pending: HashMap::new(),
+            },
+        );
+    }
+    while let Ok(Some(msg)) = reader.next::<BrokerMsg>().await {
+        match msg {
+            BrokerMsg::Offer => offer(
+                &st,
+                Offer {
+                    runner: id,
+                    tx: tx.clone(),
+                },
+            ),
+            BrokerMsg::TaskDone {
+                id: task,
+                ok,
+                slept_ms,
+                allocated,
+                error,
+            } => {
+                let waiter = st
+                    .runners
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.get_mut(&id).and_then(|rc| rc.pending.remove(&task)));
+                if let Some(w) = waiter {
+                    let _ = w.send(TaskResult {
+                        ok,
+                        slept_ms,
+                        allocated,
+                        error,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    // Runner gone: its offers vanish; dropping its pending senders fails those tasks.
+    if let Ok(mut b) = st.broker.lock() {
+        b.retain_right(|o| o.runner != id);
+    }
+    if let Ok(mut r) = st.runners.lock() {
+        r.remove(&id);
+    }
+}
+
+/// Runners attached to this worker's broker, for `GET /sim/runners` (a simulator-only endpoint:
+/// n8n exposes no such thing, which is why n8ncap reads runner limits from Docker).
+fn attached_runners(st: &State) -> serde_json::Value {
+    let runners: Vec<serde_json::Value> = st
+        .runners
+        .lock()
+        .map(|r| {
+            r.values()
+                .map(|rc| j!({"name": rc.name, "max_concurrency": rc.max_concurrency}))
+                .collect()
+        })
+        .unwrap_or_default();
+    j!({"concurrency": st.cfg.concurrency, "runners_mode": st.cfg.runners_mode, "runners": runners})
+}
+
+fn render_metrics(st: &State) -> String {
+    let mut e = Exposition::new(&st.cfg.metrics.prefix);
+    e.single(
+        "active_workflow_count",
+        "gauge",
+        "Total number of active workflows.",
+        1.0,
+    );
+    e.family("version_info", "gauge", "n8n version info.");
+    e.sample("version_info", &SIM_VERSION.labels(), 1.0);
+    e.end_family();
+    if st.cfg.metrics.event_bus_metrics {
+        e.single(
+            "runner_task_requested_total",
+            "counter",
+            "Total number of n8n.runner.task.requested events.",
+            st.tasks_requested.load(Ordering::Relaxed) as f64,
+        );
+        e.single(
+            "runner_response_received_total",
+            "counter",
+            "Total number of n8n.runner.response.received events.",
+            st.responses_received.load(Ordering::Relaxed) as f64,
+        );
+    }
+    write_default_metrics(&mut e, &st.lag, st.started);
+    e.out
+}

@@ -1,0 +1,205 @@
+//! Small parsers shared by the commands: durations as k6 writes them ("500ms", "30s", "1m30s")
+//! and typed environment variables whose errors name the variable.
+
+use crate::error::BadInput;
+use std::time::Duration;
+
+/// Parses "250ms", "30s", "2m", "1h", "1m30s", or a bare number of seconds ("1.5").
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return secs_to_duration(secs, text);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("'{text}' lacks a unit: write e.g. 30s, 500ms, 2m"))?;
+        if num_len == 0 {
+            return Err(format!(
+                "'{text}' is not a duration: write e.g. 30s, 500ms, 2m"
+            ));
+        }
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("'{text}' is not a duration: write e.g. 30s, 500ms, 2m"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "us" | "µs" => 0.000_001,
+            other => {
+                return Err(format!(
+                    "'{text}': unknown unit '{other}' (use ms, s, m or h)"
+                ))
+            }
+        };
+        total += value * factor;
+        rest = &rest[unit_len..];
+    }
+    secs_to_duration(total, text)
+}
+
+fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{text}' is not a non-negative duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats a duration the way users write it ("1.5s", "250ms", "2m").
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 1000.0 {
+        format!("{}ms", trim_float(ms))
+    } else if ms < 120_000.0 {
+        format!("{}s", trim_float(ms / 1000.0))
+    } else {
+        format!("{}m", trim_float(ms / 60_000.0))
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Reads an environment variable through `lookup` (so tests and containers can pass their own
+/// environment) and parses it, naming the variable in the error.
+pub fn env_parse<T: std::str::FromStr>(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: T,
+    what: &str,
+) -> Result<T, BadInput> {
+    match lookup(name) {
+        None => Ok(default),
+        Some(v) if v.trim().is_empty() => Ok(default),
+        Some(v) => v.trim().parse::<T>().map_err(|_| {
+            BadInput(format!(
+                "{name}={v:?} is not {what}: set it to {what} or unset it to use the default"
+            ))
+        }),
+    }
+}
+
+/// Reads a boolean variable the way n8n does ("true"/"false", case-insensitive; "1"/"0" too).
+pub fn env_bool(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: bool,
+) -> Result<bool, BadInput> {
+    match lookup(name) {
+        None => Ok(default),
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" => Ok(default),
+            "true" | "1" | "yes" => Ok(true),
+            "false" | "0" | "no" => Ok(false),
+            _ => Err(BadInput(format!(
+                "{name}={v:?} is not a boolean: set it to true or false"
+            ))),
+        },
+    }
+}
+
+/// The process environment as a lookup function.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_as_k6_writes_them() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn env_errors_name_the_variable() {
+        let env = |k: &str| (k == "N8N_RUNNERS_MAX_CONCURRENCY").then(|| "abc".to_string());
+        let err = env_parse::<u32>(&env, "N8N_RUNNERS_MAX_CONCURRENCY", 10, "a whole number")
+            .unwrap_err();
+        assert!(err.0.contains("N8N_RUNNERS_MAX_CONCURRENCY"), "{}", err.0);
+        assert_eq!(
+            env_parse::<u32>(&env, "OTHER", 7, "a whole number").unwrap(),
+            7
+        );
+        let envb = |_: &str| Some("maybe".to_string());
+        assert!(env_bool(&envb, "N8N_METRICS", false).is_err());
+    }
+}
+
+/// UTC time as RFC 3339 ("2026-11-30T06:20:00Z").
+pub fn utc_rfc3339(t: std::time::SystemTime) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// UTC time for directory names ("20261130-062000").
+pub fn utc_compact(t: std::time::SystemTime) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+}
+
+fn civil(t: std::time::SystemTime) -> (i64, u32, u32, u32, u32, u32) {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        ((rem % 3600) / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn civil_dates() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_016_738);
+        assert_eq!(utc_rfc3339(t), "2026-11-30T05:32:18Z");
+        assert_eq!(utc_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            utc_compact(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "20000229-000000"
+        );
+    }
+}
