@@ -318,11 +318,13 @@ impl Profile {
                 },
                 LoadModel::Open => match s.rate {
                     Some(r) if r > 0.0 && r.is_finite() => {}
-                    _ => return bad_input(format!(
+                    _ => {
+                        return bad_input(format!(
                         "profile {}: stage {} of an open model needs a `rate` (arrivals/s) above 0",
                         self.name,
                         i + 1
-                    )),
+                    ))
+                    }
                 },
             }
             out.push(Stage {

@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests: free ports, child processes that die with the
+//! test, and a one-stage closed sweep.
+#![allow(dead_code)]
+
+use n8ncap::load::profile::{LoadModel, Profile, StageSpec};
+use n8ncap::load::run::{run_sweep, SweepOptions};
+use n8ncap::load::{StageResult, Summary};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_n8ncap")
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// A child process killed when the guard drops (also when the test fails).
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    ChildGuard(cmd.spawn().expect("spawn n8ncap"))
+}
+
+/// A closed profile against `url` with the given stages (in flight) and job body.
+pub fn closed_profile(
+    url: &str,
+    vus: &[u32],
+    body: serde_json::Value,
+    warmup: &str,
+    dur: &str,
+) -> Profile {
+    let mut p = Profile::parse("model: closed\nrequest: {}\nstages: [{vus: 1}]\n", "test").unwrap();
+    p.model = LoadModel::Closed;
+    p.request.url = url.to_string();
+    p.request.body = Some(body);
+    p.request.timeout = "30s".into();
+    p.warmup = warmup.into();
+    p.stage_duration = dur.into();
+    p.stages = vus
+        .iter()
+        .map(|v| StageSpec {
+            vus: Some(*v),
+            ..Default::default()
+        })
+        .collect();
+    p
+}
+
+pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summary {
+    let (summary, _) = run_sweep(
+        SweepOptions {
+            profile,
+            out_dir: None,
+            abort_on_fail: false,
+            progress: false,
+            queue_metrics_url,
+            queue_metrics_interval: Duration::from_secs(1),
+        },
+        std::future::pending(),
+    )
+    .await
+    .expect("sweep runs");
+    summary
+}
+
+pub async fn one_stage(
+    url: &str,
+    vus: u32,
+    body: serde_json::Value,
+    warmup: &str,
+    dur: &str,
+) -> StageResult {
+    let s = sweep(closed_profile(url, &[vus], body, warmup, dur), None).await;
+    s.stages.into_iter().next().expect("one stage")
+}
+
+/// Waits until an HTTP endpoint answers 200.
+pub async fn wait_http_ok(url: &str) {
+    for _ in 0..200 {
+        if let Ok((200, _)) = n8ncap::observe::scrape::http_get(url, Duration::from_secs(1)).await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{url} never answered 200");
+}
+
+pub fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
+    (actual - expected).abs() <= expected * tolerance
+}
