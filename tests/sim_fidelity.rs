@@ -191,8 +191,7 @@ async fn malformed_body_gets_400_at_once() {
     )
     .await
     .unwrap();
-    let mut t = target.clone();
-    t.body = bytes::Bytes::from_static(b"{not json");
+    let t = target.with_body(bytes::Bytes::from_static(b"{not json"));
     let mut conn = n8ncap::load::client::Connection::new();
     let t0 = std::time::Instant::now();
     let ex = conn.exchange(&t).await;

@@ -36,6 +36,74 @@ async fn ok_server(keep_alive: bool) -> String {
     format!("http://{addr}/webhook/load")
 }
 
+/// A raw keep-alive server that answers with a chunked body in two separate writes.
+async fn chunked_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            // Without this, Nagle holds the second write for the client's delayed ACK.
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 4096];
+                loop {
+                    // Read one request: head, then Content-Length bytes of body.
+                    let head_end = loop {
+                        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break p + 4;
+                        }
+                        match stream.read(&mut tmp).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + len {
+                        match stream.read(&mut tmp).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                        }
+                    }
+                    buf.drain(..head_end + len);
+                    let first =
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{\"ok\":\r\n";
+                    if stream.write_all(first).await.is_err() {
+                        return;
+                    }
+                    tokio::task::yield_now().await;
+                    if stream
+                        .write_all(b"5;x=y\r\ntrue}\r\n0\r\n\r\n")
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/webhook/load")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_answers_are_read_and_checked() {
+    let url = chunked_server().await;
+    let st = one_stage(&url, 2, serde_json::json!({}), "200ms", "1s").await;
+    assert!(st.requests > 50, "{} {:?}", st.requests, st.phases);
+    assert_eq!(st.check_pass_rate, 1.0, "{:?}", st.checks);
+    assert!(st.new_conns_per_request < 0.05);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_server_reuses_connections() {
     let url = ok_server(true).await;
