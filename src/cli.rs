@@ -26,9 +26,65 @@ pub enum Command {
     },
     /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
     Sweep(Box<SweepArgs>),
+    /// Name the limit that caps throughput in a saved sweep (results dir or summary.json).
+    Diagnose(DiagnoseArgs),
+    /// Propose settings from a break point with a 2/3 safety factor.
+    Recommend(RecommendArgs),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+/// What the model needs to know about the deployment and the job. Unknown limits are read from
+/// the run where possible (and said to be inferred).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SettingsArgs {
+    /// Effective worker concurrency per worker (--concurrency / N8N_CONCURRENCY_PRODUCTION_LIMIT).
+    #[arg(long)]
+    pub worker_concurrency: Option<u32>,
+    /// N8N_RUNNERS_MAX_CONCURRENCY of each runner container.
+    #[arg(long)]
+    pub runner_limit: Option<u32>,
+    /// Number of workers.
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Runners attached to each worker.
+    #[arg(long)]
+    pub runners_per_worker: Option<u32>,
+    /// Job time S (slot held), e.g. 3s. Default: sleep_ms + wait_ms of the request body.
+    #[arg(long)]
+    pub job_time: Option<String>,
+    /// Code time C (runner task held), e.g. 3s. Default: sleep_ms of the request body.
+    #[arg(long)]
+    pub code_time: Option<String>,
+    /// N8N_RUNNERS_TASK_REQUEST_TIMEOUT in seconds (to recognise a worker without a runner).
+    #[arg(long, default_value_t = 60.0)]
+    pub task_request_timeout: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DiagnoseArgs {
+    /// A results directory or its summary.json.
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// Print the diagnosis as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RecommendArgs {
+    /// A results directory or its summary.json (optional when --break-point is given).
+    pub input: Option<PathBuf>,
+    /// The load (in flight) where the system broke; overrides the sweep's.
+    #[arg(long)]
+    pub break_point: Option<u32>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// Print the recommendation as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -72,6 +128,11 @@ pub struct SweepArgs {
     /// n8n's N8N_METRICS_QUEUE_METRICS_INTERVAL in seconds, to flag stages shorter than it.
     #[arg(long, default_value_t = 20.0)]
     pub queue_metrics_interval: f64,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    /// Run every stage K times in a row: gives confidence intervals on throughput and p95.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
     /// Print summary.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -2,9 +2,13 @@
 //! (one worker with concurrency 15, one runner with limit 10), sweeps it with a short closed
 //! load, and prints what n8ncap reports — in under a minute, with nothing else installed.
 
+use crate::analysis::analyze;
+use crate::diagnose::Diagnosis;
 use crate::load::profile::{LoadModel, Profile, RequestSpec, StageSpec};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
 use crate::load::Summary;
+use crate::model::settings::{Settings, Sourced};
+use crate::recommend::Recommendation;
 use crate::sim::{Stack, StackConfig};
 use std::time::Duration;
 
@@ -36,8 +40,39 @@ pub fn demo_profile(url: &str) -> Profile {
     p
 }
 
-/// Runs the demo and returns the sweep's summary.
-pub async fn run_demo(progress: bool) -> anyhow::Result<(Summary, Ending)> {
+/// What the demo knows about the stack it started, as the model's settings.
+pub fn demo_settings() -> Settings {
+    let src = "simulator configuration";
+    Settings {
+        workers: Some(Sourced::new(1, src)),
+        worker_concurrency: Some(Sourced::new(DEMO_WORKER_CONCURRENCY, src)),
+        runner_limit: Some(Sourced::new(DEMO_RUNNER_LIMIT, src)),
+        runners_per_worker: Some(Sourced::new(1, src)),
+        ..Settings::default()
+    }
+}
+
+/// The demo's results: the sweep (with diagnosis and recommendation stored in it) and both.
+pub struct DemoOutcome {
+    pub summary: Summary,
+    pub ending: Ending,
+    pub diagnosis: Diagnosis,
+    pub recommendation: Result<Recommendation, String>,
+}
+
+/// Runs the demo: simulator, sweep, diagnosis, recommendation.
+pub async fn run_demo(progress: bool) -> anyhow::Result<DemoOutcome> {
+    let (mut summary, ending) = run_demo_sweep(progress).await?;
+    let (diagnosis, recommendation) = analyze(&mut summary, demo_settings(), 60.0);
+    Ok(DemoOutcome {
+        summary,
+        ending,
+        diagnosis,
+        recommendation,
+    })
+}
+
+async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
     let stack = Stack::start(StackConfig {
         worker_concurrency: DEMO_WORKER_CONCURRENCY,
         runner_limit: DEMO_RUNNER_LIMIT,
@@ -52,6 +87,7 @@ pub async fn run_demo(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         progress,
         queue_metrics_url: Some(format!("{}/metrics", stack.main_url)),
         queue_metrics_interval: Duration::from_secs(1),
+        repeat: 1,
     };
     let out = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -5,11 +5,16 @@
 //! names the limit that caps throughput, `report` renders. `sim` is an n8n queue-mode stand-in
 //! the rest is tested against; it depends on none of them.
 
+pub mod analysis;
 pub mod cli;
 pub mod demo;
+pub mod diagnose;
 pub mod error;
+pub mod findings;
 pub mod load;
+pub mod model;
 pub mod observe;
+pub mod recommend;
 pub mod report;
 pub mod sim;
 pub mod util;

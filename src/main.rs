@@ -1,10 +1,12 @@
 //! n8ncap's entry point: parses arguments and dispatches; all work lives in the library.
 
 use clap::Parser;
-use n8ncap::cli::{Cli, Command, SimCommand, SweepArgs};
+use n8ncap::analysis::{analyze, load_summary, settings_from_args};
+use n8ncap::cli::{Cli, Command, DiagnoseArgs, RecommendArgs, SimCommand, SweepArgs};
 use n8ncap::error::{self, exit_code_for, BadInput};
 use n8ncap::load::profile::{Overrides, Profile};
 use n8ncap::load::run::{run_sweep, Ending, SweepOptions};
+use n8ncap::model::settings::Sourced;
 use n8ncap::sim::{self, config};
 use n8ncap::util::process_env;
 use std::time::Duration;
@@ -48,6 +50,8 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Demo { json } => demo(json).await,
         Command::Sweep(args) => sweep(*args).await,
+        Command::Diagnose(a) => diagnose_cmd(a),
+        Command::Recommend(a) => recommend_cmd(a),
         Command::Sim(s) => {
             sim_command(s).await?;
             Ok(error::EXIT_OK)
@@ -59,19 +63,28 @@ async fn demo(json: bool) -> anyhow::Result<i32> {
     if !json {
         println!("{}\n", n8ncap::demo::intro());
     }
-    let (summary, ending) = n8ncap::demo::run_demo(!json).await?;
+    let out = n8ncap::demo::run_demo(!json).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string_pretty(&out.summary)?);
     } else {
-        println!("{}", n8ncap::report::table::stages_table(&summary.stages));
+        println!(
+            "{}",
+            n8ncap::report::table::stages_table(&out.summary.stages)
+        );
+        println!("\n{}", n8ncap::report::text::diagnosis(&out.diagnosis));
+        match &out.recommendation {
+            Ok(r) => println!("{}", n8ncap::report::text::recommendation(r)),
+            Err(why) => println!("No recommendation: {why}"),
+        }
     }
-    Ok(match ending {
+    Ok(match out.ending {
         Ending::Interrupted => error::EXIT_INTERRUPTED,
         Ending::Completed => error::EXIT_OK,
     })
 }
 
 async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
+    let flags = settings_from_args(&a.settings)?;
     let mut profile = Profile::load(&a.profile)?;
     profile.apply(&Overrides {
         url: a.url.clone(),
@@ -101,15 +114,27 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         progress: !a.json,
         queue_metrics_url,
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
+        repeat: a.repeat,
     };
-    let (summary, ending) = run_sweep(opts, async {
+    let (mut summary, ending) = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
+    let (diagnosis, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    if let Some(dir) = &out_dir {
+        n8ncap::load::run::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!("{}", n8ncap::report::table::stages_table(&summary.stages));
+        println!("\n{}", n8ncap::report::text::diagnosis(&diagnosis));
+        if let Ok(r) = &rec {
+            println!("{}", n8ncap::report::text::recommendation(r));
+        }
         if let Some(dir) = &out_dir {
             println!("results: {}", dir.display());
         }
@@ -131,6 +156,62 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
         Ending::Completed => error::EXIT_OK,
     })
+}
+
+fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    let flags = settings_from_args(&a.settings)?;
+    let mut summary = load_summary(&a.input)?;
+    let (d, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    if a.json {
+        let out = serde_json::json!({"diagnosis": d, "recommendation": rec.ok()});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{}", n8ncap::report::table::stages_table(&summary.stages));
+        println!("\n{}", n8ncap::report::text::diagnosis(&d));
+        match rec {
+            Ok(r) => println!("{}", n8ncap::report::text::recommendation(&r)),
+            Err(why) => println!("No recommendation: {why}"),
+        }
+    }
+    Ok(error::EXIT_OK)
+}
+
+fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
+    let flags = settings_from_args(&a.settings)?;
+    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    if a.break_point == Some(0) {
+        return Err(BadInput("--break-point must be at least 1".into()).into());
+    }
+    let rec = match &a.input {
+        Some(path) => {
+            let mut summary = load_summary(path)?;
+            let (d, _) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+            n8ncap::recommend::recommend(
+                &d.settings,
+                Some(&d),
+                bp,
+                d.fixed_overhead_s.unwrap_or(0.0),
+            )
+        }
+        None => {
+            if bp.is_none() {
+                return Err(BadInput(
+                    "give a results directory, or --break-point with --job-time (and the current limits)"
+                        .into(),
+                )
+                .into());
+            }
+            n8ncap::recommend::recommend(&flags, None, bp, 0.0)
+        }
+    };
+    let rec = rec.map_err(BadInput)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rec)?);
+    } else {
+        println!("{}", n8ncap::report::text::recommendation(&rec));
+        println!("{}", rec.compose_snippet());
+    }
+    Ok(error::EXIT_OK)
 }
 
 /// Picks, among the --metrics URLs, the one that serves n8n main's queue gauges.

@@ -22,7 +22,7 @@ async fn fidelity_case(runner_limit: u32) {
     .unwrap();
     let body = serde_json::json!({"sleep_ms": JOB_MS});
     let s = sweep(
-        closed_profile(&stack.webhook_url, &[20], body, "3s", "18s"),
+        closed_profile(&stack.webhook_url, &[20], body, "7s", "22s"),
         Some(format!("{}/metrics", stack.main_url)),
     )
     .await;

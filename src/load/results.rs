@@ -78,6 +78,9 @@ pub struct QueueObserved {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageResult {
     pub index: usize,
+    /// Which repetition of this load level (0-based; `--repeat K` runs each level K times).
+    #[serde(default)]
+    pub repeat: u32,
     pub label: String,
     pub model: LoadModel,
     /// Closed model: virtual users (in flight).
@@ -96,9 +99,11 @@ pub struct StageResult {
     pub requests: u64,
     /// Of those, answered with status < 400.
     pub ok: u64,
-    /// Good answers per second (status < 400 and every check passed).
+    /// Good answers per second (status < 400 and every check passed). Closed model: in flight ÷
+    /// mean latency × good share (Little's law, exact for a closed loop and not quantized by
+    /// jobs finishing in batches); open model: good completions ÷ window.
     pub throughput_rps: f64,
-    /// All completions per second, failures included.
+    /// All completions ÷ window, failures included (k6's `http_reqs` rate).
     pub request_rate: f64,
     /// Time from the intended start of each request to its last byte. In the closed model the
     /// intended start is when the virtual user began the request.
@@ -118,6 +123,10 @@ pub struct StageResult {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub warmup_requests: u64,
+    /// CPU the n8ncap process used during the stage, in % of one core: near 100 × cores means
+    /// the load generator itself may be the bottleneck.
+    #[serde(default)]
+    pub client_cpu_percent: f64,
     /// False when the stage's error or check figures fail: its latency is not a result.
     pub valid: bool,
     pub invalid_reasons: Vec<String>,

@@ -30,6 +30,8 @@ pub struct SweepOptions {
     pub queue_metrics_url: Option<String>,
     /// n8n's queue-gauge refresh interval, to flag stages shorter than it.
     pub queue_metrics_interval: Duration,
+    /// Run every stage this many times in a row (for confidence intervals); 1 = once.
+    pub repeat: u32,
 }
 
 /// How the run ended, for the exit code.
@@ -99,7 +101,12 @@ pub async fn run_sweep(
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<(Summary, Ending)> {
     let profile = &opts.profile;
-    let stages = profile.resolve_stages()?;
+    let repeat = opts.repeat.max(1);
+    let stages: Vec<(Stage, u32)> = profile
+        .resolve_stages()?
+        .into_iter()
+        .flat_map(|s| (0..repeat).map(move |r| (s.clone(), r)))
+        .collect();
     let thresholds = checks::parse_all(&profile.thresholds)?;
     if profile.checks.len() > 16 {
         return crate::error::bad_input("a profile may have at most 16 checks");
@@ -154,13 +161,14 @@ pub async fn run_sweep(
     let mut next_vu_id: u32 = 0;
     let mut totals: Vec<Agg> = Vec::new();
     let show_progress = opts.progress && std::io::stderr().is_terminal();
-    let total_time: Duration = stages.iter().map(|s| s.duration).sum();
+    let total_time: Duration = stages.iter().map(|(s, _)| s.duration).sum();
     let run_start = Instant::now();
     tokio::pin!(interrupt);
     let mut ending = Ending::Completed;
 
-    for (index, stage) in stages.iter().enumerate() {
+    for (index, (stage, rep)) in stages.iter().enumerate() {
         let stage_start = Instant::now();
+        let cpu_start = crate::util::own_cpu_seconds();
         let rec = Arc::new(StageRecorder::new(
             stage_start,
             stage.warmup,
@@ -224,7 +232,7 @@ pub async fn run_sweep(
             let q = queue_samples.lock().map(|q| q.clone()).unwrap_or_default();
             q.observed(stage.duration < opts.queue_metrics_interval)
         });
-        let result = stage_result(
+        let mut result = stage_result(
             index,
             stage,
             profile,
@@ -235,6 +243,12 @@ pub async fn run_sweep(
             &thresholds,
             queue,
         );
+        result.repeat = *rep;
+        let wall = ended.saturating_duration_since(stage_start).as_secs_f64();
+        if wall > 0.0 {
+            result.client_cpu_percent =
+                100.0 * (crate::util::own_cpu_seconds() - cpu_start).max(0.0) / wall;
+        }
         if show_progress {
             eprint!("\r\x1b[2K");
         }
@@ -498,6 +512,7 @@ fn stage_result(
     }
     StageResult {
         index,
+        repeat: 0,
         label: stage.label(),
         model: profile.model,
         vus: stage.vus,
@@ -510,7 +525,20 @@ fn stage_result(
         partial,
         requests: agg.requests,
         ok: agg.ok,
-        throughput_rps: per_s(good),
+        throughput_rps: match (profile.model, stage.vus) {
+            // Little's law: in a closed loop N = X × R̄, exactly. Counting completions in the
+            // window is quantized when jobs finish in batches (a deterministic stack finishes
+            // all its slots together); N ÷ R̄ is not.
+            (LoadModel::Closed, Some(n)) if agg.requests > 0 && !agg.latency.is_empty() => {
+                let mean_s = agg.latency.mean() / 1e6;
+                if mean_s > 0.0 {
+                    n as f64 / mean_s * good as f64 / agg.requests as f64
+                } else {
+                    per_s(good)
+                }
+            }
+            _ => per_s(good),
+        },
         request_rate: per_s(agg.requests),
         latency: agg.latency_summary(),
         phases: agg.phases(),
@@ -537,6 +565,7 @@ fn stage_result(
         bytes_sent: agg.bytes_sent,
         bytes_received: agg.bytes_received,
         warmup_requests: agg.warmup_requests,
+        client_cpu_percent: 0.0,
         valid: invalid_reasons.is_empty(),
         invalid_reasons,
         thresholds: stage_thresholds,

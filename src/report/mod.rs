@@ -2,3 +2,4 @@
 //! function of the results; nothing here measures or judges.
 
 pub mod table;
+pub mod text;

@@ -75,6 +75,7 @@ pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summa
             progress: false,
             queue_metrics_url,
             queue_metrics_interval: Duration::from_secs(1),
+            repeat: 1,
         },
         std::future::pending(),
     )

@@ -1,0 +1,76 @@
+//! Findings: what `diagnose` and `audit` report. One shape for both, so reports render them the
+//! same way: an id, a severity, a one-line title, the numbers that prove it, and what to change.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable identifier, e.g. `runner-limit-caps`.
+    pub id: String,
+    pub severity: Severity,
+    /// One line naming what is wrong (and the service or variable, where there is one).
+    pub title: String,
+    /// The numbers that prove it.
+    pub evidence: Vec<String>,
+    /// Why it matters: one sentence with the consequence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// The setting to change, or what to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+    /// Service or container the finding is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+impl Finding {
+    pub fn new(id: &str, severity: Severity, title: impl Into<String>) -> Finding {
+        Finding {
+            id: id.to_string(),
+            severity,
+            title: title.into(),
+            evidence: Vec::new(),
+            why: None,
+            fix: None,
+            subject: None,
+        }
+    }
+
+    pub fn evidence(mut self, e: impl Into<String>) -> Finding {
+        self.evidence.push(e.into());
+        self
+    }
+
+    pub fn why(mut self, w: impl Into<String>) -> Finding {
+        self.why = Some(w.into());
+        self
+    }
+
+    pub fn fix(mut self, f: impl Into<String>) -> Finding {
+        self.fix = Some(f.into());
+        self
+    }
+
+    pub fn subject(mut self, s: impl Into<String>) -> Finding {
+        self.subject = Some(s.into());
+        self
+    }
+}

@@ -1,0 +1,304 @@
+//! The capacity model of DESIGN.md, pure: numbers in, numbers out.
+//!
+//! Per worker w: slots `c_w` (effective worker concurrency) and runner capacity `r_w` (the sum of
+//! `N8N_RUNNERS_MAX_CONCURRENCY` of the runners attached to its broker). A job holds a slot for
+//! its whole time S = W + C (W: waiting on external calls, C: Code work) and a runner task for C.
+//! Worker-bound ceiling Σc ÷ S, runner-bound ceiling Σr ÷ C; the smaller caps throughput. With
+//! W = 0 this is min(runner limit, worker concurrency) ÷ job time.
+
+pub mod settings;
+
+use serde::{Deserialize, Serialize};
+
+/// One worker's two limits.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkerLimits {
+    /// Effective worker concurrency (slots).
+    pub worker_concurrency: u32,
+    /// Σ runner limits of the runners attached to this worker's broker (0: no runner).
+    pub runner_capacity: u32,
+}
+
+/// What one job asks for, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Slot-only time (external calls).
+    pub wait_s: f64,
+    /// Code time: slot and runner task.
+    pub code_s: f64,
+}
+
+impl Job {
+    /// Job time S = W + C.
+    pub fn job_time(&self) -> f64 {
+        self.wait_s + self.code_s
+    }
+}
+
+/// Which limit caps throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    WorkerConcurrency,
+    RunnerLimit,
+    /// Both ceilings within 2 % of each other.
+    Both,
+    /// No runner attached anywhere: Code tasks never run.
+    NoRunner,
+}
+
+impl Limit {
+    pub fn words(&self) -> &'static str {
+        match self {
+            Limit::WorkerConcurrency => "worker concurrency",
+            Limit::RunnerLimit => "runner limit",
+            Limit::Both => "worker concurrency and runner limit (equal)",
+            Limit::NoRunner => "no runner attached",
+        }
+    }
+}
+
+/// The ceilings a deployment has for a job.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    pub total_worker_concurrency: u32,
+    pub total_runner_capacity: u32,
+    /// Σc ÷ S, jobs/s.
+    pub worker_bound: f64,
+    /// Σr ÷ C, jobs/s (infinite when C = 0).
+    pub runner_bound: f64,
+    /// The smaller of the two: the throughput ceiling X_max.
+    pub ceiling: f64,
+    pub capping: Limit,
+    /// Jobs making progress at the ceiling: X_max × S.
+    pub effective_concurrency: f64,
+}
+
+pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
+    let c: u32 = workers.iter().map(|w| w.worker_concurrency).sum();
+    // A worker's runners serve only that worker's slots: capacity beyond its slots is idle.
+    let r: u32 = workers.iter().map(|w| w.runner_capacity).sum();
+    let s = job.job_time().max(1e-9);
+    let worker_bound = c as f64 / s;
+    // Per worker, min(c_w ÷ S, r_w ÷ C): a worker's spare runner capacity cannot serve another.
+    let per_worker: f64 = workers
+        .iter()
+        .map(|w| {
+            let wb = w.worker_concurrency as f64 / s;
+            let rb = if job.code_s > 0.0 {
+                w.runner_capacity as f64 / job.code_s
+            } else if w.runner_capacity > 0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            wb.min(rb)
+        })
+        .sum();
+    let runner_bound = if job.code_s > 0.0 {
+        r as f64 / job.code_s
+    } else if r > 0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    let ceiling = per_worker;
+    let capping = if r == 0 {
+        Limit::NoRunner
+    } else if (worker_bound - runner_bound).abs() <= 0.02 * worker_bound.max(runner_bound) {
+        Limit::Both
+    } else if runner_bound < worker_bound {
+        Limit::RunnerLimit
+    } else {
+        Limit::WorkerConcurrency
+    };
+    Capacity {
+        total_worker_concurrency: c,
+        total_runner_capacity: r,
+        worker_bound,
+        runner_bound,
+        ceiling,
+        capping,
+        effective_concurrency: ceiling * s,
+    }
+}
+
+/// The closed-load prediction at N in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub in_flight: u32,
+    /// Throughput, jobs/s.
+    pub throughput: f64,
+    /// Mean response time, s.
+    pub response_s: f64,
+    /// Jobs in Redis no worker has taken: max(0, N − Σc).
+    pub waiting_in_redis: f64,
+    /// Slots taken: min(N, Σc) — what `n8n_scaling_mode_queue_jobs_active` shows.
+    pub slots_taken: f64,
+    /// Runner tasks running: X × C.
+    pub runner_tasks: f64,
+    /// Jobs holding a slot while waiting for a runner: slots taken − X × S.
+    pub waiting_for_runner: f64,
+}
+
+/// Deterministic job times: X(N) = min(N ÷ (S + overhead), X_max). This is what a stack with
+/// steady job times does (the simulator, a Code node that sleeps).
+pub fn predict_bound(cap: &Capacity, job: Job, overhead_s: f64, n: u32) -> Point {
+    let s = job.job_time();
+    let x = (n as f64 / (s + overhead_s).max(1e-9)).min(cap.ceiling);
+    point(cap, job, n, x)
+}
+
+fn point(cap: &Capacity, job: Job, n: u32, x: f64) -> Point {
+    let c = cap.total_worker_concurrency as f64;
+    let nf = n as f64;
+    let slots = nf.min(c);
+    let response = if x > 0.0 { nf / x } else { f64::INFINITY };
+    Point {
+        in_flight: n,
+        throughput: x,
+        response_s: response,
+        waiting_in_redis: (nf - c).max(0.0),
+        slots_taken: slots,
+        runner_tasks: x * job.code_s,
+        waiting_for_runner: (slots - x * job.job_time()).max(0.0),
+    }
+}
+
+/// Mean-value analysis of the closed network: a delay station (fixed overhead, plus the
+/// slot-only part when runners cap) and the capping resource as a load-dependent multi-server
+/// station with k = effective concurrency servers. Exact for exponential job times; with
+/// variable job times the knee is rounder than [`predict_bound`]'s.
+pub fn predict_mva(cap: &Capacity, job: Job, overhead_s: f64, max_n: u32) -> Vec<Point> {
+    let (servers, demand, delay) = match cap.capping {
+        Limit::RunnerLimit => (
+            cap.total_runner_capacity.max(1),
+            job.code_s,
+            overhead_s + job.wait_s,
+        ),
+        _ => (
+            cap.total_worker_concurrency.max(1),
+            job.job_time(),
+            overhead_s,
+        ),
+    };
+    let k = servers as usize;
+    let mu = |j: usize| j.min(k) as f64 / demand.max(1e-9);
+    // p[j]: probability of j jobs at the station, for the current population.
+    let mut p = vec![1.0f64];
+    let mut out = Vec::with_capacity(max_n as usize);
+    for n in 1..=max_n as usize {
+        let r_station: f64 = (1..=n).map(|j| j as f64 / mu(j) * p[j - 1]).sum();
+        let x = n as f64 / (delay + r_station);
+        let mut next = vec![0.0; n + 1];
+        for j in 1..=n {
+            next[j] = x / mu(j) * p[j - 1];
+        }
+        next[0] = (1.0 - next[1..].iter().sum::<f64>()).max(0.0);
+        p = next;
+        out.push(point(cap, job, n as u32, x.min(cap.ceiling)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(c: u32, r: u32) -> Vec<WorkerLimits> {
+        vec![WorkerLimits {
+            worker_concurrency: c,
+            runner_capacity: r,
+        }]
+    }
+
+    #[test]
+    fn reference_study_figures() {
+        // Worker 15, runner 2/5/10/20, 3 s jobs → 0.66, 1.66, 3.33, 5.0 req/s.
+        let job = Job {
+            wait_s: 0.0,
+            code_s: 3.0,
+        };
+        for (r, x, lim) in [
+            (2, 0.6667, Limit::RunnerLimit),
+            (5, 1.6667, Limit::RunnerLimit),
+            (10, 3.3333, Limit::RunnerLimit),
+            (20, 5.0, Limit::WorkerConcurrency),
+            (15, 5.0, Limit::Both),
+        ] {
+            let cap = capacity(&one(15, r), job);
+            assert!((cap.ceiling - x).abs() < 1e-3, "r={r}: {}", cap.ceiling);
+            assert_eq!(cap.capping, lim, "r={r}");
+        }
+        let cap = capacity(&one(15, 0), job);
+        assert_eq!(cap.capping, Limit::NoRunner);
+        assert_eq!(cap.ceiling, 0.0);
+    }
+
+    #[test]
+    fn closed_load_predictions() {
+        let job = Job {
+            wait_s: 0.0,
+            code_s: 3.0,
+        };
+        let cap = capacity(&one(15, 10), job);
+        let p = predict_bound(&cap, job, 0.0, 20);
+        assert!((p.throughput - 3.3333).abs() < 1e-3);
+        assert!((p.response_s - 6.0).abs() < 1e-3);
+        assert_eq!(p.waiting_in_redis, 5.0);
+        assert_eq!(p.slots_taken, 15.0);
+        assert!((p.runner_tasks - 10.0).abs() < 1e-9);
+        assert!((p.waiting_for_runner - 5.0).abs() < 1e-9);
+        let p1 = predict_bound(&cap, job, 0.04, 1);
+        assert!((p1.response_s - 3.04).abs() < 1e-9);
+    }
+
+    #[test]
+    fn wait_time_holds_slots_not_runners() {
+        // 4 slots, runner 1, W = 0.4 s, C = 0.1 s: worker-bound 4/0.5 = 8/s < runner 1/0.1 = 10/s.
+        let job = Job {
+            wait_s: 0.4,
+            code_s: 0.1,
+        };
+        let cap = capacity(&one(4, 1), job);
+        assert_eq!(cap.capping, Limit::WorkerConcurrency);
+        assert!((cap.ceiling - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn spare_runner_capacity_on_one_worker_does_not_serve_another() {
+        let job = Job {
+            wait_s: 0.0,
+            code_s: 1.0,
+        };
+        let ws = vec![
+            WorkerLimits {
+                worker_concurrency: 10,
+                runner_capacity: 20,
+            },
+            WorkerLimits {
+                worker_concurrency: 10,
+                runner_capacity: 0,
+            },
+        ];
+        let cap = capacity(&ws, job);
+        assert!((cap.ceiling - 10.0).abs() < 1e-9, "{}", cap.ceiling);
+    }
+
+    #[test]
+    fn mva_approaches_both_asymptotes() {
+        let job = Job {
+            wait_s: 0.0,
+            code_s: 1.0,
+        };
+        let cap = capacity(&one(15, 10), job);
+        let curve = predict_mva(&cap, job, 0.05, 60);
+        assert!((curve[0].throughput - 1.0 / 1.05).abs() < 1e-9);
+        assert!((curve[59].throughput - 10.0).abs() < 0.05);
+        for w in curve.windows(2) {
+            assert!(w[1].throughput >= w[0].throughput - 1e-12);
+        }
+        let b = predict_bound(&cap, job, 0.05, 10);
+        assert!(curve[9].throughput <= b.throughput + 1e-9);
+    }
+}

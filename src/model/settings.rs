@@ -1,0 +1,70 @@
+//! Settings the model needs, each with where its value came from, so every figure n8ncap shows
+//! can say "worker concurrency 15 (from --worker-concurrency)" or "runner limit 10 (inferred
+//! from the measured ceiling)".
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    /// "flag --runner-limit", "request body (sleep_ms)", "simulator configuration",
+    /// "inferred from the measured ceiling", "n8n default", a container or compose file.
+    pub source: String,
+}
+
+impl<T> Sourced<T> {
+    pub fn new(value: T, source: impl Into<String>) -> Self {
+        Sourced {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// The deployment and workload as far as they are known.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Settings {
+    pub workers: Option<Sourced<u32>>,
+    /// Per worker.
+    pub worker_concurrency: Option<Sourced<u32>>,
+    /// Per runner.
+    pub runner_limit: Option<Sourced<u32>>,
+    pub runners_per_worker: Option<Sourced<u32>>,
+    /// Job time S (seconds).
+    pub job_time: Option<Sourced<f64>>,
+    /// Code time C (seconds).
+    pub code_time: Option<Sourced<f64>>,
+    /// Per-task memory the Code node allocates (MiB).
+    pub task_memory_mb: Option<Sourced<f64>>,
+}
+
+impl Settings {
+    /// Fills what `self` lacks from `other` (flags first, then what the run knows).
+    pub fn or(mut self, other: Settings) -> Settings {
+        self.workers = self.workers.or(other.workers);
+        self.worker_concurrency = self.worker_concurrency.or(other.worker_concurrency);
+        self.runner_limit = self.runner_limit.or(other.runner_limit);
+        self.runners_per_worker = self.runners_per_worker.or(other.runners_per_worker);
+        self.job_time = self.job_time.or(other.job_time);
+        self.code_time = self.code_time.or(other.code_time);
+        self.task_memory_mb = self.task_memory_mb.or(other.task_memory_mb);
+        self
+    }
+
+    /// What the request body of a sweep says about the job: `sleep_ms` is Code time,
+    /// `wait_ms` the external wait, `alloc_mb` the per-task memory.
+    pub fn from_body(body: Option<&serde_json::Value>) -> Settings {
+        let num = |k: &str| body.and_then(|b| b.get(k)).and_then(|v| v.as_f64());
+        let sleep = num("sleep_ms");
+        let wait = num("wait_ms").unwrap_or(0.0);
+        Settings {
+            job_time: sleep
+                .map(|s| Sourced::new((s + wait) / 1000.0, "request body (sleep_ms + wait_ms)")),
+            code_time: sleep.map(|s| Sourced::new(s / 1000.0, "request body (sleep_ms)")),
+            task_memory_mb: num("alloc_mb")
+                .filter(|m| *m > 0.0)
+                .map(|m| Sourced::new(m, "request body (alloc_mb)")),
+            ..Settings::default()
+        }
+    }
+}
