@@ -69,3 +69,166 @@ fn help_lists_the_commands() {
         assert!(s.contains(cmd), "{s}");
     }
 }
+
+#[test]
+fn recommend_reference_check_from_flags() {
+    // Break point 120, job 24 s → worker concurrency 80; with the runner limit left at 10 the
+    // ceiling stays 10 ÷ 24 s = 25/min, and the tool proposes runner capacity 80.
+    let out = Command::new(bin())
+        .args([
+            "recommend",
+            "--break-point",
+            "120",
+            "--job-time",
+            "24s",
+            "--worker-concurrency",
+            "120",
+            "--runner-limit",
+            "10",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["worker_concurrency"], 80);
+    assert_eq!(v["runner_capacity_per_worker"], 80);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("25/min"), "{notes}");
+    let text = Command::new(bin())
+        .args(["recommend", "--break-point", "120", "--job-time", "24s"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        s.contains("N8N_RUNNERS_MAX_CONCURRENCY=10") && s.contains("--concurrency=80"),
+        "{s}"
+    );
+}
+
+#[test]
+fn diagnose_and_recommend_reject_bad_input_with_exit_2() {
+    let dir = std::env::temp_dir().join(format!("n8ncap-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("summary.json");
+    std::fs::write(&bad, "{\"schema\": 3").unwrap();
+    for args in [
+        vec!["diagnose", bad.to_str().unwrap()],
+        vec!["diagnose", "/nonexistent/results"],
+        vec!["recommend"],
+        vec!["recommend", "--break-point", "30"],
+        vec!["recommend", "--break-point", "30", "--job-time", "never"],
+        vec![
+            "diagnose",
+            dir.to_str().unwrap(),
+            "--job-time",
+            "1s",
+            "--code-time",
+            "2s",
+        ],
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty());
+    }
+    let out = Command::new(bin())
+        .args(["diagnose", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("summary.json") && err.contains("line 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_saved_sweep_is_diagnosed_again_with_settings_from_flags() {
+    let port = free_port();
+    let _sim = ChildGuard(
+        Command::new(bin())
+            .args([
+                "sim",
+                "all",
+                "--port",
+                &port.to_string(),
+                "--concurrency",
+                "6",
+                "--runner-limit",
+                "3",
+            ])
+            // n8n's default refresh (20 s) is longer than these stages.
+            .env("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    let dir = std::env::temp_dir().join(format!("n8ncap-saved-{}", std::process::id()));
+    let out = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+            "--vus",
+            "8,12",
+            "--stage-duration",
+            "4s",
+            "--warmup",
+            "1500ms",
+            "--body",
+            r#"{"sleep_ms":200}"#,
+            "--metrics",
+            &format!("http://127.0.0.1:{port}/metrics"),
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    // Nothing given: worker concurrency comes from the queue gauges, the runner limit from the
+    // measured ceiling.
+    assert_eq!(
+        summary["diagnosis"]["capping_limit"], "runner_limit",
+        "{}",
+        summary["diagnosis"]
+    );
+    assert_eq!(summary["diagnosis"]["settings"]["runner_limit"]["value"], 3);
+    let out = Command::new(bin())
+        .args([
+            "diagnose",
+            dir.to_str().unwrap(),
+            "--runner-limit",
+            "3",
+            "--worker-concurrency",
+            "6",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["diagnosis"]["capping_limit"], "runner_limit");
+    assert_eq!(
+        v["diagnosis"]["settings"]["runner_limit"]["source"],
+        "flag --runner-limit"
+    );
+}
