@@ -26,6 +26,15 @@ pub enum Command {
     },
     /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
     Sweep(Box<SweepArgs>),
+    /// Show the deployment from the Docker API: roles, capacity settings with their sources,
+    /// runner pairing, memory limits, current memory and CPU.
+    Inspect {
+        /// Only the containers of this compose project.
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Name the limit that caps throughput in a saved sweep (results dir or summary.json).
     Diagnose(DiagnoseArgs),
     /// Propose settings from a break point with a 2/3 safety factor.
@@ -122,9 +131,19 @@ pub struct SweepArgs {
     /// Stop after the first stage whose thresholds fail.
     #[arg(long)]
     pub abort_on_fail: bool,
-    /// n8n /metrics URL to watch (repeatable); main's queue gauges give slots taken and waiting.
+    /// n8n /metrics to watch, as URL or role=URL (main, worker, webhook); repeatable. Main's
+    /// queue gauges give slots taken and waiting.
     #[arg(long = "metrics")]
     pub metrics: Vec<String>,
+    /// How often metrics and container stats are sampled, e.g. 1s.
+    #[arg(long, default_value = "1s")]
+    pub scrape_interval: String,
+    /// Watch the containers (Docker API, DOCKER_HOST honoured): settings and memory/CPU.
+    #[arg(long)]
+    pub docker: bool,
+    /// Only the containers of this compose project (implies --docker).
+    #[arg(long)]
+    pub project: Option<String>,
     /// n8n's N8N_METRICS_QUEUE_METRICS_INTERVAL in seconds, to flag stages shorter than it.
     #[arg(long, default_value_t = 20.0)]
     pub queue_metrics_interval: f64,

@@ -8,8 +8,10 @@ use crate::load::profile::{LoadModel, Profile, RequestSpec, StageSpec};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
 use crate::load::Summary;
 use crate::model::settings::{Settings, Sourced};
+use crate::observe::watch::Endpoint;
 use crate::recommend::Recommendation;
 use crate::sim::{Stack, StackConfig};
+use crate::topology::Role;
 use std::time::Duration;
 
 pub const DEMO_WORKER_CONCURRENCY: u32 = 15;
@@ -85,7 +87,12 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         out_dir: None,
         abort_on_fail: false,
         progress,
-        queue_metrics_url: Some(format!("{}/metrics", stack.main_url)),
+        metrics: vec![Endpoint {
+            url: format!("{}/metrics", stack.main_url),
+            role: Some(Role::Main),
+        }],
+        docker: None,
+        scrape_interval: Duration::from_secs(1),
         queue_metrics_interval: Duration::from_secs(1),
         repeat: 1,
     };

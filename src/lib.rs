@@ -17,4 +17,5 @@ pub mod observe;
 pub mod recommend;
 pub mod report;
 pub mod sim;
+pub mod topology;
 pub mod util;

@@ -7,7 +7,9 @@ use n8ncap::error::{self, exit_code_for, BadInput};
 use n8ncap::load::profile::{Overrides, Profile};
 use n8ncap::load::run::{run_sweep, Ending, SweepOptions};
 use n8ncap::model::settings::Sourced;
+use n8ncap::observe::watch::{Endpoint, WatchedContainer};
 use n8ncap::sim::{self, config};
+use n8ncap::topology::Topology;
 use n8ncap::util::process_env;
 use std::time::Duration;
 
@@ -51,6 +53,7 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Demo { json } => demo(json).await,
         Command::Sweep(args) => sweep(*args).await,
         Command::Diagnose(a) => diagnose_cmd(a),
+        Command::Inspect { project, json } => inspect_cmd(project.as_deref(), json).await,
         Command::Recommend(a) => recommend_cmd(a),
         Command::Sim(s) => {
             sim_command(s).await?;
@@ -106,13 +109,39 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
                 .join(n8ncap::util::utc_compact(std::time::SystemTime::now()))
         }))
     };
-    let queue_metrics_url = find_main_metrics(&a.metrics).await;
+    let metrics = a
+        .metrics
+        .iter()
+        .map(|m| Endpoint::parse(m).map_err(BadInput))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scrape_interval = n8ncap::util::parse_duration(&a.scrape_interval)
+        .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;
+    if scrape_interval < Duration::from_millis(100) {
+        return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
+    }
+    let (docker, topology) = if a.docker || a.project.is_some() {
+        match docker_watch(a.project.as_deref()).await {
+            Ok((d, c, t)) => (Some((d, c)), Some(t)),
+            Err(e) => {
+                eprintln!("n8ncap: {e:#}; the sweep runs without container data");
+                (None, None)
+            }
+        }
+    } else {
+        (None, None)
+    };
+    let flags = match &topology {
+        Some(t) => flags.or(t.model_settings()),
+        None => flags,
+    };
     let opts = SweepOptions {
         profile,
         out_dir: out_dir.clone(),
         abort_on_fail: a.abort_on_fail,
         progress: !a.json,
-        queue_metrics_url,
+        metrics,
+        docker,
+        scrape_interval,
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
         repeat: a.repeat,
     };
@@ -156,6 +185,45 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
         Ending::Completed => error::EXIT_OK,
     })
+}
+
+async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
+    use n8ncap::observe::docker;
+    let (d, watched, topology) = docker_watch(project).await?;
+    let first =
+        futures_util::future::join_all(watched.iter().map(|c| docker::stats_once(&d, &c.id))).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second =
+        futures_util::future::join_all(watched.iter().map(|c| docker::stats_once(&d, &c.id))).await;
+    let stats: Vec<Option<docker::ContainerStats>> = first
+        .iter()
+        .zip(second.iter())
+        .map(|(a, b)| match (a, b) {
+            (Ok(a), Ok(b)) => Some(docker::ContainerStats {
+                memory_bytes: b.memory_bytes,
+                cpu_percent: docker::cpu_percent(a, b),
+            }),
+            (_, Ok(b)) => Some(docker::ContainerStats {
+                memory_bytes: b.memory_bytes,
+                cpu_percent: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    if json {
+        let out = serde_json::json!({
+            "topology": topology,
+            "stats": stats,
+            "model_settings": topology.model_settings(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{}",
+            n8ncap::report::table::topology_table(&topology, &stats)
+        );
+    }
+    Ok(error::EXIT_OK)
 }
 
 fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
@@ -214,25 +282,33 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
-/// Picks, among the --metrics URLs, the one that serves n8n main's queue gauges.
-async fn find_main_metrics(urls: &[String]) -> Option<String> {
-    for url in urls {
-        let url = url.split_once('=').map(|(_, u)| u).unwrap_or(url);
-        match n8ncap::observe::scrape::scrape(url, Duration::from_secs(3)).await {
-            Ok(e) if n8ncap::observe::scrape::queue_gauges(&e, "n8n_").is_some() => {
-                return Some(url.to_string())
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("n8ncap: metrics endpoint not usable yet: {e:#}"),
-        }
-    }
-    if !urls.is_empty() {
-        eprintln!(
-            "n8ncap: none of the --metrics endpoints shows n8n's queue gauges \
-             (set N8N_METRICS_INCLUDE_QUEUE_METRICS=true on main); slots taken and waiting stay empty"
+/// Discovers the containers to watch and their topology.
+async fn docker_watch(
+    project: Option<&str>,
+) -> anyhow::Result<(bollard::Docker, Vec<WatchedContainer>, Topology)> {
+    let docker = n8ncap::observe::docker::connect().await?;
+    let found = n8ncap::observe::docker::discover(&docker, project).await?;
+    if found.is_empty() {
+        anyhow::bail!(
+            "no running containers{} found",
+            project
+                .map(|p| format!(" in compose project {p}"))
+                .unwrap_or_default()
         );
     }
-    None
+    let ids: Vec<String> = found.iter().map(|(id, _)| id.clone()).collect();
+    let topology = Topology::build(found.into_iter().map(|(_, f)| f).collect());
+    let watched = topology
+        .nodes
+        .iter()
+        .zip(ids)
+        .map(|(n, id)| WatchedContainer {
+            id,
+            name: n.facts.name.clone(),
+            role: n.role,
+        })
+        .collect();
+    Ok((docker, watched, topology))
 }
 
 async fn sim_command(s: SimCommand) -> anyhow::Result<()> {

@@ -693,6 +693,86 @@ fn validity_findings(
     }
 }
 
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Memory grows in the runner, not the worker: from container stats (all containers of a
+/// role summed per reading), and the worker's heap gauge when it was scraped.
+fn memory_findings(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let growth = |s: &StageResult, role: &str| {
+        s.memory_by_role
+            .iter()
+            .find(|r| r.role == role)
+            .map(|r| (r.max_bytes - r.baseline_bytes).max(0.0))
+    };
+    let Some(s) = stages
+        .iter()
+        .filter(|s| growth(s, "runner").is_some())
+        .max_by(|a, b| {
+            growth(a, "runner")
+                .unwrap_or(0.0)
+                .total_cmp(&growth(b, "runner").unwrap_or(0.0))
+        })
+    else {
+        return;
+    };
+    let runner_growth = growth(s, "runner").unwrap_or(0.0);
+    let worker_growth = growth(s, "worker").unwrap_or(0.0);
+    if runner_growth < 32.0 * MIB || runner_growth < 4.0 * worker_growth {
+        return;
+    }
+    let mut f = Finding::new(
+        "memory-in-runner",
+        Severity::Warning,
+        format!(
+            "Stage {}: memory grew {:.0} MiB in the runners and {:.0} MiB in the workers — Code-node memory lives in the runner",
+            s.index + 1,
+            runner_growth / MIB,
+            worker_growth / MIB
+        ),
+    );
+    for c in s
+        .containers
+        .iter()
+        .filter(|c| c.role == "runner" || c.role == "worker")
+    {
+        f = f.evidence(format!(
+            "{} ({}): {:.0} MiB before load, up to {:.0} MiB{}",
+            c.name,
+            c.role,
+            c.memory_baseline_bytes / MIB,
+            c.memory_max_bytes / MIB,
+            if c.gone {
+                " (container disappeared)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for e in s
+        .endpoints
+        .iter()
+        .filter(|e| e.role.as_deref() == Some("worker") && e.samples > 0)
+    {
+        f = f.evidence(format!(
+            "worker heap (nodejs_heap_size_used_bytes) {:.0}–{:.0} MiB at {}: heap panels stay flat while the runner grows",
+            e.heap_used_mean_bytes / MIB,
+            e.heap_used_max_bytes / MIB,
+            e.url
+        ));
+    }
+    if let Some(v) = s.vus {
+        f = f.evidence(format!(
+            "≈ {:.0} MiB per job in flight ({} in flight)",
+            runner_growth / MIB / v as f64,
+            v
+        ));
+    }
+    f = f
+        .why("A memory limit on the worker does not bound Code-node memory; an unbounded runner takes the host's memory instead.")
+        .fix("set a memory limit on every runner container: runner limit × per-task peak + idle base");
+    out.push(f);
+}
+
 fn other_findings(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding>) {
     // Queue backlog in Redis.
     if let Some(l) = levels
@@ -749,6 +829,20 @@ fn other_findings(levels: &[Level], stages: &[StageResult], out: &mut Vec<Findin
             }
             out.push(f);
             break;
+        }
+    }
+    memory_findings(stages, out);
+    for s in stages {
+        for c in s.containers.iter().filter(|c| c.gone) {
+            out.push(
+                Finding::new(
+                    "container-gone",
+                    Severity::Warning,
+                    format!("Container {} ({}) disappeared during stage {}", c.name, c.role, s.index + 1),
+                )
+                .evidence(format!("{} stats readings, then {} gaps", c.samples, c.gaps))
+                .why("A restarted or removed container changes the capacity mid-stage: that stage's figures mix two deployments."),
+            );
         }
     }
     // Client-side connection churn.

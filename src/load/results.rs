@@ -75,6 +75,61 @@ pub struct QueueObserved {
     pub coarse: bool,
 }
 
+/// One `/metrics` endpoint during the stage's steady window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct EndpointObserved {
+    pub url: String,
+    /// main, worker or webhook (given, or read from the content).
+    pub role: Option<String>,
+    pub samples: u32,
+    pub gaps: u32,
+    pub last_error: Option<String>,
+    pub rss_mean_bytes: f64,
+    pub rss_max_bytes: f64,
+    /// `nodejs_heap_size_used_bytes`: the JS heap, not the process (Buffers are outside it).
+    pub heap_used_mean_bytes: f64,
+    pub heap_used_max_bytes: f64,
+    pub external_mean_bytes: f64,
+    pub eventloop_lag_mean_s: f64,
+    pub eventloop_lag_max_s: f64,
+    /// From `process_cpu_seconds_total`, in % of one core.
+    pub cpu_percent_mean: f64,
+    /// From `n8n_runner_task_requested_total` (event-bus metrics), when present.
+    pub runner_tasks_requested_per_s: Option<f64>,
+}
+
+/// One container during the stage's steady window (Docker stats).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ContainerObserved {
+    pub name: String,
+    pub role: String,
+    pub samples: u32,
+    pub gaps: u32,
+    /// The container disappeared during the stage.
+    pub gone: bool,
+    /// Memory as docker stats computes it (usage minus inactive file cache).
+    pub memory_first_bytes: f64,
+    /// The container's memory at the first reading of the run, before load reached it.
+    pub memory_baseline_bytes: f64,
+    pub memory_mean_bytes: f64,
+    pub memory_max_bytes: f64,
+    /// In % of one core (200 % = two cores busy).
+    pub cpu_percent_mean: f64,
+    pub cpu_percent_max: f64,
+}
+
+/// Memory of all containers of one role together (summed per reading, so it shows what the
+/// role holds at one moment).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RoleMemory {
+    pub role: String,
+    pub containers: u32,
+    /// Sum of the containers' first readings of the run, before load.
+    pub baseline_bytes: f64,
+    pub mean_bytes: f64,
+    pub max_bytes: f64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageResult {
     pub index: usize,
@@ -134,6 +189,12 @@ pub struct StageResult {
     /// What n8n's own metrics said during the stage, when they were scraped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueObserved>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointObserved>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerObserved>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_by_role: Vec<RoleMemory>,
 }
 
 impl StageResult {

@@ -7,7 +7,7 @@ use super::client::{Connection, Target};
 use super::profile::{Check, LoadModel, Profile, Stage};
 use super::results::{CheckResult, QueueObserved, StageResult, Summary, SUMMARY_SCHEMA};
 use super::stats::{Agg, Sample, StageRecorder};
-use crate::observe::scrape;
+use crate::observe::watch::{Endpoint, Observer, WatchConfig, WatchedContainer};
 use std::fs::File;
 use std::future::Future;
 use std::io::{IsTerminal, Write};
@@ -26,8 +26,12 @@ pub struct SweepOptions {
     pub abort_on_fail: bool,
     /// Live progress line on stderr (only shown when stderr is a terminal).
     pub progress: bool,
-    /// n8n main's `/metrics`, for the queue gauges (slots taken, waiting) per stage.
-    pub queue_metrics_url: Option<String>,
+    /// n8n `/metrics` endpoints to scrape (main's queue gauges give slots taken and waiting).
+    pub metrics: Vec<Endpoint>,
+    /// Containers to sample through the Docker API.
+    pub docker: Option<(bollard::Docker, Vec<WatchedContainer>)>,
+    /// How often metrics and container stats are sampled.
+    pub scrape_interval: Duration,
     /// n8n's queue-gauge refresh interval, to flag stages shorter than it.
     pub queue_metrics_interval: Duration,
     /// Run every stage this many times in a row (for confidence intervals); 1 = once.
@@ -124,6 +128,24 @@ pub async fn run_sweep(
         Some(dir) => Some(ResultsDir::create(dir)?),
         None => None,
     };
+    let mut observer = (!opts.metrics.is_empty() || opts.docker.is_some()).then(|| {
+        let (docker, containers) = match &opts.docker {
+            Some((d, c)) => (Some(d.clone()), c.clone()),
+            None => (None, Vec::new()),
+        };
+        Observer::start(WatchConfig {
+            endpoints: opts.metrics.clone(),
+            docker,
+            containers,
+            interval: opts.scrape_interval,
+            prefix: "n8n_".into(),
+            timeline: out.as_ref().and_then(|o| o.timeline().ok()),
+        })
+    });
+    // The first readings (container baselines) are taken before any load.
+    if let Some(o) = observer.as_mut() {
+        o.first_round(Duration::from_secs(5)).await;
+    }
     let started_at = SystemTime::now();
     let shared = Arc::new(Shared {
         target,
@@ -202,13 +224,8 @@ pub async fn run_sweep(
                 stage_tasks.spawn(open_scheduler(sh, st, r, stage_start));
             }
         }
-        let queue_samples = Arc::new(Mutex::new(QueueSamples::default()));
-        if let Some(url) = &opts.queue_metrics_url {
-            stage_tasks.spawn(watch_queue(
-                url.clone(),
-                queue_samples.clone(),
-                stage_start + stage.warmup,
-            ));
+        if let Some(o) = &observer {
+            o.begin_stage(index, stage_start + stage.warmup);
         }
         let stage_end = stage_start + stage.duration;
         let mut partial = false;
@@ -228,10 +245,10 @@ pub async fn run_sweep(
         let ended = Instant::now();
         let agg = rec.total(shared.checks.len());
         let window = ended.saturating_duration_since(rec.warmup_until);
-        let queue = opts.queue_metrics_url.as_ref().map(|_| {
-            let q = queue_samples.lock().map(|q| q.clone()).unwrap_or_default();
-            q.observed(stage.duration < opts.queue_metrics_interval)
-        });
+        let seen = observer
+            .as_ref()
+            .map(|o| o.end_stage(stage.duration < opts.queue_metrics_interval));
+        let queue = seen.as_ref().and_then(|s| s.queue.clone());
         let mut result = stage_result(
             index,
             stage,
@@ -244,6 +261,11 @@ pub async fn run_sweep(
             queue,
         );
         result.repeat = *rep;
+        if let Some(seen) = seen {
+            result.endpoints = seen.endpoints;
+            result.containers = seen.containers;
+            result.memory_by_role = seen.memory_by_role;
+        }
         let wall = ended.saturating_duration_since(stage_start).as_secs_f64();
         if wall > 0.0 {
             result.client_cpu_percent =
@@ -273,6 +295,9 @@ pub async fn run_sweep(
     }
     shared.stop.store(true, Ordering::Relaxed);
     vus.abort_all();
+    if let Some(o) = observer {
+        o.stop();
+    }
     finish_summary(&mut summary, &totals, &thresholds);
     if let Some(o) = out.as_mut() {
         o.write_summary(&summary)?;
@@ -386,58 +411,6 @@ async fn open_scheduler(
     }
     // Arrivals of this stage still in flight finish (and count) during the next stage's warm-up.
     inflight.detach_all();
-}
-
-#[derive(Default, Clone)]
-struct QueueSamples {
-    active: Vec<f64>,
-    waiting: Vec<f64>,
-    gaps: u32,
-}
-
-impl QueueSamples {
-    fn observed(&self, coarse: bool) -> QueueObserved {
-        let mean = |v: &[f64]| {
-            if v.is_empty() {
-                0.0
-            } else {
-                v.iter().sum::<f64>() / v.len() as f64
-            }
-        };
-        let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
-        QueueObserved {
-            active_mean: mean(&self.active),
-            active_max: max(&self.active),
-            waiting_mean: mean(&self.waiting),
-            waiting_max: max(&self.waiting),
-            samples: self.active.len() as u32,
-            gaps: self.gaps,
-            coarse,
-        }
-    }
-}
-
-async fn watch_queue(url: String, samples: Arc<Mutex<QueueSamples>>, from: Instant) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        if Instant::now() < from {
-            continue;
-        }
-        let got = scrape::scrape(&url, Duration::from_secs(2))
-            .await
-            .ok()
-            .and_then(|e| scrape::queue_gauges(&e, "n8n_"));
-        if let Ok(mut s) = samples.lock() {
-            match got {
-                Some(g) => {
-                    s.active.push(g.active);
-                    s.waiting.push(g.waiting);
-                }
-                None => s.gaps += 1,
-            }
-        }
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -570,6 +543,9 @@ fn stage_result(
         invalid_reasons,
         thresholds: stage_thresholds,
         queue,
+        endpoints: Vec::new(),
+        containers: Vec::new(),
+        memory_by_role: Vec::new(),
     }
 }
 
@@ -696,6 +672,11 @@ impl ResultsDir {
             path: dir.to_path_buf(),
             stages,
         })
+    }
+
+    pub fn timeline(&self) -> anyhow::Result<File> {
+        let p = self.path.join("timeline.jsonl");
+        File::create(&p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
     }
 
     pub fn append_stage(&mut self, s: &StageResult) -> anyhow::Result<()> {

@@ -125,3 +125,93 @@ pub fn stages_table(stages: &[StageResult]) -> String {
     }
     out
 }
+
+/// `n8ncap inspect`: one row per container with its role, capacity settings and their sources.
+pub fn topology_table(
+    t: &crate::topology::Topology,
+    stats: &[Option<crate::observe::docker::ContainerStats>],
+) -> String {
+    use crate::topology::Role;
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_header(vec![
+        "container",
+        "role",
+        "image",
+        "worker concurrency",
+        "runner limit / capacity",
+        "runners mode",
+        "memory limit",
+        "memory",
+        "CPU %",
+    ]);
+    let mib = |b: f64| format!("{:.0} MiB", b / 1024.0 / 1024.0);
+    for (i, n) in t.nodes.iter().enumerate() {
+        let conc = n
+            .worker_concurrency
+            .as_ref()
+            .map(|c| format!("{} ({})", c.value, c.source))
+            .unwrap_or_default();
+        let runner = match n.role {
+            Role::Runner => {
+                let l = n
+                    .runner_limit
+                    .as_ref()
+                    .map(|l| format!("{} ({})", l.value, l.source))
+                    .unwrap_or_default();
+                match &n.attached_to {
+                    Some(w) => format!("{l} → {w}"),
+                    None => format!("{l} → attached to nothing"),
+                }
+            }
+            Role::Worker | Role::Main => n
+                .runner_capacity
+                .map(|c| format!("capacity {c}"))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let mode = n
+            .runners_mode
+            .as_ref()
+            .map(|m| m.value.clone())
+            .unwrap_or_default();
+        let limit = n
+            .facts
+            .memory_limit_bytes
+            .map(|b| mib(b as f64))
+            .unwrap_or_else(|| "none".into());
+        let (mem, cpu) = match stats.get(i).and_then(|s| s.as_ref()) {
+            Some(s) => (
+                mib(s.memory_bytes as f64),
+                s.cpu_percent.map(|c| format!("{c:.1}")).unwrap_or_default(),
+            ),
+            None => ("—".into(), "—".into()),
+        };
+        table.add_row(vec![
+            n.facts.name.clone(),
+            n.role.word().to_string(),
+            n.facts.image.clone(),
+            conc,
+            runner,
+            mode,
+            limit,
+            mem,
+            cpu,
+        ]);
+    }
+    let mut out = table.to_string();
+    for n in &t.nodes {
+        for note in &n.notes {
+            out.push_str(&format!("\nwarning: {}: {note}", n.facts.name));
+        }
+        if n.role == Role::Runner && n.facts.memory_limit_bytes.is_none() {
+            out.push_str(&format!(
+                "\nwarning: {}: no memory limit on this runner — Code-node memory (Buffers) lands here",
+                n.facts.name
+            ));
+        }
+    }
+    out
+}

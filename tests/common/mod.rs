@@ -73,7 +73,12 @@ pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summa
             out_dir: None,
             abort_on_fail: false,
             progress: false,
-            queue_metrics_url,
+            metrics: queue_metrics_url
+                .map(|url| n8ncap::observe::watch::Endpoint { url, role: None })
+                .into_iter()
+                .collect(),
+            docker: None,
+            scrape_interval: Duration::from_secs(1),
             queue_metrics_interval: Duration::from_secs(1),
             repeat: 1,
         },

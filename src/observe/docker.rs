@@ -1,0 +1,185 @@
+//! The Docker Engine API (bollard): discover the deployment's containers, read their settings
+//! into [`Facts`] (secrets dropped at once), and sample memory and CPU as `docker stats` does.
+//! Honours `DOCKER_HOST`.
+
+use crate::topology::Facts;
+use bollard::query_parameters::{
+    InspectContainerOptions, ListContainersOptionsBuilder, StatsOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Connects and pings, so an absent socket or a permission problem is one clear line.
+pub async fn connect() -> anyhow::Result<Docker> {
+    let where_ =
+        std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+    let docker = Docker::connect_with_defaults()
+        .map_err(|e| anyhow::anyhow!("cannot use the Docker API at {where_}: {e}"))?;
+    match tokio::time::timeout(Duration::from_secs(3), docker.ping()).await {
+        Ok(Ok(_)) => Ok(docker),
+        Ok(Err(e)) => {
+            let text = e.to_string();
+            let hint = if text.contains("ermission") {
+                " (permission denied: run as a user in the docker group, or set DOCKER_HOST)"
+            } else if text.contains("No such file") || text.contains("onnect") {
+                " (no Docker daemon there: start it, or set DOCKER_HOST)"
+            } else {
+                ""
+            };
+            Err(anyhow::anyhow!(
+                "the Docker API at {where_} does not answer: {text}{hint}"
+            ))
+        }
+        Err(_) => Err(anyhow::anyhow!(
+            "the Docker API at {where_} did not answer within 3 s"
+        )),
+    }
+}
+
+/// Running containers, of one compose project when given, as [`Facts`].
+pub async fn discover(
+    docker: &Docker,
+    project: Option<&str>,
+) -> anyhow::Result<Vec<(String, Facts)>> {
+    let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(p) = project {
+        filters.insert(
+            "label".into(),
+            vec![format!("com.docker.compose.project={p}")],
+        );
+    }
+    let opts = ListContainersOptionsBuilder::default()
+        .all(false)
+        .filters(&filters)
+        .build();
+    let list = docker
+        .list_containers(Some(opts))
+        .await
+        .map_err(|e| anyhow::anyhow!("listing containers: {e}"))?;
+    let mut out = Vec::new();
+    for c in list {
+        let Some(id) = c.id.clone() else { continue };
+        // A container may vanish between list and inspect: skip it.
+        let Ok(info) = docker
+            .inspect_container(&id, None::<InspectContainerOptions>)
+            .await
+        else {
+            continue;
+        };
+        let name = info
+            .name
+            .clone()
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_string();
+        let config = info.config.clone().unwrap_or_default();
+        let labels = config.labels.clone().unwrap_or_default();
+        let mut f = Facts {
+            name: name.clone(),
+            service: labels.get("com.docker.compose.service").cloned(),
+            project: labels.get("com.docker.compose.project").cloned(),
+            image: config.image.clone().unwrap_or_default(),
+            replicas: 1,
+            origin: format!("container {name}"),
+            ..Facts::default()
+        };
+        let mut cmd: Vec<String> = config.entrypoint.clone().unwrap_or_default();
+        cmd.extend(config.cmd.clone().unwrap_or_default());
+        f.command = cmd;
+        let env = config.env.clone().unwrap_or_default();
+        f.set_env(env.iter().map(|kv| match kv.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (kv.as_str(), None),
+        }));
+        if let Some(h) = config.hostname.clone() {
+            f.hostnames.push(h);
+        }
+        f.hostnames.push(name.clone());
+        if let Some(s) = &f.service {
+            f.hostnames.push(s.clone());
+        }
+        if let Some(nets) = info
+            .network_settings
+            .as_ref()
+            .and_then(|n| n.networks.as_ref())
+        {
+            for ep in nets.values() {
+                for a in ep.aliases.clone().unwrap_or_default() {
+                    if !f.hostnames.contains(&a) {
+                        f.hostnames.push(a);
+                    }
+                }
+            }
+        }
+        f.memory_limit_bytes = info
+            .host_config
+            .as_ref()
+            .and_then(|h| h.memory)
+            .filter(|m| *m > 0)
+            .map(|m| m as u64);
+        out.push((id, f));
+    }
+    Ok(out)
+}
+
+/// One stats reading of a container.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawStats {
+    /// Memory as `docker stats` shows it: usage minus inactive file cache.
+    pub memory_bytes: u64,
+    pub memory_limit: u64,
+    pub cpu_total_ns: u64,
+    pub system_ns: u64,
+    pub online_cpus: u32,
+}
+
+pub async fn stats_once(docker: &Docker, id: &str) -> anyhow::Result<RawStats> {
+    let opts = StatsOptionsBuilder::default()
+        .stream(false)
+        .one_shot(true)
+        .build();
+    let mut s = docker.stats(id, Some(opts));
+    let r = tokio::time::timeout(Duration::from_secs(3), s.next())
+        .await
+        .map_err(|_| anyhow::anyhow!("stats of {id} took over 3 s"))?
+        .ok_or_else(|| anyhow::anyhow!("no stats for {id}"))?
+        .map_err(|e| anyhow::anyhow!("stats of {id}: {e}"))?;
+    let mem = r.memory_stats.unwrap_or_default();
+    let inactive = mem
+        .stats
+        .as_ref()
+        .and_then(|s| {
+            s.get("inactive_file")
+                .or_else(|| s.get("total_inactive_file"))
+                .copied()
+        })
+        .unwrap_or(0);
+    let cpu = r.cpu_stats.unwrap_or_default();
+    Ok(RawStats {
+        memory_bytes: mem.usage.unwrap_or(0).saturating_sub(inactive),
+        memory_limit: mem.limit.unwrap_or(0),
+        cpu_total_ns: cpu.cpu_usage.and_then(|u| u.total_usage).unwrap_or(0),
+        system_ns: cpu.system_cpu_usage.unwrap_or(0),
+        online_cpus: cpu.online_cpus.unwrap_or(1).max(1),
+    })
+}
+
+/// CPU between two readings, in % of one core (docker stats' convention: 200 % = two cores).
+pub fn cpu_percent(prev: &RawStats, now: &RawStats) -> Option<f64> {
+    let d_cpu = now.cpu_total_ns.checked_sub(prev.cpu_total_ns)? as f64;
+    let d_sys = now.system_ns.checked_sub(prev.system_ns)? as f64;
+    if d_sys <= 0.0 {
+        return None;
+    }
+    Some(d_cpu / d_sys * now.online_cpus as f64 * 100.0)
+}
+
+/// A container's stats as the timeline and `inspect` show them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContainerStats {
+    pub memory_bytes: u64,
+    pub cpu_percent: Option<f64>,
+}

@@ -1,0 +1,500 @@
+//! Topology: who is main, worker, webhook, runner, redis or postgres, and the settings that
+//! decide capacity, each with where it came from. Built from "facts" about a container or a
+//! compose service (image, command, environment, labels, memory limit), so the Docker API and
+//! compose files feed the same classification.
+//!
+//! Only the variables the analysis needs keep their values ([`KEPT_VARIABLES`]); every other
+//! variable is kept as a name. Secrets therefore never enter this data.
+
+use crate::model::settings::{Settings, Sourced};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Variables whose values n8ncap reads. Nothing secret is on this list.
+pub const KEPT_VARIABLES: &[&str] = &[
+    "EXECUTIONS_MODE",
+    "N8N_CONCURRENCY_PRODUCTION_LIMIT",
+    "N8N_RUNNERS_MODE",
+    "N8N_RUNNERS_ENABLED",
+    "N8N_RUNNERS_MAX_CONCURRENCY",
+    "N8N_RUNNERS_TASK_BROKER_URI",
+    "N8N_RUNNERS_BROKER_PORT",
+    "N8N_RUNNERS_BROKER_LISTEN_ADDRESS",
+    "N8N_RUNNERS_TASK_REQUEST_TIMEOUT",
+    "N8N_RUNNERS_TASK_TIMEOUT",
+    "N8N_RUNNERS_MAX_OLD_SPACE_SIZE",
+    "N8N_METRICS",
+    "N8N_METRICS_PREFIX",
+    "N8N_METRICS_INCLUDE_QUEUE_METRICS",
+    "N8N_METRICS_QUEUE_METRICS_INTERVAL",
+    "N8N_METRICS_INCLUDE_MESSAGE_EVENT_BUS_METRICS",
+    "N8N_PORT",
+    "QUEUE_HEALTH_CHECK_ACTIVE",
+    "QUEUE_HEALTH_CHECK_PORT",
+    "QUEUE_BULL_PREFIX",
+    "QUEUE_BULL_REDIS_HOST",
+    "QUEUE_BULL_REDIS_PORT",
+    "QUEUE_WORKER_CONCURRENCY",
+    "DB_TYPE",
+    "DB_POSTGRESDB_HOST",
+    "DB_POSTGRESDB_POOL_SIZE",
+    "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS",
+    "GENERIC_TIMEZONE",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Main,
+    Worker,
+    Webhook,
+    Runner,
+    Redis,
+    Postgres,
+    Other,
+}
+
+impl Role {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Role::Main => "main",
+            Role::Worker => "worker",
+            Role::Webhook => "webhook",
+            Role::Runner => "runner",
+            Role::Redis => "redis",
+            Role::Postgres => "postgres",
+            Role::Other => "other",
+        }
+    }
+}
+
+/// What is known about one container or compose service, secrets already dropped.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Facts {
+    pub name: String,
+    pub service: Option<String>,
+    pub project: Option<String>,
+    pub image: String,
+    /// Entrypoint and command, as one argument list.
+    pub command: Vec<String>,
+    /// Values of [`KEPT_VARIABLES`] only.
+    pub env: BTreeMap<String, String>,
+    /// Every variable name set, values not kept.
+    pub env_names: Vec<String>,
+    /// Names by which other containers reach this one (hostname, service, aliases).
+    pub hostnames: Vec<String>,
+    pub memory_limit_bytes: Option<u64>,
+    pub replicas: u32,
+    /// Where these facts came from ("container n8n-worker-1", "compose service n8n-worker").
+    pub origin: String,
+}
+
+impl Facts {
+    /// Splits a full environment into kept values and names. Call it on raw `KEY=VALUE` items.
+    pub fn set_env<'a>(&mut self, items: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
+        for (k, v) in items {
+            let k = k.trim();
+            if k.is_empty() {
+                continue;
+            }
+            if !self.env_names.iter().any(|n| n == k) {
+                self.env_names.push(k.to_string());
+            }
+            if let Some(v) = v {
+                if KEPT_VARIABLES.contains(&k) {
+                    self.env.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+        self.env_names.sort();
+    }
+}
+
+/// A classified node with the settings that decide capacity.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Node {
+    pub facts: Facts,
+    pub role: Role,
+    /// Workers: effective worker concurrency.
+    pub worker_concurrency: Option<Sourced<u32>>,
+    /// Runners: their limit; workers in internal mode: their internal runner's.
+    pub runner_limit: Option<Sourced<u32>>,
+    pub runners_mode: Option<Sourced<String>>,
+    /// Runners: the worker (or main) whose broker they attach to.
+    pub attached_to: Option<String>,
+    /// Workers and main: Σ limits of runners attached (replicas counted).
+    pub runner_capacity: Option<u32>,
+    pub notes: Vec<String>,
+}
+
+impl Node {
+    pub fn name(&self) -> &str {
+        &self.facts.name
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Topology {
+    pub nodes: Vec<Node>,
+}
+
+fn command_has(cmd: &[String], word: &str) -> bool {
+    cmd.iter().any(|a| a == word)
+}
+
+pub fn classify(f: &Facts) -> Role {
+    let image = f.image.to_ascii_lowercase();
+    let cmd = &f.command;
+    let sim_role = cmd
+        .iter()
+        .position(|a| a == "sim")
+        .and_then(|i| cmd.get(i + 1))
+        .map(String::as_str);
+    match sim_role {
+        Some("runner") => return Role::Runner,
+        Some("worker") => return Role::Worker,
+        Some("main") | Some("all") => return Role::Main,
+        _ => {}
+    }
+    if image.contains("n8nio/runners") || cmd.iter().any(|a| a.contains("task-runner-launcher")) {
+        return Role::Runner;
+    }
+    let n8n = image.contains("n8n") || cmd.iter().any(|a| a == "n8n" || a.ends_with("/n8n"));
+    if n8n {
+        if command_has(cmd, "worker") {
+            return Role::Worker;
+        }
+        if command_has(cmd, "webhook") {
+            return Role::Webhook;
+        }
+        return Role::Main;
+    }
+    let base = image.rsplit('/').next().unwrap_or(&image);
+    if base.starts_with("redis") || base.starts_with("valkey") {
+        return Role::Redis;
+    }
+    if base.starts_with("postgres") {
+        return Role::Postgres;
+    }
+    Role::Other
+}
+
+/// `--concurrency=N` or `--concurrency N` in a command line.
+pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, String>> {
+    for (i, a) in cmd.iter().enumerate() {
+        // A compose command given as one string ("worker --concurrency=5") arrives split.
+        if let Some(v) = a.strip_prefix("--concurrency=") {
+            return Some(v.parse().map_err(|_| v.to_string()));
+        }
+        if a == "--concurrency" {
+            let v = cmd.get(i + 1).cloned().unwrap_or_default();
+            return Some(v.parse().map_err(|_| v));
+        }
+    }
+    None
+}
+
+/// The host part of `N8N_RUNNERS_TASK_BROKER_URI`.
+pub fn broker_host(uri: &str) -> Option<String> {
+    let rest = uri.split("://").nth(1).unwrap_or(uri);
+    let authority = rest.split('/').next()?;
+    let host = authority
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(authority);
+    (!host.is_empty()).then(|| host.trim_matches(['[', ']']).to_string())
+}
+
+impl Topology {
+    pub fn build(facts: Vec<Facts>) -> Topology {
+        let mut nodes: Vec<Node> = facts
+            .into_iter()
+            .map(|f| {
+                let role = classify(&f);
+                Node {
+                    facts: f,
+                    role,
+                    worker_concurrency: None,
+                    runner_limit: None,
+                    runners_mode: None,
+                    attached_to: None,
+                    runner_capacity: None,
+                    notes: Vec::new(),
+                }
+            })
+            .collect();
+        for n in &mut nodes {
+            settle(n);
+        }
+        // Attach runners to the broker their URI names.
+        let mut capacity: BTreeMap<String, u32> = BTreeMap::new();
+        for i in 0..nodes.len() {
+            if nodes[i].role != Role::Runner {
+                continue;
+            }
+            let uri = nodes[i]
+                .facts
+                .env
+                .get("N8N_RUNNERS_TASK_BROKER_URI")
+                .cloned()
+                .unwrap_or_else(|| "http://127.0.0.1:5679".into());
+            let host = broker_host(&uri).unwrap_or_default();
+            let target = nodes.iter().position(|o| {
+                matches!(o.role, Role::Main | Role::Worker | Role::Webhook)
+                    && (o.facts.name == host
+                        || o.facts.service.as_deref() == Some(host.as_str())
+                        || o.facts.hostnames.contains(&host))
+            });
+            match target {
+                Some(t) => {
+                    let tname = nodes[t].facts.name.clone();
+                    let limit = nodes[i]
+                        .runner_limit
+                        .as_ref()
+                        .map(|l| l.value)
+                        .unwrap_or(10);
+                    *capacity.entry(tname.clone()).or_insert(0) +=
+                        limit * nodes[i].facts.replicas.max(1);
+                    nodes[i].attached_to = Some(tname);
+                }
+                None => nodes[i].notes.push(format!(
+                    "N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here ({host:?})"
+                )),
+            }
+        }
+        for n in &mut nodes {
+            if matches!(n.role, Role::Main | Role::Worker) {
+                let external = n
+                    .runners_mode
+                    .as_ref()
+                    .is_some_and(|m| m.value == "external");
+                let attached = capacity.get(&n.facts.name).copied().unwrap_or(0);
+                n.runner_capacity = Some(if external {
+                    attached
+                } else {
+                    n.runner_limit.as_ref().map(|l| l.value).unwrap_or(10)
+                });
+            }
+        }
+        Topology { nodes }
+    }
+
+    pub fn workers(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.role == Role::Worker)
+    }
+
+    /// The model's settings, when workers agree (the model takes one value per setting).
+    pub fn model_settings(&self) -> Settings {
+        let workers: Vec<&Node> = self.workers().collect();
+        if workers.is_empty() {
+            return Settings::default();
+        }
+        let count: u32 = workers.iter().map(|w| w.facts.replicas.max(1)).sum();
+        let mut s = Settings {
+            workers: Some(Sourced::new(count, "Docker: worker containers")),
+            ..Settings::default()
+        };
+        let concs: Vec<u32> = workers
+            .iter()
+            .filter_map(|w| w.worker_concurrency.as_ref().map(|c| c.value))
+            .collect();
+        if concs.len() == workers.len() && concs.windows(2).all(|w| w[0] == w[1]) {
+            s.worker_concurrency = workers[0].worker_concurrency.clone();
+        }
+        let caps: Vec<u32> = workers.iter().filter_map(|w| w.runner_capacity).collect();
+        if caps.len() == workers.len() && caps.windows(2).all(|w| w[0] == w[1]) && caps[0] > 0 {
+            s.runner_limit = Some(Sourced::new(
+                caps[0],
+                format!(
+                    "Docker: Σ N8N_RUNNERS_MAX_CONCURRENCY of the runners attached to {}",
+                    workers[0].facts.name
+                ),
+            ));
+            s.runners_per_worker = Some(Sourced::new(1, "runner capacity counted per worker"));
+        }
+        s
+    }
+}
+
+/// Reads a node's own settings from its facts.
+fn settle(n: &mut Node) {
+    let origin = n.facts.origin.clone();
+    let env = n.facts.env.clone();
+    let get = |k: &str| {
+        env.get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    match n.role {
+        Role::Worker | Role::Main | Role::Webhook => {
+            let mode = get("N8N_RUNNERS_MODE");
+            n.runners_mode = Some(match &mode {
+                Some(m) => Sourced::new(m.clone(), format!("N8N_RUNNERS_MODE on {origin}")),
+                None => Sourced::new("internal".to_string(), "n8n default"),
+            });
+            let external = mode.as_deref() == Some("external");
+            if let Some(v) = get("N8N_RUNNERS_MAX_CONCURRENCY") {
+                if external {
+                    n.notes.push(format!(
+                        "N8N_RUNNERS_MAX_CONCURRENCY={v} on this {} has no effect in external mode: \
+                         only the runner containers read it",
+                        n.role.word()
+                    ));
+                } else if let Ok(l) = v.parse() {
+                    n.runner_limit = Some(Sourced::new(
+                        l,
+                        format!("N8N_RUNNERS_MAX_CONCURRENCY on {origin} (internal runner)"),
+                    ));
+                }
+            } else if !external {
+                n.runner_limit = Some(Sourced::new(10, "n8n 2.x default for the internal runner"));
+            }
+            if n.role == Role::Worker {
+                let flag = concurrency_flag(&n.facts.command);
+                let limit =
+                    get("N8N_CONCURRENCY_PRODUCTION_LIMIT").and_then(|v| v.parse::<i64>().ok());
+                n.worker_concurrency = match (limit, flag) {
+                    (Some(l), flag) if l != -1 && l > 0 => {
+                        if let Some(Ok(f)) = flag {
+                            n.notes.push(format!(
+                                "N8N_CONCURRENCY_PRODUCTION_LIMIT={l} overrides --concurrency={f}"
+                            ));
+                        }
+                        Some(Sourced::new(l as u32, format!("N8N_CONCURRENCY_PRODUCTION_LIMIT on {origin} (overrides --concurrency)")))
+                    }
+                    (_, Some(Ok(f))) => Some(Sourced::new(
+                        f,
+                        format!("--concurrency in the command of {origin}"),
+                    )),
+                    (_, Some(Err(bad))) => {
+                        n.notes
+                            .push(format!("--concurrency {bad:?} is not a number"));
+                        None
+                    }
+                    _ => Some(Sourced::new(10, "n8n default (--concurrency not set)")),
+                };
+                if let Some(v) = get("QUEUE_WORKER_CONCURRENCY") {
+                    n.notes.push(format!(
+                        "QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting: it has no effect"
+                    ));
+                }
+            }
+        }
+        Role::Runner => {
+            n.runner_limit = Some(
+                match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
+                    Some(l) => Sourced::new(l, format!("N8N_RUNNERS_MAX_CONCURRENCY on {origin}")),
+                    None => Sourced::new(10, "n8n 2.x default (the docs say 5)"),
+                },
+            );
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(name: &str, image: &str, cmd: &[&str], env: &[(&str, &str)]) -> Facts {
+        let mut f = Facts {
+            name: name.into(),
+            service: Some(name.into()),
+            image: image.into(),
+            command: cmd.iter().map(|s| s.to_string()).collect(),
+            replicas: 1,
+            origin: format!("container {name}"),
+            ..Facts::default()
+        };
+        f.set_env(env.iter().map(|(k, v)| (*k, Some(*v))));
+        f
+    }
+
+    #[test]
+    fn classifies_and_pairs_like_the_official_compose() {
+        let t = Topology::build(vec![
+            facts(
+                "n8n",
+                "n8nio/n8n:2.41.1",
+                &[],
+                &[("N8N_RUNNERS_MODE", "external")],
+            ),
+            facts(
+                "n8n-worker",
+                "n8nio/n8n:2.41.1",
+                &["worker", "--concurrency=15"],
+                &[
+                    ("N8N_RUNNERS_MODE", "external"),
+                    ("N8N_RUNNERS_MAX_CONCURRENCY", "2"),
+                    ("N8N_ENCRYPTION_KEY", "s3cret"),
+                ],
+            ),
+            facts(
+                "n8n-worker-runner",
+                "n8nio/runners:2.41.1",
+                &[],
+                &[
+                    ("N8N_RUNNERS_TASK_BROKER_URI", "http://n8n-worker:5679"),
+                    ("N8N_RUNNERS_MAX_CONCURRENCY", "5"),
+                ],
+            ),
+            facts("redis", "redis:7-alpine", &[], &[]),
+            facts(
+                "postgres",
+                "postgres:16",
+                &[],
+                &[("POSTGRES_PASSWORD", "hunter2")],
+            ),
+        ]);
+        let roles: Vec<Role> = t.nodes.iter().map(|n| n.role).collect();
+        assert_eq!(
+            roles,
+            vec![
+                Role::Main,
+                Role::Worker,
+                Role::Runner,
+                Role::Redis,
+                Role::Postgres
+            ]
+        );
+        let w = &t.nodes[1];
+        assert_eq!(w.worker_concurrency.as_ref().unwrap().value, 15);
+        assert_eq!(w.runner_capacity, Some(5));
+        assert!(w
+            .notes
+            .iter()
+            .any(|n| n.contains("no effect in external mode")));
+        assert_eq!(t.nodes[2].attached_to.as_deref(), Some("n8n-worker"));
+        assert_eq!(t.nodes[0].runner_capacity, Some(0));
+        let s = t.model_settings();
+        assert_eq!(s.worker_concurrency.unwrap().value, 15);
+        assert_eq!(s.runner_limit.unwrap().value, 5);
+        // Secrets are names only.
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(!json.contains("s3cret") && !json.contains("hunter2"));
+        assert!(json.contains("N8N_ENCRYPTION_KEY"));
+    }
+
+    #[test]
+    fn production_limit_overrides_the_flag() {
+        let t = Topology::build(vec![facts(
+            "w",
+            "n8nio/n8n",
+            &["n8n", "worker", "--concurrency", "20"],
+            &[("N8N_CONCURRENCY_PRODUCTION_LIMIT", "8")],
+        )]);
+        let w = &t.nodes[0];
+        assert_eq!(w.worker_concurrency.as_ref().unwrap().value, 8);
+        assert!(w
+            .worker_concurrency
+            .as_ref()
+            .unwrap()
+            .source
+            .contains("PRODUCTION_LIMIT"));
+        assert_eq!(
+            w.runner_capacity,
+            Some(10),
+            "internal runner, default limit"
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! Against this machine's real Docker Engine: an image built locally from the simulator's
+//! binary, a compose-like stack (main, two workers, runners with different limits and memory
+//! limits) started as containers, inspected, and swept while its memory is watched.
+//! Skips with a printed reason when the Docker socket is absent.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SECRET_KEY: &str = "enc-key-9f8e7d6c5b4a";
+const SECRET_DB: &str = "db-pass-1a2b3c4d5e6f";
+const SECRET_TOKEN: &str = "runner-token-77aa88bb99cc";
+
+fn docker_available() -> bool {
+    if !Path::new("/var/run/docker.sock").exists() && std::env::var("DOCKER_HOST").is_err() {
+        eprintln!("skipping: no Docker socket at /var/run/docker.sock and no DOCKER_HOST");
+        return false;
+    }
+    true
+}
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Builds `FROM scratch` with the test binary and the shared libraries it links.
+fn build_image(tag: &str) {
+    let ctx = std::env::temp_dir().join(format!("n8ncap-img-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ctx);
+    let root = ctx.join("rootfs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(bin(), root.join("n8ncap")).unwrap();
+    let ldd = Command::new("ldd").arg(bin()).output().unwrap();
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let path = line
+            .split_whitespace()
+            .find(|w| w.starts_with('/'))
+            .map(PathBuf::from);
+        if let Some(p) = path {
+            let dest = root.join(p.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"/n8ncap\"]\n",
+    )
+    .unwrap();
+    docker(&["build", "-q", "-t", tag, ctx.to_str().unwrap()]);
+}
+
+struct Stack {
+    project: String,
+    names: Vec<String>,
+    network: String,
+    image: String,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("docker").args(["rm", "-f", n]).output();
+        }
+        let _ = Command::new("docker")
+            .args(["network", "rm", &self.network])
+            .output();
+        let _ = Command::new("docker")
+            .args(["rmi", "-f", &self.image])
+            .output();
+    }
+}
+
+impl Stack {
+    fn run(
+        &mut self,
+        service: &str,
+        env: &[(&str, &str)],
+        mem: Option<&str>,
+        args: &[&str],
+        publish: bool,
+    ) {
+        let name = format!("{}-{service}", self.project);
+        let mut cmd: Vec<String> = vec![
+            "run".into(),
+            "-d".into(),
+            "--name".into(),
+            name.clone(),
+            "--network".into(),
+            self.network.clone(),
+            "--network-alias".into(),
+            service.into(),
+            "--label".into(),
+            format!("com.docker.compose.project={}", self.project),
+            "--label".into(),
+            format!("com.docker.compose.service={service}"),
+        ];
+        if let Some(m) = mem {
+            cmd.push("--memory".into());
+            cmd.push(m.into());
+        }
+        if publish {
+            cmd.push("-p".into());
+            cmd.push("127.0.0.1::5678".into());
+        }
+        for (k, v) in env {
+            cmd.push("-e".into());
+            cmd.push(format!("{k}={v}"));
+        }
+        cmd.push(self.image.clone());
+        cmd.extend(args.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        docker(&refs);
+        self.names.push(name);
+    }
+
+    fn start() -> Stack {
+        let project = format!("n8ncapt{}", std::process::id());
+        let image = format!("n8ncap-test:{}", std::process::id());
+        build_image(&image);
+        let network = format!("{project}-net");
+        docker(&["network", "create", &network]);
+        let mut s = Stack {
+            project,
+            names: Vec::new(),
+            network,
+            image,
+        };
+        s.run(
+            "n8n",
+            &[
+                ("N8N_METRICS", "true"),
+                ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true"),
+                ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1"),
+                ("N8N_ENCRYPTION_KEY", SECRET_KEY),
+            ],
+            None,
+            &["sim", "main"],
+            true,
+        );
+        let worker_env = |extra: &[(&'static str, &'static str)]| {
+            let mut v = vec![
+                ("QUEUE_BULL_REDIS_HOST", "n8n"),
+                ("N8N_RUNNERS_MODE", "external"),
+                ("N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "0.0.0.0"),
+                ("N8N_RUNNERS_AUTH_TOKEN", SECRET_TOKEN),
+                ("N8N_ENCRYPTION_KEY", SECRET_KEY),
+                ("DB_POSTGRESDB_PASSWORD", SECRET_DB),
+                ("N8N_METRICS", "true"),
+            ];
+            v.extend_from_slice(extra);
+            v
+        };
+        s.run(
+            "n8n-worker-1",
+            &worker_env(&[("N8N_RUNNERS_MAX_CONCURRENCY", "2")]),
+            Some("256m"),
+            &["sim", "worker", "--concurrency", "10"],
+            false,
+        );
+        s.run(
+            "n8n-worker-2",
+            &worker_env(&[("N8N_CONCURRENCY_PRODUCTION_LIMIT", "4")]),
+            Some("256m"),
+            &["sim", "worker", "--concurrency", "10"],
+            false,
+        );
+        s.run(
+            "runner-1",
+            &[
+                ("N8N_RUNNERS_TASK_BROKER_URI", "http://n8n-worker-1:5679"),
+                ("N8N_RUNNERS_MAX_CONCURRENCY", "5"),
+                ("N8N_RUNNERS_AUTH_TOKEN", SECRET_TOKEN),
+            ],
+            Some("768m"),
+            &["sim", "runner"],
+            false,
+        );
+        s.run(
+            "runner-2",
+            &[
+                ("N8N_RUNNERS_TASK_BROKER_URI", "http://n8n-worker-2:5679"),
+                ("N8N_RUNNERS_MAX_CONCURRENCY", "3"),
+                ("N8N_RUNNERS_AUTH_TOKEN", SECRET_TOKEN),
+            ],
+            None,
+            &["sim", "runner"],
+            false,
+        );
+        s
+    }
+
+    fn main_port(&self) -> String {
+        let out = docker(&["port", &format!("{}-n8n", self.project), "5678/tcp"]);
+        out.lines()
+            .next()
+            .and_then(|l| l.rsplit(':').next())
+            .unwrap()
+            .to_string()
+    }
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for s in [SECRET_KEY, SECRET_DB, SECRET_TOKEN] {
+        assert!(!text.contains(s), "{what} contains a secret value");
+    }
+}
+
+#[test]
+fn inspect_and_sweep_a_stack_of_real_containers() {
+    if !docker_available() {
+        return;
+    }
+    let stack = Stack::start();
+    let port = stack.main_port();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    std::thread::sleep(Duration::from_secs(2));
+
+    // inspect: roles, settings with sources, pairing, limits — and no secret anywhere.
+    let out = Command::new(bin())
+        .args(["inspect", "--project", &stack.project, "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_no_secret("inspect --json", &stdout);
+    assert_no_secret("inspect stderr", &stderr);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let nodes = v["topology"]["nodes"].as_array().unwrap();
+    let node = |svc: &str| {
+        nodes
+            .iter()
+            .find(|n| n["facts"]["service"] == svc)
+            .unwrap_or_else(|| panic!("{svc} not found"))
+    };
+    assert_eq!(node("n8n")["role"], "main");
+    let w1 = node("n8n-worker-1");
+    assert_eq!(w1["role"], "worker");
+    assert_eq!(w1["worker_concurrency"]["value"], 10);
+    assert!(w1["worker_concurrency"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("--concurrency"));
+    assert_eq!(w1["runner_capacity"], 5);
+    assert!(w1["notes"]
+        .to_string()
+        .contains("no effect in external mode"));
+    let w2 = node("n8n-worker-2");
+    assert_eq!(w2["worker_concurrency"]["value"], 4);
+    assert!(w2["worker_concurrency"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("PRODUCTION_LIMIT"));
+    assert_eq!(w2["runner_capacity"], 3);
+    let r1 = node("runner-1");
+    assert_eq!(r1["role"], "runner");
+    assert_eq!(r1["runner_limit"]["value"], 5);
+    assert_eq!(r1["attached_to"], format!("{}-n8n-worker-1", stack.project));
+    assert_eq!(r1["facts"]["memory_limit_bytes"], 768u64 * 1024 * 1024);
+    assert!(node("runner-2")["facts"]["memory_limit_bytes"].is_null());
+    assert!(w1["facts"]["env_names"]
+        .to_string()
+        .contains("N8N_ENCRYPTION_KEY"));
+    let table = Command::new(bin())
+        .args(["inspect", "--project", &stack.project])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout).to_string();
+    assert_no_secret("inspect table", &table);
+    assert!(table.contains("no memory limit on this runner"), "{table}");
+
+    // A memory sweep: 4 in flight, 64 MiB each, 3 s jobs. The runners' memory must rise by
+    // about 4 × 64 MiB, the workers' not.
+    let dir = std::env::temp_dir().join(format!("n8ncap-docker-{}", std::process::id()));
+    let out = Command::new(bin())
+        .args([
+            "sweep",
+            "--profile",
+            "memory",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+            "--vus",
+            "4",
+            "--stage-duration",
+            "8s",
+            "--warmup",
+            "3500ms",
+            "--body",
+            r#"{"sleep_ms":3000,"alloc_mb":64}"#,
+            "--metrics",
+            &format!("main=http://127.0.0.1:{port}/metrics"),
+            "--project",
+            &stack.project,
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for f in ["summary.json", "stages.jsonl", "timeline.jsonl"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_no_secret(f, &text);
+    }
+    assert_no_secret("sweep output", &stdout);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    // All runners together at one reading, against their readings before the load.
+    let roles = summary["stages"][0]["memory_by_role"].as_array().unwrap();
+    let growth = |role: &str| -> f64 {
+        let r = roles.iter().find(|r| r["role"] == role).unwrap();
+        (r["max_bytes"].as_f64().unwrap() - r["baseline_bytes"].as_f64().unwrap()) / 1024.0 / 1024.0
+    };
+    let (runner_mib, worker_mib) = (growth("runner"), growth("worker"));
+    assert!(
+        runner_mib > 0.8 * 4.0 * 64.0 && runner_mib < 1.25 * 4.0 * 64.0,
+        "runners grew {runner_mib:.0} MiB, expected ≈ 4 × 64 = 256"
+    );
+    assert!(worker_mib < 20.0, "workers grew {worker_mib:.0} MiB");
+    assert!(stdout.contains("memory-in-runner"), "{stdout}");
+    let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
+    assert!(timeline
+        .lines()
+        .any(|l| l.contains("\"kind\":\"container\"")));
+    assert!(timeline.lines().any(|l| l.contains("\"kind\":\"metrics\"")));
+    // Docker settings reached the diagnosis.
+    assert!(
+        summary["diagnosis"]["settings"]["workers"]["source"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Docker"),
+        "{}",
+        summary["diagnosis"]["settings"]
+    );
+}
+
+#[test]
+fn docker_socket_absent_is_one_clear_line_and_the_sweep_runs() {
+    let port = free_port();
+    let _sim = ChildGuard(
+        Command::new(bin())
+            .args(["sim", "all", "--port", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    let out = Command::new(bin())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args([
+            "sweep",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+            "--vus",
+            "2",
+            "--stage-duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--body",
+            r#"{"sleep_ms":50}"#,
+            "--docker",
+            "--no-out",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("Docker")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("/nonexistent/docker.sock")
+            && lines[0].contains("without container data"),
+        "{err}"
+    );
+    let out = Command::new(bin())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["inspect"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
