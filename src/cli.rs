@@ -144,6 +144,13 @@ pub struct SweepArgs {
     /// Only the containers of this compose project (implies --docker).
     #[arg(long)]
     pub project: Option<String>,
+    /// Sample Bull's queue in this Redis every interval (LLEN bull:jobs:wait / active;
+    /// read-only), e.g. redis://127.0.0.1:6379. Finer than n8n's 20 s queue gauges.
+    #[arg(long)]
+    pub redis: Option<String>,
+    /// QUEUE_BULL_PREFIX of the deployment (for --redis).
+    #[arg(long, default_value = "bull")]
+    pub bull_prefix: String,
     /// n8n's N8N_METRICS_QUEUE_METRICS_INTERVAL in seconds, to flag stages shorter than it.
     #[arg(long, default_value_t = 20.0)]
     pub queue_metrics_interval: f64,
@@ -180,6 +187,10 @@ pub struct SimMainArgs {
     /// Simulator only: ms main spends per execution outside worker slots.
     #[arg(long, default_value_t = 20)]
     pub overhead_ms: u64,
+    /// Put the queue on this Redis (Bull's keys: bull:jobs:wait, bull:jobs:active), e.g.
+    /// redis://127.0.0.1:6379.
+    #[arg(long)]
+    pub redis: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -190,6 +201,9 @@ pub struct SimWorkerArgs {
     /// Simulator only: ms each job holds its slot besides its own work.
     #[arg(long, default_value_t = 20)]
     pub overhead_ms: u64,
+    /// Take jobs from this Redis (Bull's keys) instead of main's simulated queue.
+    #[arg(long)]
+    pub redis: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -211,4 +225,7 @@ pub struct SimAllArgs {
     /// Simulator only: total fixed overhead per execution in ms (half on main, half in the slot).
     #[arg(long, default_value_t = 40)]
     pub overhead_ms: u64,
+    /// Put the queue on this Redis (Bull's keys).
+    #[arg(long)]
+    pub redis: Option<String>,
 }

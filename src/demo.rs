@@ -93,6 +93,7 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         }],
         docker: None,
         scrape_interval: Duration::from_secs(1),
+        redis: None,
         queue_metrics_interval: Duration::from_secs(1),
         repeat: 1,
     };

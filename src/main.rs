@@ -7,6 +7,7 @@ use n8ncap::error::{self, exit_code_for, BadInput};
 use n8ncap::load::profile::{Overrides, Profile};
 use n8ncap::load::run::{run_sweep, Ending, SweepOptions};
 use n8ncap::model::settings::Sourced;
+use n8ncap::observe::redis::RedisUrl;
 use n8ncap::observe::watch::{Endpoint, WatchedContainer};
 use n8ncap::sim::{self, config};
 use n8ncap::topology::Topology;
@@ -142,6 +143,11 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         metrics,
         docker,
         scrape_interval,
+        redis: a
+            .redis
+            .as_deref()
+            .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
+            .transpose()?,
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
         repeat: a.repeat,
     };
@@ -315,16 +321,18 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
     let env = process_env;
     match s {
         SimCommand::Main(a) => {
-            let cfg =
+            let mut cfg =
                 config::MainConfig::from_env(&env, a.port, Duration::from_millis(a.overhead_ms))?;
+            cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
             sim::run_main(cfg).await
         }
         SimCommand::Worker(a) => {
-            let cfg = config::WorkerConfig::from_env(
+            let mut cfg = config::WorkerConfig::from_env(
                 &env,
                 a.concurrency,
                 Duration::from_millis(a.overhead_ms),
             )?;
+            cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
@@ -340,7 +348,14 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 None => config::runner_limit(&env)?,
             };
             let m = config::MetricsConfig::from_env(&env, true)?;
+            let listen = n8ncap::util::env_parse(
+                &env,
+                "N8N_LISTEN_ADDRESS",
+                std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                "an IP address",
+            )?;
             sim::run_all(sim::StackConfig {
+                listen,
                 port,
                 workers: a.workers.max(1),
                 worker_concurrency: w.concurrency,
@@ -350,6 +365,7 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 queue_metrics_interval: m.queue_metrics_interval,
                 event_bus_metrics: m.event_bus_metrics,
                 overhead: Duration::from_millis(a.overhead_ms),
+                redis: a.redis.as_deref().map(RedisUrl::parse).transpose()?,
             })
             .await
         }

@@ -331,6 +331,7 @@ async fn repeated_stages_give_intervals_and_equal_limits_are_not_guessed() {
             metrics: Vec::new(),
             docker: None,
             scrape_interval: Duration::from_secs(1),
+            redis: None,
             queue_metrics_interval: Duration::from_secs(1),
             repeat: 3,
         },

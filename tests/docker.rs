@@ -395,3 +395,66 @@ fn docker_socket_absent_is_one_clear_line_and_the_sweep_runs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
+    if !docker_available() {
+        return;
+    }
+    let mut stack = Stack {
+        project: format!("n8ncapg{}", std::process::id()),
+        names: Vec::new(),
+        network: format!("n8ncapg{}-net", std::process::id()),
+        image: format!("n8ncap-test-gone:{}", std::process::id()),
+    };
+    build_image(&stack.image);
+    docker(&["network", "create", &stack.network]);
+    stack.run("n8n", &[], None, &["sim", "all", "--port", "5678"], true);
+    stack.run("spare-runner", &[], None, &["sim", "runner"], false);
+    let port = stack.main_port();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    let dir = std::env::temp_dir().join(format!("n8ncap-gone-{}", std::process::id()));
+    let child = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+            "--vus",
+            "2,2",
+            "--stage-duration",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--body",
+            r#"{"sleep_ms":50}"#,
+            "--project",
+            &stack.project,
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4500));
+    docker(&["rm", "-f", &format!("{}-spare-runner", stack.project)]);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let stages = summary["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    let gone = stages[1]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().ends_with("spare-runner"))
+        .expect("the vanished container is still reported");
+    assert_eq!(gone["gone"], true, "{gone}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("container-gone"));
+}

@@ -59,9 +59,13 @@ pub struct CheckResult {
     pub fails: u64,
 }
 
-/// Queue state n8n reported during the stage (see `observe`).
+/// Queue state during the stage (see `observe`): from Redis when sampled, else from n8n main's
+/// queue gauges.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct QueueObserved {
+    /// "redis" (LLEN of Bull's lists) or "metrics" (n8n main's gauges).
+    #[serde(default)]
+    pub source: String,
     /// Mean and max of `n8n_scaling_mode_queue_jobs_active` (worker slots taken).
     pub active_mean: f64,
     pub active_max: f64,

@@ -32,6 +32,8 @@ pub struct SweepOptions {
     pub docker: Option<(bollard::Docker, Vec<WatchedContainer>)>,
     /// How often metrics and container stats are sampled.
     pub scrape_interval: Duration,
+    /// Bull's queue in Redis to sample (read-only), with its key prefix.
+    pub redis: Option<(crate::observe::redis::RedisUrl, String)>,
     /// n8n's queue-gauge refresh interval, to flag stages shorter than it.
     pub queue_metrics_interval: Duration,
     /// Run every stage this many times in a row (for confidence intervals); 1 = once.
@@ -128,20 +130,22 @@ pub async fn run_sweep(
         Some(dir) => Some(ResultsDir::create(dir)?),
         None => None,
     };
-    let mut observer = (!opts.metrics.is_empty() || opts.docker.is_some()).then(|| {
-        let (docker, containers) = match &opts.docker {
-            Some((d, c)) => (Some(d.clone()), c.clone()),
-            None => (None, Vec::new()),
-        };
-        Observer::start(WatchConfig {
-            endpoints: opts.metrics.clone(),
-            docker,
-            containers,
-            interval: opts.scrape_interval,
-            prefix: "n8n_".into(),
-            timeline: out.as_ref().and_then(|o| o.timeline().ok()),
-        })
-    });
+    let mut observer = (!opts.metrics.is_empty() || opts.docker.is_some() || opts.redis.is_some())
+        .then(|| {
+            let (docker, containers) = match &opts.docker {
+                Some((d, c)) => (Some(d.clone()), c.clone()),
+                None => (None, Vec::new()),
+            };
+            Observer::start(WatchConfig {
+                endpoints: opts.metrics.clone(),
+                redis: opts.redis.clone(),
+                docker,
+                containers,
+                interval: opts.scrape_interval,
+                prefix: "n8n_".into(),
+                timeline: out.as_ref().and_then(|o| o.timeline().ok()),
+            })
+        });
     // The first readings (container baselines) are taken before any load.
     if let Some(o) = observer.as_mut() {
         o.first_round(Duration::from_secs(5)).await;

@@ -4,5 +4,6 @@
 
 pub mod docker;
 pub mod prometheus;
+pub mod redis;
 pub mod scrape;
 pub mod watch;

@@ -5,6 +5,7 @@
 
 use super::docker::{self, RawStats};
 use super::prometheus::Exposition;
+use super::redis::{queue_lengths, Conn, RedisUrl};
 use super::scrape::{self, queue_gauges};
 use crate::load::results::{ContainerObserved, EndpointObserved, QueueObserved, RoleMemory};
 use crate::topology::Role;
@@ -62,6 +63,8 @@ pub struct WatchedContainer {
 
 pub struct WatchConfig {
     pub endpoints: Vec<Endpoint>,
+    /// Bull's queue in Redis, sampled directly (and its key prefix).
+    pub redis: Option<(RedisUrl, String)>,
     pub docker: Option<Docker>,
     pub containers: Vec<WatchedContainer>,
     pub interval: Duration,
@@ -93,6 +96,9 @@ struct ContainerAcc {
 
 #[derive(Default)]
 struct StageAcc {
+    redis_active: Vec<f64>,
+    redis_waiting: Vec<f64>,
+    redis_gaps: u32,
     /// Per role: the sum of its containers' memory at each reading.
     role_totals: BTreeMap<Role, Vec<f64>>,
     queue_active: Vec<f64>,
@@ -147,13 +153,14 @@ impl Observer {
             timeline: cfg.timeline,
             started: Instant::now(),
         }));
-        let has_queue_source = !cfg.endpoints.is_empty();
+        let has_queue_source = !cfg.endpoints.is_empty() || cfg.redis.is_some();
         let st = state.clone();
         let (first_tx, first_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(run(
             st,
             first_tx,
             cfg.endpoints,
+            cfg.redis,
             cfg.docker,
             cfg.containers,
             cfg.interval,
@@ -221,14 +228,34 @@ impl Observer {
                 }
             })
             .collect();
-        let queue = self.has_queue_source.then(|| QueueObserved {
-            active_mean: mean(&acc.queue_active),
-            active_max: max(&acc.queue_active).max(0.0),
-            waiting_mean: mean(&acc.queue_waiting),
-            waiting_max: max(&acc.queue_waiting).max(0.0),
-            samples: acc.queue_active.len() as u32,
-            gaps: acc.queue_gaps,
-            coarse,
+        // Redis is read directly and at the scrape interval: it wins over n8n's gauges.
+        let from_redis = !acc.redis_active.is_empty() || acc.redis_gaps > 0;
+        let queue = self.has_queue_source.then(|| {
+            let (active, waiting, gaps, source) = if from_redis {
+                (
+                    &acc.redis_active,
+                    &acc.redis_waiting,
+                    acc.redis_gaps,
+                    "redis",
+                )
+            } else {
+                (
+                    &acc.queue_active,
+                    &acc.queue_waiting,
+                    acc.queue_gaps,
+                    "metrics",
+                )
+            };
+            QueueObserved {
+                source: source.into(),
+                active_mean: mean(active),
+                active_max: max(active).max(0.0),
+                waiting_mean: mean(waiting),
+                waiting_max: max(waiting).max(0.0),
+                samples: active.len() as u32,
+                gaps,
+                coarse: coarse && !from_redis,
+            }
         });
         let endpoints = acc
             .endpoints
@@ -297,6 +324,7 @@ async fn run(
     state: Arc<Mutex<State>>,
     first: tokio::sync::oneshot::Sender<()>,
     endpoints: Vec<Endpoint>,
+    redis: Option<(RedisUrl, String)>,
     docker: Option<Docker>,
     containers: Vec<WatchedContainer>,
     interval: Duration,
@@ -309,9 +337,26 @@ async fn run(
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = Some(first);
+    let mut redis_conn: Option<Conn> = None;
     loop {
         tick.tick().await;
         let now = Instant::now();
+        let queue_read = match &redis {
+            Some((url, prefix)) => {
+                if redis_conn.is_none() {
+                    redis_conn = Conn::open(url).await.ok();
+                }
+                let got = match redis_conn.as_mut() {
+                    Some(c) => redis_queue_lengths(c, prefix).await,
+                    None => Err(anyhow::anyhow!("cannot reach Redis at {}", url.shown())),
+                };
+                if got.is_err() {
+                    redis_conn = None;
+                }
+                Some(got)
+            }
+            None => None,
+        };
         let scrapes = futures_util::future::join_all(
             endpoints
                 .iter()
@@ -400,6 +445,28 @@ async fn run(
                 }
             }
         }
+        match queue_read {
+            Some(Ok((waiting, active))) => {
+                write_line(
+                    &mut st.timeline,
+                    json!({"t": t, "unix": unix, "kind": "redis", "waiting": waiting, "active": active}),
+                );
+                if steady {
+                    st.acc.redis_waiting.push(waiting);
+                    st.acc.redis_active.push(active);
+                }
+            }
+            Some(Err(e)) => {
+                write_line(
+                    &mut st.timeline,
+                    json!({"t": t, "unix": unix, "kind": "gap", "source": "redis", "error": format!("{e:#}")}),
+                );
+                if steady {
+                    st.acc.redis_gaps += 1;
+                }
+            }
+            None => {}
+        }
         let mut totals: BTreeMap<Role, f64> = BTreeMap::new();
         for (c, got) in containers.iter().zip(stats) {
             match got {
@@ -457,6 +524,12 @@ async fn run(
             let _ = tx.send(());
         }
     }
+}
+
+async fn redis_queue_lengths(c: &mut Conn, prefix: &str) -> anyhow::Result<(f64, f64)> {
+    tokio::time::timeout(Duration::from_secs(2), queue_lengths(c, prefix))
+        .await
+        .map_err(|_| anyhow::anyhow!("Redis did not answer within 2 s"))?
 }
 
 #[derive(Default)]

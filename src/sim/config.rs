@@ -4,6 +4,7 @@
 //! runner's base-runner-config.ts). The few settings that only the simulator has are flags.
 
 use crate::error::BadInput;
+use crate::observe::redis::RedisUrl;
 use crate::util::{env_bool, env_parse};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -98,6 +99,10 @@ pub struct MainConfig {
     pub metrics: MetricsConfig,
     /// Time main spends on each execution outside any worker slot (webhook handling, saving).
     pub overhead: Duration,
+    /// A real Redis for the queue (Bull's key names) instead of main serving it.
+    pub redis: Option<RedisUrl>,
+    /// `QUEUE_BULL_PREFIX` (default `bull`).
+    pub bull_prefix: String,
 }
 
 impl MainConfig {
@@ -122,8 +127,16 @@ impl MainConfig {
             webhook_path: "load".into(),
             metrics: MetricsConfig::from_env(env, false)?,
             overhead,
+            redis: None,
+            bull_prefix: bull_prefix(env),
         })
     }
+}
+
+pub fn bull_prefix(env: Env) -> String {
+    env("QUEUE_BULL_PREFIX")
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "bull".into())
 }
 
 /// `N8N_RUNNERS_MODE`: `internal` (n8n starts a runner child process) or `external`.
@@ -156,6 +169,10 @@ pub struct WorkerConfig {
     pub metrics: MetricsConfig,
     /// Time each job holds its slot besides its own work (loading and saving the execution).
     pub overhead: Duration,
+    /// A real Redis for the queue (Bull's key names) instead of main's simulated one.
+    pub redis: Option<RedisUrl>,
+    /// `QUEUE_BULL_PREFIX` (default `bull`).
+    pub bull_prefix: String,
 }
 
 impl WorkerConfig {
@@ -211,6 +228,8 @@ impl WorkerConfig {
             task_request_timeout: seconds(env, "N8N_RUNNERS_TASK_REQUEST_TIMEOUT", 60.0)?,
             metrics: MetricsConfig::from_env(env, false)?,
             overhead,
+            redis: None,
+            bull_prefix: bull_prefix(env),
         })
     }
 }

@@ -8,6 +8,7 @@ use super::process::{write_default_metrics, Exposition, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::wire::{self, JobSpec, QueueMsg};
 use super::SIM_VERSION;
+use crate::observe::redis::{self, Conn};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -69,6 +70,8 @@ struct State {
     failed: AtomicU64,
     snapshot: Mutex<QueueSnapshot>,
     durations: Mutex<[DurationHistogram; 2]>,
+    /// Command connection to Redis, when the queue is Redis.
+    redis: tokio::sync::Mutex<Option<Conn>>,
     lag: LagMonitor,
     started: SystemTime,
 }
@@ -77,20 +80,30 @@ struct State {
 #[derive(Debug, Clone, Copy)]
 pub struct MainAddrs {
     pub http: SocketAddr,
-    pub queue: SocketAddr,
+    /// The simulated queue's address (None when the queue is a real Redis).
+    pub queue: Option<SocketAddr>,
 }
 
 /// Binds main's ports (failing fast with a clear message) and spawns its tasks into `tasks`.
 pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<MainAddrs> {
     let http_listener = http::bind(cfg.listen, "n8n main (N8N_PORT)").await?;
-    let queue_listener = http::bind(
-        cfg.queue_listen,
-        "the simulated queue (QUEUE_BULL_REDIS_PORT)",
-    )
-    .await?;
+    // With a real Redis the queue lives there; main must not take its port.
+    let queue_listener = match cfg.redis {
+        Some(_) => None,
+        None => Some(
+            http::bind(
+                cfg.queue_listen,
+                "the simulated queue (QUEUE_BULL_REDIS_PORT)",
+            )
+            .await?,
+        ),
+    };
     let addrs = MainAddrs {
         http: http_listener.local_addr()?,
-        queue: queue_listener.local_addr()?,
+        queue: match &queue_listener {
+            Some(l) => Some(l.local_addr()?),
+            None => None,
+        },
     };
     let lag = LagMonitor::start(tasks);
     let state = Arc::new(State {
@@ -104,6 +117,7 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
         failed: AtomicU64::new(0),
         snapshot: Mutex::new(QueueSnapshot::default()),
         durations: Mutex::new(Default::default()),
+        redis: tokio::sync::Mutex::new(None),
         lag,
         started: SystemTime::now(),
     });
@@ -111,26 +125,51 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
     tasks.spawn(async move {
         http::serve(http_listener, move |req| handle_http(st.clone(), req)).await
     });
-    let st = state.clone();
-    tasks.spawn(async move { accept_workers(st, queue_listener).await });
+    match state.cfg.redis.clone() {
+        Some(url) => {
+            // The queue is Redis: jobs go to Bull's wait list, outcomes come back on a channel.
+            let conn = Conn::open(&url).await?;
+            *state.redis.lock().await = Some(conn);
+            let sub = Conn::open(&url).await?;
+            let st = state.clone();
+            tasks.spawn(async move { redis_outcomes(st, sub).await });
+        }
+        None => {
+            if let Some(l) = queue_listener {
+                let st = state.clone();
+                tasks.spawn(async move { accept_workers(st, l).await });
+            }
+        }
+    }
     let st = state.clone();
     tasks.spawn(async move {
         let mut tick = tokio::time::interval(st.cfg.metrics.queue_metrics_interval);
         loop {
             tick.tick().await;
-            refresh_snapshot(&st);
+            refresh_snapshot(&st).await;
         }
     });
     Ok(addrs)
 }
 
-fn refresh_snapshot(st: &State) {
-    let waiting = st.queue.lock().map(|q| q.left_len() as u64).unwrap_or(0);
-    let active = st
-        .held
-        .lock()
-        .map(|h| h.values().map(|s| s.len() as u64).sum())
-        .unwrap_or(0);
+async fn refresh_snapshot(st: &State) {
+    let (waiting, active) = if st.cfg.redis.is_some() {
+        // As Bull's getJobCounts: the lengths of the wait and active lists.
+        let mut guard = st.redis.lock().await;
+        let Some(c) = guard.as_mut() else { return };
+        match redis::queue_lengths(c, &st.cfg.bull_prefix).await {
+            Ok((w, a)) => (w as u64, a as u64),
+            Err(_) => return,
+        }
+    } else {
+        (
+            st.queue.lock().map(|q| q.left_len() as u64).unwrap_or(0),
+            st.held
+                .lock()
+                .map(|h| h.values().map(|s| s.len() as u64).sum())
+                .unwrap_or(0),
+        )
+    };
     if let Ok(mut s) = st.snapshot.lock() {
         *s = QueueSnapshot {
             waiting,
@@ -200,7 +239,19 @@ async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
     if let Ok(mut w) = st.waiters.lock() {
         w.insert(id, tx);
     }
-    enqueue(&st, QueuedJob { id, spec });
+    if st.cfg.redis.is_some() {
+        if let Err(e) = redis_enqueue(&st, id, &spec).await {
+            if let Ok(mut w) = st.waiters.lock() {
+                w.remove(&id);
+            }
+            return json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &j!({"code": 0, "message": format!("cannot enqueue the execution: {e}")}),
+            );
+        }
+    } else {
+        enqueue(&st, QueuedJob { id, spec });
+    }
     match rx.await {
         Ok(Outcome {
             ok: true, result, ..
@@ -333,6 +384,53 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
             Some("the worker running this execution disconnected".into()),
         );
     }
+}
+
+/// Bull's layout: the job's data in the hash `bull:jobs:<id>`, its id pushed on `bull:jobs:wait`.
+async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()> {
+    let key = redis::bull_key(&st.cfg.bull_prefix, &id.to_string());
+    let wait = redis::bull_key(&st.cfg.bull_prefix, "wait");
+    let data = serde_json::to_string(spec)?;
+    let mut guard = st.redis.lock().await;
+    let c = guard
+        .as_mut()
+        .ok_or_else(|| anyhow::anyhow!("no Redis connection"))?;
+    c.cmd(&["HSET", &key, "data", &data]).await?;
+    c.cmd(&["LPUSH", &wait, &id.to_string()]).await?;
+    Ok(())
+}
+
+/// The channel workers publish outcomes on (the simulator's own; Bull uses job events).
+pub fn outcome_channel(prefix: &str) -> String {
+    redis::bull_key(prefix, "n8ncap-outcomes")
+}
+
+async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {
+    let channel = outcome_channel(&st.cfg.bull_prefix);
+    if sub.cmd(&["SUBSCRIBE", &channel]).await.is_err() {
+        eprintln!("n8ncap sim main: cannot subscribe to {channel} on Redis");
+        return;
+    }
+    while let Ok(v) = sub.read().await {
+        let redis::Value::Array(items) = v else {
+            continue;
+        };
+        let Some(payload) = items.get(2).and_then(|p| p.as_str()) else {
+            continue;
+        };
+        let Ok(QueueMsg::Done {
+            id,
+            ok,
+            duration_s,
+            result,
+            error,
+        }) = serde_json::from_str::<QueueMsg>(&payload)
+        else {
+            continue;
+        };
+        finish(&st, id, ok, duration_s, result, error);
+    }
+    eprintln!("n8ncap sim main: lost the Redis subscription");
 }
 
 fn finish(

@@ -42,6 +42,8 @@ pub const DEFAULT_OVERHEAD: Duration = Duration::from_millis(40);
 /// Settings for a whole stack in one process (`sim all`, the demo, tests).
 #[derive(Debug, Clone)]
 pub struct StackConfig {
+    /// Address for main's webhook and /metrics (the other roles stay on loopback).
+    pub listen: IpAddr,
     /// Port for main's webhook and /metrics (0 = any free port).
     pub port: u16,
     pub workers: u32,
@@ -55,11 +57,14 @@ pub struct StackConfig {
     pub queue_metrics_interval: Duration,
     pub event_bus_metrics: bool,
     pub overhead: Duration,
+    /// Queue on this Redis (Bull's key names) instead of main's simulated queue.
+    pub redis: Option<crate::observe::redis::RedisUrl>,
 }
 
 impl Default for StackConfig {
     fn default() -> Self {
         Self {
+            listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             workers: 1,
             worker_concurrency: 10,
@@ -69,6 +74,7 @@ impl Default for StackConfig {
             queue_metrics_interval: Duration::from_secs(20),
             event_bus_metrics: false,
             overhead: DEFAULT_OVERHEAD,
+            redis: None,
         }
     }
 }
@@ -95,11 +101,13 @@ impl Stack {
         };
         let main = main_role::start(
             MainConfig {
-                listen: SocketAddr::new(loopback, cfg.port),
+                listen: SocketAddr::new(cfg.listen, cfg.port),
                 queue_listen: SocketAddr::new(loopback, 0),
                 webhook_path: "load".into(),
                 metrics: metrics.clone(),
                 overhead: cfg.overhead / 2,
+                redis: cfg.redis.clone(),
+                bull_prefix: "bull".into(),
             },
             &mut tasks,
         )
@@ -111,7 +119,10 @@ impl Stack {
                 WorkerConfig {
                     name: name.clone(),
                     concurrency: cfg.worker_concurrency,
-                    queue: (main.queue.ip().to_string(), main.queue.port()),
+                    queue: main
+                        .queue
+                        .map(|q| (q.ip().to_string(), q.port()))
+                        .unwrap_or_else(|| ("127.0.0.1".into(), 0)),
                     health_listen: SocketAddr::new(loopback, 0),
                     broker_listen: SocketAddr::new(loopback, 0),
                     runners_mode: RunnersMode::External,
@@ -120,6 +131,8 @@ impl Stack {
                     task_request_timeout: cfg.task_request_timeout,
                     metrics: metrics.clone(),
                     overhead: cfg.overhead - cfg.overhead / 2,
+                    redis: cfg.redis.clone(),
+                    bull_prefix: "bull".into(),
                 },
                 &mut tasks,
             )
@@ -135,7 +148,8 @@ impl Stack {
                 tasks.spawn(runner::run(rc));
             }
         }
-        let main_url = format!("http://{}", main.http);
+        // Reach main over loopback even when it listens on every address.
+        let main_url = format!("http://127.0.0.1:{}", main.http.port());
         let stack = Stack {
             webhook_url: format!("{main_url}/webhook/load"),
             main_url,
@@ -197,7 +211,10 @@ pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
     let a = main_role::start(cfg, &mut tasks).await?;
     println!(
         "n8ncap sim main: webhook http://{}/webhook/load, queue {}",
-        a.http, a.queue
+        a.http,
+        a.queue
+            .map(|q| q.to_string())
+            .unwrap_or_else(|| "on Redis".into())
     );
     wait_forever(tasks).await
 }

@@ -12,6 +12,7 @@ use super::rendezvous::Rendezvous;
 use super::runner;
 use super::wire::{self, BrokerMsg, JobSpec, QueueMsg};
 use super::SIM_VERSION;
+use crate::observe::redis::{self, Conn, RedisUrl};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use serde_json::json as j;
@@ -144,6 +145,14 @@ async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
 
 /// Connects to the queue (retrying, as Bull does) and keeps `concurrency` slots busy.
 async fn queue_loop(st: Arc<State>) {
+    if let Some(url) = st.cfg.redis.clone() {
+        let mut slots = JoinSet::new();
+        for _ in 0..st.cfg.concurrency {
+            slots.spawn(redis_slot(st.clone(), url.clone()));
+        }
+        while slots.join_next().await.is_some() {}
+        return;
+    }
     let (host, port) = st.cfg.queue.clone();
     let mut warned = false;
     loop {
@@ -165,6 +174,57 @@ async fn queue_loop(st: Arc<State>) {
             Err(_) => {}
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// One worker slot on a Redis queue, as Bull does it: move a job id from the wait list to the
+/// active list (blocking), run it, remove it from active, report the outcome.
+async fn redis_slot(st: Arc<State>, url: RedisUrl) {
+    let prefix = st.cfg.bull_prefix.clone();
+    let (wait, active) = (
+        redis::bull_key(&prefix, "wait"),
+        redis::bull_key(&prefix, "active"),
+    );
+    let channel = super::main_role::outcome_channel(&prefix);
+    let mut warned = false;
+    loop {
+        let mut c = match Conn::open(&url).await {
+            Ok(c) => c,
+            Err(e) => {
+                if !warned {
+                    eprintln!("n8ncap sim worker {}: {e}; retrying", st.cfg.name);
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        st.queue_connected.store(true, Ordering::Relaxed);
+        loop {
+            let got = match c.cmd(&["BRPOPLPUSH", &wait, &active, "1"]).await {
+                Ok(v) => v,
+                Err(_) => break,
+            };
+            let Some(id) = got.as_str() else { continue };
+            let key = redis::bull_key(&prefix, &id);
+            let spec: JobSpec = match c.cmd(&["HGET", &key, "data"]).await {
+                Ok(v) => v
+                    .as_str()
+                    .and_then(|d| serde_json::from_str(&d).ok())
+                    .unwrap_or_default(),
+                Err(_) => break,
+            };
+            let job_id: u64 = id.parse().unwrap_or(0);
+            let done = run_job(&st, job_id, spec).await;
+            let payload = serde_json::to_string(&done).unwrap_or_default();
+            let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
+                && c.cmd(&["DEL", &key]).await.is_ok()
+                && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
+            if !ok {
+                break;
+            }
+        }
+        st.queue_connected.store(false, Ordering::Relaxed);
     }
 }
 

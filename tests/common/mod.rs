@@ -79,6 +79,7 @@ pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summa
                 .collect(),
             docker: None,
             scrape_interval: Duration::from_secs(1),
+            redis: None,
             queue_metrics_interval: Duration::from_secs(1),
             repeat: 1,
         },

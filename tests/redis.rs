@@ -1,0 +1,223 @@
+//! The queue on a real Redis: the simulator's main and workers use Bull's keys, and a sweep's
+//! `--redis` reads the queue from there (read-only), finer than n8n's gauges.
+//! Skips with a printed reason when redis-server is not installed (.ci/run installs it).
+
+mod common;
+use common::*;
+use n8ncap::observe::redis::{Conn, RedisUrl};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn start_redis() -> Option<(ChildGuard, u16)> {
+    if Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--bind",
+            "127.0.0.1",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start redis-server");
+    Some((ChildGuard(child), port))
+}
+
+async fn wait_redis(url: &RedisUrl) -> Conn {
+    for _ in 0..100 {
+        if let Ok(mut c) = Conn::open(url).await {
+            if c.cmd(&["PING"]).await.is_ok() {
+                return c;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis did not start");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_on_redis_keeps_the_fidelity_and_the_sweep_reads_it() {
+    let Some((_redis, rport)) = start_redis() else {
+        return;
+    };
+    let redis_url = format!("redis://127.0.0.1:{rport}");
+    let url = RedisUrl::parse(&redis_url).unwrap();
+    let mut probe = wait_redis(&url).await;
+    let (http, health, broker) = (free_port(), free_port(), free_port());
+    let _main = spawn_role(
+        &["sim", "main", "--redis", &redis_url],
+        &[
+            ("N8N_PORT", http.to_string()),
+            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
+            ("N8N_METRICS", "true".into()),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
+        ],
+    );
+    let _worker = spawn_role(
+        &[
+            "sim",
+            "worker",
+            "--concurrency",
+            "15",
+            "--redis",
+            &redis_url,
+        ],
+        &[
+            ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
+            ("N8N_RUNNERS_MODE", "external".to_string()),
+            ("N8N_RUNNERS_BROKER_PORT", broker.to_string()),
+        ],
+    );
+    let _runner = spawn_role(
+        &["sim", "runner"],
+        &[
+            (
+                "N8N_RUNNERS_TASK_BROKER_URI",
+                format!("http://127.0.0.1:{broker}"),
+            ),
+            ("N8N_RUNNERS_MAX_CONCURRENCY", "5".into()),
+        ],
+    );
+    wait_http_ok(&format!("http://127.0.0.1:{health}/healthz/readiness")).await;
+    for _ in 0..100 {
+        if n8ncap::sim::fetch_runner_count(&format!("http://127.0.0.1:{health}/sim/runners"))
+            .await
+            .unwrap_or(0)
+            == 1
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let webhook = format!("http://127.0.0.1:{http}/webhook/load");
+    let mut profile = closed_profile(
+        &webhook,
+        &[20],
+        serde_json::json!({"sleep_ms": 600}),
+        "4s",
+        "14s",
+    );
+    profile.name = "redis".into();
+    let sweep_task = tokio::spawn(async move {
+        let (s, _) = n8ncap::load::run::run_sweep(
+            n8ncap::load::run::SweepOptions {
+                profile,
+                out_dir: None,
+                abort_on_fail: false,
+                progress: false,
+                metrics: Vec::new(),
+                docker: None,
+                scrape_interval: Duration::from_millis(500),
+                redis: Some((
+                    RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap(),
+                    "bull".into(),
+                )),
+                queue_metrics_interval: Duration::from_secs(20),
+                repeat: 1,
+            },
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
+        s
+    });
+    // Mid-run, Bull's lists hold what n8n's gauges would show: 5 waiting, 15 active.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let wait = probe
+        .cmd(&["LLEN", "bull:jobs:wait"])
+        .await
+        .unwrap()
+        .as_int()
+        .unwrap();
+    let active = probe
+        .cmd(&["LLEN", "bull:jobs:active"])
+        .await
+        .unwrap()
+        .as_int()
+        .unwrap();
+    assert!((3..=5).contains(&wait), "bull:jobs:wait = {wait}");
+    assert_eq!(active, 15, "bull:jobs:active");
+    let s = sweep_task.await.unwrap();
+    let st = &s.stages[0];
+    assert!(st.valid, "{:?}", st.invalid_reasons);
+    assert!(
+        within(st.throughput_rps, 1.666 * 5.0, 0.05),
+        "{:.2} req/s, expected 8.33 ±5 %",
+        st.throughput_rps
+    );
+    let q = st.queue.as_ref().expect("queue read from redis");
+    assert_eq!(q.source, "redis");
+    assert!(q.samples >= 15, "{} samples at 500 ms", q.samples);
+    assert!((q.active_mean - 15.0).abs() < 0.6, "{q:?}");
+    assert!((3.5..=5.3).contains(&q.waiting_mean), "{q:?}");
+    assert!(!q.coarse);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_going_away_leaves_gaps_and_the_sweep_goes_on() {
+    let Some((redis, rport)) = start_redis() else {
+        return;
+    };
+    let url = RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap();
+    let _ = wait_redis(&url).await;
+    let stack = n8ncap::sim::Stack::start(n8ncap::sim::StackConfig::default())
+        .await
+        .unwrap();
+    let profile = closed_profile(
+        &stack.webhook_url,
+        &[2, 2],
+        serde_json::json!({"sleep_ms": 50}),
+        "500ms",
+        "2s",
+    );
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        drop(redis);
+    });
+    let (s, _) = n8ncap::load::run::run_sweep(
+        n8ncap::load::run::SweepOptions {
+            profile,
+            out_dir: None,
+            abort_on_fail: false,
+            progress: false,
+            metrics: Vec::new(),
+            docker: None,
+            scrape_interval: Duration::from_millis(250),
+            redis: Some((url, "bull".into())),
+            queue_metrics_interval: Duration::from_secs(20),
+            repeat: 1,
+        },
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    killer.await.unwrap();
+    assert_eq!(s.stages.len(), 2);
+    let q1 = s.stages[0].queue.as_ref().unwrap();
+    let q2 = s.stages[1].queue.as_ref().unwrap();
+    assert!(q1.samples > 0 && q1.gaps == 0, "{q1:?}");
+    assert!(q2.gaps > 0, "{q2:?}");
+    assert!(s.stages[1].ok > 10, "the load went on");
+}
+
+#[test]
+fn bad_redis_url_exits_2() {
+    let out = Command::new(bin())
+        .args(["sweep", "--redis", "localhost:6379", "--no-out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("redis://"));
+}
