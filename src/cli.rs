@@ -35,6 +35,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check compose files (-f, merged in order) or the running containers (--live) for the
+    /// mistakes behind most queue-mode capacity incidents. Exit 1 when an error-level rule fires.
+    Audit(AuditArgs),
     /// Name the limit that caps throughput in a saved sweep (results dir or summary.json).
     Diagnose(DiagnoseArgs),
     /// Propose settings from a break point with a 2/3 safety factor.
@@ -69,6 +72,28 @@ pub struct SettingsArgs {
     /// N8N_RUNNERS_TASK_REQUEST_TIMEOUT in seconds (to recognise a worker without a runner).
     #[arg(long, default_value_t = 60.0)]
     pub task_request_timeout: f64,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditFormat {
+    Table,
+    Json,
+    Sarif,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AuditArgs {
+    /// Compose file(s), merged in order as Docker Compose merges them.
+    #[arg(short = 'f', long = "file")]
+    pub files: Vec<PathBuf>,
+    /// Audit the running containers (Docker API) instead of files.
+    #[arg(long, conflicts_with = "files")]
+    pub live: bool,
+    /// With --live: only this compose project.
+    #[arg(long)]
+    pub project: Option<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: AuditFormat,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -177,6 +202,12 @@ pub enum SimCommand {
     Runner,
     /// Every role in one process.
     All(SimAllArgs),
+    /// The n8n command line (`n8n`, `n8n worker --concurrency=N`, `n8n webhook`) mapped to the
+    /// simulator's roles, so an image built with this entrypoint runs unchanged compose files.
+    N8n {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -6,6 +6,7 @@
 //! the rest is tested against; it depends on none of them.
 
 pub mod analysis;
+pub mod audit;
 pub mod cli;
 pub mod demo;
 pub mod diagnose;

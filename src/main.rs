@@ -2,7 +2,9 @@
 
 use clap::Parser;
 use n8ncap::analysis::{analyze, load_summary, settings_from_args};
-use n8ncap::cli::{Cli, Command, DiagnoseArgs, RecommendArgs, SimCommand, SweepArgs};
+use n8ncap::cli::{
+    AuditArgs, AuditFormat, Cli, Command, DiagnoseArgs, RecommendArgs, SimCommand, SweepArgs,
+};
 use n8ncap::error::{self, exit_code_for, BadInput};
 use n8ncap::load::profile::{Overrides, Profile};
 use n8ncap::load::run::{run_sweep, Ending, SweepOptions};
@@ -54,6 +56,7 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Demo { json } => demo(json).await,
         Command::Sweep(args) => sweep(*args).await,
         Command::Diagnose(a) => diagnose_cmd(a),
+        Command::Audit(a) => audit_cmd(a).await,
         Command::Inspect { project, json } => inspect_cmd(project.as_deref(), json).await,
         Command::Recommend(a) => recommend_cmd(a),
         Command::Sim(s) => {
@@ -232,6 +235,62 @@ async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
+async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
+    use n8ncap::audit;
+    let report = if a.live {
+        let docker = n8ncap::observe::docker::connect().await?;
+        let found = n8ncap::observe::docker::discover(&docker, a.project.as_deref()).await?;
+        audit::audit(
+            found.into_iter().map(|(_, f)| f).collect(),
+            &Default::default(),
+            format!(
+                "live: Docker{}",
+                a.project
+                    .as_deref()
+                    .map(|p| format!(", project {p}"))
+                    .unwrap_or_default()
+            ),
+        )
+    } else {
+        if a.files.is_empty() {
+            return Err(
+                BadInput("give compose files with -f FILE (repeatable), or --live".into()).into(),
+            );
+        }
+        let project = audit::compose::load(&a.files)?;
+        let locations = project
+            .services
+            .iter()
+            .map(|s| (s.facts.name.clone(), (s.file.clone(), s.line)))
+            .collect();
+        audit::audit(
+            project.services.into_iter().map(|s| s.facts).collect(),
+            &locations,
+            format!(
+                "compose: {}",
+                a.files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    };
+    match a.format {
+        AuditFormat::Table => println!("{}", n8ncap::report::table::audit_table(&report)),
+        AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        AuditFormat::Sarif => println!(
+            "{}",
+            serde_json::to_string_pretty(&n8ncap::report::sarif::sarif(&report))?
+        ),
+    }
+    Ok(if report.has_errors() {
+        error::EXIT_FAILED
+    } else {
+        error::EXIT_OK
+    })
+}
+
 fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
     let flags = settings_from_args(&a.settings)?;
     let mut summary = load_summary(&a.input)?;
@@ -336,6 +395,28 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
+        SimCommand::N8n { args } => {
+            let overhead = Duration::from_millis(20);
+            match args.first().map(String::as_str) {
+                Some("worker") => {
+                    let conc = match n8ncap::topology::concurrency_flag(&args) {
+                        Some(Ok(c)) => Some(c),
+                        Some(Err(bad)) => {
+                            return Err(BadInput(format!("--concurrency {bad:?} is not a number")).into())
+                        }
+                        None => None,
+                    };
+                    sim::run_worker(config::WorkerConfig::from_env(&env, conc, overhead)?).await
+                }
+                None | Some("start") | Some("webhook") => {
+                    sim::run_main(config::MainConfig::from_env(&env, None, overhead)?).await
+                }
+                Some(other) => Err(BadInput(format!(
+                    "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"
+                ))
+                .into()),
+            }
+        }
         SimCommand::All(a) => {
             let w = config::WorkerConfig::from_env(&env, a.concurrency, Duration::ZERO)?;
             let port = match a.port {

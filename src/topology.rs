@@ -87,6 +87,22 @@ pub struct Facts {
     pub replicas: u32,
     /// Where these facts came from ("container n8n-worker-1", "compose service n8n-worker").
     pub origin: String,
+    /// In-memory fingerprints of the secrets whose equality the audit compares (encryption
+    /// key, runner auth token). Never serialized; the values themselves are never kept.
+    #[serde(skip)]
+    pub secret_fingerprints: BTreeMap<String, u64>,
+}
+
+/// Secrets the audit compares across services, by fingerprint only.
+pub const COMPARED_SECRETS: &[&str] = &["N8N_ENCRYPTION_KEY", "N8N_RUNNERS_AUTH_TOKEN"];
+
+fn fingerprint(v: &str) -> u64 {
+    use std::hash::BuildHasher;
+    // A per-process random key: equal values compare equal within this run, and the number
+    // means nothing outside it.
+    static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    STATE.get_or_init(Default::default).hash_one(v)
 }
 
 impl Facts {
@@ -103,6 +119,10 @@ impl Facts {
             if let Some(v) = v {
                 if KEPT_VARIABLES.contains(&k) {
                     self.env.insert(k.to_string(), v.to_string());
+                }
+                if COMPARED_SECRETS.contains(&k) && !v.is_empty() {
+                    self.secret_fingerprints
+                        .insert(k.to_string(), fingerprint(v));
                 }
             }
         }

@@ -215,3 +215,49 @@ pub fn topology_table(
     }
     out
 }
+
+/// `n8ncap audit`: severity, rule, service, message; why and fix under the table.
+pub fn audit_table(r: &crate::audit::Report) -> String {
+    if r.findings.is_empty() {
+        return format!("{}: {} services, no findings.", r.input, r.services);
+    }
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(vec!["severity", "rule", "service", "message"]);
+    let mut sorted: Vec<&crate::audit::Located> = r.findings.iter().collect();
+    sorted.sort_by_key(|l| std::cmp::Reverse(l.finding.severity));
+    for l in &sorted {
+        let f = &l.finding;
+        let place = match (&l.file, l.line) {
+            (Some(p), Some(n)) => format!(
+                "{} ({}:{n})",
+                f.subject.clone().unwrap_or_default(),
+                p.display()
+            ),
+            _ => f.subject.clone().unwrap_or_default(),
+        };
+        t.add_row(vec![
+            f.severity.word().to_string(),
+            f.id.clone(),
+            place,
+            f.title.clone(),
+        ]);
+    }
+    let mut out = format!("{}: {} services\n{t}", r.input, r.services);
+    for l in &sorted {
+        let f = &l.finding;
+        out.push_str(&format!(
+            "\n{} ({}):",
+            f.id,
+            f.subject.clone().unwrap_or_default()
+        ));
+        if let Some(w) = &f.why {
+            out.push_str(&format!("\n  why: {w}"));
+        }
+        if let Some(x) = &f.fix {
+            out.push_str(&format!("\n  fix: {x}"));
+        }
+    }
+    out
+}

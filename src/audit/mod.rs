@@ -1,0 +1,569 @@
+//! Audit: the configuration mistakes behind most n8n queue-mode capacity incidents, found in
+//! compose files or running containers before the load finds them. Both inputs become
+//! [`Facts`] and a [`Topology`]; the same rules run on either.
+
+pub mod compose;
+
+use crate::findings::{Finding, Severity};
+use crate::topology::{Facts, Node, Role, Topology};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One rule: id, severity, what it is about. The README lists them.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "not-queue-mode",
+        severity: Severity::Error,
+        summary: "main and workers must run with EXECUTIONS_MODE=queue",
+    },
+    Rule {
+        id: "external-mode-without-runner",
+        severity: Severity::Error,
+        summary: "N8N_RUNNERS_MODE=external but no runner service exists",
+    },
+    Rule {
+        id: "worker-without-runner",
+        severity: Severity::Error,
+        summary: "a worker (replicas counted) has no runner attached",
+    },
+    Rule {
+        id: "main-without-runner",
+        severity: Severity::Warning,
+        summary: "main in external mode has no runner and does not offload manual executions",
+    },
+    Rule {
+        id: "runner-without-external-mode",
+        severity: Severity::Error,
+        summary: "a runner points at an n8n process that is not in external mode",
+    },
+    Rule {
+        id: "runner-broker-unresolved",
+        severity: Severity::Error,
+        summary: "a runner's N8N_RUNNERS_TASK_BROKER_URI names no n8n service",
+    },
+    Rule {
+        id: "broker-not-listening-for-runners",
+        severity: Severity::Error,
+        summary: "the task broker listens on 127.0.0.1, so runner containers cannot connect",
+    },
+    Rule {
+        id: "runner-token-mismatch",
+        severity: Severity::Error,
+        summary: "runner and n8n have different N8N_RUNNERS_AUTH_TOKEN",
+    },
+    Rule {
+        id: "runner-limit-on-wrong-container",
+        severity: Severity::Warning,
+        summary: "N8N_RUNNERS_MAX_CONCURRENCY set on main/worker in external mode has no effect",
+    },
+    Rule {
+        id: "runner-limit-below-worker-concurrency",
+        severity: Severity::Warning,
+        summary: "runner capacity below worker concurrency caps Code-heavy throughput",
+    },
+    Rule {
+        id: "runner-without-memory-limit",
+        severity: Severity::Warning,
+        summary: "a runner has no memory limit; Code-node memory lands there",
+    },
+    Rule {
+        id: "memory-limit-on-worker-not-runner",
+        severity: Severity::Warning,
+        summary: "the worker has a memory limit, its runner does not",
+    },
+    Rule {
+        id: "production-limit-overrides-concurrency",
+        severity: Severity::Warning,
+        summary: "N8N_CONCURRENCY_PRODUCTION_LIMIT silently overrides --concurrency",
+    },
+    Rule {
+        id: "queue-worker-concurrency-noop",
+        severity: Severity::Warning,
+        summary: "QUEUE_WORKER_CONCURRENCY is not an n8n setting",
+    },
+    Rule {
+        id: "metrics-off",
+        severity: Severity::Warning,
+        summary: "N8N_METRICS is not enabled on main or a worker",
+    },
+    Rule {
+        id: "queue-metrics-off",
+        severity: Severity::Warning,
+        summary: "main does not expose the queue gauges",
+    },
+    Rule {
+        id: "runner-image-mismatch",
+        severity: Severity::Warning,
+        summary: "the runner image version differs from the n8n image version",
+    },
+    Rule {
+        id: "encryption-key-mismatch",
+        severity: Severity::Error,
+        summary: "main and workers do not share one N8N_ENCRYPTION_KEY",
+    },
+    Rule {
+        id: "db-connections-exhausted",
+        severity: Severity::Error,
+        summary: "Postgres pool size × n8n processes reaches max_connections",
+    },
+];
+
+fn rule(id: &str) -> Rule {
+    *RULES
+        .iter()
+        .find(|r| r.id == id)
+        .expect("rule ids are static")
+}
+
+fn finding(id: &str, subject: &str, title: String) -> Finding {
+    let r = rule(id);
+    Finding::new(id, r.severity, title).subject(subject)
+}
+
+/// A finding with where it is written (compose file and line), when known.
+#[derive(Debug, Clone, Serialize)]
+pub struct Located {
+    #[serde(flatten)]
+    pub finding: Finding,
+    pub file: Option<PathBuf>,
+    pub line: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// "compose: a.yml, b.yml" or "live: Docker".
+    pub input: String,
+    pub services: usize,
+    pub findings: Vec<Located>,
+}
+
+impl Report {
+    pub fn has_errors(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.finding.severity == Severity::Error)
+    }
+}
+
+fn env<'a>(n: &'a Node, k: &str) -> Option<&'a str> {
+    n.facts
+        .env
+        .get(k)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+}
+
+fn is_true(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+fn external(n: &Node) -> bool {
+    n.runners_mode
+        .as_ref()
+        .is_some_and(|m| m.value == "external")
+}
+
+fn image_tag(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, t)) => t.split('@').next().unwrap_or(t).to_string(),
+        None => "latest".into(),
+    }
+}
+
+/// Runs every rule on a set of facts. `locations` maps service name → (file, line).
+pub fn audit(
+    facts: Vec<Facts>,
+    locations: &BTreeMap<String, (PathBuf, usize)>,
+    input: String,
+) -> Report {
+    let t = Topology::build(facts);
+    let mut out = Vec::new();
+    let n8n: Vec<&Node> = t
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.role, Role::Main | Role::Worker | Role::Webhook))
+        .collect();
+    let runners: Vec<&Node> = t.nodes.iter().filter(|n| n.role == Role::Runner).collect();
+    let has_workers = n8n.iter().any(|n| n.role == Role::Worker);
+    let by_name = |name: &str| t.nodes.iter().find(|n| n.facts.name == name);
+
+    // Queue mode.
+    if has_workers {
+        for n in &n8n {
+            if env(n, "EXECUTIONS_MODE") != Some("queue") {
+                out.push(
+                    finding("not-queue-mode", n.name(), format!(
+                        "{}: EXECUTIONS_MODE is {} — workers only take jobs from a queue-mode main",
+                        n.name(),
+                        env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set (regular)".into())
+                    ))
+                    .why("Without queue mode on every n8n process, executions run in main and the workers sit idle, or workers fail to start.")
+                    .fix(format!("set EXECUTIONS_MODE=queue on {}", n.name())),
+                );
+            }
+        }
+    }
+
+    // Runners: existence, pairing, mode, broker address, token.
+    let any_external = n8n.iter().any(|n| external(n));
+    if any_external && runners.is_empty() {
+        let names: Vec<&str> = n8n
+            .iter()
+            .filter(|n| external(n))
+            .map(|n| n.name())
+            .collect();
+        out.push(
+            finding("external-mode-without-runner", names[0], format!(
+                "N8N_RUNNERS_MODE=external on {} but no runner service (n8nio/runners) exists",
+                names.join(", ")
+            ))
+            .why("Every Code node then waits N8N_RUNNERS_TASK_REQUEST_TIMEOUT (60 s) and fails: silently, a minute late.")
+            .fix("add an n8nio/runners service per n8n process, with N8N_RUNNERS_TASK_BROKER_URI=http://<that service>:5679"),
+        );
+    }
+    let mut attached: BTreeMap<&str, (u32, u32)> = BTreeMap::new(); // name → (runner replicas, capacity)
+    for r in &runners {
+        match &r.attached_to {
+            None => {
+                let uri = env(r, "N8N_RUNNERS_TASK_BROKER_URI")
+                    .unwrap_or("http://127.0.0.1:5679 (default)");
+                out.push(
+                    finding("runner-broker-unresolved", r.name(), format!(
+                        "{}: N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here",
+                        r.name()
+                    ))
+                    .why("The runner never connects; the process it was meant for has no runner.")
+                    .fix("point N8N_RUNNERS_TASK_BROKER_URI at the n8n service it pairs with, e.g. http://n8n-worker:5679"),
+                );
+            }
+            Some(target) => {
+                let e = attached.entry(target.as_str()).or_insert((0, 0));
+                e.0 += r.facts.replicas.max(1);
+                e.1 += r.runner_limit.as_ref().map(|l| l.value).unwrap_or(10)
+                    * r.facts.replicas.max(1);
+                if let Some(tn) = by_name(target) {
+                    if !external(tn) {
+                        out.push(
+                            finding("runner-without-external-mode", r.name(), format!(
+                                "{} points at {target}, which is not in external mode (N8N_RUNNERS_MODE is {})",
+                                r.name(),
+                                env(tn, "N8N_RUNNERS_MODE").unwrap_or("internal, the default")
+                            ))
+                            .why("In internal mode n8n starts its own runner and its broker is not meant for this one: the runner container does nothing.")
+                            .fix(format!("set N8N_RUNNERS_MODE=external (and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0) on {target}")),
+                        );
+                    } else {
+                        let listen =
+                            env(tn, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS").unwrap_or("127.0.0.1");
+                        if listen != "0.0.0.0" && listen != "::" {
+                            out.push(
+                                finding("broker-not-listening-for-runners", target, format!(
+                                    "{target}: N8N_RUNNERS_BROKER_LISTEN_ADDRESS is {listen}, so runner {} cannot connect",
+                                    r.name()
+                                ))
+                                .why("The broker only accepts connections from inside its own container; every Code task times out.")
+                                .fix(format!("set N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on {target}")),
+                            );
+                        }
+                    }
+                    let (a, b) = (
+                        r.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
+                        tn.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
+                    );
+                    let named = |n: &Node| {
+                        n.facts
+                            .env_names
+                            .iter()
+                            .any(|x| x == "N8N_RUNNERS_AUTH_TOKEN")
+                    };
+                    if (a.is_some() && b.is_some() && a != b) || (named(r) != named(tn)) {
+                        out.push(
+                            finding("runner-token-mismatch", r.name(), format!(
+                                "{} and {target} do not share one N8N_RUNNERS_AUTH_TOKEN",
+                                r.name()
+                            ))
+                            .why("The broker refuses the runner; Code tasks time out.")
+                            .fix("set the same N8N_RUNNERS_AUTH_TOKEN (one variable reference) on both"),
+                        );
+                    }
+                    let (ti, ri) = (image_tag(&tn.facts.image), image_tag(&r.facts.image));
+                    if r.facts.image.contains("n8nio/runners") && ti != ri {
+                        out.push(
+                            finding("runner-image-mismatch", r.name(), format!(
+                                "{}: runner image tag {ri} differs from {target}'s n8n tag {ti}",
+                                r.name()
+                            ))
+                            .why("The runner protocol changes between n8n versions; a mismatched runner may be refused or misbehave.")
+                            .fix("use the same version variable for n8nio/n8n and n8nio/runners"),
+                        );
+                    }
+                }
+            }
+        }
+        if r.facts.memory_limit_bytes.is_none() {
+            let worker_limited = r
+                .attached_to
+                .as_deref()
+                .and_then(by_name)
+                .filter(|w| w.facts.memory_limit_bytes.is_some());
+            match worker_limited {
+                Some(w) => out.push(
+                    finding("memory-limit-on-worker-not-runner", r.name(), format!(
+                        "{} has a memory limit, its runner {} has none",
+                        w.name(),
+                        r.name()
+                    ))
+                    .why("Code-node memory (Buffers) lands in the runner's RSS, not the worker's: the limit bounds the wrong process.")
+                    .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
+                ),
+                None => out.push(
+                    finding("runner-without-memory-limit", r.name(), format!("{}: no memory limit on this runner", r.name()))
+                        .why("Code-node memory (Buffers) lands in the runner; without a limit a heavy workflow takes the host's memory.")
+                        .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
+                ),
+            }
+        }
+    }
+    for n in &n8n {
+        if !external(n) {
+            continue;
+        }
+        let (runner_replicas, capacity) = attached.get(n.name()).copied().unwrap_or((0, 0));
+        let replicas = n.facts.replicas.max(1);
+        if n.role == Role::Worker && !runners.is_empty() && runner_replicas < replicas {
+            out.push(
+                finding("worker-without-runner", n.name(), if runner_replicas == 0 {
+                    format!("{}: no runner attached ({replicas} replica(s))", n.name())
+                } else {
+                    format!(
+                        "{}: {replicas} worker replicas but {runner_replicas} runner(s) attached — {} replica(s) have none",
+                        n.name(),
+                        replicas - runner_replicas
+                    )
+                })
+                .why("A worker without a runner fails every Code task after N8N_RUNNERS_TASK_REQUEST_TIMEOUT (60 s); scaling workers does not scale the runner pointing at the service name.")
+                .fix("give each worker replica its own runner (a sidecar per worker, or one runner service per worker service)"),
+            );
+        } else if n.role == Role::Main
+            && runner_replicas == 0
+            && !runners.is_empty()
+            && !is_true(env(n, "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS"))
+        {
+            out.push(
+                finding("main-without-runner", n.name(), format!("{}: main is in external mode with no runner attached", n.name()))
+                    .why("Manual executions run on main and their Code nodes time out.")
+                    .fix("add a runner pointing at main, or set OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true"),
+            );
+        }
+        if let Some(v) = env(n, "N8N_RUNNERS_MAX_CONCURRENCY") {
+            out.push(
+                finding("runner-limit-on-wrong-container", n.name(), format!(
+                    "{}: N8N_RUNNERS_MAX_CONCURRENCY={v} has no effect here (external mode): only runner containers read it",
+                    n.name()
+                ))
+                .why("The runner keeps its own limit (10 by default); the value set here is silently ignored.")
+                .fix("set N8N_RUNNERS_MAX_CONCURRENCY on the runner containers"),
+            );
+        }
+        if n.role == Role::Worker && runner_replicas >= replicas {
+            let per_worker = capacity / replicas;
+            if let Some(c) = n
+                .worker_concurrency
+                .as_ref()
+                .filter(|c| per_worker < c.value)
+            {
+                out.push(
+                    finding("runner-limit-below-worker-concurrency", n.name(), format!(
+                        "{}: runner capacity {per_worker} < worker concurrency {} — Code-heavy throughput is capped at {per_worker} ÷ job time ({:.0} % of what the slots allow)",
+                        n.name(),
+                        c.value,
+                        per_worker as f64 / c.value as f64 * 100.0
+                    ))
+                    .evidence(format!("worker concurrency {} ({}); runners attached: {runner_replicas}, Σ N8N_RUNNERS_MAX_CONCURRENCY = {capacity}", c.value, c.source))
+                    .why("Slots beyond the runner capacity hold jobs that wait for a runner; the queue gauges show them busy.")
+                    .fix(format!("raise N8N_RUNNERS_MAX_CONCURRENCY on the runner(s) of {} to ≥ {} in total, or add runners", n.name(), c.value)),
+                );
+            }
+        }
+    }
+    // Internal-mode workers: their own runner limit against their concurrency.
+    for n in n8n
+        .iter()
+        .filter(|n| n.role == Role::Worker && !external(n))
+    {
+        if let (Some(c), Some(r)) = (&n.worker_concurrency, &n.runner_limit) {
+            if r.value < c.value {
+                out.push(
+                    finding("runner-limit-below-worker-concurrency", n.name(), format!(
+                        "{}: internal runner limit {} < worker concurrency {} — Code-heavy throughput is capped at {} ÷ job time",
+                        n.name(), r.value, c.value, r.value
+                    ))
+                    .evidence(format!("{} ({}); {} ({})", r.value, r.source, c.value, c.source))
+                    .fix(format!("raise N8N_RUNNERS_MAX_CONCURRENCY on {} to ≥ {}", n.name(), c.value)),
+                );
+            }
+        }
+    }
+    // Concurrency settings.
+    for n in n8n.iter().filter(|n| n.role == Role::Worker) {
+        if n.notes
+            .iter()
+            .any(|x| x.contains("overrides --concurrency"))
+        {
+            out.push(
+                finding("production-limit-overrides-concurrency", n.name(), format!(
+                    "{}: N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency",
+                    n.name(),
+                    env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT").unwrap_or("?")
+                ))
+                .evidence(n.notes.iter().find(|x| x.contains("overrides")).cloned().unwrap_or_default())
+                .why("The worker runs with the production limit, not the flag: the capacity you planned is not the one running.")
+                .fix("keep one of the two (N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 to use --concurrency)"),
+            );
+        }
+    }
+    for n in &n8n {
+        if let Some(v) = env(n, "QUEUE_WORKER_CONCURRENCY") {
+            out.push(
+                finding(
+                    "queue-worker-concurrency-noop",
+                    n.name(),
+                    format!(
+                        "{}: QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting",
+                        n.name()
+                    ),
+                )
+                .why("It changes nothing; the worker runs with --concurrency (default 10).")
+                .fix("use `worker --concurrency=N` (or N8N_CONCURRENCY_PRODUCTION_LIMIT)"),
+            );
+        }
+    }
+    // Metrics.
+    for n in n8n
+        .iter()
+        .filter(|n| matches!(n.role, Role::Main | Role::Worker))
+    {
+        if !is_true(env(n, "N8N_METRICS")) {
+            out.push(
+                finding("metrics-off", n.name(), format!("{}: N8N_METRICS is not true: no /metrics", n.name()))
+                    .why("Without metrics nobody sees slots taken, queue backlog, RSS or event-loop lag.")
+                    .fix(format!("set N8N_METRICS=true on {}", n.name())),
+            );
+        } else if n.role == Role::Main
+            && has_workers
+            && !is_true(env(n, "N8N_METRICS_INCLUDE_QUEUE_METRICS"))
+        {
+            out.push(
+                finding(
+                    "queue-metrics-off",
+                    n.name(),
+                    format!(
+                        "{}: N8N_METRICS_INCLUDE_QUEUE_METRICS is not true: no queue gauges",
+                        n.name()
+                    ),
+                )
+                .why("Jobs waiting in Redis and slots taken stay invisible.")
+                .fix(format!(
+                    "set N8N_METRICS_INCLUDE_QUEUE_METRICS=true on {}",
+                    n.name()
+                )),
+            );
+        }
+    }
+    // Encryption key.
+    let mains: Vec<&&Node> = n8n.iter().filter(|n| n.role == Role::Main).collect();
+    if has_workers {
+        if let Some(m) = mains.first() {
+            let key = |n: &Node| {
+                n.facts
+                    .secret_fingerprints
+                    .get("N8N_ENCRYPTION_KEY")
+                    .copied()
+            };
+            let named = |n: &Node| n.facts.env_names.iter().any(|x| x == "N8N_ENCRYPTION_KEY");
+            for w in n8n.iter().filter(|n| n.role != Role::Main) {
+                let differs = match (key(m), key(w)) {
+                    (Some(a), Some(b)) => a != b,
+                    _ => named(m) != named(w),
+                };
+                if differs {
+                    out.push(
+                        finding("encryption-key-mismatch", w.name(), format!(
+                            "{}: N8N_ENCRYPTION_KEY is not the one {} uses",
+                            w.name(),
+                            m.name()
+                        ))
+                        .why("The worker cannot decrypt credentials saved by main: every execution using a credential fails.")
+                        .fix("set the same N8N_ENCRYPTION_KEY (one variable reference) on main and every worker"),
+                    );
+                }
+            }
+        }
+    }
+    // Database connections.
+    let pg: Vec<&Node> = t
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::Postgres)
+        .collect();
+    let pg_users: Vec<&&Node> = n8n
+        .iter()
+        .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
+        .collect();
+    if let (Some(p), false) = (pg.first(), pg_users.is_empty()) {
+        let max_conn = p
+            .facts
+            .command
+            .iter()
+            .find_map(|a| {
+                a.strip_prefix("max_connections=")
+                    .and_then(|v| v.parse::<u32>().ok())
+            })
+            .unwrap_or(100);
+        let processes: u32 = pg_users.iter().map(|n| n.facts.replicas.max(1)).sum();
+        let pool: u32 = pg_users
+            .iter()
+            .map(|n| {
+                env(n, "DB_POSTGRESDB_POOL_SIZE")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(2)
+                    * n.facts.replicas.max(1)
+            })
+            .sum();
+        if pool >= max_conn {
+            out.push(
+                finding("db-connections-exhausted", p.name(), format!(
+                    "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {pool} connections ≥ max_connections {max_conn}",
+                    p.name()
+                ))
+                .why("Under load the pools ask for more connections than Postgres allows: executions fail or stall waiting for the database.")
+                .fix("lower DB_POSTGRESDB_POOL_SIZE, or raise max_connections (postgres -c max_connections=N) above the total"),
+            );
+        }
+    }
+    let findings = out
+        .into_iter()
+        .map(|f| {
+            let loc = f.subject.as_ref().and_then(|s| locations.get(s)).cloned();
+            Located {
+                file: loc.as_ref().map(|l| l.0.clone()),
+                line: loc.map(|l| l.1),
+                finding: f,
+            }
+        })
+        .collect();
+    Report {
+        input,
+        services: t.nodes.len(),
+        findings,
+    }
+}

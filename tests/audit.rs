@@ -1,0 +1,490 @@
+//! `n8ncap audit`: one small compose file per rule triggers exactly that rule, the example
+//! stacks audit clean, the official n8n-hosting files parse with defensible findings, SARIF
+//! validates, no secret value reaches any output, and the live audit finds the same problems
+//! on the same stacks started as containers.
+
+mod common;
+use common::*;
+use n8ncap::audit::{self, compose, RULES};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
+    let p = compose::load(files).unwrap_or_else(|e| panic!("{files:?}: {}", e.0));
+    let r = audit::audit(
+        p.services.into_iter().map(|s| s.facts).collect(),
+        &Default::default(),
+        "t".into(),
+    );
+    r.findings.into_iter().map(|f| f.finding.id).collect()
+}
+
+#[test]
+fn each_rule_fixture_triggers_exactly_its_rule() {
+    let dir = root().join("fixtures/compose/rules");
+    let mut seen = BTreeSet::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let ids = rule_ids(std::slice::from_ref(&path));
+        assert_eq!(ids, BTreeSet::from([stem.clone()]), "{}", path.display());
+        seen.insert(stem);
+    }
+    let all: BTreeSet<String> = RULES.iter().map(|r| r.id.to_string()).collect();
+    assert_eq!(seen, all, "one fixture per rule");
+}
+
+#[test]
+fn example_stacks_audit_clean() {
+    assert!(rule_ids(&[root().join("examples/compose/minimal-clean.yml")]).is_empty());
+    let out = Command::new(bin())
+        .args([
+            "audit",
+            "-f",
+            "examples/compose/queue-mode/docker-compose.yml",
+        ])
+        .current_dir(root())
+        .env("POSTGRES_PASSWORD", "x")
+        .env("ENCRYPTION_KEY", "y")
+        .env("RUNNERS_AUTH_TOKEN", "z")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no findings"));
+}
+
+#[test]
+fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
+    let base = root().join("fixtures/compose/n8n-hosting");
+    let ids = rule_ids(&[base.join("withPostgresAndWorker/docker-compose.yml")]);
+    // No memory limits on the two runners, no metrics on main and worker: nothing else.
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            "runner-without-memory-limit".to_string(),
+            "metrics-off".to_string()
+        ])
+    );
+    let p = compose::load(&[base.join("withPostgresAndWorker/docker-compose.yml")]).unwrap();
+    let names: Vec<&str> = p.services.iter().map(|s| s.facts.name.as_str()).collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    let worker = p
+        .services
+        .iter()
+        .find(|s| s.facts.name == "n8n-worker")
+        .unwrap();
+    assert_eq!(
+        worker.facts.env.get("EXECUTIONS_MODE").map(String::as_str),
+        Some("queue")
+    );
+    assert!(
+        !worker.facts.image.contains("${"),
+        "{}",
+        worker.facts.image
+    );
+    let ids = rule_ids(&[base.join("withPostgres/docker-compose.yml")]);
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            "runner-without-memory-limit".to_string(),
+            "metrics-off".to_string()
+        ])
+    );
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("n8ncap-audit-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn merge_extends_env_file_and_interpolation_follow_compose() {
+    let d = tmp("merge");
+    std::fs::write(d.join(".env"), "CONC=7\nVERSION=2.41.1\n").unwrap();
+    std::fs::write(
+        d.join("worker.env"),
+        "N8N_RUNNERS_MODE=external\nN8N_METRICS=true\nSOME_SECRET=s3cr3t-from-env-file\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("base.yml"),
+        r#"
+services:
+  base-n8n:
+    image: n8nio/n8n:${VERSION}
+    environment:
+      - EXECUTIONS_MODE=queue
+      - N8N_METRICS=true
+      - N8N_METRICS_INCLUDE_QUEUE_METRICS=true
+      - N8N_RUNNERS_MODE=external
+      - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0
+      - OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true
+  n8n:
+    extends: base-n8n
+  n8n-worker:
+    extends: {service: base-n8n}
+    command: ["worker", "--concurrency=${CONC:-3}"]
+    env_file: worker.env
+  runner:
+    image: n8nio/runners:${VERSION}
+    mem_limit: 512m
+    environment:
+      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679
+      N8N_RUNNERS_MAX_CONCURRENCY: 7
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("override.yml"),
+        r#"
+services:
+  n8n-worker:
+    environment:
+      N8N_METRICS: "false"
+  runner:
+    deploy:
+      resources:
+        limits:
+          memory: 768M
+"#,
+    )
+    .unwrap();
+    let p = compose::load(&[d.join("base.yml")]).unwrap();
+    let w = p
+        .services
+        .iter()
+        .find(|s| s.facts.name == "n8n-worker")
+        .unwrap();
+    assert_eq!(w.facts.command, vec!["worker", "--concurrency=7"]);
+    assert_eq!(w.facts.image, "n8nio/n8n:2.41.1");
+    assert!(w.facts.env_names.contains(&"SOME_SECRET".to_string()));
+    assert!(!format!("{:?}", w.facts).contains("s3cr3t-from-env-file"));
+    assert!(
+        rule_ids(&[d.join("base.yml")]).is_empty(),
+        "{:?}",
+        rule_ids(&[d.join("base.yml")])
+    );
+    // The override turns the worker's metrics off and moves the runner's limit to deploy.
+    let files = [d.join("base.yml"), d.join("override.yml")];
+    assert_eq!(
+        rule_ids(&files),
+        BTreeSet::from(["metrics-off".to_string()])
+    );
+    let p = compose::load(&files).unwrap();
+    let r = p
+        .services
+        .iter()
+        .find(|s| s.facts.name == "runner")
+        .unwrap();
+    assert_eq!(r.facts.memory_limit_bytes, Some(768 * 1024 * 1024));
+}
+
+#[test]
+fn outputs_exit_codes_and_no_secret_values() {
+    let d = tmp("secrets");
+    let (key, pass, token) = (
+        "k3y-value-never-shown",
+        "pa55-value-never-shown",
+        "t0ken-value-never-shown",
+    );
+    std::fs::write(d.join(".env"), format!("KEY={key}\nTOKEN={token}\n")).unwrap();
+    std::fs::write(
+        d.join("docker-compose.yml"),
+        format!(
+            r#"
+services:
+  n8n:
+    image: n8nio/n8n:2.41.1
+    environment:
+      EXECUTIONS_MODE: queue
+      N8N_ENCRYPTION_KEY: ${{KEY}}
+      DB_POSTGRESDB_PASSWORD: {pass}
+      N8N_RUNNERS_MODE: external
+      N8N_RUNNERS_AUTH_TOKEN: ${{TOKEN}}
+  n8n-worker:
+    image: n8nio/n8n:2.41.1
+    command: worker
+    environment:
+      EXECUTIONS_MODE: queue
+      N8N_ENCRYPTION_KEY: other-{key}
+      DB_POSTGRESDB_PASSWORD: {pass}
+      N8N_RUNNERS_MODE: external
+"#
+        ),
+    )
+    .unwrap();
+    for fmt in ["table", "json", "sarif"] {
+        let out = Command::new(bin())
+            .args([
+                "audit",
+                "-f",
+                d.join("docker-compose.yml").to_str().unwrap(),
+                "--format",
+                fmt,
+            ])
+            .output()
+            .unwrap();
+        // external mode with no runner and the key mismatch are errors: exit 1.
+        assert_eq!(out.status.code(), Some(1), "{fmt}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for s in [key, pass, token] {
+            assert!(!all.contains(s), "{fmt} output shows a secret value");
+        }
+        assert!(
+            all.contains("encryption-key-mismatch") && all.contains("external-mode-without-runner"),
+            "{all}"
+        );
+    }
+    // Warnings only: exit 0.
+    let out = Command::new(bin())
+        .args([
+            "audit",
+            "-f",
+            root()
+                .join("fixtures/compose/rules/metrics-off.yml")
+                .to_str()
+                .unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn unreadable_input_exits_2_with_file_line_and_column() {
+    let d = tmp("bad");
+    let f = d.join("broken.yml");
+    std::fs::write(
+        &f,
+        "services:\n  n8n:\n    image: x\n   environment: [\n      SECRET: hunter2-never-shown\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["audit", "-f", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken.yml:4:4"), "{err}");
+    assert!(
+        !err.contains("hunter2"),
+        "the parser's snippet must not be printed: {err}"
+    );
+    let out = Command::new(bin())
+        .args(["audit", "-f", "/nonexistent.yml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(bin()).args(["audit"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn sarif_validates_against_the_schema() {
+    let have = Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .output();
+    if !have.map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!(
+            "skipping: python3 with jsonschema is needed (pip install jsonschema; .ci/run does)"
+        );
+        return;
+    }
+    let d = tmp("sarif");
+    for fixture in [
+        "worker-without-runner",
+        "db-connections-exhausted",
+        "runner-image-mismatch",
+    ] {
+        let out = Command::new(bin())
+            .args([
+                "audit",
+                "-f",
+                root()
+                    .join(format!("fixtures/compose/rules/{fixture}.yml"))
+                    .to_str()
+                    .unwrap(),
+                "--format",
+                "sarif",
+            ])
+            .output()
+            .unwrap();
+        let path = d.join(format!("{fixture}.sarif"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let result = &v["runs"][0]["results"][0];
+        assert_eq!(result["ruleId"], fixture);
+        assert!(
+            result["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap()
+                > 1
+        );
+        let check = Command::new("python3")
+            .args([
+                "-c",
+                "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+                path.to_str().unwrap(),
+                root().join("fixtures/sarif-2.1.0-subset.schema.json").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI")
+}
+
+/// An image whose entrypoint plays n8n (`n8n`, `n8n worker …`) or the runner.
+fn build_image(tag: &str, entry: &[&str]) {
+    let ctx = tmp(&format!("img-{}", entry.len()));
+    let rootfs = ctx.join("rootfs");
+    std::fs::create_dir_all(&rootfs).unwrap();
+    std::fs::copy(bin(), rootfs.join("n8ncap")).unwrap();
+    let ldd = Command::new("ldd").arg(bin()).output().unwrap();
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        if let Some(p) = line.split_whitespace().find(|w| w.starts_with('/')) {
+            let dest = rootfs.join(Path::new(p).strip_prefix("/").unwrap());
+            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            std::fs::copy(p, &dest).unwrap();
+        }
+    }
+    let entry_json = serde_json::to_string(entry).unwrap();
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT {entry_json}\n"),
+    )
+    .unwrap();
+    let out = docker(&["build", "-q", "-t", tag, ctx.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Cleanup(Vec<String>, Vec<String>);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for (proj, file) in self.0.iter().zip(self.1.iter()) {
+            let _ = Command::new("docker-compose")
+                .args(["-p", proj, "-f", file, "down", "-t", "1"])
+                .output();
+        }
+    }
+}
+
+#[test]
+fn live_audit_finds_the_same_problems_on_running_containers() {
+    if !Path::new("/var/run/docker.sock").exists() {
+        eprintln!("skipping: no Docker socket");
+        return;
+    }
+    if Command::new("docker-compose")
+        .arg("version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: docker-compose is not installed (apt-get install docker-compose)");
+        return;
+    }
+    let id = std::process::id();
+    let repo = format!("n8ncap-live{id}");
+    let version = "live";
+    build_image(
+        &format!("{repo}/n8nio/n8n:{version}"),
+        &["/n8ncap", "sim", "n8n"],
+    );
+    build_image(
+        &format!("{repo}/n8nio/runners:{version}"),
+        &["/n8ncap", "sim", "runner"],
+    );
+    let fixtures = [
+        "worker-without-runner",
+        "runner-limit-below-worker-concurrency",
+        "runner-without-memory-limit",
+        "production-limit-overrides-concurrency",
+        "encryption-key-mismatch",
+        "runner-limit-on-wrong-container",
+        "memory-limit-on-worker-not-runner",
+    ];
+    let mut cleanup = Cleanup(Vec::new(), Vec::new());
+    for fx in fixtures {
+        let file = root().join(format!("fixtures/compose/rules/{fx}.yml"));
+        let proj = format!("n8ncaplive{id}{}", fx.replace('-', ""));
+        cleanup.0.push(proj.clone());
+        cleanup.1.push(file.display().to_string());
+        let up = Command::new("docker-compose")
+            .args([
+                "--compatibility",
+                "-p",
+                &proj,
+                "-f",
+                file.to_str().unwrap(),
+                "up",
+                "-d",
+            ])
+            .env("N8N_IMAGE", format!("{repo}/n8nio/n8n"))
+            .env("RUNNERS_IMAGE", format!("{repo}/n8nio/runners"))
+            .env("N8N_VERSION", version)
+            .output()
+            .unwrap();
+        assert!(
+            up.status.success(),
+            "{fx}: {}",
+            String::from_utf8_lossy(&up.stderr)
+        );
+        let out = Command::new(bin())
+            .args(["audit", "--live", "--project", &proj, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{fx}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let live: BTreeSet<String> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            live,
+            BTreeSet::from([fx.to_string()]),
+            "{fx}: live audit found {live:?}"
+        );
+        let _ = Command::new("docker-compose")
+            .args(["-p", &proj, "-f", file.to_str().unwrap(), "down", "-t", "1"])
+            .output();
+    }
+    for t in ["n8n", "runners"] {
+        let _ = docker(&["rmi", "-f", &format!("{repo}/n8nio/{t}:{version}")]);
+    }
+}
