@@ -87,11 +87,7 @@ fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
         worker.facts.env.get("EXECUTIONS_MODE").map(String::as_str),
         Some("queue")
     );
-    assert!(
-        !worker.facts.image.contains("${"),
-        "{}",
-        worker.facts.image
-    );
+    assert!(!worker.facts.image.contains("${"), "{}", worker.facts.image);
     let ids = rule_ids(&[base.join("withPostgres/docker-compose.yml")]);
     assert_eq!(
         ids,

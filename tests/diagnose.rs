@@ -305,6 +305,38 @@ async fn a_ceiling_below_every_modelled_one_is_an_unmodelled_limit() {
     );
     assert_eq!(d.capping_limit, None);
     assert!(d.verdict.contains("unmodelled"), "{}", d.verdict);
+    assert!(
+        f.evidence.iter().any(|e| e.contains("no CPU signal")),
+        "{:?}",
+        f.evidence
+    );
+    assert!(!d.findings.iter().any(|f| f.id == "cpu-bound-process"));
+    // The same run with a container at a full core: the signal points at it.
+    for st in &mut s.stages {
+        st.containers
+            .push(n8ncap::load::results::ContainerObserved {
+                name: "stack-n8n-worker-1".into(),
+                role: "worker".into(),
+                samples: 3,
+                cpu_percent_mean: 99.0,
+                cpu_percent_max: 101.0,
+                ..Default::default()
+            });
+    }
+    let (d, _) = analyze(&mut s, known(15, 10), 60.0);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "unmodelled-limit")
+        .unwrap();
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.contains("stack-n8n-worker-1") && e.contains("99 %")),
+        "{:?}",
+        f.evidence
+    );
+    assert!(d.findings.iter().any(|f| f.id == "cpu-bound-process"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -257,6 +257,27 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &mut findings,
     );
     other_findings(&levels, stages, &mut findings);
+    let signals = cpu_signals(stages);
+    if let Some(f) = findings.iter_mut().find(|f| f.id == "unmodelled-limit") {
+        if signals.is_empty() {
+            f.evidence.push(
+                "no CPU signal was measured: sweep with --docker and --metrics main=… worker=… to see which process saturates"
+                    .into(),
+            );
+        }
+        f.evidence.extend(signals.iter().cloned());
+    }
+    if !signals.is_empty() {
+        let mut f = Finding::new(
+            "cpu-bound-process",
+            Severity::Warning,
+            "A process ran at a full core (or its event loop lagged) while load was applied",
+        )
+        .why("A Node.js process (n8n main, worker or runner) uses one core for JavaScript: at 100 % it caps throughput whatever the concurrency settings, and latency grows with its event-loop lag.")
+        .fix("spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated");
+        f.evidence = signals;
+        findings.push(f);
+    }
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     Diagnosis {
         capping_limit,
@@ -694,6 +715,53 @@ fn validity_findings(
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+/// Where CPU saturated during valid stages: containers near a full core, endpoints whose event
+/// loop lagged or whose process used a full core, and n8ncap itself.
+fn cpu_signals(stages: &[StageResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as f64)
+        .unwrap_or(1.0);
+    for s in stages.iter().filter(|s| s.valid) {
+        for c in s.containers.iter().filter(|c| c.cpu_percent_mean >= 85.0) {
+            out.push(format!(
+                "stage {} ({}): container {} ({}) at {:.0} % CPU (max {:.0} %) — about one core or more",
+                s.index + 1,
+                s.label,
+                c.name,
+                c.role,
+                c.cpu_percent_mean,
+                c.cpu_percent_max
+            ));
+        }
+        for e in s.endpoints.iter().filter(|e| e.samples > 0) {
+            if e.cpu_percent_mean >= 85.0 || e.eventloop_lag_mean_s >= 0.05 {
+                out.push(format!(
+                    "stage {} ({}): {} {} at {:.0} % CPU, event-loop lag {:.0} ms (max {:.0} ms)",
+                    s.index + 1,
+                    s.label,
+                    e.role.as_deref().unwrap_or("endpoint"),
+                    e.url,
+                    e.cpu_percent_mean,
+                    e.eventloop_lag_mean_s * 1000.0,
+                    e.eventloop_lag_max_s * 1000.0
+                ));
+            }
+        }
+        if s.client_cpu_percent >= 85.0 * cores {
+            out.push(format!(
+                "stage {} ({}): n8ncap itself at {:.0} % CPU of {cores:.0} cores",
+                s.index + 1,
+                s.label,
+                s.client_cpu_percent
+            ));
+        }
+    }
+    out.dedup();
+    out.truncate(8);
+    out
+}
 
 /// Memory grows in the runner, not the worker: from container stats (all containers of a
 /// role summed per reading), and the worker's heap gauge when it was scraped.
