@@ -356,34 +356,6 @@ fn docker(args: &[&str]) -> std::process::Output {
         .expect("docker CLI")
 }
 
-/// An image whose entrypoint plays n8n (`n8n`, `n8n worker …`) or the runner.
-fn build_image(tag: &str, entry: &[&str]) {
-    let ctx = tmp(&format!("img-{}", entry.len()));
-    let rootfs = ctx.join("rootfs");
-    std::fs::create_dir_all(&rootfs).unwrap();
-    std::fs::copy(bin(), rootfs.join("n8ncap")).unwrap();
-    let ldd = Command::new("ldd").arg(bin()).output().unwrap();
-    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
-        if let Some(p) = line.split_whitespace().find(|w| w.starts_with('/')) {
-            let dest = rootfs.join(Path::new(p).strip_prefix("/").unwrap());
-            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-            std::fs::copy(p, &dest).unwrap();
-        }
-    }
-    let entry_json = serde_json::to_string(entry).unwrap();
-    std::fs::write(
-        ctx.join("Dockerfile"),
-        format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT {entry_json}\n"),
-    )
-    .unwrap();
-    let out = docker(&["build", "-q", "-t", tag, ctx.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 struct Cleanup(Vec<String>, Vec<String>);
 impl Drop for Cleanup {
     fn drop(&mut self) {

@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -32,33 +32,6 @@ fn docker(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// Builds `FROM scratch` with the test binary and the shared libraries it links.
-fn build_image(tag: &str) {
-    let ctx = std::env::temp_dir().join(format!("n8ncap-img-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&ctx);
-    let root = ctx.join("rootfs");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::copy(bin(), root.join("n8ncap")).unwrap();
-    let ldd = Command::new("ldd").arg(bin()).output().unwrap();
-    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
-        let path = line
-            .split_whitespace()
-            .find(|w| w.starts_with('/'))
-            .map(PathBuf::from);
-        if let Some(p) = path {
-            let dest = root.join(p.strip_prefix("/").unwrap());
-            std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-    std::fs::write(
-        ctx.join("Dockerfile"),
-        "FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"/n8ncap\"]\n",
-    )
-    .unwrap();
-    docker(&["build", "-q", "-t", tag, ctx.to_str().unwrap()]);
 }
 
 struct Stack {
@@ -128,7 +101,7 @@ impl Stack {
     fn start() -> Stack {
         let project = format!("n8ncapt{}", std::process::id());
         let image = format!("n8ncap-test:{}", std::process::id());
-        build_image(&image);
+        build_image(&image, &["/n8ncap"]);
         let network = format!("{project}-net");
         docker(&["network", "create", &network]);
         let mut s = Stack {
@@ -407,7 +380,7 @@ fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
         network: format!("n8ncapg{}-net", std::process::id()),
         image: format!("n8ncap-test-gone:{}", std::process::id()),
     };
-    build_image(&stack.image);
+    build_image(&stack.image, &["/n8ncap"]);
     docker(&["network", "create", &stack.network]);
     stack.run("n8n", &[], None, &["sim", "all", "--port", "5678"], true);
     stack.run("spare-runner", &[], None, &["sim", "runner"], false);

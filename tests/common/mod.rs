@@ -115,3 +115,46 @@ pub async fn wait_http_ok(url: &str) {
 pub fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
     (actual - expected).abs() <= expected * tolerance
 }
+
+/// Builds a `FROM scratch` image holding the test binary and the shared libraries it links,
+/// with the given entrypoint (no registry here: images are made locally).
+pub fn build_image(tag: &str, entrypoint: &[&str]) {
+    use std::path::{Path, PathBuf};
+    let ctx = std::env::temp_dir().join(format!(
+        "n8ncap-img-{}-{}",
+        std::process::id(),
+        tag.replace(['/', ':'], "_")
+    ));
+    let _ = std::fs::remove_dir_all(&ctx);
+    let root = ctx.join("rootfs");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(bin(), root.join("n8ncap")).unwrap();
+    let ldd = Command::new("ldd").arg(bin()).output().unwrap();
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let path = line
+            .split_whitespace()
+            .find(|w| w.starts_with('/'))
+            .map(PathBuf::from);
+        if let Some(p) = path {
+            let dest = root.join(p.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(dest.parent().unwrap_or(Path::new("/"))).unwrap();
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+    let entry = serde_json::to_string(entrypoint).unwrap();
+    std::fs::write(
+        ctx.join("Dockerfile"),
+        format!("FROM scratch\nCOPY rootfs/ /\nENTRYPOINT {entry}\n"),
+    )
+    .unwrap();
+    let out = Command::new("docker")
+        .args(["build", "-q", "-t", tag, ctx.to_str().unwrap()])
+        .output()
+        .expect("docker CLI");
+    assert!(
+        out.status.success(),
+        "docker build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&ctx);
+}
