@@ -97,6 +97,41 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     Ok(summary)
 }
 
+/// Wraps stages read from k6 output in a summary, with the request body when given (for the
+/// job time).
+pub fn k6_summary(
+    stages: Vec<crate::load::StageResult>,
+    origin: &str,
+    body: Option<&str>,
+) -> anyhow::Result<Summary> {
+    let body = match body {
+        Some(b) => Some(serde_json::from_str::<serde_json::Value>(b).map_err(|e| {
+            BadInput(format!(
+                "--body is not JSON ({e}): write e.g. '{{\"sleep_ms\":1000}}'"
+            ))
+        })?),
+        None => None,
+    };
+    let now = crate::util::utc_rfc3339(std::time::SystemTime::now());
+    Ok(Summary {
+        schema: crate::load::results::SUMMARY_SCHEMA.into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: now.clone(),
+        finished_at: now,
+        interrupted: false,
+        aborted_by_threshold: false,
+        profile: format!("k6: {origin}"),
+        model: crate::load::profile::LoadModel::Closed,
+        url: String::new(),
+        body,
+        stages,
+        thresholds: Vec::new(),
+        thresholds_passed: true,
+        diagnosis: None,
+        recommendation: None,
+    })
+}
+
 /// Diagnoses a summary with the given settings (flags first, then the request body), proposes
 /// settings when a break point is known, and stores both in the summary.
 pub fn analyze(

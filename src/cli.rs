@@ -98,8 +98,20 @@ pub struct AuditArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct DiagnoseArgs {
-    /// A results directory or its summary.json.
-    pub input: PathBuf,
+    /// A results directory or its summary.json (or give a k6 output below).
+    pub input: Option<PathBuf>,
+    /// A k6 `--summary-export` file (the whole run as one load level).
+    #[arg(long, conflicts_with_all = ["input", "k6_json"])]
+    pub k6_summary: Option<PathBuf>,
+    /// A k6 `--out json` file: stages per scenario (or per VU level over time).
+    #[arg(long, conflicts_with = "input")]
+    pub k6_json: Option<PathBuf>,
+    /// Warm-up left out at the start of each stage of a k6 JSON output.
+    #[arg(long, default_value = "5s")]
+    pub k6_warmup: String,
+    /// The JSON body the k6 script sent (to read sleep_ms/wait_ms as job time), e.g. '{"sleep_ms":3000}'.
+    #[arg(long)]
+    pub body: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Print the diagnosis as JSON.

@@ -293,7 +293,29 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
 
 fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
     let flags = settings_from_args(&a.settings)?;
-    let mut summary = load_summary(&a.input)?;
+    let mut summary =
+        match (&a.input, &a.k6_summary, &a.k6_json) {
+            (Some(p), _, _) => load_summary(p)?,
+            (None, Some(k), _) => n8ncap::analysis::k6_summary(
+                n8ncap::load::k6::from_summary(k)?,
+                &k.display().to_string(),
+                a.body.as_deref(),
+            )?,
+            (None, None, Some(k)) => {
+                let warm = n8ncap::util::parse_duration(&a.k6_warmup)
+                    .map_err(|e| BadInput(format!("--k6-warmup: {e}")))?;
+                n8ncap::analysis::k6_summary(
+                    n8ncap::load::k6::from_json(k, warm.as_secs_f64())?,
+                    &k.display().to_string(),
+                    a.body.as_deref(),
+                )?
+            }
+            (None, None, None) => return Err(BadInput(
+                "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
+                    .into(),
+            )
+            .into()),
+        };
     let (d, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
     if a.json {
         let out = serde_json::json!({"diagnosis": d, "recommendation": rec.ok()});

@@ -403,3 +403,27 @@ fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
     assert_eq!(stages[3]["queue"]["active_max"], 15.0);
     assert!(v["recommendation"]["worker_concurrency"].as_u64().unwrap() >= 15);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warmup_shorter_than_the_response_time_is_named() {
+    // 20 in flight on 5 runner tasks of 500 ms: responses take 2 s, the warm-up is 0.5 s.
+    let mut s = sweep_sim(15, 5, &[20], 500, "4s").await;
+    for st in &mut s.stages {
+        st.warmup_s = 0.5;
+    }
+    let (d, _) = analyze(&mut s, known(15, 5), 60.0);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "warmup-too-short")
+        .expect("warmup-too-short");
+    assert!(f.title.contains("0.5 s"), "{}", f.title);
+    // With the stage's real 3 s warm-up there is no such finding.
+    let mut s2 = sweep_sim(15, 5, &[20], 500, "5s").await;
+    let (d2, _) = analyze(&mut s2, known(15, 5), 60.0);
+    assert!(
+        !d2.findings.iter().any(|f| f.id == "warmup-too-short"),
+        "{:?}",
+        d2.findings
+    );
+}

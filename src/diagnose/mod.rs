@@ -454,7 +454,27 @@ fn verdict(
             "No runner is attached: every Code task fails after the task request timeout.".into(),
         );
     }
-    let Some(p) = plateau else {
+    // One level only (a k6 summary, a single stage): the ceiling counts as reached when the load
+    // is well past the effective concurrency and throughput sits at the modelled ceiling.
+    let single = match plateau {
+        Some(_) => None,
+        None => {
+            let valid: Vec<&Level> = levels.iter().filter(|l| l.valid).collect();
+            match valid.as_slice() {
+                [l] if l.load >= cap.effective_concurrency * 1.1
+                    && (l.throughput.mean - cap.ceiling).abs() <= 0.1 * cap.ceiling.max(1e-9) =>
+                {
+                    Some(Plateau {
+                        throughput: l.throughput.clone(),
+                        from_load: l.load,
+                        at: vec![l.load],
+                    })
+                }
+                _ => None,
+            }
+        }
+    };
+    let Some(p) = plateau.or(single.as_ref()) else {
         let top = levels
             .iter()
             .filter(|l| l.valid)
@@ -649,6 +669,28 @@ fn validity_findings(
     timeout_s: f64,
     out: &mut Vec<Finding>,
 ) {
+    // A window that opens before the first responses at this load came back is not steady.
+    if let Some(s) = stages.iter().find(|s| {
+        s.valid
+            && s.latency
+                .as_ref()
+                .is_some_and(|l| s.warmup_s + 1e-9 < l.p50_ms / 1000.0)
+    }) {
+        out.push(
+            Finding::new(
+                "warmup-too-short",
+                Severity::Warning,
+                format!(
+                    "Stage {}: warm-up {:.1} s is shorter than the response time ({:.1} s p50) — its figures mix in the ramp",
+                    s.index + 1,
+                    s.warmup_s,
+                    s.latency.as_ref().map(|l| l.p50_ms / 1000.0).unwrap_or(0.0)
+                ),
+            )
+            .why("Until every virtual user has had one answer at the new load, the stage is not steady: throughput and latency are biased.")
+            .fix("set warmup (profile) or --warmup to at least the p50 of the highest stage"),
+        );
+    }
     let baseline_p50 = levels
         .iter()
         .find(|l| l.valid && l.load == 1.0)

@@ -4,6 +4,7 @@
 
 pub mod checks;
 pub mod client;
+pub mod k6;
 pub mod profile;
 pub mod results;
 pub mod run;

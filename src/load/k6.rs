@@ -1,0 +1,361 @@
+//! k6 interop: reads what k6 users already have — `--summary-export` JSON (one aggregate) and
+//! `--out json` (one point per request, aggregated here into stages: one per scenario, or by the
+//! `vus` level over time) — into [`StageResult`]s, so `diagnose` can judge runs made with k6.
+
+use super::profile::LoadModel;
+use super::results::{ErrorCounts, Latency, StageResult};
+use super::stats::summarize;
+use crate::error::BadInput;
+use hdrhistogram::Histogram;
+use std::io::BufRead;
+use std::path::Path;
+
+fn read(path: &Path) -> Result<String, BadInput> {
+    std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))
+}
+
+fn blank_stage(index: usize, label: String, vus: u32) -> StageResult {
+    StageResult {
+        index,
+        repeat: 0,
+        label,
+        model: LoadModel::Closed,
+        vus: Some(vus),
+        rate: None,
+        ramp_to: None,
+        max_vus: None,
+        duration_s: 0.0,
+        warmup_s: 0.0,
+        window_s: 0.0,
+        partial: false,
+        requests: 0,
+        ok: 0,
+        throughput_rps: 0.0,
+        request_rate: 0.0,
+        latency: None,
+        phases: Default::default(),
+        error_rate: 0.0,
+        errors: ErrorCounts::default(),
+        checks: Vec::new(),
+        check_pass_rate: 1.0,
+        dropped_iterations: 0,
+        new_connections: 0,
+        new_conns_per_request: 0.0,
+        bytes_sent: 0,
+        bytes_received: 0,
+        warmup_requests: 0,
+        client_cpu_percent: 0.0,
+        valid: true,
+        invalid_reasons: Vec::new(),
+        thresholds: Vec::new(),
+        queue: None,
+        endpoints: Vec::new(),
+        containers: Vec::new(),
+        memory_by_role: Vec::new(),
+    }
+}
+
+/// Validity as n8ncap's own sweep decides it (errors < 5 %, checks > 99 %).
+fn judge(s: &mut StageResult) {
+    s.invalid_reasons.clear();
+    if s.requests == 0 {
+        s.invalid_reasons
+            .push("no request completed in the steady window".into());
+    }
+    if s.error_rate >= 0.05 {
+        s.invalid_reasons.push(format!(
+            "http_req_failed rate<0.05 (observed {:.4})",
+            s.error_rate
+        ));
+    }
+    if s.check_pass_rate <= 0.99 {
+        s.invalid_reasons.push(format!(
+            "checks rate>0.99 (observed {:.4})",
+            s.check_pass_rate
+        ));
+    }
+    s.valid = s.invalid_reasons.is_empty();
+}
+
+/// `k6 run --summary-export FILE`: the whole run as one stage. k6's default summary has no p99:
+/// it is reported as the maximum (an upper bound).
+pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
+    let v: serde_json::Value = serde_json::from_str(&read(path)?).map_err(|e| {
+        BadInput(format!(
+            "{} is not JSON: {e} (line {}, column {})",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let m = v.get("metrics").ok_or_else(|| {
+        BadInput(format!(
+            "{} has no `metrics`: is it k6's --summary-export output?",
+            path.display()
+        ))
+    })?;
+    let num = |metric: &str, key: &str| {
+        m.get(metric)
+            .and_then(|x| x.get(key))
+            .and_then(|x| x.as_f64())
+    };
+    let count = num("http_reqs", "count").ok_or_else(|| {
+        BadInput(format!(
+            "{}: no http_reqs count: is it k6's --summary-export output?",
+            path.display()
+        ))
+    })?;
+    let rate = num("http_reqs", "rate").unwrap_or(0.0);
+    let vus = num("vus_max", "value")
+        .or(num("vus", "value"))
+        .or(num("vus", "max"))
+        .unwrap_or(1.0) as u32;
+    let failed = num("http_req_failed", "value").unwrap_or(0.0);
+    let checks = num("checks", "value").unwrap_or(1.0);
+    let mut s = blank_stage(0, format!("{vus} in flight (k6 summary)"), vus);
+    s.requests = count as u64;
+    s.request_rate = rate;
+    s.window_s = if rate > 0.0 { count / rate } else { 0.0 };
+    s.duration_s = s.window_s;
+    s.error_rate = failed;
+    s.ok = (count * (1.0 - failed)).round() as u64;
+    s.check_pass_rate = checks;
+    s.throughput_rps = rate * (1.0 - failed) * checks.min(1.0);
+    s.latency = num("http_req_duration", "med").map(|med| Latency {
+        mean_ms: num("http_req_duration", "avg").unwrap_or(med),
+        min_ms: num("http_req_duration", "min").unwrap_or(0.0),
+        p50_ms: med,
+        p90_ms: num("http_req_duration", "p(90)").unwrap_or(med),
+        p95_ms: num("http_req_duration", "p(95)").unwrap_or(med),
+        p99_ms: num("http_req_duration", "p(99)")
+            .or(num("http_req_duration", "max"))
+            .unwrap_or(med),
+        max_ms: num("http_req_duration", "max").unwrap_or(med),
+    });
+    judge(&mut s);
+    Ok(vec![s])
+}
+
+/// Seconds since the epoch from k6's RFC 3339 timestamps ("2026-11-30T07:38:23.463212645Z").
+pub fn parse_time(t: &str) -> Option<f64> {
+    let (date, rest) = t.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>());
+    let (y, mo, da) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    let (clock, offset_s) = match rest.find(['Z', '+']).or_else(|| rest.rfind('-')) {
+        Some(i) => {
+            let off = &rest[i..];
+            let secs = if off == "Z" {
+                0
+            } else {
+                let sign = if off.starts_with('-') { -1 } else { 1 };
+                let hm: Vec<i64> = off[1..].split(':').filter_map(|x| x.parse().ok()).collect();
+                sign * (hm.first().copied().unwrap_or(0) * 3600
+                    + hm.get(1).copied().unwrap_or(0) * 60)
+            };
+            (&rest[..i], secs)
+        }
+        None => (rest, 0),
+    };
+    let mut c = clock.split(':');
+    let (h, mi) = (
+        c.next()?.parse::<i64>().ok()?,
+        c.next()?.parse::<i64>().ok()?,
+    );
+    let s: f64 = c.next()?.parse().ok()?;
+    // days from civil (Howard Hinnant).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + da - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + mi * 60 - offset_s) as f64 + s)
+}
+
+#[derive(Default)]
+struct Group {
+    first: f64,
+    last: f64,
+    vus_max: f64,
+    points: Vec<(f64, f64, bool, bool)>, // (time, duration ms, failed, checks ok)
+}
+
+/// `k6 run --out json=FILE`: per-request points aggregated into stages — one per scenario when
+/// the script has several, else one per `vus` level — with the first `warmup_s` of each
+/// stage left out of the figures.
+pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInput> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+    let mut reqs: Vec<(f64, String, f64)> = Vec::new(); // (time, scenario, duration)
+    let mut checks_by_time: Vec<(f64, bool)> = Vec::new();
+    let mut fails_by_time: Vec<(f64, bool)> = Vec::new();
+    let mut vus: Vec<(f64, f64)> = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
+            BadInput(format!(
+                "{}:{}: not k6 JSON output: {e}",
+                path.display(),
+                i + 1
+            ))
+        })?;
+        if v.get("type").and_then(|t| t.as_str()) != Some("Point") {
+            continue;
+        }
+        let metric = v.get("metric").and_then(|m| m.as_str()).unwrap_or("");
+        let data = &v["data"];
+        let Some(t) = data
+            .get("time")
+            .and_then(|t| t.as_str())
+            .and_then(parse_time)
+        else {
+            continue;
+        };
+        let value = data.get("value").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let scenario = data["tags"]
+            .get("scenario")
+            .and_then(|s| s.as_str())
+            .unwrap_or("default")
+            .to_string();
+        match metric {
+            "http_req_duration" => reqs.push((t, scenario, value)),
+            "http_req_failed" => fails_by_time.push((t, value != 0.0)),
+            "checks" => checks_by_time.push((t, value != 0.0)),
+            "vus" => vus.push((t, value)),
+            _ => {}
+        }
+    }
+    if reqs.is_empty() {
+        return Err(BadInput(format!(
+            "{} has no http_req_duration points: is it k6's --out json output?",
+            path.display()
+        )));
+    }
+    reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    fails_by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
+    checks_by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
+    vus.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Requests and their http_req_failed points come in the same order with equal timestamps.
+    let failed_at = |i: usize| fails_by_time.get(i).map(|f| f.1).unwrap_or(false);
+    let scenarios: Vec<String> = {
+        let mut s: Vec<(f64, String)> = Vec::new();
+        for (t, sc, _) in &reqs {
+            if !s.iter().any(|(_, n)| n == sc) {
+                s.push((*t, sc.clone()));
+            }
+        }
+        s.into_iter().map(|(_, n)| n).collect()
+    };
+    let mut groups: Vec<(String, Group)> = Vec::new();
+    if scenarios.len() > 1 {
+        for sc in &scenarios {
+            groups.push((sc.clone(), Group::default()));
+        }
+    }
+    let level_at = |t: f64| -> f64 {
+        match vus.partition_point(|(vt, _)| *vt <= t) {
+            0 => vus.first().map(|v| v.1).unwrap_or(1.0),
+            i => vus[i - 1].1,
+        }
+    };
+    let mut check_i = 0;
+    for (i, (t, sc, d)) in reqs.iter().enumerate() {
+        while check_i < checks_by_time.len() && checks_by_time[check_i].0 < *t {
+            check_i += 1;
+        }
+        let check_ok = checks_by_time.get(check_i).map(|c| c.1).unwrap_or(true);
+        let key = if scenarios.len() > 1 {
+            sc.clone()
+        } else {
+            format!("{}", level_at(*t))
+        };
+        let idx = match groups.iter().position(|(k, _)| *k == key) {
+            Some(x) if scenarios.len() > 1 || x + 1 == groups.len() => x,
+            _ => {
+                groups.push((key.clone(), Group::default()));
+                groups.len() - 1
+            }
+        };
+        let g = &mut groups[idx].1;
+        if g.points.is_empty() {
+            g.first = *t;
+        }
+        g.last = *t;
+        g.vus_max = g.vus_max.max(level_at(*t));
+        g.points.push((*t, *d, failed_at(i), check_ok));
+    }
+    let mut out = Vec::new();
+    for (i, (name, g)) in groups
+        .into_iter()
+        .filter(|(_, g)| !g.points.is_empty())
+        .enumerate()
+    {
+        let vus = g.vus_max.max(1.0) as u32;
+        let mut s = blank_stage(i, format!("{vus} in flight (k6 {name})"), vus);
+        let span = (g.last - g.first).max(0.0);
+        let warm = warmup_s.min(span / 2.0);
+        s.duration_s = span;
+        s.warmup_s = warm;
+        let from = g.first + warm;
+        let mut h: Histogram<u32> =
+            Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| BadInput(e.to_string()))?;
+        let (mut n, mut bad, mut checks_ok) = (0u64, 0u64, 0u64);
+        for (t, d, f, c) in &g.points {
+            if *t < from {
+                s.warmup_requests += 1;
+                continue;
+            }
+            n += 1;
+            let _ = h.record(((d * 1000.0) as u64).max(1));
+            if *f {
+                bad += 1;
+            }
+            if *c {
+                checks_ok += 1;
+            }
+        }
+        s.window_s = (g.last - from).max(0.0);
+        s.requests = n;
+        s.ok = n - bad;
+        s.errors.http_status.insert(0, bad);
+        s.errors.http_status.retain(|_, v| *v > 0);
+        s.error_rate = if n > 0 { bad as f64 / n as f64 } else { 0.0 };
+        s.check_pass_rate = if n > 0 {
+            checks_ok as f64 / n as f64
+        } else {
+            0.0
+        };
+        let per_s = |k: u64| {
+            if s.window_s > 0.0 {
+                k as f64 / s.window_s
+            } else {
+                0.0
+            }
+        };
+        s.request_rate = per_s(n);
+        s.throughput_rps = per_s((n - bad).min(checks_ok));
+        s.latency = summarize(&h);
+        judge(&mut s);
+        out.push(s);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k6_times_parse() {
+        let t = parse_time("2026-11-30T07:38:23.463212645Z").unwrap();
+        assert!((t - 1_796_024_303.463_212_6).abs() < 1e-3, "{t}");
+        let z = parse_time("2026-11-30T08:38:23.5+01:00").unwrap();
+        assert!((z - 1_796_024_303.5).abs() < 1e-6, "{z}");
+        assert!(parse_time("yesterday").is_none());
+    }
+}
