@@ -34,7 +34,7 @@ async fn sweep_sim(c: u32, r: u32, vus: &[u32], job_ms: u64, dur: &str) -> n8nca
             &stack.webhook_url,
             vus,
             serde_json::json!({"sleep_ms": job_ms}),
-            "2s",
+            "3s",
             dur,
         ),
         Some(format!("{}/metrics", stack.main_url)),
@@ -419,7 +419,7 @@ async fn a_warmup_shorter_than_the_response_time_is_named() {
         .expect("warmup-too-short");
     assert!(f.title.contains("0.5 s"), "{}", f.title);
     // With the stage's real 3 s warm-up there is no such finding.
-    let mut s2 = sweep_sim(15, 5, &[20], 500, "5s").await;
+    let mut s2 = sweep_sim(15, 5, &[20], 500, "8s").await;
     let (d2, _) = analyze(&mut s2, known(15, 5), 60.0);
     assert!(
         !d2.findings.iter().any(|f| f.id == "warmup-too-short"),
