@@ -157,3 +157,22 @@ pub fn analyze(
     summary.recommendation = rec.as_ref().ok().and_then(|r| serde_json::to_value(r).ok());
     (d, rec)
 }
+
+/// Writes `report.html` into a results directory from its summary and timeline.
+pub fn write_report(
+    dir: &Path,
+    summary: &Summary,
+    d: Option<&Diagnosis>,
+    r: Option<&Recommendation>,
+) -> anyhow::Result<std::path::PathBuf> {
+    let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap_or_default();
+    let html = crate::report::html::render(
+        summary,
+        d,
+        r,
+        &crate::report::html::Timeline::parse(&timeline),
+    );
+    let path = dir.join("report.html");
+    crate::load::run::write_atomic(&path, html.as_bytes())?;
+    Ok(path)
+}

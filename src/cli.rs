@@ -35,6 +35,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Rebuild report.html of a results directory (from summary.json and timeline.jsonl).
+    Report {
+        /// The results directory.
+        dir: PathBuf,
+    },
     /// Check compose files (-f, merged in order) or the running containers (--live) for the
     /// mistakes behind most queue-mode capacity incidents. Exit 1 when an error-level rule fires.
     Audit(AuditArgs),

@@ -57,6 +57,24 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Sweep(args) => sweep(*args).await,
         Command::Diagnose(a) => diagnose_cmd(a),
         Command::Audit(a) => audit_cmd(a).await,
+        Command::Report { dir } => {
+            let mut summary = load_summary(&dir)?;
+            // Re-diagnose with what the run knew (settings stored in its diagnosis, if any).
+            let flags = summary
+                .diagnosis
+                .as_ref()
+                .and_then(|d| serde_json::from_value(d["settings"].clone()).ok())
+                .unwrap_or_default();
+            let (d, r) = analyze(&mut summary, flags, 60.0);
+            let dir = if dir.is_dir() {
+                dir
+            } else {
+                dir.parent().map(|p| p.to_path_buf()).unwrap_or_default()
+            };
+            let path = n8ncap::analysis::write_report(&dir, &summary, Some(&d), r.as_ref().ok())?;
+            println!("{}", path.display());
+            Ok(error::EXIT_OK)
+        }
         Command::Inspect { project, json } => inspect_cmd(project.as_deref(), json).await,
         Command::Recommend(a) => recommend_cmd(a),
         Command::Sim(s) => {
@@ -164,6 +182,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
             &dir.join("summary.json"),
             &serde_json::to_vec_pretty(&summary)?,
         )?;
+        n8ncap::analysis::write_report(dir, &summary, Some(&diagnosis), rec.as_ref().ok())?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);

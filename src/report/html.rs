@@ -1,0 +1,527 @@
+//! `report.html`: one self-contained file (no network, no script), charts as inline SVG —
+//! throughput against load with the model's curve and its ceilings, latency against load with
+//! the baseline, slots taken / waiting / runner tasks per stage, memory per container over time
+//! — then the stage table (validity first), the diagnosis and the recommendation in words.
+
+use crate::diagnose::Diagnosis;
+use crate::load::Summary;
+use crate::model::{self, Job};
+use crate::recommend::Recommendation;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+const W: f64 = 720.0;
+const H: f64 = 300.0;
+const ML: f64 = 64.0;
+const MR: f64 = 150.0;
+const MT: f64 = 20.0;
+const MB: f64 = 44.0;
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub enum Mark {
+    Line,
+    Dots,
+    Dashed,
+}
+
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    /// Error bars (low, high) per point, same order.
+    pub bars: Vec<(f64, f64)>,
+    pub mark: Mark,
+}
+
+/// A line/scatter chart with labelled horizontal reference lines.
+pub struct Chart {
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    pub hlines: Vec<(f64, String)>,
+}
+
+fn nice_max(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let mag = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if v <= m * mag {
+            return m * mag;
+        }
+    }
+    10.0 * mag
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 || v == v.round() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+impl Chart {
+    pub fn svg(&self) -> String {
+        let all_x = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0));
+        let all_y = self
+            .series
+            .iter()
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .map(|p| p.1)
+                    .chain(s.bars.iter().map(|b| b.1))
+            })
+            .chain(self.hlines.iter().map(|h| h.0));
+        let xmax = nice_max(all_x.fold(0.0, f64::max));
+        let ymax = nice_max(all_y.filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.05);
+        let (pw, ph) = (W - ML - MR, H - MT - MB);
+        let sx = |x: f64| ML + x / xmax * pw;
+        let sy = |y: f64| MT + ph - (y / ymax).clamp(0.0, 1.05) * ph;
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r#"<svg id="{}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{}">"#,
+            esc(&self.id),
+            esc(&self.title)
+        );
+        let _ = write!(
+            s,
+            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>"##
+        );
+        for i in 0..=5 {
+            let (xv, yv) = (xmax * i as f64 / 5.0, ymax * i as f64 / 5.0);
+            let (x, y) = (sx(xv), sy(yv));
+            let _ = write!(
+                s,
+                r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" font-size="11" text-anchor="end" font-family="sans-serif">{}</text><text x="{x}" y="{}" font-size="11" text-anchor="middle" font-family="sans-serif">{}</text>"##,
+                ML + pw,
+                ML - 6.0,
+                y + 4.0,
+                fmt_num(yv),
+                MT + ph + 16.0,
+                fmt_num(xv)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="12" text-anchor="middle" font-family="sans-serif">{}</text><text x="14" y="{}" font-size="12" text-anchor="middle" font-family="sans-serif" transform="rotate(-90 14 {})">{}</text>"#,
+            ML + pw / 2.0,
+            H - 8.0,
+            esc(&self.x_label),
+            MT + ph / 2.0,
+            MT + ph / 2.0,
+            esc(&self.y_label)
+        );
+        for (i, (y, label)) in self.hlines.iter().enumerate() {
+            let c = COLORS[(i + 4) % COLORS.len()];
+            let _ = write!(
+                s,
+                r#"<line class="ceiling" x1="{ML}" x2="{}" y1="{}" y2="{}" stroke="{c}" stroke-dasharray="6 4"/><text x="{}" y="{}" font-size="11" fill="{c}" font-family="sans-serif">{}</text>"#,
+                ML + pw,
+                sy(*y),
+                sy(*y),
+                ML + pw + 4.0,
+                sy(*y) + 4.0,
+                esc(label)
+            );
+        }
+        for (i, ser) in self.series.iter().enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            match ser.mark {
+                Mark::Line | Mark::Dashed => {
+                    let pts: Vec<String> = ser
+                        .points
+                        .iter()
+                        .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+                        .collect();
+                    let dash = if matches!(ser.mark, Mark::Dashed) {
+                        r#" stroke-dasharray="3 3""#
+                    } else {
+                        ""
+                    };
+                    let _ = write!(
+                        s,
+                        r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"/>"#,
+                        pts.join(" ")
+                    );
+                }
+                Mark::Dots => {
+                    for (k, (x, y)) in ser.points.iter().enumerate() {
+                        if let Some((lo, hi)) = ser.bars.get(k) {
+                            let _ = write!(
+                                s,
+                                r#"<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" stroke="{c}"/>"#,
+                                sx(*x),
+                                sy(*lo),
+                                sy(*hi)
+                            );
+                        }
+                        let _ = write!(
+                            s,
+                            r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="4" fill="{c}"/>"#,
+                            sx(*x),
+                            sy(*y)
+                        );
+                    }
+                }
+            }
+            let _ = write!(
+                s,
+                r#"<rect x="{}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{}" font-size="11" font-family="sans-serif">{}</text>"#,
+                ML + pw + 4.0,
+                H - MB - 14.0 * (self.series.len() - i) as f64,
+                ML + pw + 18.0,
+                H - MB - 14.0 * (self.series.len() - i) as f64 + 9.0,
+                esc(&ser.name)
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+/// One reading of the timeline, as far as the report needs it.
+#[derive(Default)]
+pub struct Timeline {
+    /// container → role, points (t, MiB)
+    pub containers: BTreeMap<String, (String, Vec<(f64, f64)>)>,
+    /// endpoint → (RSS MiB, heap MiB) over time
+    pub rss: BTreeMap<String, Vec<(f64, f64)>>,
+    pub heap: BTreeMap<String, Vec<(f64, f64)>>,
+}
+
+impl Timeline {
+    pub fn parse(text: &str) -> Timeline {
+        let mut t = Timeline::default();
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let time = v["t"].as_f64().unwrap_or(0.0);
+            match v["kind"].as_str() {
+                Some("container") => {
+                    let name = v["name"].as_str().unwrap_or("?").to_string();
+                    let role = v["role"].as_str().unwrap_or("").to_string();
+                    let mb = v["memory_bytes"].as_f64().unwrap_or(0.0) / 1048576.0;
+                    t.containers
+                        .entry(name)
+                        .or_insert((role, Vec::new()))
+                        .1
+                        .push((time, mb));
+                }
+                Some("metrics") => {
+                    let url = v["url"].as_str().unwrap_or("?").to_string();
+                    if let Some(r) = v["rss_bytes"].as_f64() {
+                        t.rss
+                            .entry(url.clone())
+                            .or_default()
+                            .push((time, r / 1048576.0));
+                    }
+                    if let Some(h) = v["heap_used_bytes"].as_f64() {
+                        t.heap.entry(url).or_default().push((time, h / 1048576.0));
+                    }
+                }
+                _ => {}
+            }
+        }
+        t
+    }
+}
+
+pub fn render(
+    s: &Summary,
+    d: Option<&Diagnosis>,
+    r: Option<&Recommendation>,
+    timeline: &Timeline,
+) -> String {
+    let mut charts: Vec<Chart> = Vec::new();
+    let levels = d
+        .map(|d| d.levels.clone())
+        .unwrap_or_else(|| crate::diagnose::levels(&s.stages));
+    // 1. Throughput against load.
+    let mut thr = Chart {
+        id: "throughput".into(),
+        title: "Throughput against in-flight load".into(),
+        x_label: if s.stages.iter().any(|x| x.rate.is_some()) {
+            "arrivals/s".into()
+        } else {
+            "in flight".into()
+        },
+        y_label: "req/s".into(),
+        series: vec![Series {
+            name: "measured".into(),
+            points: levels
+                .iter()
+                .filter(|l| l.valid)
+                .map(|l| (l.load, l.throughput.mean))
+                .collect(),
+            bars: levels
+                .iter()
+                .filter(|l| l.valid)
+                .map(|l| (l.throughput.low, l.throughput.high))
+                .collect(),
+            mark: Mark::Dots,
+        }],
+        hlines: Vec::new(),
+    };
+    if let Some(d) = d {
+        if let (Some(cap), Some(job)) = (&d.capacity, d.settings.job_time.as_ref()) {
+            let code = d
+                .settings
+                .code_time
+                .as_ref()
+                .map(|c| c.value)
+                .unwrap_or(job.value);
+            let job = Job {
+                wait_s: (job.value - code).max(0.0),
+                code_s: code.min(job.value),
+            };
+            let max_n = levels.iter().map(|l| l.load).fold(1.0, f64::max).ceil() as u32;
+            let o = d.fixed_overhead_s.unwrap_or(0.0);
+            thr.series.push(Series {
+                name: "model (steady jobs)".into(),
+                points: (1..=max_n)
+                    .map(|n| (n as f64, model::predict_bound(cap, job, o, n).throughput))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            });
+            thr.series.push(Series {
+                name: "model (MVA)".into(),
+                points: model::predict_mva(cap, job, o, max_n)
+                    .iter()
+                    .map(|p| (p.in_flight as f64, p.throughput))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Dashed,
+            });
+            thr.hlines.push((
+                cap.worker_bound,
+                format!("worker-bound {:.2}", cap.worker_bound),
+            ));
+            if cap.runner_bound.is_finite() {
+                thr.hlines.push((
+                    cap.runner_bound,
+                    format!("runner-bound {:.2}", cap.runner_bound),
+                ));
+            }
+        }
+    }
+    charts.push(thr);
+    // 2. Latency against load.
+    let mut lat = Chart {
+        id: "latency".into(),
+        title: "p50 and p95 against load".into(),
+        x_label: "in flight".into(),
+        y_label: "ms".into(),
+        series: vec![
+            Series {
+                name: "p50".into(),
+                points: levels
+                    .iter()
+                    .filter(|l| l.valid)
+                    .filter_map(|l| l.p50_ms.map(|p| (l.load, p)))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            },
+            Series {
+                name: "p95".into(),
+                points: levels
+                    .iter()
+                    .filter(|l| l.valid)
+                    .filter_map(|l| l.p95_ms.as_ref().map(|p| (l.load, p.mean)))
+                    .collect(),
+                bars: levels
+                    .iter()
+                    .filter(|l| l.valid)
+                    .filter_map(|l| l.p95_ms.as_ref().map(|p| (p.low, p.high)))
+                    .collect(),
+                mark: Mark::Dots,
+            },
+        ],
+        hlines: Vec::new(),
+    };
+    if let (Some(d), Some(job)) = (d, d.and_then(|d| d.settings.job_time.as_ref())) {
+        if let Some(o) = d.fixed_overhead_s {
+            lat.hlines.push((
+                (job.value + o) * 1000.0,
+                format!("baseline {:.0} ms", (job.value + o) * 1000.0),
+            ));
+        }
+    }
+    charts.push(lat);
+    // 3. Slots taken, waiting, runner tasks (model).
+    let code_s = d.and_then(|d| d.settings.code_time.as_ref().map(|c| c.value));
+    let mut q = Chart {
+        id: "slots".into(),
+        title: "Slots taken, jobs waiting, runner tasks running".into(),
+        x_label: "in flight".into(),
+        y_label: "jobs".into(),
+        series: vec![
+            Series {
+                name: "slots taken (n8n)".into(),
+                points: levels
+                    .iter()
+                    .filter_map(|l| l.slots_taken.map(|v| (l.load, v)))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            },
+            Series {
+                name: "waiting (n8n)".into(),
+                points: levels
+                    .iter()
+                    .filter_map(|l| l.waiting.map(|v| (l.load, v)))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            },
+        ],
+        hlines: Vec::new(),
+    };
+    if let Some(c) = code_s {
+        q.series.push(Series {
+            name: "runner tasks (model: X × C)".into(),
+            points: levels
+                .iter()
+                .filter(|l| l.valid)
+                .map(|l| (l.load, l.throughput.mean * c))
+                .collect(),
+            bars: Vec::new(),
+            mark: Mark::Dashed,
+        });
+    }
+    charts.push(q);
+    // 4. Memory over time.
+    if !timeline.containers.is_empty() || !timeline.rss.is_empty() {
+        let mut m = Chart {
+            id: "memory".into(),
+            title: "Memory over time: containers (docker stats), RSS and JS heap".into(),
+            x_label: "seconds".into(),
+            y_label: "MiB".into(),
+            series: Vec::new(),
+            hlines: Vec::new(),
+        };
+        for (name, (role, pts)) in &timeline.containers {
+            m.series.push(Series {
+                name: format!("{role} {}", short(name)),
+                points: pts.clone(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            });
+        }
+        for (url, pts) in &timeline.rss {
+            m.series.push(Series {
+                name: format!("RSS {}", short(url)),
+                points: pts.clone(),
+                bars: Vec::new(),
+                mark: Mark::Line,
+            });
+        }
+        for (url, pts) in &timeline.heap {
+            m.series.push(Series {
+                name: format!("heap {}", short(url)),
+                points: pts.clone(),
+                bars: Vec::new(),
+                mark: Mark::Dashed,
+            });
+        }
+        m.series.truncate(8);
+        charts.push(m);
+    }
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:980px;margin:24px auto;color:#222}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}</style></head><body>"#,
+        esc(&s.profile)
+    );
+    let _ = write!(
+        h,
+        "<h1>n8ncap report</h1><p>{} · {} model · {} · {} → {}</p>",
+        esc(&s.profile),
+        if s.model == crate::load::profile::LoadModel::Closed {
+            "closed"
+        } else {
+            "open"
+        },
+        esc(&s.url),
+        esc(&s.started_at),
+        esc(&s.finished_at)
+    );
+    if let Some(d) = d {
+        let _ = write!(h, "<h2>Verdict</h2><p><b>{}</b></p>", esc(&d.verdict));
+    }
+    for c in &charts {
+        let _ = write!(h, "<h2>{}</h2>{}", esc(&c.title), c.svg());
+    }
+    h.push_str("<h2>Stages</h2><table><tr><th>stage</th><th>load</th><th>valid</th><th>check %</th><th>error %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>new conns/req</th><th>slots taken</th><th>waiting</th></tr>");
+    for st in &s.stages {
+        let lat = |f: fn(&crate::load::results::Latency) -> f64| match (&st.latency, st.valid) {
+            (Some(l), true) => format!("{:.0}", f(l)),
+            _ => "invalid".into(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
+            st.index + 1,
+            esc(&st.label),
+            if st.valid { "" } else { "bad" },
+            if st.valid { "yes" } else { "NO" },
+            st.check_pass_rate * 100.0,
+            st.error_rate * 100.0,
+            st.throughput_rps,
+            lat(|l| l.p50_ms),
+            lat(|l| l.p95_ms),
+            lat(|l| l.p99_ms),
+            st.new_conns_per_request,
+            st.queue.as_ref().map(|q| format!("{:.1}", q.active_mean)).unwrap_or_default(),
+            st.queue.as_ref().map(|q| format!("{:.1}", q.waiting_mean)).unwrap_or_default(),
+        );
+    }
+    h.push_str("</table>");
+    if let Some(d) = d {
+        let _ = write!(
+            h,
+            "<h2>Diagnosis</h2><pre>{}</pre>",
+            esc(&super::text::diagnosis(d))
+        );
+    }
+    if let Some(r) = r {
+        let _ = write!(
+            h,
+            "<h2>Recommendation</h2><pre>{}</pre><pre>{}</pre>",
+            esc(&super::text::recommendation(r)),
+            esc(&r.compose_snippet())
+        );
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn short(s: &str) -> String {
+    let s = s.trim_start_matches("http://");
+    if s.len() > 28 {
+        format!("…{}", &s[s.len() - 27..])
+    } else {
+        s.to_string()
+    }
+}
