@@ -65,9 +65,7 @@ fn nice_max(v: f64) -> f64 {
 }
 
 fn fmt_num(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 || v == v.round() {
+    if v.abs() >= 10.0 || v == v.round() {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")
