@@ -35,6 +35,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Publish the runner metrics n8n does not expose (from the Docker API) for Prometheus.
+    Exporter {
+        /// Address to serve /metrics on.
+        #[arg(long, default_value = "127.0.0.1:9464")]
+        listen: std::net::SocketAddr,
+        /// Only the containers of this compose project.
+        #[arg(long)]
+        project: Option<String>,
+        /// How often the Docker API is read, e.g. 15s.
+        #[arg(long, default_value = "15s")]
+        refresh: String,
+        /// Job time for the theoretical ceiling, e.g. 3s.
+        #[arg(long)]
+        job_time: Option<String>,
+    },
+    /// Print an importable Grafana dashboard for n8n queue mode (runner limit next to worker
+    /// concurrency, throughput against the theoretical ceiling, slots vs waiting, RSS by role).
+    Grafana {
+        /// Name of the Prometheus data source to bind (default: chosen at import).
+        #[arg(long)]
+        datasource: Option<String>,
+    },
     /// Rebuild report.html of a results directory (from summary.json and timeline.jsonl).
     Report {
         /// The results directory.

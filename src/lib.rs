@@ -11,6 +11,7 @@ pub mod cli;
 pub mod demo;
 pub mod diagnose;
 pub mod error;
+pub mod exporter;
 pub mod findings;
 pub mod load;
 pub mod model;

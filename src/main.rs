@@ -57,6 +57,36 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Sweep(args) => sweep(*args).await,
         Command::Diagnose(a) => diagnose_cmd(a),
         Command::Audit(a) => audit_cmd(a).await,
+        Command::Exporter {
+            listen,
+            project,
+            refresh,
+            job_time,
+        } => {
+            let refresh = n8ncap::util::parse_duration(&refresh)
+                .map_err(|e| BadInput(format!("--refresh: {e}")))?;
+            let job_time = job_time
+                .map(|j| n8ncap::util::parse_duration(&j).map(|d| d.as_secs_f64()))
+                .transpose()
+                .map_err(|e| BadInput(format!("--job-time: {e}")))?;
+            n8ncap::exporter::run(n8ncap::exporter::ExporterConfig {
+                listen,
+                project,
+                refresh: refresh.max(Duration::from_secs(1)),
+                job_time,
+            })
+            .await?;
+            Ok(error::EXIT_OK)
+        }
+        Command::Grafana { datasource } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&n8ncap::report::grafana::dashboard(
+                    datasource.as_deref()
+                ))?
+            );
+            Ok(error::EXIT_OK)
+        }
         Command::Report { dir } => {
             let mut summary = load_summary(&dir)?;
             // Re-diagnose with what the run knew (settings stored in its diagnosis, if any).

@@ -310,6 +310,70 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
         .lines()
         .any(|l| l.contains("\"kind\":\"container\"")));
     assert!(timeline.lines().any(|l| l.contains("\"kind\":\"metrics\"")));
+    // The exporter publishes the runner metrics n8n has not.
+    let eport = free_port();
+    let _exporter = ChildGuard(
+        Command::new(bin())
+            .args([
+                "exporter",
+                "--listen",
+                &format!("127.0.0.1:{eport}"),
+                "--project",
+                &stack.project,
+                "--refresh",
+                "1s",
+                "--job-time",
+                "1s",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let text = rt.block_on(async {
+        for _ in 0..100 {
+            if let Ok((200, b)) = n8ncap::observe::scrape::http_get(
+                &format!("http://127.0.0.1:{eport}/metrics"),
+                Duration::from_secs(2),
+            )
+            .await
+            {
+                let t = String::from_utf8_lossy(&b).to_string();
+                let up = n8ncap::observe::prometheus::parse(&t)
+                    .ok()
+                    .and_then(|e| e.value("n8ncap_up"));
+                if up == Some(1.0) {
+                    return t;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("exporter never served n8ncap_up 1");
+    });
+    assert_no_secret("exporter", &text);
+    let e = n8ncap::observe::prometheus::parse(&text).unwrap();
+    let by = |series: &str, container: &str| {
+        e.series(series)
+            .find(|s| s.label("container") == Some(container))
+            .map(|s| s.value)
+    };
+    let w1 = format!("{}-n8n-worker-1", stack.project);
+    let w2 = format!("{}-n8n-worker-2", stack.project);
+    assert_eq!(by("n8ncap_worker_concurrency", &w1), Some(10.0));
+    assert_eq!(by("n8ncap_worker_concurrency", &w2), Some(4.0));
+    assert_eq!(by("n8ncap_worker_runner_capacity", &w1), Some(5.0));
+    assert_eq!(by("n8ncap_worker_effective_concurrency", &w2), Some(3.0));
+    assert_eq!(by("n8ncap_theoretical_ceiling_per_second", &w1), Some(5.0));
+    assert_eq!(
+        e.value("n8ncap_theoretical_ceiling_total_per_second"),
+        Some(8.0)
+    );
+    assert_eq!(
+        by(
+            "n8ncap_memory_limit_bytes",
+            &format!("{}-runner-1", stack.project)
+        ),
+        Some(768.0 * 1024.0 * 1024.0)
+    );
     // Docker settings reached the diagnosis.
     assert!(
         summary["diagnosis"]["settings"]["workers"]["source"]

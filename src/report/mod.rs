@@ -1,6 +1,7 @@
 //! Report: renders results for people (tables) and machines (JSON). Each format is one
 //! function of the results; nothing here measures or judges.
 
+pub mod grafana;
 pub mod html;
 pub mod sarif;
 pub mod table;
