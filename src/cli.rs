@@ -139,6 +139,12 @@ pub struct DiagnoseArgs {
     /// The JSON body the k6 script sent (to read sleep_ms/wait_ms as job time), e.g. '{"sleep_ms":3000}'.
     #[arg(long)]
     pub body: Option<String>,
+    /// Read worker concurrency and runner limits from the running containers (Docker API).
+    #[arg(long)]
+    pub docker: bool,
+    /// With --docker: only this compose project.
+    #[arg(long)]
+    pub project: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Print the diagnosis as JSON.

@@ -55,7 +55,7 @@ async fn dispatch(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Demo { json } => demo(json).await,
         Command::Sweep(args) => sweep(*args).await,
-        Command::Diagnose(a) => diagnose_cmd(a),
+        Command::Diagnose(a) => diagnose_cmd(a).await,
         Command::Audit(a) => audit_cmd(a).await,
         Command::Exporter {
             listen,
@@ -340,8 +340,14 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
     })
 }
 
-fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
-    let flags = settings_from_args(&a.settings)?;
+async fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    let mut flags = settings_from_args(&a.settings)?;
+    if a.docker || a.project.is_some() {
+        match docker_watch(a.project.as_deref()).await {
+            Ok((_, _, t)) => flags = flags.or(t.model_settings()),
+            Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
+        }
+    }
     let mut summary =
         match (&a.input, &a.k6_summary, &a.k6_json) {
             (Some(p), _, _) => load_summary(p)?,

@@ -407,3 +407,30 @@ fn bad_results_directory_fails_before_any_load() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/proc/definitely/not/writable"), "{err}");
 }
+
+#[test]
+fn abort_on_fail_stops_after_the_first_failing_stage() {
+    let dir = tempdir("abort");
+    let out = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &format!("http://127.0.0.1:{}/webhook/load", free_port()),
+            "--vus",
+            "1,2,3",
+            "--stage-duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--abort-on-fail",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(99));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["aborted_by_threshold"], true);
+    assert_eq!(summary["stages"].as_array().unwrap().len(), 1);
+}

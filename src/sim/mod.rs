@@ -183,26 +183,9 @@ impl Stack {
 
 /// GETs a worker's `/sim/runners` and counts the attached runners.
 pub async fn fetch_runner_count(url: &str) -> anyhow::Result<usize> {
-    let body = http_get(url).await?;
+    let (_, body) = crate::observe::scrape::http_get(url, Duration::from_secs(2)).await?;
     let v: serde_json::Value = serde_json::from_slice(&body)?;
     Ok(v["runners"].as_array().map(|a| a.len()).unwrap_or(0))
-}
-
-/// A minimal GET used by the simulator's own readiness checks.
-async fn http_get(url: &str) -> anyhow::Result<bytes::Bytes> {
-    use http_body_util::{BodyExt, Empty};
-    let uri: hyper::Uri = url.parse()?;
-    let host = uri.host().unwrap_or("127.0.0.1").to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
-    let req = hyper::Request::get(uri.path())
-        .header(hyper::header::HOST, format!("{host}:{port}"))
-        .body(Empty::<bytes::Bytes>::new())?;
-    let resp = sender.send_request(req).await?;
-    Ok(resp.into_body().collect().await?.to_bytes())
 }
 
 /// `n8ncap sim main`: runs until interrupted.
