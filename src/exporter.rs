@@ -5,8 +5,8 @@
 //! Prometheus text, so dashboards can draw the limit the queue gauges hide.
 
 use crate::observe::docker;
+use crate::observe::prometheus::TextWriter;
 use crate::sim::http::{self, respond};
-use crate::sim::process::Exposition;
 use crate::topology::{Role, Topology};
 use hyper::StatusCode;
 use std::net::SocketAddr;
@@ -23,7 +23,7 @@ pub struct ExporterConfig {
 
 /// Renders the exposition for one reading of the deployment.
 pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f64>) -> String {
-    let mut e = Exposition::new("n8ncap_");
+    let mut e = TextWriter::new("n8ncap_");
     e.single(
         "up",
         "gauge",

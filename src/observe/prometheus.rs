@@ -8,6 +8,7 @@
 //! (see shared/reference/rust-deps.md §3).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -333,6 +334,72 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
     }
 }
 
+/// Writes Prometheus text exposition the way prom-client does (HELP, TYPE, samples, blank
+/// line): the simulator's /metrics and the exporter use it; [`parse`] reads it back.
+pub struct TextWriter {
+    pub out: String,
+    prefix: String,
+}
+
+impl TextWriter {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            out: String::with_capacity(8192),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = write!(
+            self.out,
+            "# HELP {p}{name} {help}\n# TYPE {p}{name} {kind}\n",
+            p = self.prefix
+        );
+    }
+
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(&self.prefix);
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let esc = v
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
+                let _ = write!(self.out, "{k}=\"{esc}\"");
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {}", fmt_value(value));
+    }
+
+    pub fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) {
+        self.family(name, kind, help);
+        self.sample(name, &[], value);
+        self.out.push('\n');
+    }
+
+    pub fn end_family(&mut self) {
+        self.out.push('\n');
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +472,22 @@ odd_label{v="a}b",}  1
             e.series("odd_label").next().unwrap().label("v"),
             Some("a}b")
         );
+    }
+
+    #[test]
+    fn the_writer_and_the_parser_round_trip() {
+        let mut w = TextWriter::new("n8n_");
+        w.family("x", "gauge", "An x.");
+        w.sample("x", &[("path", "C:\\a \"b\"\nc")], f64::INFINITY);
+        w.sample("x", &[("path", "plain")], 2.5);
+        w.end_family();
+        let e = parse(&w.out).unwrap();
+        let f = e.family("n8n_x").unwrap();
+        assert_eq!(f.kind, MetricKind::Gauge);
+        assert_eq!(f.help.as_deref(), Some("An x."));
+        assert_eq!(f.samples[0].label("path"), Some("C:\\a \"b\"\nc"));
+        assert_eq!(f.samples[0].value, f64::INFINITY);
+        assert_eq!(f.samples[1].value, 2.5);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 use super::config::MainConfig;
 use super::http::{self, json, respond, Resp};
-use super::process::{write_default_metrics, Exposition, LagMonitor};
+use super::process::{write_default_metrics, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::wire::{self, JobSpec, QueueMsg};
 use super::SIM_VERSION;
+use crate::observe::prometheus::TextWriter;
 use crate::observe::redis::{self, Conn};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -463,7 +464,7 @@ fn finish(
 }
 
 fn render_metrics(st: &State) -> String {
-    let mut e = Exposition::new(&st.cfg.metrics.prefix);
+    let mut e = TextWriter::new(&st.cfg.metrics.prefix);
     e.single(
         "instance_role_leader",
         "gauge",

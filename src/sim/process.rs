@@ -5,7 +5,7 @@
 //! Node keeps `Buffer` memory outside the JS heap ("external"); the simulator's Code-work
 //! allocations are counted the same way, so the heap gauges stay flat while RSS grows.
 
-use std::fmt::Write as _;
+use crate::observe::prometheus::TextWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -121,73 +121,8 @@ impl LagMonitor {
     }
 }
 
-/// Writes Prometheus text exposition the way prom-client does (HELP, TYPE, samples, blank line).
-pub struct Exposition {
-    pub out: String,
-    prefix: String,
-}
-
-impl Exposition {
-    pub fn new(prefix: &str) -> Self {
-        Self {
-            out: String::with_capacity(8192),
-            prefix: prefix.to_string(),
-        }
-    }
-
-    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = write!(
-            self.out,
-            "# HELP {p}{name} {help}\n# TYPE {p}{name} {kind}\n",
-            p = self.prefix
-        );
-    }
-
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.push_str(&self.prefix);
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let esc = v
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(self.out, "{k}=\"{esc}\"");
-            }
-            self.out.push('}');
-        }
-        let _ = writeln!(self.out, " {}", fmt_value(value));
-    }
-
-    pub fn single(&mut self, name: &str, kind: &str, help: &str, value: f64) {
-        self.family(name, kind, help);
-        self.sample(name, &[], value);
-        self.out.push('\n');
-    }
-
-    pub fn end_family(&mut self) {
-        self.out.push('\n');
-    }
-}
-
-fn fmt_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
-}
-
 /// Emits the process and Node.js families every n8n instance shows, with this process's values.
-pub fn write_default_metrics(e: &mut Exposition, lag: &LagMonitor, started: SystemTime) {
+pub fn write_default_metrics(e: &mut TextWriter, lag: &LagMonitor, started: SystemTime) {
     let p = read_proc_stat();
     let external = EXTERNAL_BYTES.load(Ordering::Relaxed);
     let start_s = started

@@ -7,11 +7,12 @@
 
 use super::config::{RunnerConfig, RunnersMode, WorkerConfig};
 use super::http::{self, json, respond, Resp};
-use super::process::{write_default_metrics, Exposition, LagMonitor};
+use super::process::{write_default_metrics, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::runner;
 use super::wire::{self, BrokerMsg, JobSpec, QueueMsg};
 use super::SIM_VERSION;
+use crate::observe::prometheus::TextWriter;
 use crate::observe::redis::{self, Conn, RedisUrl};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -510,7 +511,7 @@ fn attached_runners(st: &State) -> serde_json::Value {
 }
 
 fn render_metrics(st: &State) -> String {
-    let mut e = Exposition::new(&st.cfg.metrics.prefix);
+    let mut e = TextWriter::new(&st.cfg.metrics.prefix);
     e.single(
         "active_workflow_count",
         "gauge",
