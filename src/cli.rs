@@ -192,6 +192,12 @@ pub struct SweepArgs {
     /// Per-request timeout, e.g. 120s.
     #[arg(long)]
     pub timeout: Option<String>,
+    /// https: PEM file of CA certificates to trust besides the public roots.
+    #[arg(long)]
+    pub ca_cert: Option<String>,
+    /// https: accept any certificate (self-signed test hosts only).
+    #[arg(long)]
+    pub insecure: bool,
     /// Results directory (default: n8ncap-results/<UTC time>).
     #[arg(long)]
     pub out: Option<PathBuf>,

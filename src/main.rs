@@ -149,6 +149,8 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         warmup: a.warmup.clone(),
         body: a.body.clone(),
         timeout: a.timeout.clone(),
+        ca_cert: a.ca_cert.clone(),
+        insecure: a.insecure,
     })?;
     if a.queue_metrics_interval.is_nan() || a.queue_metrics_interval <= 0.0 {
         return Err(BadInput("--queue-metrics-interval must be more than 0".into()).into());

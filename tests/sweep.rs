@@ -434,3 +434,77 @@ fn abort_on_fail_stops_after_the_first_failing_stage() {
     assert_eq!(summary["aborted_by_threshold"], true);
     assert_eq!(summary["stages"].as_array().unwrap().len(), 1);
 }
+
+/// An https server (rustls) with a certificate for "localhost" made here; keep-alive on.
+async fn tls_server(dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(|_req| async {
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                        Bytes::from_static(b"{\"ok\":true}"),
+                    )))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    (format!("https://localhost:{port}/webhook/load"), pem)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_time_the_handshake_and_refuse_untrusted_certificates() {
+    let dir = tempdir("tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (url, ca) = tls_server(&dir).await;
+    // Trusted through --ca-cert: keep-alive over TLS, handshake timed on new connections.
+    let mut p = closed_profile(&url, &[2], serde_json::json!({}), "300ms", "1500ms");
+    p.request.ca_cert = Some(ca.display().to_string());
+    let st = sweep(p, None).await.stages.remove(0);
+    assert!(st.valid, "{:?} {:?}", st.invalid_reasons, st.errors);
+    assert!(st.requests > 50, "{}", st.requests);
+    assert!(st.new_conns_per_request < 0.05);
+    // Not trusted: every request fails on the handshake, and the stage is invalid.
+    let st = one_stage(&url, 2, serde_json::json!({}), "100ms", "600ms").await;
+    assert!(
+        st.errors.tls > 0 && st.errors.tls == st.requests,
+        "{:?}",
+        st.errors
+    );
+    assert!(!st.valid);
+    // --insecure accepts it (self-signed test hosts).
+    let mut p = closed_profile(&url, &[1], serde_json::json!({}), "100ms", "600ms");
+    p.request.insecure = true;
+    let st = sweep(p, None).await.stages.remove(0);
+    assert!(st.valid, "{:?}", st.errors);
+    // Every new connection paid a handshake, timed apart from the TCP connect.
+    let mut p = closed_profile(&url, &[1], serde_json::json!({}), "0s", "300ms");
+    p.request.insecure = true;
+    let st = sweep(p, None).await.stages.remove(0);
+    assert!(st.phases.tls_handshaking.mean_ms > 0.0, "{:?}", st.phases);
+}

@@ -733,9 +733,10 @@ fn validity_findings(
                     ),
                 )
                 .evidence(format!(
-                    "errors: {} refused, {} other connect, {} timeout, {} broken, HTTP {:?}",
+                    "errors: {} refused, {} other connect, {} TLS, {} timeout, {} broken, HTTP {:?}",
                     s.errors.connect_refused,
                     s.errors.connect_other,
+                    s.errors.tls,
                     s.errors.timeout,
                     s.errors.io,
                     s.errors.http_status

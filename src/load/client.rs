@@ -36,6 +36,8 @@ pub struct Target {
     pub timeout: Duration,
     /// Request line, headers and body, serialized once.
     wire: Bytes,
+    /// https: the connector and the name the certificate must carry.
+    tls: Option<tls::Tls>,
 }
 
 impl Target {
@@ -51,25 +53,21 @@ impl Target {
                 "{url:?} is not a URL ({e}): write e.g. http://127.0.0.1:5678/webhook/load"
             ))
         })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(BadInput(format!(
-                    "{url}: https targets are not supported yet; point n8ncap at the plain-HTTP \
-                     port (inside the network, e.g. http://n8n:5678)"
-                ))
-                .into())
-            }
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
             _ => {
-                return Err(BadInput(format!("{url:?} needs an http:// scheme")).into());
+                return Err(
+                    BadInput(format!("{url:?} needs an http:// or https:// scheme")).into(),
+                );
             }
-        }
+        };
         let host = uri
             .host()
             .ok_or_else(|| BadInput(format!("{url:?} has no host")))?
             .trim_matches(['[', ']'])
             .to_string();
-        let port = uri.port_u16().unwrap_or(80);
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let addr = tokio::net::lookup_host((host.as_str(), port))
             .await
             .map_err(|e| anyhow::anyhow!("cannot resolve {host} (from {url}): {e}"))?
@@ -122,6 +120,11 @@ impl Target {
             body,
             timeout,
             wire,
+            tls: if https {
+                Some(tls::connector(&host, None, false)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -146,6 +149,18 @@ impl Target {
         Bytes::from(w)
     }
 
+    /// https: trust this PEM CA file as well, or skip verification (self-signed test hosts).
+    pub fn set_tls(
+        &mut self,
+        ca_cert: Option<&std::path::Path>,
+        insecure: bool,
+    ) -> anyhow::Result<()> {
+        if let Some(t) = &self.tls {
+            self.tls = Some(tls::connector(&t.host, ca_cert, insecure)?);
+        }
+        Ok(())
+    }
+
     /// Replaces the body (tests send malformed bodies this way).
     pub fn with_body(&self, body: Bytes) -> Target {
         let mut t = self.clone();
@@ -160,6 +175,8 @@ impl Target {
 pub enum Failure {
     ConnectRefused,
     ConnectOther,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
     Timeout,
     /// The connection broke mid-request (reset, closed before the answer, malformed answer).
     Io,
@@ -170,6 +187,7 @@ pub struct Exchange {
     pub result: Result<(u16, Bytes), Failure>,
     pub new_connection: bool,
     pub connecting: Duration,
+    pub tls_handshaking: Duration,
     pub sending: Duration,
     pub waiting: Duration,
     pub receiving: Duration,
@@ -183,6 +201,7 @@ impl Exchange {
             result: Err(Failure::Io),
             new_connection: false,
             connecting: Duration::ZERO,
+            tls_handshaking: Duration::ZERO,
             sending: Duration::ZERO,
             waiting: Duration::ZERO,
             receiving: Duration::ZERO,
@@ -195,7 +214,7 @@ impl Exchange {
 /// A virtual user's connection: opened on first use, reopened when the server closes it.
 #[derive(Default)]
 pub struct Connection {
-    stream: Option<TcpStream>,
+    stream: Option<tls::Stream>,
     buf: BytesMut,
 }
 
@@ -219,7 +238,7 @@ impl Connection {
         Self::default()
     }
 
-    async fn connect(&mut self, target: &Target) -> Result<Duration, Failure> {
+    async fn connect(&mut self, target: &Target) -> Result<(Duration, Duration), Failure> {
         let t0 = Instant::now();
         let stream =
             match tokio::time::timeout(target.timeout, TcpStream::connect(target.addr)).await {
@@ -231,9 +250,26 @@ impl Connection {
                 Ok(Ok(s)) => s,
             };
         let _ = stream.set_nodelay(true);
+        let connecting = t0.elapsed();
+        let t1 = Instant::now();
+        let stream = match &target.tls {
+            None => tls::Stream::Plain(stream),
+            Some(t) => {
+                match tokio::time::timeout(
+                    target.timeout,
+                    t.connector.connect(t.name.clone(), stream),
+                )
+                .await
+                {
+                    Err(_) => return Err(Failure::Timeout),
+                    Ok(Err(_)) => return Err(Failure::Tls),
+                    Ok(Ok(s)) => tls::Stream::Tls(Box::new(s)),
+                }
+            }
+        };
         self.stream = Some(stream);
         self.buf.clear();
-        Ok(t0.elapsed())
+        Ok((connecting, t1.elapsed()))
     }
 
     /// Sends one request; the caller measures blocked time and total latency around it.
@@ -253,7 +289,10 @@ impl Connection {
         if self.stream.is_none() {
             ex.new_connection = true;
             match self.connect(target).await {
-                Ok(d) => ex.connecting = d,
+                Ok((c, t)) => {
+                    ex.connecting = c;
+                    ex.tls_handshaking = t;
+                }
                 Err(f) => {
                     ex.result = Err(f);
                     return ex;
@@ -365,7 +404,7 @@ impl Connection {
 
 /// Reads what is available; returns true at end of stream.
 async fn read_more(
-    stream: &mut TcpStream,
+    stream: &mut tls::Stream,
     buf: &mut BytesMut,
     first_byte: &mut Option<Instant>,
     ex: &mut Exchange,
@@ -511,5 +550,177 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(parse_head(b"<html>garbage</html>\r\n\r\n").is_err());
+    }
+}
+
+/// TLS for https targets (rustls with the ring provider, Mozilla's roots from webpki-roots).
+pub mod tls {
+    use crate::error::BadInput;
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::TcpStream;
+    use tokio_rustls::rustls::{self, pki_types};
+    use tokio_rustls::TlsConnector;
+
+    #[derive(Clone)]
+    pub struct Tls {
+        pub connector: TlsConnector,
+        pub name: pki_types::ServerName<'static>,
+        pub host: String,
+    }
+
+    impl std::fmt::Debug for Tls {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Tls({})", self.host)
+        }
+    }
+
+    /// Accepts any certificate: `--insecure`, for self-signed test hosts only.
+    #[derive(Debug)]
+    struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+    impl rustls::client::danger::ServerCertVerifier for NoVerify {
+        fn verify_server_cert(
+            &self,
+            _: &pki_types::CertificateDer<'_>,
+            _: &[pki_types::CertificateDer<'_>],
+            _: &pki_types::ServerName<'_>,
+            _: &[u8],
+            _: pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            m: &[u8],
+            c: &pki_types::CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn verify_tls13_signature(
+            &self,
+            m: &[u8],
+            c: &pki_types::CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+
+    pub fn connector(
+        host: &str,
+        ca_cert: Option<&std::path::Path>,
+        insecure: bool,
+    ) -> Result<Tls, BadInput> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| BadInput(format!("TLS setup: {e}")))?;
+        let config = if insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+                .with_no_client_auth()
+        } else {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            if let Some(path) = ca_cert {
+                use pki_types::pem::PemObject;
+                let certs: Vec<_> = pki_types::CertificateDer::pem_file_iter(path)
+                    .map_err(|e| {
+                        BadInput(format!(
+                            "cannot read CA certificate {}: {e}",
+                            path.display()
+                        ))
+                    })?
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| {
+                        BadInput(format!(
+                            "{} is not a PEM certificate file: {e}",
+                            path.display()
+                        ))
+                    })?;
+                if certs.is_empty() {
+                    return Err(BadInput(format!("{} holds no certificate", path.display())));
+                }
+                for c in certs {
+                    roots.add(c).map_err(|e| {
+                        BadInput(format!("{}: unusable CA certificate: {e}", path.display()))
+                    })?;
+                }
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        };
+        let name = pki_types::ServerName::try_from(host.to_string()).map_err(|_| {
+            BadInput(format!(
+                "{host:?} is not a name a TLS certificate can carry"
+            ))
+        })?;
+        Ok(Tls {
+            connector: TlsConnector::from(Arc::new(config)),
+            name,
+            host: host.to_string(),
+        })
+    }
+
+    /// A connection, plain or TLS.
+    pub enum Stream {
+        Plain(TcpStream),
+        Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    }
+
+    impl AsyncRead for Stream {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match self.get_mut() {
+                Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+                Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            }
+        }
+    }
+
+    impl AsyncWrite for Stream {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            match self.get_mut() {
+                Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+                Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            }
+        }
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match self.get_mut() {
+                Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+                Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            }
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match self.get_mut() {
+                Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+                Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            }
+        }
     }
 }

@@ -92,6 +92,12 @@ pub struct RequestSpec {
     /// Per-request timeout (k6's default is 60 s; n8n jobs can be longer).
     #[serde(default = "default_timeout")]
     pub timeout: String,
+    /// https: a PEM file of CA certificates to trust besides the public roots.
+    #[serde(default)]
+    pub ca_cert: Option<String>,
+    /// https: accept any certificate (self-signed test hosts only).
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 fn default_method() -> String {
@@ -196,6 +202,8 @@ pub struct Overrides {
     pub warmup: Option<String>,
     pub body: Option<String>,
     pub timeout: Option<String>,
+    pub ca_cert: Option<String>,
+    pub insecure: bool,
 }
 
 impl Profile {
@@ -240,6 +248,12 @@ impl Profile {
         }
         if let Some(t) = &o.timeout {
             self.request.timeout = t.clone();
+        }
+        if let Some(c) = &o.ca_cert {
+            self.request.ca_cert = Some(c.clone());
+        }
+        if o.insecure {
+            self.request.insecure = true;
         }
         if let Some(d) = &o.stage_duration {
             self.stage_duration = d.clone();

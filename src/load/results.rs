@@ -43,6 +43,9 @@ pub struct Phases {
 pub struct ErrorCounts {
     pub connect_refused: u64,
     pub connect_other: u64,
+    /// TLS handshake failed (certificate not trusted, protocol).
+    #[serde(default)]
+    pub tls: u64,
     pub timeout: u64,
     /// Connection broken mid-request.
     pub io: u64,

@@ -118,7 +118,7 @@ pub async fn run_sweep(
         return crate::error::bad_input("a profile may have at most 16 checks");
     }
     let timeout = profile.timeout()?;
-    let target = Target::new(
+    let mut target = Target::new(
         &profile.request.url,
         &profile.request.method,
         &profile.request.headers,
@@ -126,6 +126,10 @@ pub async fn run_sweep(
         timeout,
     )
     .await?;
+    target.set_tls(
+        profile.request.ca_cert.as_deref().map(std::path::Path::new),
+        profile.request.insecure,
+    )?;
     let mut out = match &opts.out_dir {
         Some(dir) => Some(ResultsDir::create(dir)?),
         None => None,

@@ -36,6 +36,7 @@ pub struct Agg {
     pub latency: Hist,
     pub blocked: Hist,
     pub connecting: Hist,
+    pub tls: Hist,
     pub sending: Hist,
     pub waiting: Hist,
     pub receiving: Hist,
@@ -56,6 +57,7 @@ impl Agg {
             latency: hist(),
             blocked: phase_hist(),
             connecting: phase_hist(),
+            tls: phase_hist(),
             sending: phase_hist(),
             waiting: phase_hist(),
             receiving: phase_hist(),
@@ -76,6 +78,7 @@ impl Agg {
             (&mut self.latency, &o.latency),
             (&mut self.blocked, &o.blocked),
             (&mut self.connecting, &o.connecting),
+            (&mut self.tls, &o.tls),
             (&mut self.sending, &o.sending),
             (&mut self.waiting, &o.waiting),
             (&mut self.receiving, &o.receiving),
@@ -113,7 +116,7 @@ impl Agg {
         Phases {
             blocked: p(&self.blocked),
             connecting: p(&self.connecting),
-            tls_handshaking: PhaseStat::default(),
+            tls_handshaking: p(&self.tls),
             sending: p(&self.sending),
             waiting: p(&self.waiting),
             receiving: p(&self.receiving),
@@ -188,6 +191,9 @@ impl StageRecorder {
         if ex.new_connection {
             a.new_connections += 1;
             record(&mut a.connecting, ex.connecting);
+            if !ex.tls_handshaking.is_zero() {
+                record(&mut a.tls, ex.tls_handshaking);
+            }
         }
         record(&mut a.latency, s.latency);
         record(&mut a.blocked, s.blocked);
@@ -204,6 +210,7 @@ impl StageRecorder {
             }
             Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
             Err(Failure::ConnectOther) => a.errors.connect_other += 1,
+            Err(Failure::Tls) => a.errors.tls += 1,
             Err(Failure::Timeout) => a.errors.timeout += 1,
             Err(Failure::Io) => a.errors.io += 1,
         }
@@ -238,6 +245,7 @@ impl ErrorCounts {
     pub fn merge(&mut self, o: &ErrorCounts) {
         self.connect_refused += o.connect_refused;
         self.connect_other += o.connect_other;
+        self.tls += o.tls;
         self.timeout += o.timeout;
         self.io += o.io;
         self.check_failed += o.check_failed;
@@ -250,6 +258,7 @@ impl ErrorCounts {
     pub fn http_failed(&self) -> u64 {
         self.connect_refused
             + self.connect_other
+            + self.tls
             + self.timeout
             + self.io
             + self.http_status.values().sum::<u64>()
