@@ -91,50 +91,23 @@ pub fn levels(stages: &[StageResult]) -> Vec<Level> {
             .iter()
             .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
             .collect();
-        let mean_of = |v: Vec<f64>| {
-            if v.is_empty() {
-                None
-            } else {
-                Some(v.iter().sum::<f64>() / v.len() as f64)
-            }
+        // Mean of a per-stage figure over the group's stages that have it.
+        let mean_over = |f: &dyn Fn(&StageResult) -> Option<f64>| {
+            let v: Vec<f64> = use_group.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
+        let queue = |s: &StageResult| s.queue.clone().filter(|q| q.samples > 0);
         out.push(Level {
             load,
             stages: (i..j).collect(),
             valid: group.iter().all(|s| s.valid) && !group.is_empty(),
             throughput: Estimate::of(&xs),
             p95_ms: (!p95s.is_empty()).then(|| Estimate::of(&p95s)),
-            p50_ms: mean_of(
-                use_group
-                    .iter()
-                    .filter_map(|s| s.latency.as_ref().map(|l| l.p50_ms))
-                    .collect(),
-            ),
-            slots_taken: mean_of(
-                use_group
-                    .iter()
-                    .filter_map(|s| {
-                        s.queue
-                            .as_ref()
-                            .filter(|q| q.samples > 0)
-                            .map(|q| q.active_mean)
-                    })
-                    .collect(),
-            ),
-            waiting: mean_of(
-                use_group
-                    .iter()
-                    .filter_map(|s| {
-                        s.queue
-                            .as_ref()
-                            .filter(|q| q.samples > 0)
-                            .map(|q| q.waiting_mean)
-                    })
-                    .collect(),
-            ),
-            error_rate: mean_of(use_group.iter().map(|s| s.error_rate).collect()).unwrap_or(0.0),
-            client_cpu_percent: mean_of(use_group.iter().map(|s| s.client_cpu_percent).collect())
-                .unwrap_or(0.0),
+            p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
+            slots_taken: mean_over(&|s| queue(s).map(|q| q.active_mean)),
+            waiting: mean_over(&|s| queue(s).map(|q| q.waiting_mean)),
+            error_rate: mean_over(&|s| Some(s.error_rate)).unwrap_or(0.0),
+            client_cpu_percent: mean_over(&|s| Some(s.client_cpu_percent)).unwrap_or(0.0),
         });
         i = j;
     }
