@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod audit;
 pub mod cli;
+pub mod commands;
 pub mod demo;
 pub mod diagnose;
 pub mod error;

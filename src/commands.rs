@@ -1,0 +1,499 @@
+//! The commands: what each subcommand does with its validated arguments. `main.rs` only parses
+//! and calls [`run`].
+
+use crate::analysis::{analyze, load_summary, settings_from_args};
+use crate::cli::{
+    AuditArgs, AuditFormat, Command, DiagnoseArgs, RecommendArgs, SimCommand, SweepArgs,
+};
+use crate::error::{self, BadInput};
+use crate::load::profile::{Overrides, Profile};
+use crate::load::run::{run_sweep, Ending, SweepOptions};
+use crate::model::settings::Sourced;
+use crate::observe::redis::RedisUrl;
+use crate::observe::watch::{Endpoint, WatchedContainer};
+use crate::sim::{self, config};
+use crate::topology::Topology;
+use crate::util::process_env;
+use std::time::Duration;
+
+/// Runs one command; the exit code follows DESIGN.md (0, 1, 2, 99, 130).
+pub async fn run(cmd: Command) -> anyhow::Result<i32> {
+    match cmd {
+        Command::Demo { json } => demo(json).await,
+        Command::Sweep(args) => sweep(*args).await,
+        Command::Diagnose(a) => diagnose_cmd(a).await,
+        Command::Audit(a) => audit_cmd(a).await,
+        Command::Exporter {
+            listen,
+            project,
+            refresh,
+            job_time,
+        } => {
+            let refresh = crate::util::parse_duration(&refresh)
+                .map_err(|e| BadInput(format!("--refresh: {e}")))?;
+            let job_time = job_time
+                .map(|j| crate::util::parse_duration(&j).map(|d| d.as_secs_f64()))
+                .transpose()
+                .map_err(|e| BadInput(format!("--job-time: {e}")))?;
+            crate::exporter::run(crate::exporter::ExporterConfig {
+                listen,
+                project,
+                refresh: refresh.max(Duration::from_secs(1)),
+                job_time,
+            })
+            .await?;
+            Ok(error::EXIT_OK)
+        }
+        Command::Grafana { datasource } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::report::grafana::dashboard(
+                    datasource.as_deref()
+                ))?
+            );
+            Ok(error::EXIT_OK)
+        }
+        Command::Report { dir } => {
+            let mut summary = load_summary(&dir)?;
+            // Re-diagnose with what the run knew (settings stored in its diagnosis, if any).
+            let flags = summary
+                .diagnosis
+                .as_ref()
+                .and_then(|d| serde_json::from_value(d["settings"].clone()).ok())
+                .unwrap_or_default();
+            let (d, r) = analyze(&mut summary, flags, 60.0);
+            let dir = if dir.is_dir() {
+                dir
+            } else {
+                dir.parent().map(|p| p.to_path_buf()).unwrap_or_default()
+            };
+            let path = crate::analysis::write_report(&dir, &summary, Some(&d), r.as_ref().ok())?;
+            println!("{}", path.display());
+            Ok(error::EXIT_OK)
+        }
+        Command::Inspect { project, json } => inspect_cmd(project.as_deref(), json).await,
+        Command::Recommend(a) => recommend_cmd(a),
+        Command::Sim(s) => {
+            sim_command(s).await?;
+            Ok(error::EXIT_OK)
+        }
+    }
+}
+
+async fn demo(json: bool) -> anyhow::Result<i32> {
+    if !json {
+        println!("{}\n", crate::demo::intro());
+    }
+    let out = crate::demo::run_demo(!json).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out.summary)?);
+    } else {
+        println!(
+            "{}",
+            crate::report::table::stages_table(&out.summary.stages)
+        );
+        println!("\n{}", crate::report::text::diagnosis(&out.diagnosis));
+        match &out.recommendation {
+            Ok(r) => println!("{}", crate::report::text::recommendation(r)),
+            Err(why) => println!("No recommendation: {why}"),
+        }
+    }
+    Ok(match out.ending {
+        Ending::Interrupted => error::EXIT_INTERRUPTED,
+        Ending::Completed => error::EXIT_OK,
+    })
+}
+
+async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
+    let flags = settings_from_args(&a.settings)?;
+    let mut profile = Profile::load(&a.profile)?;
+    profile.apply(&Overrides {
+        url: a.url.clone(),
+        vus: a.vus.clone(),
+        rates: a.rates.clone(),
+        stage_duration: a.stage_duration.clone(),
+        warmup: a.warmup.clone(),
+        body: a.body.clone(),
+        timeout: a.timeout.clone(),
+        ca_cert: a.ca_cert.clone(),
+        insecure: a.insecure,
+    })?;
+    if a.queue_metrics_interval.is_nan() || a.queue_metrics_interval <= 0.0 {
+        return Err(BadInput("--queue-metrics-interval must be more than 0".into()).into());
+    }
+    let out_dir = if a.no_out {
+        None
+    } else {
+        Some(a.out.clone().unwrap_or_else(|| {
+            std::path::PathBuf::from("n8ncap-results")
+                .join(crate::util::utc_compact(std::time::SystemTime::now()))
+        }))
+    };
+    let metrics = a
+        .metrics
+        .iter()
+        .map(|m| Endpoint::parse(m).map_err(BadInput))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scrape_interval = crate::util::parse_duration(&a.scrape_interval)
+        .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;
+    if scrape_interval < Duration::from_millis(100) {
+        return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
+    }
+    let (docker, topology) = if a.docker || a.project.is_some() {
+        match docker_watch(a.project.as_deref()).await {
+            Ok((d, c, t)) => (Some((d, c)), Some(t)),
+            Err(e) => {
+                eprintln!("n8ncap: {e:#}; the sweep runs without container data");
+                (None, None)
+            }
+        }
+    } else {
+        (None, None)
+    };
+    let flags = match &topology {
+        Some(t) => flags.or(t.model_settings()),
+        None => flags,
+    };
+    let opts = SweepOptions {
+        profile,
+        out_dir: out_dir.clone(),
+        abort_on_fail: a.abort_on_fail,
+        progress: !a.json,
+        metrics,
+        docker,
+        scrape_interval,
+        redis: a
+            .redis
+            .as_deref()
+            .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
+            .transpose()?,
+        queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
+        repeat: a.repeat,
+    };
+    let (mut summary, ending) = run_sweep(opts, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    let (diagnosis, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    if let Some(dir) = &out_dir {
+        crate::load::run::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        crate::analysis::write_report(dir, &summary, Some(&diagnosis), rec.as_ref().ok())?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!("{}", crate::report::table::stages_table(&summary.stages));
+        println!("\n{}", crate::report::text::diagnosis(&diagnosis));
+        if let Ok(r) = &rec {
+            println!("{}", crate::report::text::recommendation(r));
+        }
+        if let Some(dir) = &out_dir {
+            println!("results: {}", dir.display());
+        }
+        if !summary.thresholds_passed {
+            for t in summary.thresholds.iter().filter(|t| !t.passed) {
+                println!(
+                    "threshold failed: {} {} (observed {})",
+                    t.metric,
+                    t.expr,
+                    t.observed
+                        .map(|v| format!("{v:.4}"))
+                        .unwrap_or_else(|| "nothing".into())
+                );
+            }
+        }
+    }
+    Ok(match ending {
+        Ending::Interrupted => error::EXIT_INTERRUPTED,
+        Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
+        Ending::Completed => error::EXIT_OK,
+    })
+}
+
+async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
+    use crate::observe::docker;
+    let (d, watched, topology) = docker_watch(project).await?;
+    let first =
+        futures_util::future::join_all(watched.iter().map(|c| docker::stats_once(&d, &c.id))).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second =
+        futures_util::future::join_all(watched.iter().map(|c| docker::stats_once(&d, &c.id))).await;
+    let stats: Vec<Option<docker::ContainerStats>> = first
+        .iter()
+        .zip(second.iter())
+        .map(|(a, b)| match (a, b) {
+            (Ok(a), Ok(b)) => Some(docker::ContainerStats {
+                memory_bytes: b.memory_bytes,
+                cpu_percent: docker::cpu_percent(a, b),
+            }),
+            (_, Ok(b)) => Some(docker::ContainerStats {
+                memory_bytes: b.memory_bytes,
+                cpu_percent: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    if json {
+        let out = serde_json::json!({
+            "topology": topology,
+            "stats": stats,
+            "model_settings": topology.model_settings(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{}",
+            crate::report::table::topology_table(&topology, &stats)
+        );
+    }
+    Ok(error::EXIT_OK)
+}
+
+async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
+    use crate::audit;
+    let report = if a.live {
+        let docker = crate::observe::docker::connect().await?;
+        let found = crate::observe::docker::discover(&docker, a.project.as_deref()).await?;
+        audit::audit(
+            found.into_iter().map(|(_, f)| f).collect(),
+            &Default::default(),
+            format!(
+                "live: Docker{}",
+                a.project
+                    .as_deref()
+                    .map(|p| format!(", project {p}"))
+                    .unwrap_or_default()
+            ),
+        )
+    } else {
+        if a.files.is_empty() {
+            return Err(
+                BadInput("give compose files with -f FILE (repeatable), or --live".into()).into(),
+            );
+        }
+        let project = audit::compose::load(&a.files)?;
+        let locations = project
+            .services
+            .iter()
+            .map(|s| (s.facts.name.clone(), (s.file.clone(), s.line)))
+            .collect();
+        audit::audit(
+            project.services.into_iter().map(|s| s.facts).collect(),
+            &locations,
+            format!(
+                "compose: {}",
+                a.files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    };
+    match a.format {
+        AuditFormat::Table => println!("{}", crate::report::table::audit_table(&report)),
+        AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        AuditFormat::Sarif => println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::report::sarif::sarif(&report))?
+        ),
+    }
+    Ok(if report.has_errors() {
+        error::EXIT_FAILED
+    } else {
+        error::EXIT_OK
+    })
+}
+
+async fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    let mut flags = settings_from_args(&a.settings)?;
+    if a.docker || a.project.is_some() {
+        match docker_watch(a.project.as_deref()).await {
+            Ok((_, _, t)) => flags = flags.or(t.model_settings()),
+            Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
+        }
+    }
+    let mut summary =
+        match (&a.input, &a.k6_summary, &a.k6_json) {
+            (Some(p), _, _) => load_summary(p)?,
+            (None, Some(k), _) => crate::analysis::k6_summary(
+                crate::load::k6::from_summary(k)?,
+                &k.display().to_string(),
+                a.body.as_deref(),
+            )?,
+            (None, None, Some(k)) => {
+                let warm = crate::util::parse_duration(&a.k6_warmup)
+                    .map_err(|e| BadInput(format!("--k6-warmup: {e}")))?;
+                crate::analysis::k6_summary(
+                    crate::load::k6::from_json(k, warm.as_secs_f64())?,
+                    &k.display().to_string(),
+                    a.body.as_deref(),
+                )?
+            }
+            (None, None, None) => return Err(BadInput(
+                "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
+                    .into(),
+            )
+            .into()),
+        };
+    let (d, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    if a.json {
+        let out = serde_json::json!({"diagnosis": d, "recommendation": rec.ok()});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{}", crate::report::table::stages_table(&summary.stages));
+        println!("\n{}", crate::report::text::diagnosis(&d));
+        match rec {
+            Ok(r) => println!("{}", crate::report::text::recommendation(&r)),
+            Err(why) => println!("No recommendation: {why}"),
+        }
+    }
+    Ok(error::EXIT_OK)
+}
+
+fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
+    let flags = settings_from_args(&a.settings)?;
+    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    if a.break_point == Some(0) {
+        return Err(BadInput("--break-point must be at least 1".into()).into());
+    }
+    let rec = match &a.input {
+        Some(path) => {
+            let mut summary = load_summary(path)?;
+            let (d, _) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+            crate::recommend::recommend(
+                &d.settings,
+                Some(&d),
+                bp,
+                d.fixed_overhead_s.unwrap_or(0.0),
+            )
+        }
+        None => {
+            if bp.is_none() {
+                return Err(BadInput(
+                    "give a results directory, or --break-point with --job-time (and the current limits)"
+                        .into(),
+                )
+                .into());
+            }
+            crate::recommend::recommend(&flags, None, bp, 0.0)
+        }
+    };
+    let rec = rec.map_err(BadInput)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rec)?);
+    } else {
+        println!("{}", crate::report::text::recommendation(&rec));
+        println!("{}", rec.compose_snippet());
+    }
+    Ok(error::EXIT_OK)
+}
+
+/// Discovers the containers to watch and their topology.
+async fn docker_watch(
+    project: Option<&str>,
+) -> anyhow::Result<(bollard::Docker, Vec<WatchedContainer>, Topology)> {
+    let docker = crate::observe::docker::connect().await?;
+    let found = crate::observe::docker::discover(&docker, project).await?;
+    if found.is_empty() {
+        anyhow::bail!(
+            "no running containers{} found",
+            project
+                .map(|p| format!(" in compose project {p}"))
+                .unwrap_or_default()
+        );
+    }
+    let ids: Vec<String> = found.iter().map(|(id, _)| id.clone()).collect();
+    let topology = Topology::build(found.into_iter().map(|(_, f)| f).collect());
+    let watched = topology
+        .nodes
+        .iter()
+        .zip(ids)
+        .map(|(n, id)| WatchedContainer {
+            id,
+            name: n.facts.name.clone(),
+            role: n.role,
+        })
+        .collect();
+    Ok((docker, watched, topology))
+}
+
+async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
+    let env = process_env;
+    match s {
+        SimCommand::Main(a) => {
+            let mut cfg =
+                config::MainConfig::from_env(&env, a.port, Duration::from_millis(a.overhead_ms))?;
+            cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
+            sim::run_main(cfg).await
+        }
+        SimCommand::Worker(a) => {
+            let mut cfg = config::WorkerConfig::from_env(
+                &env,
+                a.concurrency,
+                Duration::from_millis(a.overhead_ms),
+            )?;
+            cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
+            sim::run_worker(cfg).await
+        }
+        SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
+        SimCommand::N8n { args } => {
+            let overhead = Duration::from_millis(20);
+            match args.first().map(String::as_str) {
+                Some("worker") => {
+                    let conc = match crate::topology::concurrency_flag(&args) {
+                        Some(Ok(c)) => Some(c),
+                        Some(Err(bad)) => {
+                            return Err(BadInput(format!("--concurrency {bad:?} is not a number")).into())
+                        }
+                        None => None,
+                    };
+                    sim::run_worker(config::WorkerConfig::from_env(&env, conc, overhead)?).await
+                }
+                None | Some("start") | Some("webhook") => {
+                    sim::run_main(config::MainConfig::from_env(&env, None, overhead)?).await
+                }
+                Some(other) => Err(BadInput(format!(
+                    "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"
+                ))
+                .into()),
+            }
+        }
+        SimCommand::All(a) => {
+            let w = config::WorkerConfig::from_env(&env, a.concurrency, Duration::ZERO)?;
+            let port = match a.port {
+                Some(p) => p,
+                None => crate::util::env_parse(&env, "N8N_PORT", 5678u16, "a port number")?,
+            };
+            let runner_limit = match a.runner_limit {
+                Some(0) => return Err(BadInput("--runner-limit must be at least 1".into()).into()),
+                Some(l) => l,
+                None => config::runner_limit(&env)?,
+            };
+            let m = config::MetricsConfig::from_env(&env, true)?;
+            let listen = crate::util::env_parse(
+                &env,
+                "N8N_LISTEN_ADDRESS",
+                std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                "an IP address",
+            )?;
+            sim::run_all(sim::StackConfig {
+                listen,
+                port,
+                workers: a.workers.max(1),
+                worker_concurrency: w.concurrency,
+                runners_per_worker: a.runners_per_worker,
+                runner_limit,
+                task_request_timeout: w.task_request_timeout,
+                queue_metrics_interval: m.queue_metrics_interval,
+                event_bus_metrics: m.event_bus_metrics,
+                overhead: Duration::from_millis(a.overhead_ms),
+                redis: a.redis.as_deref().map(RedisUrl::parse).transpose()?,
+            })
+            .await
+        }
+    }
+}
