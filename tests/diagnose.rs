@@ -152,7 +152,30 @@ async fn runner_limit_10_is_inferred_without_docker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ceiling_reached_and_queue_backlog() {
-    let mut s = sweep_sim(10, 20, &[5, 10, 20, 40], 200, "6s").await;
+    // The queue gauges are snapshots: read every 100 ms (refreshed as often), their mean over
+    // the 3 s window is a time average, not three moments that may fall between a batch of
+    // jobs leaving their slots and the next arriving. Jobs of 500 ms keep the share of jobs in
+    // transit (main's overhead, the wire) small even when the test shares the cores.
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 10,
+        runner_limit: 20,
+        queue_metrics_interval: Duration::from_millis(100),
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut s = sweep_scraped(
+        closed_profile(
+            &stack.webhook_url,
+            &[5, 10, 20, 40],
+            serde_json::json!({"sleep_ms": 500}),
+            "3s",
+            "6s",
+        ),
+        Some(format!("{}/metrics", stack.main_url)),
+        Duration::from_millis(100),
+    )
+    .await;
     let (d, rec) = analyze(&mut s, known(10, 20), 60.0);
     let ceiling = d
         .findings
@@ -175,6 +198,7 @@ async fn ceiling_reached_and_queue_backlog() {
         backlog.title
     );
     let waiting = d.levels.last().unwrap().waiting.unwrap();
+    eprintln!("waiting at 40 in flight: {waiting:.2}");
     assert!(
         (27.0..=30.5).contains(&waiting),
         "40 in flight − 10 slots ≈ 30 waiting, got {waiting}"

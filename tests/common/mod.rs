@@ -67,6 +67,16 @@ pub fn closed_profile(
 }
 
 pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summary {
+    sweep_scraped(profile, queue_metrics_url, Duration::from_secs(1)).await
+}
+
+/// [`sweep`] with the metrics scraped every `scrape_interval` (dense sampling turns the queue
+/// gauges' snapshots into a time average).
+pub async fn sweep_scraped(
+    profile: Profile,
+    queue_metrics_url: Option<String>,
+    scrape_interval: Duration,
+) -> Summary {
     let (summary, _) = run_sweep(
         SweepOptions {
             profile,
@@ -78,7 +88,7 @@ pub async fn sweep(profile: Profile, queue_metrics_url: Option<String>) -> Summa
                 .into_iter()
                 .collect(),
             docker: None,
-            scrape_interval: Duration::from_secs(1),
+            scrape_interval,
             redis: None,
             queue_metrics_interval: Duration::from_secs(1),
             repeat: 1,
