@@ -1,69 +1,14 @@
-//! Glue shared by `sweep`, `demo`, `diagnose` and `recommend`: settings from flags (with their
-//! sources), a saved summary read back, and the diagnosis and recommendation attached to it.
+//! Glue shared by `sweep`, `demo`, `diagnose` and `recommend`: a saved summary read back, k6
+//! results wrapped as a summary, and the diagnosis and recommendation attached to a summary with
+//! the settings it carries (flags first, then what the run read before the load, then the
+//! request body).
 
-use crate::cli::SettingsArgs;
-use crate::diagnose::{self, Diagnosis, Inputs};
+use crate::diagnose::{self, cpu::Host, Inputs};
 use crate::error::BadInput;
-use crate::load::Summary;
 use crate::model::settings::{Settings, Sourced};
-use crate::recommend::{self, Recommendation};
-use crate::util::parse_duration;
+use crate::recommend;
+use crate::record::{Diagnosis, Recommendation, StageResult, Summary};
 use std::path::Path;
-
-pub fn settings_from_args(a: &SettingsArgs) -> anyhow::Result<Settings> {
-    let secs = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Sourced<f64>>> {
-        match v {
-            None => Ok(None),
-            Some(t) => {
-                let d = parse_duration(t).map_err(|e| BadInput(format!("--{flag}: {e}")))?;
-                if d.is_zero() {
-                    return Err(BadInput(format!("--{flag} must be more than 0")).into());
-                }
-                Ok(Some(Sourced::new(
-                    d.as_secs_f64(),
-                    format!("flag --{flag}"),
-                )))
-            }
-        }
-    };
-    let positive = |flag: &str, v: Option<u32>| -> anyhow::Result<Option<Sourced<u32>>> {
-        match v {
-            Some(0) => Err(BadInput(format!("--{flag} must be at least 1")).into()),
-            Some(n) => Ok(Some(Sourced::new(n, format!("flag --{flag}")))),
-            None => Ok(None),
-        }
-    };
-    let job_time = secs("job-time", &a.job_time)?;
-    let code_time = secs("code-time", &a.code_time)?;
-    if let (Some(j), Some(c)) = (&job_time, &code_time) {
-        if c.value > j.value {
-            return Err(BadInput(format!(
-                "--code-time ({:.3} s) cannot exceed --job-time ({:.3} s): the Code part is inside the job",
-                c.value, j.value
-            ))
-            .into());
-        }
-    }
-    if !(a.task_request_timeout.is_finite() && a.task_request_timeout > 0.0) {
-        return Err(BadInput("--task-request-timeout must be more than 0 seconds".into()).into());
-    }
-    Ok(Settings {
-        workers: positive("workers", a.workers)?,
-        worker_concurrency: positive("worker-concurrency", a.worker_concurrency)?,
-        runner_limit: positive("runner-limit", a.runner_limit)?,
-        runners_per_worker: a
-            .runners_per_worker
-            .map(|n| Sourced::new(n, "flag --runners-per-worker")),
-        // A job time alone means a job that is all Code.
-        code_time: code_time.or_else(|| {
-            job_time
-                .clone()
-                .map(|j| Sourced::new(j.value, "flag --job-time"))
-        }),
-        job_time,
-        task_memory_mb: None,
-    })
-}
 
 /// Reads `summary.json` from a results directory or a path to the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
@@ -88,9 +33,10 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     })?;
     if !summary.schema.starts_with("n8ncap.summary/") {
         return Err(BadInput(format!(
-            "{} has schema {:?}, not n8ncap.summary/1",
+            "{} has schema {:?}, not {}",
             file.display(),
-            summary.schema
+            summary.schema,
+            crate::record::SUMMARY_SCHEMA
         ))
         .into());
     }
@@ -100,7 +46,7 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
 /// Wraps stages read from k6 output in a summary, with the request body when given (for the
 /// job time).
 pub fn k6_summary(
-    stages: Vec<crate::load::StageResult>,
+    stages: Vec<StageResult>,
     origin: &str,
     body: Option<&str>,
 ) -> anyhow::Result<Summary> {
@@ -112,67 +58,92 @@ pub fn k6_summary(
         })?),
         None => None,
     };
-    let now = crate::util::utc_rfc3339(std::time::SystemTime::now());
-    Ok(Summary {
-        schema: crate::load::results::SUMMARY_SCHEMA.into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: now.clone(),
-        finished_at: now,
-        interrupted: false,
-        aborted_by_threshold: false,
-        profile: format!("k6: {origin}"),
-        model: crate::load::profile::LoadModel::Closed,
-        url: String::new(),
+    let mut s = Summary::new(
+        &format!("k6: {origin}"),
+        crate::record::LoadModel::Closed,
+        "",
         body,
-        stages,
-        thresholds: Vec::new(),
-        thresholds_passed: true,
-        diagnosis: None,
-        recommendation: None,
-    })
+    );
+    s.stages = stages;
+    Ok(s)
 }
 
-/// Diagnoses a summary with the given settings (flags first, then the request body), proposes
-/// settings when a break point is known, and stores both in the summary.
+/// True when the URL's host is on this machine: n8ncap then shares the host's CPU.
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority
+        .rsplit_once('@')
+        .map(|(_, h)| h)
+        .unwrap_or(authority);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host facts a sweep records: the cores of the machine n8n runs on when it is this one
+/// (a loopback target) or the Docker Engine's.
+pub fn host_cores(url: &str, docker_cores: Option<f64>) -> Option<Sourced<f64>> {
+    match docker_cores {
+        Some(n) => Some(Sourced::new(n, "the Docker Engine's host (NCPU)")),
+        None if is_loopback_url(url) => Some(Sourced::new(
+            crate::util::cores(),
+            "this machine (the target is on loopback)",
+        )),
+        None => None,
+    }
+}
+
+/// Diagnoses a summary with the given settings (flags first, then the settings the run read
+/// before the load, then the request body), proposes settings, and stores both in the summary.
 pub fn analyze(
     summary: &mut Summary,
     flags: Settings,
-    task_request_timeout_s: f64,
+    task_request_timeout_s: Option<f64>,
 ) -> (Diagnosis, Result<Recommendation, String>) {
-    let settings = flags.or(Settings::from_body(summary.body.as_ref()));
-    let d = diagnose::diagnose(
-        &summary.stages,
-        &Inputs {
-            settings,
-            task_request_timeout_s,
+    let settings = flags
+        .or(summary.settings.clone().unwrap_or_default())
+        .or(Settings::from_body(summary.body.as_ref()));
+    let inputs = Inputs {
+        settings,
+        task_request_timeout_s,
+        host: Host {
+            cores: summary.host_cores.clone(),
+            client_on_host: is_loopback_url(&summary.url),
         },
-    );
-    let rec = recommend::recommend(
-        &d.settings,
-        Some(&d),
-        None,
-        d.fixed_overhead_s.unwrap_or(0.0),
-    );
-    summary.diagnosis = serde_json::to_value(&d).ok();
-    summary.recommendation = rec.as_ref().ok().and_then(|r| serde_json::to_value(r).ok());
+    };
+    let d = diagnose::diagnose(&summary.stages, &inputs);
+    let rec = recommend::recommend(&d, None);
+    summary.diagnosis = Some(d.clone());
+    summary.recommendation = rec.as_ref().ok().cloned();
     (d, rec)
 }
 
 /// Writes `report.html` into a results directory from its summary and timeline.
-pub fn write_report(
-    dir: &Path,
-    summary: &Summary,
-    d: Option<&Diagnosis>,
-    r: Option<&Recommendation>,
-) -> anyhow::Result<std::path::PathBuf> {
+pub fn write_report(dir: &Path, summary: &Summary) -> anyhow::Result<std::path::PathBuf> {
     let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap_or_default();
-    let html = crate::report::html::render(
-        summary,
-        d,
-        r,
-        &crate::report::html::Timeline::parse(&timeline),
-    );
+    let html = crate::report::html::render(summary, &crate::record::timeline::read(&timeline));
     let path = dir.join("report.html");
-    crate::load::run::write_atomic(&path, html.as_bytes())?;
+    crate::record::dir::write_atomic(&path, html.as_bytes())?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_targets_are_recognised() {
+        assert!(is_loopback_url("http://127.0.0.1:5678/webhook/x"));
+        assert!(is_loopback_url("http://localhost/x"));
+        assert!(is_loopback_url("https://user:pw@[::1]:443/x"));
+        assert!(!is_loopback_url("http://n8n.example:5678/x"));
+        assert!(!is_loopback_url("http://10.0.0.5/x"));
+    }
 }

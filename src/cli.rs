@@ -1,6 +1,9 @@
 //! Command-line interface (clap). Only the shape of the arguments lives here; `main.rs`
 //! dispatches and each module validates its own settings.
 
+use crate::error::BadInput;
+use crate::model::settings::{Settings, Sourced};
+use crate::util::parse_duration;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -96,9 +99,73 @@ pub struct SettingsArgs {
     /// Code time C (runner task held), e.g. 3s. Default: sleep_ms of the request body.
     #[arg(long)]
     pub code_time: Option<String>,
-    /// N8N_RUNNERS_TASK_REQUEST_TIMEOUT in seconds (to recognise a worker without a runner).
-    #[arg(long, default_value_t = 60.0)]
-    pub task_request_timeout: f64,
+    /// N8N_RUNNERS_TASK_REQUEST_TIMEOUT in seconds (to recognise a worker without a runner;
+    /// n8n's default 60 when not given).
+    #[arg(long)]
+    pub task_request_timeout: Option<f64>,
+}
+
+impl SettingsArgs {
+    /// The settings these flags give, each sourced "flag --…"; bad values are bad input.
+    pub fn settings(&self) -> anyhow::Result<Settings> {
+        let secs = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Sourced<f64>>> {
+            let Some(t) = v else { return Ok(None) };
+            let d = parse_duration(t).map_err(|e| BadInput(format!("--{flag}: {e}")))?;
+            if d.is_zero() {
+                return Err(BadInput(format!("--{flag} must be more than 0")).into());
+            }
+            Ok(Some(Sourced::new(
+                d.as_secs_f64(),
+                format!("flag --{flag}"),
+            )))
+        };
+        let positive = |flag: &str, v: Option<u32>| -> anyhow::Result<Option<Sourced<u32>>> {
+            match v {
+                Some(0) => Err(BadInput(format!("--{flag} must be at least 1")).into()),
+                Some(n) => Ok(Some(Sourced::new(n, format!("flag --{flag}")))),
+                None => Ok(None),
+            }
+        };
+        let job_time = secs("job-time", &self.job_time)?;
+        let code_time = secs("code-time", &self.code_time)?;
+        if let (Some(j), Some(c)) = (&job_time, &code_time) {
+            if c.value > j.value {
+                return Err(BadInput(format!(
+                    "--code-time ({:.3} s) cannot exceed --job-time ({:.3} s): the Code part is inside the job",
+                    c.value, j.value
+                ))
+                .into());
+            }
+        }
+        self.task_request_timeout()?;
+        Ok(Settings {
+            workers: positive("workers", self.workers)?,
+            worker_concurrency: positive("worker-concurrency", self.worker_concurrency)?,
+            runner_limit: positive("runner-limit", self.runner_limit)?,
+            runners_per_worker: self
+                .runners_per_worker
+                .map(|n| Sourced::new(n, "flag --runners-per-worker")),
+            // A job time alone means a job that is all Code.
+            code_time: code_time.or_else(|| {
+                job_time
+                    .clone()
+                    .map(|j| Sourced::new(j.value, "flag --job-time"))
+            }),
+            job_time,
+            task_memory_mb: None,
+        })
+    }
+
+    /// `--task-request-timeout`, checked.
+    pub fn task_request_timeout(&self) -> anyhow::Result<Option<f64>> {
+        match self.task_request_timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => Err(BadInput(
+                "--task-request-timeout must be a number of seconds above 0".into(),
+            )
+            .into()),
+            t => Ok(t),
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +336,9 @@ pub struct SimMainArgs {
     /// Simulator only: ms main spends per execution outside worker slots.
     #[arg(long, default_value_t = 20)]
     pub overhead_ms: u64,
+    /// Simulator only: CPU ms main burns per execution on its one JavaScript thread.
+    #[arg(long, default_value_t = 0)]
+    pub cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys: bull:jobs:wait, bull:jobs:active), e.g.
     /// redis://127.0.0.1:6379.
     #[arg(long)]
@@ -283,6 +353,10 @@ pub struct SimWorkerArgs {
     /// Simulator only: ms each job holds its slot besides its own work.
     #[arg(long, default_value_t = 20)]
     pub overhead_ms: u64,
+    /// Simulator only: CPU ms each execution burns on the worker's one JavaScript thread (real
+    /// n8n: about 100 ms for webhook → Code → respond).
+    #[arg(long, default_value_t = 0)]
+    pub cpu_ms: u64,
     /// Take jobs from this Redis (Bull's keys) instead of main's simulated queue.
     #[arg(long)]
     pub redis: Option<String>,
@@ -307,6 +381,12 @@ pub struct SimAllArgs {
     /// Simulator only: total fixed overhead per execution in ms (half on main, half in the slot).
     #[arg(long, default_value_t = 40)]
     pub overhead_ms: u64,
+    /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread.
+    #[arg(long, default_value_t = 0)]
+    pub cpu_ms: u64,
+    /// Simulator only: CPU ms each execution burns on main's JavaScript thread (real n8n: ≈ 30).
+    #[arg(long, default_value_t = 0)]
+    pub main_cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys).
     #[arg(long)]
     pub redis: Option<String>,

@@ -1,16 +1,17 @@
 //! The commands: what each subcommand does with its validated arguments. `main.rs` only parses
 //! and calls [`run`].
 
-use crate::analysis::{analyze, load_summary, settings_from_args};
+use crate::analysis::{analyze, load_summary};
 use crate::cli::{
     AuditArgs, AuditFormat, Command, DiagnoseArgs, RecommendArgs, SimCommand, SweepArgs,
 };
 use crate::error::{self, BadInput};
 use crate::load::profile::{Overrides, Profile};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
-use crate::model::settings::Sourced;
+use crate::model::settings::{Settings, Sourced};
 use crate::observe::redis::RedisUrl;
 use crate::observe::watch::{Endpoint, WatchedContainer};
+use crate::record::dir::ResultsDir;
 use crate::sim::{self, config};
 use crate::topology::Topology;
 use crate::util::process_env;
@@ -55,19 +56,14 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Report { dir } => {
             let mut summary = load_summary(&dir)?;
-            // Re-diagnose with what the run knew (settings stored in its diagnosis, if any).
-            let flags = summary
-                .diagnosis
-                .as_ref()
-                .and_then(|d| serde_json::from_value(d["settings"].clone()).ok())
-                .unwrap_or_default();
-            let (d, r) = analyze(&mut summary, flags, 60.0);
+            // Re-diagnosed with what the run recorded (its settings and host).
+            let _ = analyze(&mut summary, Settings::default(), None);
             let dir = if dir.is_dir() {
                 dir
             } else {
                 dir.parent().map(|p| p.to_path_buf()).unwrap_or_default()
             };
-            let path = crate::analysis::write_report(&dir, &summary, Some(&d), r.as_ref().ok())?;
+            let path = crate::analysis::write_report(&dir, &summary)?;
             println!("{}", path.display());
             Ok(error::EXIT_OK)
         }
@@ -105,7 +101,8 @@ async fn demo(json: bool) -> anyhow::Result<i32> {
 }
 
 async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
-    let flags = settings_from_args(&a.settings)?;
+    let flags = a.settings.settings()?;
+    let task_request_timeout = a.settings.task_request_timeout()?;
     let mut profile = Profile::load(&a.profile)?;
     profile.apply(&Overrides {
         url: a.url.clone(),
@@ -121,14 +118,6 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
     if a.queue_metrics_interval.is_nan() || a.queue_metrics_interval <= 0.0 {
         return Err(BadInput("--queue-metrics-interval must be more than 0".into()).into());
     }
-    let out_dir = if a.no_out {
-        None
-    } else {
-        Some(a.out.clone().unwrap_or_else(|| {
-            std::path::PathBuf::from("n8ncap-results")
-                .join(crate::util::utc_compact(std::time::SystemTime::now()))
-        }))
-    };
     let metrics = a
         .metrics
         .iter()
@@ -139,71 +128,72 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
     if scrape_interval < Duration::from_millis(100) {
         return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
     }
-    let (docker, topology) = if a.docker || a.project.is_some() {
-        match docker_watch(a.project.as_deref()).await {
-            Ok((d, c, t)) => (Some((d, c)), Some(t)),
-            Err(e) => {
-                eprintln!("n8ncap: {e:#}; the sweep runs without container data");
-                (None, None)
-            }
-        }
+    let redis = a
+        .redis
+        .as_deref()
+        .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
+        .transpose()?;
+    let out_dir = (!a.no_out).then(|| {
+        a.out.clone().unwrap_or_else(|| {
+            std::path::PathBuf::from("n8ncap-results")
+                .join(crate::util::utc_compact(std::time::SystemTime::now()))
+        })
+    });
+    let out = out_dir.as_deref().map(ResultsDir::create).transpose()?;
+    let docker = if a.docker || a.project.is_some() {
+        docker_watch(a.project.as_deref())
+            .await
+            .map_err(|e| eprintln!("n8ncap: {e:#}; the sweep runs without container data"))
+            .ok()
     } else {
-        (None, None)
+        None
     };
-    let flags = match &topology {
-        Some(t) => flags.or(t.model_settings()),
+    let docker_cores = match &docker {
+        Some(w) => crate::observe::docker::engine_cores(&w.docker).await,
+        None => None,
+    };
+    let known = match &docker {
+        Some(w) => flags.or(w.topology.model_settings()),
         None => flags,
     };
+    let host_cores = crate::analysis::host_cores(&profile.request.url, docker_cores);
+    let observer = crate::observe::watch::observer(
+        metrics,
+        docker.map(|w| (w.docker, w.containers)),
+        redis,
+        scrape_interval,
+        out.as_ref().and_then(|o| o.timeline().ok()),
+    )
+    .await;
     let opts = SweepOptions {
         profile,
-        out_dir: out_dir.clone(),
+        out,
         abort_on_fail: a.abort_on_fail,
         progress: !a.json,
-        metrics,
-        docker,
-        scrape_interval,
-        redis: a
-            .redis
-            .as_deref()
-            .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
-            .transpose()?,
+        observer,
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
         repeat: a.repeat,
+        settings: Some(known),
+        host_cores,
     };
     let (mut summary, ending) = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
-    let (diagnosis, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    let (diagnosis, rec) = analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {
-        crate::load::run::write_atomic(
+        crate::record::dir::write_atomic(
             &dir.join("summary.json"),
             &serde_json::to_vec_pretty(&summary)?,
         )?;
-        crate::analysis::write_report(dir, &summary, Some(&diagnosis), rec.as_ref().ok())?;
+        crate::analysis::write_report(dir, &summary)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        println!("{}", crate::report::table::stages_table(&summary.stages));
-        println!("\n{}", crate::report::text::diagnosis(&diagnosis));
-        if let Ok(r) = &rec {
-            println!("{}", crate::report::text::recommendation(r));
-        }
+        print_run(&summary, &diagnosis, &rec);
         if let Some(dir) = &out_dir {
             println!("results: {}", dir.display());
-        }
-        if !summary.thresholds_passed {
-            for t in summary.thresholds.iter().filter(|t| !t.passed) {
-                println!(
-                    "threshold failed: {} {} (observed {})",
-                    t.metric,
-                    t.expr,
-                    t.observed
-                        .map(|v| format!("{v:.4}"))
-                        .unwrap_or_else(|| "nothing".into())
-                );
-            }
         }
     }
     Ok(match ending {
@@ -213,9 +203,38 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// The stage table, the diagnosis, the recommendation (or why there is none) and the failed
+/// thresholds.
+fn print_run(
+    summary: &crate::record::Summary,
+    d: &crate::record::Diagnosis,
+    rec: &Result<crate::record::Recommendation, String>,
+) {
+    println!("{}", crate::report::table::stages_table(&summary.stages));
+    println!("\n{}", crate::report::text::diagnosis(d));
+    match rec {
+        Ok(r) => println!("{}", crate::report::text::recommendation(r)),
+        Err(why) => println!("No recommendation: {why}"),
+    }
+    for t in summary.thresholds.iter().filter(|t| !t.passed) {
+        println!(
+            "threshold failed: {} {} (observed {})",
+            t.metric.name(),
+            t.expr,
+            t.observed
+                .map(|v| format!("{v:.4}"))
+                .unwrap_or_else(|| "nothing".into())
+        );
+    }
+}
+
 async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
     use crate::observe::docker;
-    let (d, watched, topology) = docker_watch(project).await?;
+    let DockerWatch {
+        docker: d,
+        containers: watched,
+        topology,
+    } = docker_watch(project).await?;
     let first =
         futures_util::future::join_all(watched.iter().map(|c| docker::stats_once(&d, &c.id))).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -309,93 +328,90 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
 }
 
 async fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
-    let mut flags = settings_from_args(&a.settings)?;
+    let mut flags = a.settings.settings()?;
+    let task_request_timeout = a.settings.task_request_timeout()?;
     if a.docker || a.project.is_some() {
         match docker_watch(a.project.as_deref()).await {
-            Ok((_, _, t)) => flags = flags.or(t.model_settings()),
+            Ok(w) => flags = flags.or(w.topology.model_settings()),
             Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
         }
     }
-    let mut summary =
-        match (&a.input, &a.k6_summary, &a.k6_json) {
-            (Some(p), _, _) => load_summary(p)?,
-            (None, Some(k), _) => crate::analysis::k6_summary(
-                crate::load::k6::from_summary(k)?,
-                &k.display().to_string(),
-                a.body.as_deref(),
-            )?,
-            (None, None, Some(k)) => {
-                let warm = crate::util::parse_duration(&a.k6_warmup)
-                    .map_err(|e| BadInput(format!("--k6-warmup: {e}")))?;
-                crate::analysis::k6_summary(
-                    crate::load::k6::from_json(k, warm.as_secs_f64())?,
-                    &k.display().to_string(),
-                    a.body.as_deref(),
-                )?
-            }
-            (None, None, None) => return Err(BadInput(
-                "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
-                    .into(),
-            )
-            .into()),
-        };
-    let (d, rec) = analyze(&mut summary, flags, a.settings.task_request_timeout);
+    let mut summary = diagnose_input(&a)?;
+    let (d, rec) = analyze(&mut summary, flags, task_request_timeout);
     if a.json {
         let out = serde_json::json!({"diagnosis": d, "recommendation": rec.ok()});
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}", crate::report::table::stages_table(&summary.stages));
-        println!("\n{}", crate::report::text::diagnosis(&d));
-        match rec {
-            Ok(r) => println!("{}", crate::report::text::recommendation(&r)),
-            Err(why) => println!("No recommendation: {why}"),
-        }
+        print_run(&summary, &d, &rec);
     }
     Ok(error::EXIT_OK)
 }
 
+/// What `diagnose` reads: a saved run, a k6 summary export, or k6's JSON output.
+fn diagnose_input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
+    match (&a.input, &a.k6_summary, &a.k6_json) {
+        (Some(p), _, _) => load_summary(p),
+        (None, Some(k), _) => crate::analysis::k6_summary(
+            crate::load::k6::from_summary(k)?,
+            &k.display().to_string(),
+            a.body.as_deref(),
+        ),
+        (None, None, Some(k)) => {
+            let warm = crate::util::parse_duration(&a.k6_warmup)
+                .map_err(|e| BadInput(format!("--k6-warmup: {e}")))?;
+            crate::analysis::k6_summary(
+                crate::load::k6::from_json(k, warm.as_secs_f64())?,
+                &k.display().to_string(),
+                a.body.as_deref(),
+            )
+        }
+        (None, None, None) => Err(BadInput(
+            "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
+                .into(),
+        )
+        .into()),
+    }
+}
+
 fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
-    let flags = settings_from_args(&a.settings)?;
-    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    let flags = a.settings.settings()?;
     if a.break_point == Some(0) {
         return Err(BadInput("--break-point must be at least 1".into()).into());
     }
-    let rec = match &a.input {
-        Some(path) => {
+    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    let rec = match (&a.input, bp) {
+        (Some(path), bp) => {
             let mut summary = load_summary(path)?;
-            let (d, _) = analyze(&mut summary, flags, a.settings.task_request_timeout);
-            crate::recommend::recommend(
-                &d.settings,
-                Some(&d),
-                bp,
-                d.fixed_overhead_s.unwrap_or(0.0),
-            )
+            let timeout = a.settings.task_request_timeout()?;
+            let (d, _) = analyze(&mut summary, flags, timeout);
+            crate::recommend::recommend(&d, bp)
         }
-        None => {
-            if bp.is_none() {
-                return Err(BadInput(
-                    "give a results directory, or --break-point with --job-time (and the current limits)"
-                        .into(),
-                )
-                .into());
-            }
-            crate::recommend::recommend(&flags, None, bp, 0.0)
-        }
+        (None, Some(bp)) => crate::recommend::from_break_point(&flags, bp),
+        (None, None) => return Err(BadInput(
+            "give a results directory, or --break-point with --job-time (and the current limits)"
+                .into(),
+        )
+        .into()),
     };
     let rec = rec.map_err(BadInput)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rec)?);
     } else {
         println!("{}", crate::report::text::recommendation(&rec));
-        println!("{}", rec.compose_snippet());
+        println!("{}", crate::report::text::compose_snippet(&rec));
     }
     Ok(error::EXIT_OK)
 }
 
+/// The Docker side of a sweep: the client, the containers to sample, the topology.
+struct DockerWatch {
+    docker: bollard::Docker,
+    containers: Vec<WatchedContainer>,
+    topology: Topology,
+}
+
 /// Discovers the containers to watch and their topology.
-async fn docker_watch(
-    project: Option<&str>,
-) -> anyhow::Result<(bollard::Docker, Vec<WatchedContainer>, Topology)> {
+async fn docker_watch(project: Option<&str>) -> anyhow::Result<DockerWatch> {
     let docker = crate::observe::docker::connect().await?;
     let found = crate::observe::docker::discover(&docker, project).await?;
     if found.is_empty() {
@@ -416,9 +432,14 @@ async fn docker_watch(
             id,
             name: n.facts.name.clone(),
             role: n.role,
+            cpu_limit_cores: n.facts.cpu_limit_cores,
         })
         .collect();
-    Ok((docker, watched, topology))
+    Ok(DockerWatch {
+        docker,
+        containers: watched,
+        topology,
+    })
 }
 
 async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
@@ -428,6 +449,7 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
             let mut cfg =
                 config::MainConfig::from_env(&env, a.port, Duration::from_millis(a.overhead_ms))?;
             cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
+            cfg.cpu = Duration::from_millis(a.cpu_ms);
             sim::run_main(cfg).await
         }
         SimCommand::Worker(a) => {
@@ -437,6 +459,7 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 Duration::from_millis(a.overhead_ms),
             )?;
             cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
+            cfg.cpu = Duration::from_millis(a.cpu_ms);
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
@@ -491,6 +514,8 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 queue_metrics_interval: m.queue_metrics_interval,
                 event_bus_metrics: m.event_bus_metrics,
                 overhead: Duration::from_millis(a.overhead_ms),
+                worker_cpu: Duration::from_millis(a.cpu_ms),
+                main_cpu: Duration::from_millis(a.main_cpu_ms),
                 redis: a.redis.as_deref().map(RedisUrl::parse).transpose()?,
             })
             .await

@@ -3,15 +3,12 @@
 //! load, and prints what n8ncap reports — in under a minute, with nothing else installed.
 
 use crate::analysis::analyze;
-use crate::diagnose::Diagnosis;
 use crate::load::profile::{LoadModel, Profile, RequestSpec, StageSpec};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
-use crate::load::Summary;
 use crate::model::settings::{Settings, Sourced};
 use crate::observe::watch::Endpoint;
-use crate::recommend::Recommendation;
+use crate::record::{Diagnosis, Recommendation, Role, Summary};
 use crate::sim::{Stack, StackConfig};
-use crate::topology::Role;
 use std::time::Duration;
 
 pub const DEMO_WORKER_CONCURRENCY: u32 = 15;
@@ -65,7 +62,7 @@ pub struct DemoOutcome {
 /// Runs the demo: simulator, sweep, diagnosis, recommendation.
 pub async fn run_demo(progress: bool) -> anyhow::Result<DemoOutcome> {
     let (mut summary, ending) = run_demo_sweep(progress).await?;
-    let (diagnosis, recommendation) = analyze(&mut summary, demo_settings(), 60.0);
+    let (diagnosis, recommendation) = analyze(&mut summary, Settings::default(), None);
     Ok(DemoOutcome {
         summary,
         ending,
@@ -82,20 +79,30 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         ..StackConfig::default()
     })
     .await?;
-    let opts = SweepOptions {
-        profile: demo_profile(&stack.webhook_url),
-        out_dir: None,
-        abort_on_fail: false,
-        progress,
-        metrics: vec![Endpoint {
+    let endpoints = vec![
+        Endpoint {
             url: format!("{}/metrics", stack.main_url),
             role: Some(Role::Main),
-        }],
-        docker: None,
-        scrape_interval: Duration::from_secs(1),
-        redis: None,
+        },
+        Endpoint {
+            url: stack.worker_metrics_urls[0].clone(),
+            role: Some(Role::Worker),
+        },
+    ];
+    let observer =
+        crate::observe::watch::observer(endpoints, None, None, Duration::from_secs(1), None).await;
+    let profile = demo_profile(&stack.webhook_url);
+    let host_cores = crate::analysis::host_cores(&profile.request.url, None);
+    let opts = SweepOptions {
+        profile,
+        out: None,
+        abort_on_fail: false,
+        progress,
+        observer,
         queue_metrics_interval: Duration::from_secs(1),
         repeat: 1,
+        settings: Some(demo_settings()),
+        host_cores,
     };
     let out = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -2,6 +2,7 @@
 //! same way: an id, a severity, a one-line title, the numbers that prove it, and what to change.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -39,6 +40,9 @@ pub struct Finding {
     /// Service or container the finding is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// The evidence's numbers by name (`throughput_per_s`, `waiting`, …), for tools and tests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, f64>,
 }
 
 impl Finding {
@@ -51,7 +55,18 @@ impl Finding {
             why: None,
             fix: None,
             subject: None,
+            figures: BTreeMap::new(),
         }
+    }
+
+    pub fn figure(mut self, name: &str, value: f64) -> Finding {
+        self.figures.insert(name.to_string(), value);
+        self
+    }
+
+    /// A figure by name (tests and tools read numbers, not wording).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.figures.get(name).copied()
     }
 
     pub fn evidence(mut self, e: impl Into<String>) -> Finding {

@@ -18,6 +18,7 @@ pub mod load;
 pub mod model;
 pub mod observe;
 pub mod recommend;
+pub mod record;
 pub mod report;
 pub mod sim;
 pub mod topology;

@@ -42,31 +42,7 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "GENERIC_TIMEZONE",
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Main,
-    Worker,
-    Webhook,
-    Runner,
-    Redis,
-    Postgres,
-    Other,
-}
-
-impl Role {
-    pub fn word(&self) -> &'static str {
-        match self {
-            Role::Main => "main",
-            Role::Worker => "worker",
-            Role::Webhook => "webhook",
-            Role::Runner => "runner",
-            Role::Redis => "redis",
-            Role::Postgres => "postgres",
-            Role::Other => "other",
-        }
-    }
-}
+pub use crate::record::Role;
 
 /// What is known about one container or compose service, secrets already dropped.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -84,6 +60,9 @@ pub struct Facts {
     /// Names by which other containers reach this one (hostname, service, aliases).
     pub hostnames: Vec<String>,
     pub memory_limit_bytes: Option<u64>,
+    /// CPU limit in cores (`--cpus`, `deploy.resources.limits.cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_cores: Option<f64>,
     pub replicas: u32,
     /// Where these facts came from ("container n8n-worker-1", "compose service n8n-worker").
     pub origin: String,

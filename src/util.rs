@@ -216,3 +216,10 @@ pub fn own_cpu_seconds() -> f64 {
     let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (tick(11) + tick(12)) / 100.0
 }
+
+/// Cores this process may run on (1 when unknown).
+pub fn cores() -> f64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as f64)
+        .unwrap_or(1.0)
+}

@@ -2,6 +2,7 @@
 
 use super::profile::Check;
 use crate::error::BadInput;
+pub use crate::record::stage::{ThresholdMetric, ThresholdResult};
 use serde::{Deserialize, Serialize};
 
 /// Runs one check against a response. `json` is parsed once per response, lazily.
@@ -71,21 +72,12 @@ pub enum Op {
 /// A parsed threshold such as `http_req_duration: p(95)<60000`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Threshold {
-    pub metric: String,
+    pub metric: ThresholdMetric,
     pub expr: String,
     pub agg: Aggregation,
     pub op: Op,
     pub value: f64,
 }
-
-/// The metrics thresholds can name, as k6 names them.
-pub const METRICS: [&str; 5] = [
-    "http_req_failed",
-    "http_req_duration",
-    "checks",
-    "http_reqs",
-    "dropped_iterations",
-];
 
 impl Threshold {
     pub fn parse(metric: &str, expr: &str) -> Result<Threshold, BadInput> {
@@ -95,12 +87,13 @@ impl Threshold {
                  http_req_failed: rate<0.05, http_req_duration: p(95)<60000, checks: rate>0.99"
             ))
         };
-        if !METRICS.contains(&metric) {
+        let Some(m) = ThresholdMetric::parse(metric) else {
+            let known: Vec<&str> = ThresholdMetric::ALL.iter().map(|m| m.name()).collect();
             return Err(bad(&format!(
                 "names an unknown metric (known: {})",
-                METRICS.join(", ")
+                known.join(", ")
             )));
-        }
+        };
         let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
         let pos = e
             .find(['<', '>', '='])
@@ -138,11 +131,12 @@ impl Threshold {
             }
             _ => return Err(bad("has an unknown aggregation")),
         };
+        use ThresholdMetric as M;
         let fits = matches!(
-            (metric, agg),
-            ("http_req_failed" | "checks", Aggregation::Rate)
+            (m, agg),
+            (M::HttpReqFailed | M::Checks, Aggregation::Rate)
                 | (
-                    "http_req_duration",
+                    M::HttpReqDuration,
                     Aggregation::Percentile(_)
                         | Aggregation::Avg
                         | Aggregation::Max
@@ -150,7 +144,7 @@ impl Threshold {
                         | Aggregation::Med
                 )
                 | (
-                    "http_reqs" | "dropped_iterations",
+                    M::HttpReqs | M::DroppedIterations,
                     Aggregation::Count | Aggregation::Rate
                 )
         );
@@ -158,7 +152,7 @@ impl Threshold {
             return Err(bad("uses an aggregation that metric does not have"));
         }
         Ok(Threshold {
-            metric: metric.to_string(),
+            metric: m,
             expr: expr.to_string(),
             agg,
             op,
@@ -175,15 +169,6 @@ impl Threshold {
             Op::Eq => (observed - self.value).abs() < 1e-9,
         }
     }
-}
-
-/// A threshold evaluated on some aggregate.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThresholdResult {
-    pub metric: String,
-    pub expr: String,
-    pub observed: Option<f64>,
-    pub passed: bool,
 }
 
 pub fn parse_all(

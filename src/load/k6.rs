@@ -2,10 +2,10 @@
 //! `--out json` (one point per request, aggregated here into stages: one per scenario, or by the
 //! `vus` level over time) — into [`StageResult`]s, so `diagnose` can judge runs made with k6.
 
-use super::profile::LoadModel;
-use super::results::{ErrorCounts, Latency, StageResult};
 use super::stats::summarize;
 use crate::error::BadInput;
+use crate::record::stage::{ErrorCounts, Latency, StageResult};
+use crate::record::LoadModel;
 use hdrhistogram::Histogram;
 use std::io::BufRead;
 use std::path::Path;

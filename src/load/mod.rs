@@ -6,8 +6,5 @@ pub mod checks;
 pub mod client;
 pub mod k6;
 pub mod profile;
-pub mod results;
 pub mod run;
 pub mod stats;
-
-pub use results::{StageResult, Summary};

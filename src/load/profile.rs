@@ -19,16 +19,7 @@ pub const BUILTIN: [(&str, &str); 6] = [
     ("arrival", include_str!("../../profiles/arrival.yaml")),
 ];
 
-/// The load model, decided first (DESIGN.md rule 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadModel {
-    /// N virtual users, each sends and waits for the answer: in flight = N. Measures processing
-    /// capacity when the webhook answers after the last node.
-    Closed,
-    /// A fixed arrival rate, not waiting for answers (capped by `max_vus`). Measures intake.
-    Open,
-}
+pub use crate::record::LoadModel;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

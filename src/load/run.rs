@@ -5,13 +5,13 @@
 use super::checks::{self, run_check, Aggregation, Threshold, ThresholdResult};
 use super::client::{Connection, Target};
 use super::profile::{Check, LoadModel, Profile, Stage};
-use super::results::{CheckResult, QueueObserved, StageResult, Summary, SUMMARY_SCHEMA};
 use super::stats::{Agg, Sample, StageRecorder};
-use crate::observe::watch::{Endpoint, Observer, WatchConfig, WatchedContainer};
-use std::fs::File;
+use crate::record::dir::ResultsDir;
+use crate::record::observation::Observer;
+use crate::record::stage::{CheckResult, QueueObserved, StageResult, ThresholdMetric};
+use crate::record::Summary;
 use std::future::Future;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -21,23 +21,22 @@ use tokio::task::JoinSet;
 /// What to run and where to write it.
 pub struct SweepOptions {
     pub profile: Profile,
-    /// Results directory; created before the first request so a bad path fails at once.
-    pub out_dir: Option<PathBuf>,
+    /// Results directory, created by the caller before anything runs (a bad path fails at once).
+    pub out: Option<ResultsDir>,
     pub abort_on_fail: bool,
     /// Live progress line on stderr (only shown when stderr is a terminal).
     pub progress: bool,
-    /// n8n `/metrics` endpoints to scrape (main's queue gauges give slots taken and waiting).
-    pub metrics: Vec<Endpoint>,
-    /// Containers to sample through the Docker API.
-    pub docker: Option<(bollard::Docker, Vec<WatchedContainer>)>,
-    /// How often metrics and container stats are sampled.
-    pub scrape_interval: Duration,
-    /// Bull's queue in Redis to sample (read-only), with its key prefix.
-    pub redis: Option<(crate::observe::redis::RedisUrl, String)>,
+    /// Watches the system under test (n8n's metrics, containers, Redis) beside the load; its
+    /// first readings (baselines) are taken by the caller before the sweep starts.
+    pub observer: Option<Box<dyn Observer>>,
     /// n8n's queue-gauge refresh interval, to flag stages shorter than it.
     pub queue_metrics_interval: Duration,
     /// Run every stage this many times in a row (for confidence intervals); 1 = once.
     pub repeat: u32,
+    /// Settings known before the load (flags, Docker), recorded with the run.
+    pub settings: Option<crate::model::settings::Settings>,
+    /// Cores of the host n8n runs on, when known, recorded with the run.
+    pub host_cores: Option<crate::model::settings::Sourced<f64>>,
 }
 
 /// How the run ended, for the exit code.
@@ -64,6 +63,13 @@ impl Shared {
         }
     }
 
+    fn set_current(&self, rec: Arc<StageRecorder>) {
+        match self.recorder.write() {
+            Ok(mut r) => *r = rec,
+            Err(p) => *p.into_inner() = rec,
+        }
+    }
+
     fn finish(
         &self,
         shard: usize,
@@ -72,7 +78,7 @@ impl Shared {
         started: Instant,
     ) {
         let now = Instant::now();
-        let mut results = [false; 16];
+        let mut results = [false; MAX_CHECKS];
         let n = self.checks.len().min(results.len());
         let mut json = None;
         if let Ok((status, body)) = &ex.result {
@@ -101,174 +107,194 @@ impl Shared {
     }
 }
 
+const MAX_CHECKS: usize = 16;
+
+/// The closed model's virtual users, kept across stages: lowering the count retires the
+/// newest ones after their current request.
+#[derive(Default)]
+struct VirtualUsers {
+    tasks: JoinSet<()>,
+    flags: Vec<Arc<AtomicBool>>,
+    next_id: u32,
+}
+
+impl VirtualUsers {
+    fn resize(&mut self, shared: &Arc<Shared>, n: usize) {
+        while self.flags.len() > n {
+            if let Some(f) = self.flags.pop() {
+                f.store(true, Ordering::Relaxed);
+            }
+        }
+        while self.flags.len() < n {
+            let flag = Arc::new(AtomicBool::new(false));
+            self.tasks
+                .spawn(closed_vu(shared.clone(), self.next_id, flag.clone()));
+            self.flags.push(flag);
+            self.next_id = self.next_id.wrapping_add(1);
+        }
+        while self.tasks.try_join_next().is_some() {}
+    }
+}
+
+/// The state of a sweep between stages.
+struct Sweep {
+    opts: SweepOptions,
+    stages: Vec<(Stage, u32)>,
+    thresholds: Vec<Threshold>,
+    shared: Arc<Shared>,
+    summary: Summary,
+    totals: Vec<Agg>,
+    vus: VirtualUsers,
+    run_start: Instant,
+    total_time: Duration,
+}
+
+/// How one stage ended.
+enum StageEnd {
+    Done,
+    Interrupted,
+}
+
 /// Runs the sweep. `interrupt` resolving (Ctrl-C) ends the current stage as partial.
 pub async fn run_sweep(
     opts: SweepOptions,
     interrupt: impl Future<Output = ()>,
 ) -> anyhow::Result<(Summary, Ending)> {
-    let profile = &opts.profile;
-    let repeat = opts.repeat.max(1);
-    let stages: Vec<(Stage, u32)> = profile
-        .resolve_stages()?
-        .into_iter()
-        .flat_map(|s| (0..repeat).map(move |r| (s.clone(), r)))
-        .collect();
-    let thresholds = checks::parse_all(&profile.thresholds)?;
-    if profile.checks.len() > 16 {
-        return crate::error::bad_input("a profile may have at most 16 checks");
-    }
-    let timeout = profile.timeout()?;
-    let mut target = Target::new(
-        &profile.request.url,
-        &profile.request.method,
-        &profile.request.headers,
-        profile.request.body.as_ref(),
-        timeout,
-    )
-    .await?;
-    target.set_tls(
-        profile.request.ca_cert.as_deref().map(std::path::Path::new),
-        profile.request.insecure,
-    )?;
-    let mut out = match &opts.out_dir {
-        Some(dir) => Some(ResultsDir::create(dir)?),
-        None => None,
-    };
-    let mut observer = (!opts.metrics.is_empty() || opts.docker.is_some() || opts.redis.is_some())
-        .then(|| {
-            let (docker, containers) = match &opts.docker {
-                Some((d, c)) => (Some(d.clone()), c.clone()),
-                None => (None, Vec::new()),
-            };
-            Observer::start(WatchConfig {
-                endpoints: opts.metrics.clone(),
-                redis: opts.redis.clone(),
-                docker,
-                containers,
-                interval: opts.scrape_interval,
-                prefix: "n8n_".into(),
-                timeline: out.as_ref().and_then(|o| o.timeline().ok()),
-            })
-        });
-    // The first readings (container baselines) are taken before any load.
-    if let Some(o) = observer.as_mut() {
-        o.first_round(Duration::from_secs(5)).await;
-    }
-    let started_at = SystemTime::now();
-    let shared = Arc::new(Shared {
-        target,
-        checks: profile.checks.clone(),
-        recorder: RwLock::new(Arc::new(StageRecorder::new(
-            Instant::now(),
-            Duration::ZERO,
-            profile.checks.len(),
-        ))),
-        stop: AtomicBool::new(false),
-        live_done: AtomicU64::new(0),
-        live_failed: AtomicU64::new(0),
-    });
-    let mut summary = Summary {
-        schema: SUMMARY_SCHEMA.into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: crate::util::utc_rfc3339(started_at),
-        finished_at: String::new(),
-        interrupted: false,
-        aborted_by_threshold: false,
-        profile: profile.name.clone(),
-        model: profile.model,
-        url: profile.request.url.clone(),
-        body: profile.request.body.clone(),
-        stages: Vec::new(),
-        thresholds: Vec::new(),
-        thresholds_passed: true,
-        diagnosis: None,
-        recommendation: None,
-    };
-    let mut vus: JoinSet<()> = JoinSet::new();
-    // One retire flag per live virtual user; lowering the count retires the newest ones after
-    // their current request.
-    let mut vu_flags: Vec<Arc<AtomicBool>> = Vec::new();
-    let mut next_vu_id: u32 = 0;
-    let mut totals: Vec<Agg> = Vec::new();
-    let show_progress = opts.progress && std::io::stderr().is_terminal();
-    let total_time: Duration = stages.iter().map(|(s, _)| s.duration).sum();
-    let run_start = Instant::now();
+    let mut sweep = Sweep::prepare(opts).await?;
     tokio::pin!(interrupt);
     let mut ending = Ending::Completed;
+    for index in 0..sweep.stages.len() {
+        let (end, failed_thresholds) = sweep.run_stage(index, &mut interrupt).await?;
+        if let StageEnd::Interrupted = end {
+            sweep.summary.interrupted = true;
+            ending = Ending::Interrupted;
+            break;
+        }
+        if sweep.opts.abort_on_fail && failed_thresholds && index + 1 < sweep.stages.len() {
+            sweep.summary.aborted_by_threshold = true;
+            break;
+        }
+    }
+    Ok((sweep.finish()?, ending))
+}
 
-    for (index, (stage, rep)) in stages.iter().enumerate() {
+impl Sweep {
+    async fn prepare(opts: SweepOptions) -> anyhow::Result<Sweep> {
+        let profile = &opts.profile;
+        let repeat = opts.repeat.max(1);
+        let stages: Vec<(Stage, u32)> = profile
+            .resolve_stages()?
+            .into_iter()
+            .flat_map(|s| (0..repeat).map(move |r| (s.clone(), r)))
+            .collect();
+        let thresholds = checks::parse_all(&profile.thresholds)?;
+        if profile.checks.len() > MAX_CHECKS {
+            return crate::error::bad_input(format!(
+                "a profile may have at most {MAX_CHECKS} checks"
+            ));
+        }
+        let mut target = Target::new(
+            &profile.request.url,
+            &profile.request.method,
+            &profile.request.headers,
+            profile.request.body.as_ref(),
+            profile.timeout()?,
+        )
+        .await?;
+        target.set_tls(
+            profile.request.ca_cert.as_deref().map(std::path::Path::new),
+            profile.request.insecure,
+        )?;
+        let shared = Arc::new(Shared {
+            target,
+            checks: profile.checks.clone(),
+            recorder: RwLock::new(Arc::new(StageRecorder::new(
+                Instant::now(),
+                Duration::ZERO,
+                profile.checks.len(),
+            ))),
+            stop: AtomicBool::new(false),
+            live_done: AtomicU64::new(0),
+            live_failed: AtomicU64::new(0),
+        });
+        let mut summary = Summary::new(
+            &profile.name,
+            profile.model,
+            &profile.request.url,
+            profile.request.body.clone(),
+        );
+        summary.settings = opts.settings.clone();
+        summary.host_cores = opts.host_cores.clone();
+        let total_time = stages.iter().map(|(s, _)| s.duration).sum();
+        Ok(Sweep {
+            opts,
+            stages,
+            thresholds,
+            shared,
+            summary,
+            totals: Vec::new(),
+            vus: VirtualUsers::default(),
+            run_start: Instant::now(),
+            total_time,
+        })
+    }
+
+    /// Runs stage `index` to its end (or the interrupt), records it and writes it out.
+    async fn run_stage(
+        &mut self,
+        index: usize,
+        interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> anyhow::Result<(StageEnd, bool)> {
+        let (stage, rep) = self.stages[index].clone();
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
         let rec = Arc::new(StageRecorder::new(
             stage_start,
             stage.warmup,
-            shared.checks.len(),
+            self.shared.checks.len(),
         ));
-        match shared.recorder.write() {
-            Ok(mut r) => *r = rec.clone(),
-            Err(p) => *p.into_inner() = rec.clone(),
-        }
+        self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
-        match profile.model {
-            LoadModel::Closed => {
-                let n = stage.vus.unwrap_or(1) as usize;
-                while vu_flags.len() > n {
-                    if let Some(f) = vu_flags.pop() {
-                        f.store(true, Ordering::Relaxed);
-                    }
-                }
-                while vu_flags.len() < n {
-                    let flag = Arc::new(AtomicBool::new(false));
-                    vus.spawn(closed_vu(shared.clone(), next_vu_id, flag.clone()));
-                    vu_flags.push(flag);
-                    next_vu_id = next_vu_id.wrapping_add(1);
-                }
-                while vus.try_join_next().is_some() {}
-            }
+        match self.opts.profile.model {
+            LoadModel::Closed => self
+                .vus
+                .resize(&self.shared, stage.vus.unwrap_or(1) as usize),
             LoadModel::Open => {
-                let sh = shared.clone();
-                let st = stage.clone();
-                let r = rec.clone();
-                stage_tasks.spawn(open_scheduler(sh, st, r, stage_start));
+                stage_tasks.spawn(open_scheduler(
+                    self.shared.clone(),
+                    stage.clone(),
+                    rec.clone(),
+                    stage_start,
+                ));
             }
         }
-        if let Some(o) = &observer {
+        if let Some(o) = self.opts.observer.as_mut() {
             o.begin_stage(index, stage_start + stage.warmup);
         }
-        let stage_end = stage_start + stage.duration;
-        let mut partial = false;
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(stage_end.into()) => break,
-                _ = &mut interrupt => { partial = true; ending = Ending::Interrupted; break; }
-                _ = tick.tick() => {
-                    if show_progress {
-                        progress_line(&shared, index, stages.len(), stage, run_start, total_time);
-                    }
-                }
-            }
-        }
+        let end = self.wait_stage(index, &stage, stage_start, interrupt).await;
         stage_tasks.abort_all();
         let ended = Instant::now();
-        let agg = rec.total(shared.checks.len());
+        let agg = rec.total(self.shared.checks.len());
         let window = ended.saturating_duration_since(rec.warmup_until);
-        let seen = observer
-            .as_ref()
-            .map(|o| o.end_stage(stage.duration < opts.queue_metrics_interval));
-        let queue = seen.as_ref().and_then(|s| s.queue.clone());
+        let seen = self
+            .opts
+            .observer
+            .as_mut()
+            .map(|o| o.end_stage(stage.duration < self.opts.queue_metrics_interval));
         let mut result = stage_result(
-            index,
-            stage,
-            profile,
-            &agg,
-            rec.dropped(),
-            window,
-            partial,
-            &thresholds,
-            queue,
+            StageInput {
+                index,
+                stage: &stage,
+                profile: &self.opts.profile,
+                agg: &agg,
+                dropped: rec.dropped(),
+                window,
+                partial: matches!(end, StageEnd::Interrupted),
+            },
+            &self.thresholds,
+            seen.as_ref().and_then(|s| s.queue.clone()),
         );
-        result.repeat = *rep;
+        result.repeat = rep;
         if let Some(seen) = seen {
             result.endpoints = seen.endpoints;
             result.containers = seen.containers;
@@ -279,38 +305,65 @@ pub async fn run_sweep(
             result.client_cpu_percent =
                 100.0 * (crate::util::own_cpu_seconds() - cpu_start).max(0.0) / wall;
         }
-        if show_progress {
+        if self.opts.progress && std::io::stderr().is_terminal() {
             eprint!("\r\x1b[2K");
         }
-        if let Some(o) = out.as_mut() {
+        if let Some(o) = self.opts.out.as_mut() {
             o.append_stage(&result)?;
         }
         let failed_thresholds = result.thresholds.iter().any(|t| !t.passed);
-        summary.stages.push(result);
-        totals.push(agg);
-        finish_summary(&mut summary, &totals, &thresholds);
-        if let Some(o) = out.as_mut() {
-            o.write_summary(&summary)?;
+        self.summary.stages.push(result);
+        self.totals.push(agg);
+        finish_summary(&mut self.summary, &self.totals, &self.thresholds);
+        if let Some(o) = self.opts.out.as_ref() {
+            o.write_summary(&self.summary)?;
         }
-        if ending == Ending::Interrupted {
-            summary.interrupted = true;
-            break;
-        }
-        if opts.abort_on_fail && failed_thresholds && index + 1 < stages.len() {
-            summary.aborted_by_threshold = true;
-            break;
+        Ok((end, failed_thresholds))
+    }
+
+    /// Waits out the stage, drawing the progress line once a second.
+    async fn wait_stage(
+        &self,
+        index: usize,
+        stage: &Stage,
+        stage_start: Instant,
+        interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> StageEnd {
+        let show_progress = self.opts.progress && std::io::stderr().is_terminal();
+        let stage_end = stage_start + stage.duration;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(stage_end.into()) => return StageEnd::Done,
+                _ = interrupt.as_mut() => return StageEnd::Interrupted,
+                _ = tick.tick() => {
+                    if show_progress {
+                        progress_line(
+                            &self.shared,
+                            index,
+                            self.stages.len(),
+                            stage,
+                            self.run_start,
+                            self.total_time,
+                        );
+                    }
+                }
+            }
         }
     }
-    shared.stop.store(true, Ordering::Relaxed);
-    vus.abort_all();
-    if let Some(o) = observer {
-        o.stop();
+
+    fn finish(mut self) -> anyhow::Result<Summary> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.vus.tasks.abort_all();
+        if let Some(o) = self.opts.observer.as_mut() {
+            o.stop();
+        }
+        finish_summary(&mut self.summary, &self.totals, &self.thresholds);
+        if let Some(o) = self.opts.out.as_ref() {
+            o.write_summary(&self.summary)?;
+        }
+        Ok(self.summary)
     }
-    finish_summary(&mut summary, &totals, &thresholds);
-    if let Some(o) = out.as_mut() {
-        o.write_summary(&summary)?;
-    }
-    Ok((summary, ending))
 }
 
 fn finish_summary(summary: &mut Summary, totals: &[Agg], thresholds: &[Threshold]) {
@@ -421,18 +474,31 @@ async fn open_scheduler(
     inflight.detach_all();
 }
 
-#[allow(clippy::too_many_arguments)]
-fn stage_result(
+/// What one stage measured, before it becomes a [`StageResult`].
+struct StageInput<'a> {
     index: usize,
-    stage: &Stage,
-    profile: &Profile,
-    agg: &Agg,
+    stage: &'a Stage,
+    profile: &'a Profile,
+    agg: &'a Agg,
     dropped: u64,
     window: Duration,
     partial: bool,
+}
+
+fn stage_result(
+    input: StageInput<'_>,
     thresholds: &[Threshold],
     queue: Option<QueueObserved>,
 ) -> StageResult {
+    let StageInput {
+        index,
+        stage,
+        profile,
+        agg,
+        dropped,
+        window,
+        partial,
+    } = input;
     let window_s = window.as_secs_f64();
     let per_s = |n: u64| {
         if window_s > 0.0 {
@@ -468,13 +534,18 @@ fn stage_result(
     let validity: Vec<Threshold> = {
         let mut v: Vec<Threshold> = thresholds
             .iter()
-            .filter(|t| t.metric == "http_req_failed" || t.metric == "checks")
+            .filter(|t| {
+                matches!(
+                    t.metric,
+                    ThresholdMetric::HttpReqFailed | ThresholdMetric::Checks
+                )
+            })
             .cloned()
             .collect();
-        if !v.iter().any(|t| t.metric == "http_req_failed") {
+        if !v.iter().any(|t| t.metric == ThresholdMetric::HttpReqFailed) {
             v.extend(Threshold::parse("http_req_failed", "rate<0.05").ok());
         }
-        if !v.iter().any(|t| t.metric == "checks") && !profile.checks.is_empty() {
+        if !v.iter().any(|t| t.metric == ThresholdMetric::Checks) && !profile.checks.is_empty() {
             v.extend(Threshold::parse("checks", "rate>0.99").ok());
         }
         v
@@ -569,7 +640,7 @@ fn evaluate(
         .map(|t| {
             let observed = observe_metric(t, agg, window_s, dropped);
             ThresholdResult {
-                metric: t.metric.clone(),
+                metric: t.metric,
                 expr: t.expr.clone(),
                 observed,
                 passed: observed.map(|v| t.passes(v)).unwrap_or(false),
@@ -586,16 +657,17 @@ fn observe_metric(t: &Threshold, agg: &Agg, window_s: f64, dropped: u64) -> Opti
             0.0
         }
     };
-    match (t.metric.as_str(), t.agg) {
-        ("http_req_failed", Aggregation::Rate) => {
+    use ThresholdMetric as M;
+    match (t.metric, t.agg) {
+        (M::HttpReqFailed, Aggregation::Rate) => {
             (agg.requests > 0).then(|| agg.errors.http_failed() as f64 / agg.requests as f64)
         }
-        ("checks", Aggregation::Rate) => {
+        (M::Checks, Aggregation::Rate) => {
             let p: u64 = agg.check_passes.iter().sum();
             let f: u64 = agg.check_fails.iter().sum();
             (p + f > 0).then(|| p as f64 / (p + f) as f64)
         }
-        ("http_req_duration", a) => {
+        (M::HttpReqDuration, a) => {
             let h = &agg.latency;
             if h.is_empty() {
                 return None;
@@ -610,10 +682,10 @@ fn observe_metric(t: &Threshold, agg: &Agg, window_s: f64, dropped: u64) -> Opti
                 _ => return None,
             })
         }
-        ("http_reqs", Aggregation::Count) => Some(agg.requests as f64),
-        ("http_reqs", Aggregation::Rate) => Some(per_s(agg.requests)),
-        ("dropped_iterations", Aggregation::Count) => Some(dropped as f64),
-        ("dropped_iterations", Aggregation::Rate) => Some(per_s(dropped)),
+        (M::HttpReqs, Aggregation::Count) => Some(agg.requests as f64),
+        (M::HttpReqs, Aggregation::Rate) => Some(per_s(agg.requests)),
+        (M::DroppedIterations, Aggregation::Count) => Some(dropped as f64),
+        (M::DroppedIterations, Aggregation::Rate) => Some(per_s(dropped)),
         _ => None,
     }
 }
@@ -652,61 +724,4 @@ fn progress_line(
         crate::util::format_duration(Duration::from_secs(eta.as_secs()))
     );
     let _ = std::io::stderr().flush();
-}
-
-/// The results directory: `stages.jsonl` appended and flushed per stage, `summary.json`
-/// rewritten (atomically) after each stage.
-pub struct ResultsDir {
-    pub path: PathBuf,
-    stages: File,
-}
-
-impl ResultsDir {
-    pub fn create(dir: &Path) -> anyhow::Result<ResultsDir> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot create the results directory {}: {e}; choose another with --out",
-                dir.display()
-            )
-        })?;
-        let stages_path = dir.join("stages.jsonl");
-        let stages = File::create(&stages_path).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot write {}: {e}; choose another --out",
-                stages_path.display()
-            )
-        })?;
-        Ok(ResultsDir {
-            path: dir.to_path_buf(),
-            stages,
-        })
-    }
-
-    pub fn timeline(&self) -> anyhow::Result<File> {
-        let p = self.path.join("timeline.jsonl");
-        File::create(&p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
-    }
-
-    pub fn append_stage(&mut self, s: &StageResult) -> anyhow::Result<()> {
-        let mut line = serde_json::to_vec(s)?;
-        line.push(b'\n');
-        self.stages.write_all(&line)?;
-        self.stages.flush()?;
-        Ok(())
-    }
-
-    pub fn write_summary(&self, s: &Summary) -> anyhow::Result<()> {
-        write_atomic(
-            &self.path.join("summary.json"),
-            &serde_json::to_vec_pretty(s)?,
-        )
-    }
-}
-
-/// Writes a file through a temporary name so a reader never sees half of it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }

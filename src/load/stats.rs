@@ -2,7 +2,7 @@
 //! contend, and turned into a [`StageResult`](super::results::StageResult) when the stage ends.
 
 use super::client::{Exchange, Failure};
-use super::results::{ErrorCounts, Latency, PhaseStat, Phases};
+use crate::record::stage::{ErrorCounts, Latency, PhaseStat, Phases};
 use hdrhistogram::Histogram;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

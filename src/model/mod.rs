@@ -10,6 +10,23 @@ pub mod settings;
 
 use serde::{Deserialize, Serialize};
 
+/// n8n's defaults, each checked against n8n 2.x source (see ../shared/reference/).
+pub mod n8n_defaults {
+    /// `worker --concurrency` when not given.
+    pub const WORKER_CONCURRENCY: u32 = 10;
+    /// `N8N_RUNNERS_MAX_CONCURRENCY` when unset (the 2.x source says 10; the docs say 5).
+    pub const RUNNER_LIMIT: u32 = 10;
+    /// `N8N_RUNNERS_TASK_REQUEST_TIMEOUT`, seconds.
+    pub const TASK_REQUEST_TIMEOUT_S: f64 = 60.0;
+    /// `DB_POSTGRESDB_POOL_SIZE`.
+    pub const DB_POOL_SIZE: u32 = 2;
+}
+
+/// n8n's fixed overhead per execution (webhook intake, queueing, the respond node), used when
+/// no level at 1 in flight measured it: real n8n 2.41 added 50–70 ms at 1 in flight; the
+/// reference study 40 ms.
+pub const DEFAULT_OVERHEAD_S: f64 = 0.06;
+
 /// One worker's two limits.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WorkerLimits {
@@ -26,12 +43,21 @@ pub struct Job {
     pub wait_s: f64,
     /// Code time: slot and runner task.
     pub code_s: f64,
+    /// n8n's fixed overhead per execution (intake, queueing, respond).
+    #[serde(default)]
+    pub overhead_s: f64,
 }
 
 impl Job {
-    /// Job time S = W + C.
+    /// Job time W + C, as the workflow defines it.
     pub fn job_time(&self) -> f64 {
         self.wait_s + self.code_s
+    }
+
+    /// Service time S = W + C + overhead: the response at 1 in flight, and what a slot-bound
+    /// ceiling divides by.
+    pub fn service_time(&self) -> f64 {
+        self.job_time() + self.overhead_s
     }
 }
 
@@ -45,6 +71,8 @@ pub enum Limit {
     Both,
     /// No runner attached anywhere: Code tasks never run.
     NoRunner,
+    /// CPU: one process (a Node process runs its JavaScript on one core) or the host.
+    Cpu,
 }
 
 impl Limit {
@@ -54,6 +82,7 @@ impl Limit {
             Limit::RunnerLimit => "runner limit",
             Limit::Both => "worker concurrency and runner limit (equal)",
             Limit::NoRunner => "no runner attached",
+            Limit::Cpu => "CPU",
         }
     }
 }
@@ -74,38 +103,48 @@ pub struct Capacity {
     pub effective_concurrency: f64,
 }
 
+/// Two ceilings within this share of each other cannot be told apart: n8n's overhead alone
+/// moves them that much.
+pub const INSEPARABLE: f64 = 0.10;
+
+/// The ceilings of `n` identical workers.
+pub fn capacity_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
+    let one = capacity(&[w], job);
+    let n_f = n as f64;
+    Capacity {
+        total_worker_concurrency: w.worker_concurrency.saturating_mul(n),
+        total_runner_capacity: w.runner_capacity.saturating_mul(n),
+        worker_bound: one.worker_bound * n_f,
+        runner_bound: one.runner_bound * n_f,
+        ceiling: one.ceiling * n_f,
+        capping: one.capping,
+        effective_concurrency: one.effective_concurrency * n_f,
+    }
+}
+
 pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
     let c: u32 = workers.iter().map(|w| w.worker_concurrency).sum();
-    // A worker's runners serve only that worker's slots: capacity beyond its slots is idle.
     let r: u32 = workers.iter().map(|w| w.runner_capacity).sum();
-    let s = job.job_time().max(1e-9);
+    let s = job.service_time().max(1e-9);
+    let runner_bound_of = |cap: u32| {
+        if job.code_s > 0.0 {
+            cap as f64 / job.code_s
+        } else if cap > 0 {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    };
     let worker_bound = c as f64 / s;
     // Per worker, min(c_w ÷ S, r_w ÷ C): a worker's spare runner capacity cannot serve another.
-    let per_worker: f64 = workers
+    let ceiling: f64 = workers
         .iter()
-        .map(|w| {
-            let wb = w.worker_concurrency as f64 / s;
-            let rb = if job.code_s > 0.0 {
-                w.runner_capacity as f64 / job.code_s
-            } else if w.runner_capacity > 0 {
-                f64::INFINITY
-            } else {
-                0.0
-            };
-            wb.min(rb)
-        })
+        .map(|w| (w.worker_concurrency as f64 / s).min(runner_bound_of(w.runner_capacity)))
         .sum();
-    let runner_bound = if job.code_s > 0.0 {
-        r as f64 / job.code_s
-    } else if r > 0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    let ceiling = per_worker;
+    let runner_bound = runner_bound_of(r);
     let capping = if r == 0 {
         Limit::NoRunner
-    } else if (worker_bound - runner_bound).abs() <= 0.02 * worker_bound.max(runner_bound) {
+    } else if (worker_bound - runner_bound).abs() <= INSEPARABLE * worker_bound.max(runner_bound) {
         Limit::Both
     } else if runner_bound < worker_bound {
         Limit::RunnerLimit
@@ -141,11 +180,11 @@ pub struct Point {
     pub waiting_for_runner: f64,
 }
 
-/// Deterministic job times: X(N) = min(N ÷ (S + overhead), X_max). This is what a stack with
-/// steady job times does (the simulator, a Code node that sleeps).
-pub fn predict_bound(cap: &Capacity, job: Job, overhead_s: f64, n: u32) -> Point {
-    let s = job.job_time();
-    let x = (n as f64 / (s + overhead_s).max(1e-9)).min(cap.ceiling);
+/// Deterministic job times: X(N) = min(N ÷ S, X_max), S with the overhead. This is what a
+/// stack with steady job times does (the simulator, a Code node that sleeps). `x_max` is the
+/// ceiling to use (the settings' ceiling, or lower when CPU caps).
+pub fn predict_bound(cap: &Capacity, job: Job, x_max: f64, n: u32) -> Point {
+    let x = (n as f64 / job.service_time().max(1e-9)).min(x_max);
     point(cap, job, n, x)
 }
 
@@ -161,27 +200,31 @@ fn point(cap: &Capacity, job: Job, n: u32, x: f64) -> Point {
         waiting_in_redis: (nf - c).max(0.0),
         slots_taken: slots,
         runner_tasks: x * job.code_s,
-        waiting_for_runner: (slots - x * job.job_time()).max(0.0),
+        waiting_for_runner: (slots - x * job.service_time()).max(0.0),
     }
 }
+
+/// Curves stop here: MVA costs N² and no chart needs more points.
+pub const MAX_CURVE_IN_FLIGHT: u32 = 2000;
 
 /// Mean-value analysis of the closed network: a delay station (fixed overhead, plus the
 /// slot-only part when runners cap) and the capping resource as a load-dependent multi-server
 /// station with k = effective concurrency servers. Exact for exponential job times; with
 /// variable job times the knee is rounder than [`predict_bound`]'s.
-pub fn predict_mva(cap: &Capacity, job: Job, overhead_s: f64, max_n: u32) -> Vec<Point> {
+pub fn predict_mva(cap: &Capacity, job: Job, x_max: f64, max_n: u32) -> Vec<Point> {
     let (servers, demand, delay) = match cap.capping {
         Limit::RunnerLimit => (
             cap.total_runner_capacity.max(1),
             job.code_s,
-            overhead_s + job.wait_s,
+            job.overhead_s + job.wait_s,
         ),
         _ => (
             cap.total_worker_concurrency.max(1),
             job.job_time(),
-            overhead_s,
+            job.overhead_s,
         ),
     };
+    let max_n = max_n.min(MAX_CURVE_IN_FLIGHT);
     let k = servers as usize;
     let mu = |j: usize| j.min(k) as f64 / demand.max(1e-9);
     // p[j]: probability of j jobs at the station, for the current population.
@@ -196,7 +239,7 @@ pub fn predict_mva(cap: &Capacity, job: Job, overhead_s: f64, max_n: u32) -> Vec
         }
         next[0] = (1.0 - next[1..].iter().sum::<f64>()).max(0.0);
         p = next;
-        out.push(point(cap, job, n as u32, x.min(cap.ceiling)));
+        out.push(point(cap, job, n as u32, x.min(x_max)));
     }
     out
 }
@@ -218,6 +261,7 @@ mod tests {
         let job = Job {
             wait_s: 0.0,
             code_s: 3.0,
+            overhead_s: 0.0,
         };
         for (r, x, lim) in [
             (2, 0.6667, Limit::RunnerLimit),
@@ -240,16 +284,21 @@ mod tests {
         let job = Job {
             wait_s: 0.0,
             code_s: 3.0,
+            overhead_s: 0.0,
         };
         let cap = capacity(&one(15, 10), job);
-        let p = predict_bound(&cap, job, 0.0, 20);
+        let p = predict_bound(&cap, job, cap.ceiling, 20);
         assert!((p.throughput - 3.3333).abs() < 1e-3);
         assert!((p.response_s - 6.0).abs() < 1e-3);
         assert_eq!(p.waiting_in_redis, 5.0);
         assert_eq!(p.slots_taken, 15.0);
         assert!((p.runner_tasks - 10.0).abs() < 1e-9);
         assert!((p.waiting_for_runner - 5.0).abs() < 1e-9);
-        let p1 = predict_bound(&cap, job, 0.04, 1);
+        let with_overhead = Job {
+            overhead_s: 0.04,
+            ..job
+        };
+        let p1 = predict_bound(&cap, with_overhead, cap.ceiling, 1);
         assert!((p1.response_s - 3.04).abs() < 1e-9);
     }
 
@@ -259,6 +308,7 @@ mod tests {
         let job = Job {
             wait_s: 0.4,
             code_s: 0.1,
+            overhead_s: 0.0,
         };
         let cap = capacity(&one(4, 1), job);
         assert_eq!(cap.capping, Limit::WorkerConcurrency);
@@ -270,6 +320,7 @@ mod tests {
         let job = Job {
             wait_s: 0.0,
             code_s: 1.0,
+            overhead_s: 0.0,
         };
         let ws = vec![
             WorkerLimits {
@@ -290,15 +341,20 @@ mod tests {
         let job = Job {
             wait_s: 0.0,
             code_s: 1.0,
+            overhead_s: 0.0,
+        };
+        let job = Job {
+            overhead_s: 0.05,
+            ..job
         };
         let cap = capacity(&one(15, 10), job);
-        let curve = predict_mva(&cap, job, 0.05, 60);
+        let curve = predict_mva(&cap, job, cap.ceiling, 60);
         assert!((curve[0].throughput - 1.0 / 1.05).abs() < 1e-9);
         assert!((curve[59].throughput - 10.0).abs() < 0.05);
         for w in curve.windows(2) {
             assert!(w[1].throughput >= w[0].throughput - 1e-12);
         }
-        let b = predict_bound(&cap, job, 0.05, 10);
+        let b = predict_bound(&cap, job, cap.ceiling, 10);
         assert!(curve[9].throughput <= b.throughput + 1e-9);
     }
 }

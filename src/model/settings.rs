@@ -2,6 +2,7 @@
 //! can say "worker concurrency 15 (from --worker-concurrency)" or "runner limit 10 (inferred
 //! from the measured ceiling)".
 
+use super::{capacity_uniform, Capacity, Job, WorkerLimits};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,7 +23,7 @@ impl<T> Sourced<T> {
 }
 
 /// The deployment and workload as far as they are known.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub workers: Option<Sourced<u32>>,
     /// Per worker.
@@ -39,6 +40,52 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Workers (1 when not known: one worker is what a deployment without one more has).
+    pub fn worker_count(&self) -> u32 {
+        self.workers.as_ref().map(|w| w.value).unwrap_or(1).max(1)
+    }
+
+    pub fn runners_per_worker_count(&self) -> u32 {
+        self.runners_per_worker
+            .as_ref()
+            .map(|r| r.value)
+            .unwrap_or(1)
+    }
+
+    /// Runner tasks one worker can run: runner limit × runners per worker.
+    pub fn runner_capacity_per_worker(&self) -> Option<u32> {
+        let r = self.runner_limit.as_ref()?.value;
+        Some(r.saturating_mul(self.runners_per_worker_count()))
+    }
+
+    /// The job as the model sees it: W + C from the job and Code times (a job time alone is
+    /// all Code), plus n8n's fixed overhead.
+    pub fn job(&self, overhead_s: f64) -> Option<Job> {
+        let job = self.job_time.as_ref()?.value;
+        let code = self
+            .code_time
+            .as_ref()
+            .map(|c| c.value)
+            .unwrap_or(job)
+            .min(job);
+        Some(Job {
+            wait_s: (job - code).max(0.0),
+            code_s: code,
+            overhead_s: overhead_s.max(0.0),
+        })
+    }
+
+    /// The only place the settings become ceilings: needs the job time, worker concurrency and
+    /// runner limit.
+    pub fn capacity(&self, overhead_s: f64) -> Option<Capacity> {
+        let job = self.job(overhead_s)?;
+        let limits = WorkerLimits {
+            worker_concurrency: self.worker_concurrency.as_ref()?.value,
+            runner_capacity: self.runner_capacity_per_worker()?,
+        };
+        Some(capacity_uniform(self.worker_count(), limits, job))
+    }
+
     /// Fills what `self` lacks from `other` (flags first, then what the run knows).
     pub fn or(mut self, other: Settings) -> Settings {
         self.workers = self.workers.or(other.workers);

@@ -120,9 +120,40 @@ pub async fn discover(
             .and_then(|h| h.memory)
             .filter(|m| *m > 0)
             .map(|m| m as u64);
+        f.cpu_limit_cores = info.host_config.as_ref().and_then(cpu_limit_cores);
         out.push((id, f));
     }
     Ok(out)
+}
+
+/// A container's CPU limit in cores: `--cpus` (NanoCpus) or a CFS quota over its period.
+fn cpu_limit_cores(h: &bollard::models::HostConfig) -> Option<f64> {
+    if let Some(n) = h.nano_cpus.filter(|n| *n > 0) {
+        return Some(n as f64 / 1e9);
+    }
+    match (h.cpu_quota, h.cpu_period) {
+        (Some(q), Some(p)) if q > 0 && p > 0 => Some(q as f64 / p as f64),
+        (Some(q), _) if q > 0 => Some(q as f64 / 100_000.0),
+        _ => None,
+    }
+}
+
+/// Why a stats reading failed: the container is gone (the API answered 404), or anything else.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error("the container is gone (Docker answered 404)")]
+    Gone,
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The cores of the machine the Docker Engine runs on (`docker info` NCPU).
+pub async fn engine_cores(docker: &Docker) -> Option<f64> {
+    let info = tokio::time::timeout(Duration::from_secs(3), docker.info())
+        .await
+        .ok()?
+        .ok()?;
+    info.ncpu.filter(|n| *n > 0).map(|n| n as f64)
 }
 
 /// One stats reading of a container.
@@ -136,7 +167,7 @@ pub struct RawStats {
     pub online_cpus: u32,
 }
 
-pub async fn stats_once(docker: &Docker, id: &str) -> anyhow::Result<RawStats> {
+pub async fn stats_once(docker: &Docker, id: &str) -> Result<RawStats, StatsError> {
     let opts = StatsOptionsBuilder::default()
         .stream(false)
         .one_shot(true)
@@ -144,9 +175,14 @@ pub async fn stats_once(docker: &Docker, id: &str) -> anyhow::Result<RawStats> {
     let mut s = docker.stats(id, Some(opts));
     let r = tokio::time::timeout(Duration::from_secs(3), s.next())
         .await
-        .map_err(|_| anyhow::anyhow!("stats of {id} took over 3 s"))?
-        .ok_or_else(|| anyhow::anyhow!("no stats for {id}"))?
-        .map_err(|e| anyhow::anyhow!("stats of {id}: {e}"))?;
+        .map_err(|_| StatsError::Other(format!("stats of {id} took over 3 s")))?
+        .ok_or_else(|| StatsError::Other(format!("no stats for {id}")))?
+        .map_err(|e| match e {
+            bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            } => StatsError::Gone,
+            e => StatsError::Other(format!("stats of {id}: {e}")),
+        })?;
     let mem = r.memory_stats.unwrap_or_default();
     let inactive = mem
         .stats

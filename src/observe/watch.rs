@@ -7,13 +7,15 @@ use super::docker::{self, RawStats};
 use super::prometheus::Exposition;
 use super::redis::{queue_lengths, Conn, RedisUrl};
 use super::scrape::{self, queue_gauges};
-use crate::load::results::{ContainerObserved, EndpointObserved, QueueObserved, RoleMemory};
-use crate::topology::Role;
+use crate::record::observation::{Observer, StageObservation};
+use crate::record::stage::{
+    ContainerObserved, EndpointObserved, QueueObserved, QueueSource, RoleMemory,
+};
+use crate::record::timeline::{Event, TimelineWriter};
+use crate::record::Role;
 use bollard::Docker;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
@@ -30,13 +32,11 @@ impl Endpoint {
     pub fn parse(text: &str) -> Result<Endpoint, String> {
         match text.split_once('=') {
             Some((role, url)) if !role.contains(':') && !role.contains('/') => {
-                let role = match role {
-                    "main" => Role::Main,
-                    "worker" => Role::Worker,
-                    "webhook" => Role::Webhook,
-                    other => {
+                let role = match role.parse::<Role>() {
+                    Ok(r @ (Role::Main | Role::Worker | Role::Webhook)) => r,
+                    _ => {
                         return Err(format!(
-                            "--metrics {text}: unknown role {other:?} (use main=URL, worker=URL or webhook=URL)"
+                            "--metrics {text}: unknown role {role:?} (use main=URL, worker=URL or webhook=URL)"
                         ))
                     }
                 };
@@ -59,6 +59,8 @@ pub struct WatchedContainer {
     pub id: String,
     pub name: String,
     pub role: Role,
+    /// CPU limit in cores, from the container's settings.
+    pub cpu_limit_cores: Option<f64>,
 }
 
 pub struct WatchConfig {
@@ -88,6 +90,7 @@ struct EndpointAcc {
 #[derive(Default)]
 struct ContainerAcc {
     role: Option<Role>,
+    cpu_limit_cores: Option<f64>,
     memory: Vec<f64>,
     cpu: Vec<f64>,
     gaps: u32,
@@ -113,23 +116,16 @@ struct State {
     baselines: BTreeMap<String, f64>,
     steady_from: Option<Instant>,
     acc: StageAcc,
-    timeline: Option<File>,
+    timeline: TimelineWriter,
     started: Instant,
 }
 
-pub struct Observer {
+/// The observer of `observe`: scrapes, samples and records in a background task.
+pub struct Watcher {
     state: Arc<Mutex<State>>,
     task: JoinHandle<()>,
     first: Option<tokio::sync::oneshot::Receiver<()>>,
     has_queue_source: bool,
-}
-
-/// What the observer saw during one stage's steady window.
-pub struct StageObservation {
-    pub memory_by_role: Vec<RoleMemory>,
-    pub queue: Option<QueueObserved>,
-    pub endpoints: Vec<EndpointObserved>,
-    pub containers: Vec<ContainerObserved>,
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -144,34 +140,40 @@ fn max(v: &[f64]) -> f64 {
     v.iter().cloned().fold(f64::NAN, f64::max)
 }
 
-impl Observer {
-    pub fn start(cfg: WatchConfig) -> Observer {
+impl Watcher {
+    pub fn start(cfg: WatchConfig) -> Watcher {
         let state = Arc::new(Mutex::new(State {
             baselines: BTreeMap::new(),
             steady_from: None,
             acc: StageAcc::default(),
-            timeline: cfg.timeline,
+            timeline: TimelineWriter::new(cfg.timeline),
             started: Instant::now(),
         }));
         let has_queue_source = !cfg.endpoints.is_empty() || cfg.redis.is_some();
-        let st = state.clone();
         let (first_tx, first_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(run(
-            st,
-            first_tx,
-            cfg.endpoints,
-            cfg.redis,
-            cfg.docker,
-            cfg.containers,
-            cfg.interval,
-            cfg.prefix,
-        ));
-        Observer {
+        let sources = Sources {
+            endpoints: cfg.endpoints,
+            redis: cfg.redis,
+            docker: cfg.docker,
+            containers: cfg.containers,
+            interval: cfg.interval,
+            prefix: cfg.prefix,
+        };
+        let task = tokio::spawn(run(state.clone(), first_tx, sources));
+        Watcher {
             state,
             task,
             first: Some(first_rx),
             has_queue_source,
         }
+    }
+
+    /// Starts watching and waits (at most `limit`) for the first readings, the baselines
+    /// taken before any load.
+    pub async fn start_with_baselines(cfg: WatchConfig, limit: Duration) -> Watcher {
+        let mut w = Watcher::start(cfg);
+        w.first_round(limit).await;
+        w
     }
 
     /// Waits (at most `limit`) for the first round of readings: the baselines.
@@ -180,22 +182,20 @@ impl Observer {
             let _ = tokio::time::timeout(limit, rx).await;
         }
     }
+}
 
-    /// A new stage begins; samples before `steady_from` (its warm-up) are only written to the
-    /// timeline.
-    pub fn begin_stage(&self, index: usize, steady_from: Instant) {
+impl Observer for Watcher {
+    /// Samples before `steady_from` (the warm-up) are only written to the timeline.
+    fn begin_stage(&mut self, index: usize, steady_from: Instant) {
         if let Ok(mut s) = self.state.lock() {
             s.steady_from = Some(steady_from);
             s.acc = StageAcc::default();
             let t = s.started.elapsed().as_secs_f64();
-            write_line(
-                &mut s.timeline,
-                json!({"t": t, "kind": "stage", "stage": index}),
-            );
+            s.timeline.write(&Event::Stage { t, stage: index });
         }
     }
 
-    pub fn end_stage(&self, coarse: bool) -> StageObservation {
+    fn end_stage(&mut self, coarse: bool) -> StageObservation {
         let (acc, baselines) = match self.state.lock() {
             Ok(mut s) => {
                 s.steady_from = None;
@@ -220,7 +220,7 @@ impl Observer {
             .map(|(role, v)| {
                 let (n, base) = roles_of.get(role).copied().unwrap_or_default();
                 RoleMemory {
-                    role: role.word().to_string(),
+                    role: *role,
                     containers: n,
                     baseline_bytes: base,
                     mean_bytes: mean(v),
@@ -236,18 +236,18 @@ impl Observer {
                     &acc.redis_active,
                     &acc.redis_waiting,
                     acc.redis_gaps,
-                    "redis",
+                    QueueSource::Redis,
                 )
             } else {
                 (
                     &acc.queue_active,
                     &acc.queue_waiting,
                     acc.queue_gaps,
-                    "metrics",
+                    QueueSource::Metrics,
                 )
             };
             QueueObserved {
-                source: source.into(),
+                source,
                 active_mean: mean(active),
                 active_max: max(active).max(0.0),
                 waiting_mean: mean(waiting),
@@ -262,7 +262,7 @@ impl Observer {
             .into_iter()
             .map(|(url, a)| EndpointObserved {
                 url,
-                role: a.role.map(|r| r.word().to_string()),
+                role: a.role,
                 samples: a.rss.len() as u32,
                 gaps: a.gaps,
                 last_error: a.last_error,
@@ -284,7 +284,7 @@ impl Observer {
             .map(|(name, a)| ContainerObserved {
                 memory_baseline_bytes: baselines.get(&name).copied().unwrap_or(0.0),
                 name,
-                role: a.role.map(|r| r.word().to_string()).unwrap_or_default(),
+                role: a.role.unwrap_or_default(),
                 samples: a.memory.len() as u32,
                 gaps: a.gaps,
                 gone: a.gone,
@@ -293,6 +293,7 @@ impl Observer {
                 memory_max_bytes: max(&a.memory).max(0.0),
                 cpu_percent_mean: mean(&a.cpu),
                 cpu_percent_max: max(&a.cpu).max(0.0),
+                cpu_limit_cores: a.cpu_limit_cores,
             })
             .collect();
         StageObservation {
@@ -303,225 +304,312 @@ impl Observer {
         }
     }
 
-    pub fn stop(self) {
+    fn stop(&mut self) {
         self.task.abort();
     }
 }
 
-fn write_line(f: &mut Option<File>, v: serde_json::Value) {
-    if let Some(file) = f.as_mut() {
-        let mut line = v.to_string();
-        line.push('\n');
-        if file.write_all(line.as_bytes()).is_err() {
-            // The disk went away: keep observing, stop writing.
-            *f = None;
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run(
-    state: Arc<Mutex<State>>,
-    first: tokio::sync::oneshot::Sender<()>,
+/// What the background task reads.
+struct Sources {
     endpoints: Vec<Endpoint>,
     redis: Option<(RedisUrl, String)>,
     docker: Option<Docker>,
     containers: Vec<WatchedContainer>,
     interval: Duration,
     prefix: String,
-) {
-    let mut roles: Vec<Option<Role>> = endpoints.iter().map(|e| e.role).collect();
-    let mut prev_cpu: Vec<Option<(f64, Instant)>> = vec![None; endpoints.len()];
-    let mut prev_req: Vec<Option<(f64, Instant)>> = vec![None; endpoints.len()];
-    let mut prev_stats: HashMapStats = HashMapStats::default();
-    let mut tick = tokio::time::interval(interval);
+}
+
+/// Starts the observer when there is anything to observe, and takes its baselines before any
+/// load.
+pub async fn observer(
+    endpoints: Vec<Endpoint>,
+    docker: Option<(bollard::Docker, Vec<WatchedContainer>)>,
+    redis: Option<(RedisUrl, String)>,
+    interval: Duration,
+    timeline: Option<File>,
+) -> Option<Box<dyn Observer>> {
+    if endpoints.is_empty() && docker.is_none() && redis.is_none() {
+        return None;
+    }
+    let (docker, containers) = match docker {
+        Some((d, c)) => (Some(d), c),
+        None => (None, Vec::new()),
+    };
+    let cfg = WatchConfig {
+        endpoints,
+        redis,
+        docker,
+        containers,
+        interval,
+        prefix: "n8n_".into(),
+        timeline,
+    };
+    Some(Box::new(
+        Watcher::start_with_baselines(cfg, Duration::from_secs(5)).await,
+    ))
+}
+
+async fn run(state: Arc<Mutex<State>>, first: tokio::sync::oneshot::Sender<()>, src: Sources) {
+    let mut rates = Rates {
+        roles: src.endpoints.iter().map(|e| e.role).collect(),
+        cpu: vec![None; src.endpoints.len()],
+        requested: vec![None; src.endpoints.len()],
+        stats: HashMapStats::default(),
+    };
+    let mut tick = tokio::time::interval(src.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = Some(first);
     let mut redis_conn: Option<Conn> = None;
     loop {
         tick.tick().await;
         let now = Instant::now();
-        let queue_read = match &redis {
-            Some((url, prefix)) => {
-                if redis_conn.is_none() {
-                    redis_conn = Conn::open(url).await.ok();
-                }
-                let got = match redis_conn.as_mut() {
-                    Some(c) => redis_queue_lengths(c, prefix).await,
-                    None => Err(anyhow::anyhow!("cannot reach Redis at {}", url.shown())),
-                };
-                if got.is_err() {
-                    redis_conn = None;
-                }
-                Some(got)
-            }
-            None => None,
-        };
+        let queue_read = read_redis(&src, &mut redis_conn).await;
         let scrapes = futures_util::future::join_all(
-            endpoints
+            src.endpoints
                 .iter()
-                .map(|e| scrape::scrape(&e.url, interval.max(Duration::from_millis(500)))),
+                .map(|e| scrape::scrape(&e.url, src.interval.max(Duration::from_millis(500)))),
         )
         .await;
-        let stats = match &docker {
+        let stats = match &src.docker {
             Some(d) => {
                 futures_util::future::join_all(
-                    containers.iter().map(|c| docker::stats_once(d, &c.id)),
+                    src.containers.iter().map(|c| docker::stats_once(d, &c.id)),
                 )
                 .await
             }
             None => Vec::new(),
         };
         let Ok(mut st) = state.lock() else { return };
-        let t = st.started.elapsed().as_secs_f64();
-        let steady = st.steady_from.is_some_and(|s| now >= s);
-        let unix = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        for (i, (e, got)) in endpoints.iter().zip(scrapes).enumerate() {
-            match got {
-                Ok(exp) => {
-                    if roles[i].is_none() {
-                        roles[i] = Some(role_of(&exp, &prefix));
-                    }
-                    let v = |n: &str| exp.value(&format!("{prefix}{n}"));
-                    let rate = |prev: &mut Option<(f64, Instant)>, cur: Option<f64>| {
-                        let cur = cur?;
-                        let r = prev.and_then(|(p, pt)| {
-                            let dt = now.duration_since(pt).as_secs_f64();
-                            (dt > 0.0 && cur >= p).then(|| (cur - p) / dt)
-                        });
-                        *prev = Some((cur, now));
-                        r
-                    };
-                    let cpu = rate(&mut prev_cpu[i], v("process_cpu_seconds_total"));
-                    let req = rate(&mut prev_req[i], v("runner_task_requested_total"));
-                    let q = queue_gauges(&exp, &prefix);
-                    write_line(
-                        &mut st.timeline,
-                        json!({
-                            "t": t, "unix": unix, "kind": "metrics", "url": e.url,
-                            "role": roles[i].map(|r| r.word()),
-                            "rss_bytes": v("process_resident_memory_bytes"),
-                            "heap_used_bytes": v("nodejs_heap_size_used_bytes"),
-                            "external_bytes": v("nodejs_external_memory_bytes"),
-                            "eventloop_lag_s": v("nodejs_eventloop_lag_seconds"),
-                            "cpu_percent": cpu.map(|c| c * 100.0),
-                            "queue_active": q.map(|q| q.active),
-                            "queue_waiting": q.map(|q| q.waiting),
-                        }),
-                    );
-                    if steady {
-                        let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
-                        acc.role = roles[i];
-                        acc.rss.extend(v("process_resident_memory_bytes"));
-                        acc.heap.extend(v("nodejs_heap_size_used_bytes"));
-                        acc.external.extend(v("nodejs_external_memory_bytes"));
-                        acc.lag.extend(v("nodejs_eventloop_lag_seconds"));
-                        acc.cpu_rate.extend(cpu);
-                        acc.runner_requested_rate.extend(req);
-                        if let Some(q) = q {
-                            st.acc.queue_active.push(q.active);
-                            st.acc.queue_waiting.push(q.waiting);
-                        }
-                    }
-                }
-                Err(err) => {
-                    let msg = format!("{err:#}");
-                    write_line(
-                        &mut st.timeline,
-                        json!({"t": t, "unix": unix, "kind": "gap", "source": e.url, "error": msg}),
-                    );
-                    if steady {
-                        let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
-                        acc.role = roles[i];
-                        acc.gaps += 1;
-                        acc.last_error = Some(msg);
-                        if roles[i].is_none_or(|r| r == Role::Main) {
-                            st.acc.queue_gaps += 1;
-                        }
-                    }
-                }
-            }
+        let at = Moment {
+            now,
+            t: st.started.elapsed().as_secs_f64(),
+            unix: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            steady: st.steady_from.is_some_and(|s| now >= s),
+        };
+        for (i, got) in scrapes.into_iter().enumerate() {
+            record_scrape(&mut st, &mut rates, &src, i, got, &at);
         }
-        match queue_read {
-            Some(Ok((waiting, active))) => {
-                write_line(
-                    &mut st.timeline,
-                    json!({"t": t, "unix": unix, "kind": "redis", "waiting": waiting, "active": active}),
-                );
-                if steady {
-                    st.acc.redis_waiting.push(waiting);
-                    st.acc.redis_active.push(active);
-                }
-            }
-            Some(Err(e)) => {
-                write_line(
-                    &mut st.timeline,
-                    json!({"t": t, "unix": unix, "kind": "gap", "source": "redis", "error": format!("{e:#}")}),
-                );
-                if steady {
-                    st.acc.redis_gaps += 1;
-                }
-            }
-            None => {}
+        if let Some(got) = queue_read {
+            record_redis(&mut st, got, &at);
         }
         let mut totals: BTreeMap<Role, f64> = BTreeMap::new();
-        for (c, got) in containers.iter().zip(stats) {
-            match got {
-                Ok(raw) => {
-                    let cpu = prev_stats
-                        .0
-                        .get(&c.id)
-                        .and_then(|p| docker::cpu_percent(p, &raw));
-                    prev_stats.0.insert(c.id.clone(), raw);
-                    st.baselines
-                        .entry(c.name.clone())
-                        .or_insert(raw.memory_bytes as f64);
-                    write_line(
-                        &mut st.timeline,
-                        json!({
-                            "t": t, "unix": unix, "kind": "container", "name": c.name,
-                            "role": c.role.word(), "memory_bytes": raw.memory_bytes,
-                            "memory_limit_bytes": raw.memory_limit, "cpu_percent": cpu,
-                        }),
-                    );
-                    *totals.entry(c.role).or_insert(0.0) += raw.memory_bytes as f64;
-                    if steady {
-                        let acc = st.acc.containers.entry(c.name.clone()).or_default();
-                        acc.role = Some(c.role);
-                        acc.memory.push(raw.memory_bytes as f64);
-                        acc.cpu.extend(cpu);
-                    }
-                }
-                Err(err) => {
-                    let msg = format!("{err:#}");
-                    let gone = msg.contains("No such container") || msg.contains("404");
-                    write_line(
-                        &mut st.timeline,
-                        json!({"t": t, "unix": unix, "kind": "gap", "source": c.name, "error": msg, "gone": gone}),
-                    );
-                    if steady {
-                        let acc = st.acc.containers.entry(c.name.clone()).or_default();
-                        acc.role = Some(c.role);
-                        acc.gaps += 1;
-                        acc.gone |= gone;
-                    }
-                }
-            }
+        for (c, got) in src.containers.iter().zip(stats) {
+            record_container(&mut st, &mut rates, c, got, &at, &mut totals);
         }
-        if steady {
+        if at.steady {
             for (role, total) in totals {
                 st.acc.role_totals.entry(role).or_default().push(total);
             }
         }
-        if let Some(f) = st.timeline.as_mut() {
-            let _ = f.flush();
-        }
+        st.timeline.flush();
         drop(st);
         if let Some(tx) = first.take() {
             let _ = tx.send(());
+        }
+    }
+}
+
+/// When a round of readings was taken.
+struct Moment {
+    now: Instant,
+    t: f64,
+    unix: f64,
+    /// Inside a stage's steady window: aggregate, not only write to the timeline.
+    steady: bool,
+}
+
+/// What turns counters into rates between rounds, and roles read from content.
+struct Rates {
+    roles: Vec<Option<Role>>,
+    cpu: Vec<Option<(f64, Instant)>>,
+    requested: Vec<Option<(f64, Instant)>>,
+    stats: HashMapStats,
+}
+
+async fn read_redis(src: &Sources, conn: &mut Option<Conn>) -> Option<anyhow::Result<(f64, f64)>> {
+    let (url, prefix) = src.redis.as_ref()?;
+    if conn.is_none() {
+        *conn = Conn::open(url).await.ok();
+    }
+    let got = match conn.as_mut() {
+        Some(c) => redis_queue_lengths(c, prefix).await,
+        None => Err(anyhow::anyhow!("cannot reach Redis at {}", url.shown())),
+    };
+    if got.is_err() {
+        *conn = None;
+    }
+    Some(got)
+}
+
+/// The per-second rate of a counter since the previous reading.
+fn counter_rate(prev: &mut Option<(f64, Instant)>, cur: Option<f64>, now: Instant) -> Option<f64> {
+    let cur = cur?;
+    let r = prev.and_then(|(p, pt)| {
+        let dt = now.duration_since(pt).as_secs_f64();
+        (dt > 0.0 && cur >= p).then(|| (cur - p) / dt)
+    });
+    *prev = Some((cur, now));
+    r
+}
+
+fn record_scrape(
+    st: &mut State,
+    rates: &mut Rates,
+    src: &Sources,
+    i: usize,
+    got: anyhow::Result<Exposition>,
+    at: &Moment,
+) {
+    let e = &src.endpoints[i];
+    let prefix = &src.prefix;
+    let exp = match got {
+        Ok(exp) => exp,
+        Err(err) => {
+            let msg = format!("{err:#}");
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: e.url.clone(),
+                error: msg.clone(),
+                gone: false,
+            });
+            if at.steady {
+                let role = rates.roles[i];
+                let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
+                acc.role = role;
+                acc.gaps += 1;
+                acc.last_error = Some(msg);
+                if role.is_none_or(|r| r == Role::Main) {
+                    st.acc.queue_gaps += 1;
+                }
+            }
+            return;
+        }
+    };
+    if rates.roles[i].is_none() {
+        rates.roles[i] = Some(role_of(&exp, prefix));
+    }
+    let v = |n: &str| exp.value(&format!("{prefix}{n}"));
+    let cpu = counter_rate(&mut rates.cpu[i], v("process_cpu_seconds_total"), at.now);
+    let req = counter_rate(
+        &mut rates.requested[i],
+        v("runner_task_requested_total"),
+        at.now,
+    );
+    let q = queue_gauges(&exp, prefix);
+    st.timeline.write(&Event::Metrics {
+        t: at.t,
+        unix: at.unix,
+        url: e.url.clone(),
+        role: rates.roles[i],
+        rss_bytes: v("process_resident_memory_bytes"),
+        heap_used_bytes: v("nodejs_heap_size_used_bytes"),
+        external_bytes: v("nodejs_external_memory_bytes"),
+        eventloop_lag_s: v("nodejs_eventloop_lag_seconds"),
+        cpu_percent: cpu.map(|c| c * 100.0),
+        queue_active: q.map(|q| q.active),
+        queue_waiting: q.map(|q| q.waiting),
+    });
+    if at.steady {
+        let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
+        acc.role = rates.roles[i];
+        acc.rss.extend(v("process_resident_memory_bytes"));
+        acc.heap.extend(v("nodejs_heap_size_used_bytes"));
+        acc.external.extend(v("nodejs_external_memory_bytes"));
+        acc.lag.extend(v("nodejs_eventloop_lag_seconds"));
+        acc.cpu_rate.extend(cpu);
+        acc.runner_requested_rate.extend(req);
+        if let Some(q) = q {
+            st.acc.queue_active.push(q.active);
+            st.acc.queue_waiting.push(q.waiting);
+        }
+    }
+}
+
+fn record_redis(st: &mut State, got: anyhow::Result<(f64, f64)>, at: &Moment) {
+    match got {
+        Ok((waiting, active)) => {
+            st.timeline.write(&Event::Redis {
+                t: at.t,
+                unix: at.unix,
+                waiting,
+                active,
+            });
+            if at.steady {
+                st.acc.redis_waiting.push(waiting);
+                st.acc.redis_active.push(active);
+            }
+        }
+        Err(e) => {
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: "redis".into(),
+                error: format!("{e:#}"),
+                gone: false,
+            });
+            if at.steady {
+                st.acc.redis_gaps += 1;
+            }
+        }
+    }
+}
+
+fn record_container(
+    st: &mut State,
+    rates: &mut Rates,
+    c: &WatchedContainer,
+    got: Result<RawStats, docker::StatsError>,
+    at: &Moment,
+    totals: &mut BTreeMap<Role, f64>,
+) {
+    match got {
+        Ok(raw) => {
+            let cpu = rates
+                .stats
+                .0
+                .get(&c.id)
+                .and_then(|p| docker::cpu_percent(p, &raw));
+            rates.stats.0.insert(c.id.clone(), raw);
+            st.baselines
+                .entry(c.name.clone())
+                .or_insert(raw.memory_bytes as f64);
+            st.timeline.write(&Event::Container {
+                t: at.t,
+                unix: at.unix,
+                name: c.name.clone(),
+                role: c.role,
+                memory_bytes: raw.memory_bytes,
+                memory_limit_bytes: raw.memory_limit,
+                cpu_percent: cpu,
+            });
+            *totals.entry(c.role).or_insert(0.0) += raw.memory_bytes as f64;
+            if at.steady {
+                let acc = st.acc.containers.entry(c.name.clone()).or_default();
+                acc.role = Some(c.role);
+                acc.cpu_limit_cores = c.cpu_limit_cores;
+                acc.memory.push(raw.memory_bytes as f64);
+                acc.cpu.extend(cpu);
+            }
+        }
+        Err(err) => {
+            let gone = matches!(err, docker::StatsError::Gone);
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: c.name.clone(),
+                error: err.to_string(),
+                gone,
+            });
+            if at.steady {
+                let acc = st.acc.containers.entry(c.name.clone()).or_default();
+                acc.role = Some(c.role);
+                acc.gaps += 1;
+                acc.gone |= gone;
+            }
         }
     }
 }

@@ -1,159 +1,424 @@
-//! Recommend: settings from the break point with a 2/3 safety factor, raising the worker and
-//! runner limits as a pair, and the throughput and response time the new settings predict.
+//! Recommend: settings that follow the diagnosis. The capping limit is raised as a pair
+//! (runner capacity with worker concurrency); a setting that is not the problem is never
+//! lowered, except by the 2/3 factor applied to a *failure* break point (the reference study:
+//! failed at 120 → plan for 80); a plan never comes from a run with no valid level, never
+//! predicts less than was measured, and predicts with every ceiling it knows (CPU included, or
+//! it says CPU was not measured).
 
-use crate::diagnose::Diagnosis;
+use crate::diagnose::cpu;
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{self, Job, WorkerLimits};
-use serde::{Deserialize, Serialize};
+use crate::model::{self, n8n_defaults, Job, Limit};
+use crate::record::diagnosis::{BreakPointKind, CpuSite, CpuUse, Diagnosis};
+use crate::record::recommendation::{PredictedBound, Recommendation};
+use crate::record::Role;
 
 /// Runner limit per runner we do not go past when adding capacity: n8n's default, and one
 /// Node process per runner does not get faster with more tasks.
-pub const RUNNER_LIMIT_PER_RUNNER: u32 = 10;
+pub const RUNNER_LIMIT_PER_RUNNER: u32 = n8n_defaults::RUNNER_LIMIT;
 
 /// Runner memory besides the tasks: an idle `n8nio/runners` container, when not measured.
 pub const RUNNER_BASE_MB_ASSUMED: f64 = 150.0;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Recommendation {
-    pub break_point: Sourced<u32>,
-    /// ⌊2/3 × break point⌋: the in-flight executions to plan for.
-    pub operating_concurrency: u32,
-    pub workers: u32,
-    /// Per worker.
-    pub worker_concurrency: u32,
-    /// Per runner.
-    pub runner_limit: u32,
-    pub runners_per_worker: u32,
-    /// Runner tasks each worker can run: runner_limit × runners_per_worker.
-    pub runner_capacity_per_worker: u32,
-    pub runner_memory_limit_mb: Option<Sourced<u64>>,
-    /// Throughput ceiling with the proposed settings, jobs/s.
-    pub predicted_throughput: f64,
-    /// Mean response at the operating concurrency, s.
-    pub predicted_response_s: f64,
-    /// Ceiling with today's settings, jobs/s.
-    pub current_ceiling: Option<f64>,
-    pub notes: Vec<String>,
+/// Past these no deployment runs: a plan that needs more gives up and says so.
+pub const MAX_WORKERS: u32 = 200;
+pub const MAX_WORKER_CONCURRENCY: u32 = 5_000;
+pub const MAX_RUNNERS_PER_WORKER: u32 = 50;
+
+/// Without a measured CPU ceiling, worker concurrency is raised one step of 1.5× (the inverse
+/// of the 2/3 safety factor) and the prediction is an upper bound.
+const STEP_WITHOUT_CPU: f64 = 1.5;
+
+/// Settings per worker, and how many workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Plan {
+    workers: u32,
+    worker_concurrency: u32,
+    runner_limit: u32,
+    runners_per_worker: u32,
 }
 
-/// Builds the recommendation. `break_point` overrides the diagnosis' (from `--break-point`).
-pub fn recommend(
-    settings: &Settings,
-    diagnosis: Option<&Diagnosis>,
-    break_point: Option<Sourced<u32>>,
-    overhead_s: f64,
-) -> Result<Recommendation, String> {
-    let bp = break_point
-        .or_else(|| {
-            diagnosis
-                .and_then(|d| d.break_point.as_ref())
-                .map(|b| Sourced::new(b.in_flight, format!("sweep: {}", b.reason)))
-        })
-        .ok_or("no break point: the sweep never failed its thresholds nor stopped growing; sweep higher or give --break-point")?;
-    let job_time = settings
-        .job_time
-        .as_ref()
-        .ok_or("job time unknown: give --job-time (or sweep with sleep_ms in the body)")?
-        .value;
-    let code = settings
-        .code_time
-        .as_ref()
-        .map(|c| c.value)
-        .unwrap_or(job_time);
-    let job = Job {
-        wait_s: (job_time - code).max(0.0),
-        code_s: code.min(job_time),
-    };
-    let workers = settings
-        .workers
-        .as_ref()
-        .map(|w| w.value)
-        .unwrap_or(1)
-        .max(1);
-    let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
-    if operating == 0 {
-        return Err(format!("break point {} is too low to plan from", bp.value));
-    }
-    let worker_concurrency = operating.div_ceil(workers);
-    // Every slot that runs Code at the same time needs a runner task: c × C ÷ S, rounded up.
-    let code_slots = ((worker_concurrency as f64) * job.code_s / job_time.max(1e-9)).ceil() as u32;
-    let code_slots = code_slots.max(1);
-    let current_limit = settings.runner_limit.as_ref().map(|r| r.value);
-    let per_runner_cap = current_limit
-        .unwrap_or(RUNNER_LIMIT_PER_RUNNER)
-        .max(RUNNER_LIMIT_PER_RUNNER);
-    let runners_per_worker = code_slots.div_ceil(per_runner_cap).max(1);
-    let runner_limit = code_slots.div_ceil(runners_per_worker);
-    let capacity_per_worker = runner_limit * runners_per_worker;
-    let cap = model::capacity(
-        &vec![
-            WorkerLimits {
-                worker_concurrency,
-                runner_capacity: capacity_per_worker,
-            };
-            workers as usize
-        ],
-        job,
-    );
-    let at = model::predict_bound(&cap, job, overhead_s, operating);
-    let mut notes = Vec::new();
-    let current_ceiling = match (
-        settings.worker_concurrency.as_ref(),
-        settings.runner_limit.as_ref(),
-    ) {
-        (Some(c), Some(r)) => {
-            let rpw = settings
-                .runners_per_worker
-                .as_ref()
-                .map(|x| x.value)
-                .unwrap_or(1);
-            let now = model::capacity(
-                &vec![
-                    WorkerLimits {
-                        worker_concurrency: c.value,
-                        runner_capacity: r.value * rpw,
-                    };
-                    workers as usize
-                ],
-                job,
-            );
-            // What raising only the worker limit would give.
-            let only_workers = model::capacity(
-                &vec![
-                    WorkerLimits {
-                        worker_concurrency,
-                        runner_capacity: r.value * rpw,
-                    };
-                    workers as usize
-                ],
-                job,
-            );
-            if only_workers.ceiling < cap.ceiling * 0.99 {
-                notes.push(format!(
-                    "with the runner limit left at {} the ceiling stays {:.2} req/s ({:.0}/min): \
-                     worker concurrency {worker_concurrency} is useful only with runner capacity \
-                     {capacity_per_worker} per worker",
-                    r.value * rpw,
-                    only_workers.ceiling,
-                    only_workers.ceiling * 60.0
-                ));
-            }
-            Some(now.ceiling)
+impl Plan {
+    fn settings(&self, base: &Settings) -> Settings {
+        let src = "proposed";
+        Settings {
+            workers: Some(Sourced::new(self.workers, src)),
+            worker_concurrency: Some(Sourced::new(self.worker_concurrency, src)),
+            runner_limit: Some(Sourced::new(self.runner_limit, src)),
+            runners_per_worker: Some(Sourced::new(self.runners_per_worker, src)),
+            ..base.clone()
         }
-        _ => None,
-    };
-    if runners_per_worker > 1 {
-        notes.push(format!(
-            "{runners_per_worker} runners per worker, each N8N_RUNNERS_MAX_CONCURRENCY={runner_limit}: \
-             a runner is one Node process; if the Code is I/O-bound, one runner with \
-             N8N_RUNNERS_MAX_CONCURRENCY={capacity_per_worker} holds the same"
+    }
+}
+
+/// The plan from a diagnosed run; `given` overrides the break point (`--break-point`, taken as
+/// a failure point).
+pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommendation, String> {
+    if !d.levels.iter().any(|l| l.valid) {
+        let first = d
+            .findings
+            .iter()
+            .find(|f| f.severity == crate::findings::Severity::Error)
+            .map(|f| f.id.as_str())
+            .unwrap_or("measurement-invalid");
+        return Err(format!(
+            "no valid stage: nothing measured to plan from — fix {first} first"
         ));
     }
-    notes.push(format!(
-        "add workers in pairs with their runners: each new worker needs {runners_per_worker} runner(s) \
-         whose N8N_RUNNERS_TASK_BROKER_URI points at it"
-    ));
-    let runner_memory_limit_mb = settings.task_memory_mb.as_ref().map(|m| {
+    match d.capping_limit {
+        Some(Limit::NoRunner) => {
+            return Err(
+                "no runner takes the Code tasks: attach a runner to every worker first (worker-without-runner)"
+                    .into(),
+            )
+        }
+        None if given.is_none() => {
+            return Err(if d.measured_ceiling.is_some() {
+                "the limit that caps is not one a setting changes (unmodelled-limit): find it first".into()
+            } else {
+                format!(
+                    "the ceiling was not reached{}: nothing to plan from yet, or give --break-point",
+                    d.next_level
+                        .map(|n| format!(" — sweep to {n} in flight"))
+                        .unwrap_or_default()
+                )
+            })
+        }
+        _ => {}
+    }
+    let (kind, bp) = basis(d, given)?;
+    let overhead = d.fixed_overhead_s.unwrap_or(model::DEFAULT_OVERHEAD_S);
+    let s = &d.settings;
+    let job = s
+        .job(overhead)
+        .ok_or("job time unknown: give --job-time (or sweep with sleep_ms in the body)")?;
+    let current = current_plan(s)?;
+    let operating = operating_concurrency(kind, bp.value, d);
+    let plan = match kind {
+        BreakPointKind::Failure => pair(
+            Plan {
+                worker_concurrency: operating.div_ceil(current.workers).max(1),
+                ..current
+            },
+            current,
+            job,
+        ),
+        BreakPointKind::Knee => raise(d, current, job)?,
+    };
+    let ctx = Context {
+        settings: s,
+        job,
+        current,
+        cpu: &d.cpu,
+        measured: d.measured_ceiling.as_ref().map(|m| m.mean),
+    };
+    let basis = Basis {
+        kind,
+        break_point: bp,
+        operating,
+    };
+    finish(&ctx, basis, plan)
+}
+
+/// A plan from settings and a failure break point given by hand, with no run.
+pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation, String> {
+    let job = s.job(0.0).ok_or("job time unknown: give --job-time")?;
+    let mut current = current_plan(s).unwrap_or(Plan {
+        workers: s.worker_count(),
+        worker_concurrency: n8n_defaults::WORKER_CONCURRENCY,
+        runner_limit: n8n_defaults::RUNNER_LIMIT,
+        runners_per_worker: 1,
+    });
+    current.workers = s.worker_count();
+    let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
+    let plan = pair(
+        Plan {
+            worker_concurrency: operating.div_ceil(current.workers).max(1),
+            ..current
+        },
+        current,
+        job,
+    );
+    let ctx = Context {
+        settings: s,
+        job,
+        current,
+        cpu: &[],
+        measured: None,
+    };
+    let basis = Basis {
+        kind: BreakPointKind::Failure,
+        break_point: bp,
+        operating,
+    };
+    finish(&ctx, basis, plan)
+}
+
+fn basis(
+    d: &Diagnosis,
+    given: Option<Sourced<u32>>,
+) -> Result<(BreakPointKind, Sourced<u32>), String> {
+    if let Some(g) = given {
+        return Ok((BreakPointKind::Failure, g));
+    }
+    if let Some(f) = &d.failure_point {
+        return Ok((
+            BreakPointKind::Failure,
+            Sourced::new(
+                f.in_flight.round().max(1.0) as u32,
+                format!("failure: {}", f.reason),
+            ),
+        ));
+    }
+    let k = d
+        .knee
+        .as_ref()
+        .ok_or("no break point: no level failed its thresholds or reached the ceiling")?;
+    Ok((
+        BreakPointKind::Knee,
+        Sourced::new(
+            k.in_flight.round().max(1.0) as u32,
+            format!("knee: {}", k.reason),
+        ),
+    ))
+}
+
+/// ⌊2/3 × failure point⌋; from a knee alone, the executions the deployment held at its
+/// ceiling (X × S) — the failure point was not reached.
+fn operating_concurrency(kind: BreakPointKind, bp: u32, d: &Diagnosis) -> u32 {
+    match kind {
+        BreakPointKind::Failure => (bp as f64 * 2.0 / 3.0).floor().max(1.0) as u32,
+        BreakPointKind::Knee => d
+            .effective_concurrency
+            .map(|e| e.floor().max(1.0) as u32)
+            .unwrap_or(bp),
+    }
+}
+
+fn current_plan(s: &Settings) -> Result<Plan, String> {
+    Ok(Plan {
+        workers: s.worker_count(),
+        worker_concurrency: s
+            .worker_concurrency
+            .as_ref()
+            .ok_or("worker concurrency unknown: give --worker-concurrency (or --docker)")?
+            .value,
+        runner_limit: s
+            .runner_limit
+            .as_ref()
+            .map(|r| r.value)
+            .unwrap_or(n8n_defaults::RUNNER_LIMIT),
+        runners_per_worker: s.runners_per_worker_count().max(1),
+    })
+}
+
+/// Runner capacity paired with worker concurrency: every slot that runs Code at once needs a
+/// runner task (c × C ÷ (W + C)), never below today's, in runners of at most
+/// [`RUNNER_LIMIT_PER_RUNNER`] tasks (or today's limit when higher).
+fn pair(p: Plan, current: Plan, job: Job) -> Plan {
+    let code_share = job.code_s / job.job_time().max(1e-9);
+    let code_slots = ((p.worker_concurrency as f64) * code_share).ceil() as u32;
+    let today = current
+        .runner_limit
+        .saturating_mul(current.runners_per_worker);
+    let capacity = code_slots.max(today).max(1);
+    let per_runner = current.runner_limit.max(RUNNER_LIMIT_PER_RUNNER);
+    let runners = capacity
+        .div_ceil(per_runner)
+        .max(p.runners_per_worker)
+        .max(1);
+    Plan {
+        runner_limit: capacity.div_ceil(runners),
+        runners_per_worker: runners,
+        ..p
+    }
+}
+
+/// From a knee: raise what caps.
+fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+    let s_time = job.service_time();
+    match (d.capping_limit, d.cpu_limit.as_ref()) {
+        (Some(Limit::RunnerLimit), _) => Ok(pair(current, current, job)),
+        (Some(Limit::WorkerConcurrency | Limit::Both), _) => {
+            let worker_cpu =
+                cpu::per_role_bound(&d.cpu, Role::Worker).map(|b| b / current.workers as f64);
+            let target = match worker_cpu {
+                // Up to where one worker's CPU binds.
+                Some(b) => (b * s_time).floor() as u32,
+                None => (current.worker_concurrency as f64 * STEP_WITHOUT_CPU).ceil() as u32,
+            };
+            let c = target.max(current.worker_concurrency + 1);
+            Ok(pair(
+                Plan {
+                    worker_concurrency: c,
+                    ..current
+                },
+                current,
+                job,
+            ))
+        }
+        (Some(Limit::Cpu), Some(site)) => raise_cpu(d, site, current, job),
+        _ => Err("no setting raises this limit".into()),
+    }
+}
+
+fn raise_cpu(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Plan, String> {
+    let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
+    match (site.site, site.role) {
+        (CpuSite::Process, Some(Role::Worker)) => {
+            let host = cpu::host_bound(&d.cpu).map(|h| h.bound_per_s);
+            if host.is_some_and(|h| h < x * 1.1) {
+                return Err(format!(
+                    "the host's CPU is already near its cores at {x:.2} req/s: more workers on it add nothing — add cores or another host"
+                ));
+            }
+            // Each worker's share of the measured throughput is what one more worker adds.
+            let per_worker = site.bound_per_s / current.workers as f64;
+            let slots = current.worker_concurrency as f64 / job.service_time().max(1e-9);
+            let per_worker = per_worker.min(slots);
+            let wanted = match host {
+                Some(h) => (h / per_worker).floor() as u32,
+                None => current.workers + 1,
+            };
+            Ok(Plan {
+                workers: wanted.max(current.workers + 1),
+                ..current
+            })
+        }
+        (CpuSite::Process, Some(Role::Runner)) => Ok(Plan {
+            runners_per_worker: current.runners_per_worker + 1,
+            runner_limit: current
+                .runner_limit
+                .saturating_mul(current.runners_per_worker)
+                .div_ceil(current.runners_per_worker + 1)
+                .max(1),
+            ..current
+        }),
+        (CpuSite::Process, Some(Role::Main)) => Err(format!(
+            "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
+            site.cpu_s_per_execution
+        )),
+        _ => Err(format!(
+            "the host's CPU caps at {x:.2} req/s: add cores or another host; no setting raises it"
+        )),
+    }
+}
+
+/// What the plan is computed against.
+struct Context<'a> {
+    settings: &'a Settings,
+    job: Job,
+    current: Plan,
+    cpu: &'a [CpuUse],
+    /// Capacity measured in the run.
+    measured: Option<f64>,
+}
+
+/// Where the plan comes from.
+struct Basis {
+    kind: BreakPointKind,
+    break_point: Sourced<u32>,
+    operating: u32,
+}
+
+/// The predicted ceiling of `plan` with every bound known, and which binds.
+fn predict(plan: &Plan, ctx: &Context) -> (f64, PredictedBound) {
+    let mut bounds = Vec::new();
+    if let Some(c) = plan.settings(ctx.settings).capacity(ctx.job.overhead_s) {
+        let kind = if c.capping == Limit::RunnerLimit {
+            PredictedBound::RunnerLimit
+        } else {
+            PredictedBound::WorkerConcurrency
+        };
+        bounds.push((c.ceiling, kind));
+    }
+    let current = ctx.current;
+    // A process's CPU bound scales with how many of it there are.
+    let scale = |role: Role, n_now: u32, n_new: u32| {
+        cpu::per_role_bound(ctx.cpu, role).map(|b| b / n_now.max(1) as f64 * n_new as f64)
+    };
+    for b in [
+        scale(Role::Worker, current.workers, plan.workers),
+        scale(
+            Role::Runner,
+            current.workers * current.runners_per_worker,
+            plan.workers * plan.runners_per_worker,
+        ),
+        cpu::per_role_bound(ctx.cpu, Role::Main),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        bounds.push((b, PredictedBound::ProcessCpu));
+    }
+    if let Some(h) = cpu::host_bound(ctx.cpu) {
+        bounds.push((h.bound_per_s, PredictedBound::HostCpu));
+    }
+    bounds
+        .into_iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, PredictedBound::WorkerConcurrency))
+}
+
+fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, String> {
+    check_bounds(&plan)?;
+    let (predicted, bound) = predict(&plan, ctx);
+    if basis.kind == BreakPointKind::Knee {
+        if let Some(m) = ctx.measured.filter(|m| predicted < 0.95 * m) {
+            return Err(format!(
+                "the settings this run points to would allow {predicted:.2} req/s, less than the {m:.2} measured: no plan beats what runs today"
+            ));
+        }
+    }
+    let (s, job, current) = (ctx.settings, ctx.job, ctx.current);
+    let at = plan
+        .settings(s)
+        .capacity(job.overhead_s)
+        .map(|c| model::predict_bound(&c, job, predicted, basis.operating.max(1)));
+    let mut notes = notes(s, &plan, current, job, basis.kind, ctx.cpu.is_empty());
+    if basis.kind == BreakPointKind::Failure && plan.worker_concurrency < current.worker_concurrency
+    {
+        notes.push(format!(
+            "worker concurrency {} → {}: 2/3 of the failure point keeps in-flight executions below where the run failed",
+            current.worker_concurrency, plan.worker_concurrency
+        ));
+    }
+    Ok(Recommendation {
+        break_point: basis.break_point,
+        break_point_kind: basis.kind,
+        operating_concurrency: basis.operating,
+        workers: plan.workers,
+        worker_concurrency: plan.worker_concurrency,
+        runner_limit: plan.runner_limit,
+        runners_per_worker: plan.runners_per_worker,
+        runner_capacity_per_worker: plan.runner_limit * plan.runners_per_worker,
+        runner_memory_limit_mb: memory_limit(s, plan.runner_limit),
+        predicted_throughput: predicted,
+        predicted_bound: bound,
+        cpu_measured: !ctx.cpu.is_empty(),
+        predicted_response_s: at.map(|p| p.response_s).unwrap_or(f64::NAN),
+        current_ceiling: s.capacity(job.overhead_s).map(|c| c.ceiling),
+        measured_capacity: ctx.measured,
+        notes,
+    })
+}
+
+fn check_bounds(p: &Plan) -> Result<(), String> {
+    if p.workers > MAX_WORKERS
+        || p.worker_concurrency > MAX_WORKER_CONCURRENCY
+        || p.runners_per_worker > MAX_RUNNERS_PER_WORKER
+    {
+        return Err(format!(
+            "the plan would need {} workers × concurrency {} with {} runners each — beyond what a deployment runs \
+             (at most {MAX_WORKERS} workers, concurrency {MAX_WORKER_CONCURRENCY}, {MAX_RUNNERS_PER_WORKER} runners per worker): \
+             check the job time and the break point",
+            p.workers, p.worker_concurrency, p.runners_per_worker
+        ));
+    }
+    Ok(())
+}
+
+fn memory_limit(s: &Settings, runner_limit: u32) -> Option<Sourced<u64>> {
+    s.task_memory_mb.as_ref().map(|m| {
         let mb = (runner_limit as f64 * m.value + RUNNER_BASE_MB_ASSUMED).ceil() as u64;
         Sourced::new(
             mb,
@@ -162,93 +427,67 @@ pub fn recommend(
                 m.value, m.source
             ),
         )
-    });
-    if runner_memory_limit_mb.is_none() {
-        notes.push(
-            "runner memory limit: tasks × per-task peak + idle base — not measured in this run \
-             (sweep with the memory profile, or give alloc_mb in the body)"
-                .into(),
-        );
-    }
-    Ok(Recommendation {
-        break_point: bp,
-        operating_concurrency: operating,
-        workers,
-        worker_concurrency,
-        runner_limit,
-        runners_per_worker,
-        runner_capacity_per_worker: capacity_per_worker,
-        runner_memory_limit_mb,
-        predicted_throughput: cap.ceiling,
-        predicted_response_s: at.response_s,
-        current_ceiling,
-        notes,
     })
 }
 
-impl Recommendation {
-    /// The settings as compose `environment` / `command` lines.
-    pub fn compose_snippet(&self) -> String {
-        let mut s = String::new();
-        s.push_str("# n8n worker (each of ");
-        s.push_str(&self.workers.to_string());
-        s.push_str(")\n");
-        s.push_str(&format!(
-            "n8n-worker:\n  command: worker --concurrency={}\n  environment:\n    - N8N_RUNNERS_MODE=external\n    - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0\n",
-            self.worker_concurrency
-        ));
-        s.push_str(&format!(
-            "# task runner: {} per worker, paired through N8N_RUNNERS_TASK_BROKER_URI\nn8n-worker-runner:\n  environment:\n    - N8N_RUNNERS_TASK_BROKER_URI=http://n8n-worker:5679\n    - N8N_RUNNERS_MAX_CONCURRENCY={}\n",
-            self.runners_per_worker, self.runner_limit
-        ));
-        if let Some(m) = &self.runner_memory_limit_mb {
-            s.push_str(&format!("  mem_limit: {}m\n", m.value));
-        }
-        s
+fn notes(
+    s: &Settings,
+    plan: &Plan,
+    current: Plan,
+    job: Job,
+    kind: BreakPointKind,
+    no_cpu: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if kind == BreakPointKind::Knee {
+        notes.push(
+            "the failure point was not reached: the plan comes from the measured capacity; sweep past the knee until thresholds fail to apply the 2/3 factor"
+                .into(),
+        );
     }
+    if no_cpu {
+        notes.push("upper bound: CPU was not measured (sweep with --docker or --metrics to include the CPU ceiling)".into());
+    }
+    // What raising only worker concurrency would give.
+    let only_workers = Plan {
+        runner_limit: current.runner_limit,
+        runners_per_worker: current.runners_per_worker,
+        ..*plan
+    };
+    let with_pair = plan.settings(s).capacity(job.overhead_s);
+    let alone = only_workers.settings(s).capacity(job.overhead_s);
+    if let (Some(a), Some(p)) = (alone, with_pair) {
+        if a.ceiling < p.ceiling * 0.99 {
+            let r_now = current.runner_limit * current.runners_per_worker;
+            notes.push(format!(
+                "with the runner limit left at {r_now} the ceiling stays {:.2} req/s ({:.0}/min): worker concurrency {} is useful only with runner capacity {} per worker",
+                a.ceiling,
+                a.ceiling * 60.0,
+                plan.worker_concurrency,
+                plan.runner_limit * plan.runners_per_worker
+            ));
+        }
+    }
+    if plan.runners_per_worker > 1 {
+        notes.push(format!(
+            "{} runners per worker, each N8N_RUNNERS_MAX_CONCURRENCY={}: a runner is one Node process; if the Code is I/O-bound, one runner with N8N_RUNNERS_MAX_CONCURRENCY={} holds the same",
+            plan.runners_per_worker,
+            plan.runner_limit,
+            plan.runner_limit * plan.runners_per_worker
+        ));
+    }
+    notes.push(format!(
+        "add workers in pairs with their runners: each new worker needs {} runner(s) whose N8N_RUNNERS_TASK_BROKER_URI points at it",
+        plan.runners_per_worker
+    ));
+    if s.task_memory_mb.is_none() {
+        notes.push(
+            "runner memory limit: tasks × per-task peak + idle base — not measured in this run (sweep with the memory profile, or give alloc_mb in the body)"
+                .into(),
+        );
+    }
+    notes
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reference_check_break_point_120_job_24s() {
-        let settings = Settings {
-            worker_concurrency: Some(Sourced::new(120, "test")),
-            runner_limit: Some(Sourced::new(10, "test")),
-            job_time: Some(Sourced::new(24.0, "test")),
-            code_time: Some(Sourced::new(24.0, "test")),
-            ..Settings::default()
-        };
-        let r = recommend(&settings, None, Some(Sourced::new(120, "flag")), 0.0).unwrap();
-        assert_eq!(r.operating_concurrency, 80);
-        assert_eq!(r.worker_concurrency, 80);
-        assert_eq!(r.runner_capacity_per_worker, 80);
-        assert!((r.predicted_throughput - 80.0 / 24.0).abs() < 1e-9);
-        // With the runner limit left at 10: 10 ÷ 24 s = 25/min — the tool must say so.
-        let note = r
-            .notes
-            .iter()
-            .find(|n| n.contains("stays"))
-            .expect("a note on the runner limit");
-        assert!(note.contains("25/min"), "{note}");
-        assert!((r.current_ceiling.unwrap() - 10.0 / 24.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn wait_time_needs_fewer_runner_tasks() {
-        let settings = Settings {
-            job_time: Some(Sourced::new(2.0, "t")),
-            code_time: Some(Sourced::new(0.5, "t")),
-            task_memory_mb: Some(Sourced::new(100.0, "t")),
-            ..Settings::default()
-        };
-        let r = recommend(&settings, None, Some(Sourced::new(30, "flag")), 0.0).unwrap();
-        assert_eq!(r.worker_concurrency, 20);
-        // 20 slots × 0.5 ÷ 2 = 5 holding Code at once.
-        assert_eq!(r.runner_capacity_per_worker, 5);
-        assert_eq!(r.runner_memory_limit_mb.unwrap().value, 650);
-        assert!(recommend(&settings, None, None, 0.0).is_err());
-    }
-}
+mod tests;

@@ -3,10 +3,8 @@
 //! the baseline, slots taken / waiting / runner tasks per stage, memory per container over time
 //! — then the stage table (validity first), the diagnosis and the recommendation in words.
 
-use crate::diagnose::Diagnosis;
-use crate::load::Summary;
-use crate::model::{self, Job};
-use crate::recommend::Recommendation;
+use crate::record::timeline::Event;
+use crate::record::{Diagnosis, LoadModel, Recommendation, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -207,34 +205,39 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    pub fn parse(text: &str) -> Timeline {
+    pub fn from_events(events: &[Event]) -> Timeline {
         let mut t = Timeline::default();
-        for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let time = v["t"].as_f64().unwrap_or(0.0);
-            match v["kind"].as_str() {
-                Some("container") => {
-                    let name = v["name"].as_str().unwrap_or("?").to_string();
-                    let role = v["role"].as_str().unwrap_or("").to_string();
-                    let mb = v["memory_bytes"].as_f64().unwrap_or(0.0) / 1048576.0;
-                    t.containers
-                        .entry(name)
-                        .or_insert((role, Vec::new()))
-                        .1
-                        .push((time, mb));
-                }
-                Some("metrics") => {
-                    let url = v["url"].as_str().unwrap_or("?").to_string();
-                    if let Some(r) = v["rss_bytes"].as_f64() {
+        for e in events {
+            match e {
+                Event::Container {
+                    t: time,
+                    name,
+                    role,
+                    memory_bytes,
+                    ..
+                } => t
+                    .containers
+                    .entry(name.clone())
+                    .or_insert((role.word().to_string(), Vec::new()))
+                    .1
+                    .push((*time, *memory_bytes as f64 / 1048576.0)),
+                Event::Metrics {
+                    t: time,
+                    url,
+                    role,
+                    rss_bytes,
+                    heap_used_bytes,
+                    ..
+                } => {
+                    let name = role.map(|r| r.word().to_string()).unwrap_or(url.clone());
+                    if let Some(r) = rss_bytes {
                         t.rss
-                            .entry(url.clone())
+                            .entry(name.clone())
                             .or_default()
-                            .push((time, r / 1048576.0));
+                            .push((*time, r / 1048576.0));
                     }
-                    if let Some(h) = v["heap_used_bytes"].as_f64() {
-                        t.heap.entry(url).or_default().push((time, h / 1048576.0));
+                    if let Some(h) = heap_used_bytes {
+                        t.heap.entry(name).or_default().push((*time, h / 1048576.0));
                     }
                 }
                 _ => {}
@@ -244,16 +247,12 @@ impl Timeline {
     }
 }
 
-pub fn render(
-    s: &Summary,
-    d: Option<&Diagnosis>,
-    r: Option<&Recommendation>,
-    timeline: &Timeline,
-) -> String {
+pub fn render(s: &Summary, events: &[Event]) -> String {
+    let timeline = &Timeline::from_events(events);
+    let d: Option<&Diagnosis> = s.diagnosis.as_ref();
+    let r: Option<&Recommendation> = s.recommendation.as_ref();
     let mut charts: Vec<Chart> = Vec::new();
-    let levels = d
-        .map(|d| d.levels.clone())
-        .unwrap_or_else(|| crate::diagnose::levels(&s.stages));
+    let levels = d.map(|d| d.levels.as_slice()).unwrap_or(&[]);
     // 1. Throughput against load.
     let mut thr = Chart {
         id: "throughput".into(),
@@ -269,7 +268,7 @@ pub fn render(
             points: levels
                 .iter()
                 .filter(|l| l.valid)
-                .map(|l| (l.load, l.throughput.mean))
+                .map(|l| (l.level.magnitude(), l.throughput.mean))
                 .collect(),
             bars: levels
                 .iter()
@@ -281,32 +280,26 @@ pub fn render(
         hlines: Vec::new(),
     };
     if let Some(d) = d {
-        if let (Some(cap), Some(job)) = (&d.capacity, d.settings.job_time.as_ref()) {
-            let code = d
-                .settings
-                .code_time
-                .as_ref()
-                .map(|c| c.value)
-                .unwrap_or(job.value);
-            let job = Job {
-                wait_s: (job.value - code).max(0.0),
-                code_s: code.min(job.value),
-            };
-            let max_n = levels.iter().map(|l| l.load).fold(1.0, f64::max).ceil() as u32;
-            let o = d.fixed_overhead_s.unwrap_or(0.0);
+        if let (Some(cap), false) = (
+            &d.capacity,
+            d.curve.is_empty() || s.model != LoadModel::Closed,
+        ) {
             thr.series.push(Series {
                 name: "model (steady jobs)".into(),
-                points: (1..=max_n)
-                    .map(|n| (n as f64, model::predict_bound(cap, job, o, n).throughput))
+                points: d
+                    .curve
+                    .iter()
+                    .map(|p| (p.in_flight as f64, p.bound))
                     .collect(),
                 bars: Vec::new(),
                 mark: Mark::Line,
             });
             thr.series.push(Series {
                 name: "model (MVA)".into(),
-                points: model::predict_mva(cap, job, o, max_n)
+                points: d
+                    .curve
                     .iter()
-                    .map(|p| (p.in_flight as f64, p.throughput))
+                    .map(|p| (p.in_flight as f64, p.mva))
                     .collect(),
                 bars: Vec::new(),
                 mark: Mark::Dashed,
@@ -336,7 +329,7 @@ pub fn render(
                 points: levels
                     .iter()
                     .filter(|l| l.valid)
-                    .filter_map(|l| l.p50_ms.map(|p| (l.load, p)))
+                    .filter_map(|l| l.p50_ms.map(|p| (l.level.magnitude(), p)))
                     .collect(),
                 bars: Vec::new(),
                 mark: Mark::Line,
@@ -346,7 +339,7 @@ pub fn render(
                 points: levels
                     .iter()
                     .filter(|l| l.valid)
-                    .filter_map(|l| l.p95_ms.as_ref().map(|p| (l.load, p.mean)))
+                    .filter_map(|l| l.p95_ms.as_ref().map(|p| (l.level.magnitude(), p.mean)))
                     .collect(),
                 bars: levels
                     .iter()
@@ -358,13 +351,11 @@ pub fn render(
         ],
         hlines: Vec::new(),
     };
-    if let (Some(d), Some(job)) = (d, d.and_then(|d| d.settings.job_time.as_ref())) {
-        if let Some(o) = d.fixed_overhead_s {
-            lat.hlines.push((
-                (job.value + o) * 1000.0,
-                format!("baseline {:.0} ms", (job.value + o) * 1000.0),
-            ));
-        }
+    if let Some(st) = d.and_then(|d| d.service_time.as_ref()) {
+        lat.hlines.push((
+            st.value * 1000.0,
+            format!("service time S {:.0} ms", st.value * 1000.0),
+        ));
     }
     charts.push(lat);
     // 3. Slots taken, waiting, runner tasks (model).
@@ -379,7 +370,7 @@ pub fn render(
                 name: "slots taken (n8n)".into(),
                 points: levels
                     .iter()
-                    .filter_map(|l| l.slots_taken.map(|v| (l.load, v)))
+                    .filter_map(|l| l.slots_taken.map(|v| (l.level.magnitude(), v)))
                     .collect(),
                 bars: Vec::new(),
                 mark: Mark::Line,
@@ -388,7 +379,7 @@ pub fn render(
                 name: "waiting (n8n)".into(),
                 points: levels
                     .iter()
-                    .filter_map(|l| l.waiting.map(|v| (l.load, v)))
+                    .filter_map(|l| l.waiting.map(|v| (l.level.magnitude(), v)))
                     .collect(),
                 bars: Vec::new(),
                 mark: Mark::Line,
@@ -402,7 +393,7 @@ pub fn render(
             points: levels
                 .iter()
                 .filter(|l| l.valid)
-                .map(|l| (l.load, l.throughput.mean * c))
+                .map(|l| (l.level.magnitude(), l.throughput.mean * c))
                 .collect(),
             bars: Vec::new(),
             mark: Mark::Dashed,
@@ -456,7 +447,7 @@ pub fn render(
         h,
         "<h1>n8ncap report</h1><p>{} · {} model · {} · {} → {}</p>",
         esc(&s.profile),
-        if s.model == crate::load::profile::LoadModel::Closed {
+        if s.model == LoadModel::Closed {
             "closed"
         } else {
             "open"
@@ -473,7 +464,7 @@ pub fn render(
     }
     h.push_str("<h2>Stages</h2><table><tr><th>stage</th><th>load</th><th>valid</th><th>check %</th><th>error %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>new conns/req</th><th>slots taken</th><th>waiting</th></tr>");
     for st in &s.stages {
-        let lat = |f: fn(&crate::load::results::Latency) -> f64| match (&st.latency, st.valid) {
+        let lat = |f: fn(&crate::record::stage::Latency) -> f64| match (&st.latency, st.valid) {
             (Some(l), true) => format!("{:.0}", f(l)),
             _ => "invalid".into(),
         };
@@ -508,7 +499,7 @@ pub fn render(
             h,
             "<h2>Recommendation</h2><pre>{}</pre><pre>{}</pre>",
             esc(&super::text::recommendation(r)),
-            esc(&r.compose_snippet())
+            esc(&super::text::compose_snippet(r))
         );
     }
     h.push_str("</body></html>\n");

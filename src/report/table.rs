@@ -1,7 +1,7 @@
 //! The end-of-sweep table: one row per stage, validity first. An invalid stage's latency is
 //! never printed as a figure (the fast-failure trap): its cells say why instead.
 
-use crate::load::results::StageResult;
+use crate::record::StageResult;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
 fn ms(v: f64) -> String {

@@ -1,8 +1,9 @@
 //! Diagnosis and recommendation in words, for the terminal.
 
-use crate::diagnose::Diagnosis;
 use crate::findings::Finding;
-use crate::recommend::Recommendation;
+use crate::record::diagnosis::{BreakPointKind, CpuSite};
+use crate::record::recommendation::PredictedBound;
+use crate::record::{Diagnosis, Recommendation};
 use std::fmt::Write as _;
 
 pub fn findings(list: &[Finding]) -> String {
@@ -36,6 +37,9 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     if let Some(v) = &st.job_time {
         known.push(format!("job time {:.2} s ({})", v.value, v.source));
     }
+    if let Some(v) = &d.service_time {
+        known.push(format!("service time S {:.3} s ({})", v.value, v.source));
+    }
     if !known.is_empty() {
         let _ = writeln!(s, "  settings: {}", known.join("; "));
     }
@@ -49,27 +53,49 @@ pub fn diagnosis(d: &Diagnosis) -> String {
             c.capping.words()
         );
     }
-    if let Some(o) = d.fixed_overhead_s {
+    if let (Some(x), Some(e)) = (&d.measured_ceiling, d.effective_concurrency) {
         let _ = writeln!(
             s,
-            "  fixed overhead at 1 in flight: {:.0} ms above job time",
-            o * 1000.0
+            "  capacity: {} measured at the saturated levels; {e:.1} executions in progress (X × S)",
+            x.describe("req/s")
         );
     }
-    if let Some(b) = &d.break_point {
-        let _ = writeln!(s, "  break point: {} in flight ({})", b.in_flight, b.reason);
+    for u in &d.cpu {
+        let _ = writeln!(
+            s,
+            "  CPU {}: {:.2} cores, {:.3} CPU s per execution, allows {:.2}/s of {:.1} usable cores{}",
+            match u.site {
+                CpuSite::Host => "host".to_string(),
+                CpuSite::Process => u.role.map(|r| r.word()).unwrap_or("process").to_string(),
+            },
+            u.cores_used,
+            u.cpu_s_per_execution,
+            u.bound_per_s,
+            u.usable_cores.value,
+            if u.saturated { " — saturated" } else { "" }
+        );
+    }
+    for b in d.failure_point.iter().chain(d.knee.iter()) {
+        let kind = match b.kind {
+            BreakPointKind::Failure => "failure break point",
+            BreakPointKind::Knee => "saturation knee",
+        };
+        let _ = writeln!(s, "  {kind}: {} ({})", b.level.words(), b.reason);
     }
     if !d.comparison.is_empty() {
         let pts: Vec<String> = d
             .comparison
             .iter()
-            .map(|c| format!("{}: {:.2} vs {:.2}", c.in_flight, c.measured, c.predicted))
+            .map(|c| {
+                format!(
+                    "{}: {:.2} vs {:.2}",
+                    c.level.words(),
+                    c.measured,
+                    c.predicted
+                )
+            })
             .collect();
-        let _ = writeln!(
-            s,
-            "  measured vs model (req/s by in flight): {}",
-            pts.join(", ")
-        );
+        let _ = writeln!(s, "  measured vs model (req/s): {}", pts.join(", "));
     }
     if !d.findings.is_empty() {
         let _ = writeln!(s, "Findings:");
@@ -80,10 +106,14 @@ pub fn diagnosis(d: &Diagnosis) -> String {
 
 pub fn recommendation(r: &Recommendation) -> String {
     let mut s = String::new();
+    let basis = match r.break_point_kind {
+        BreakPointKind::Failure => format!("⌊2/3 × failure break point {}⌋", r.break_point.value),
+        BreakPointKind::Knee => "the executions in progress at the measured ceiling".to_string(),
+    };
     let _ = writeln!(
         s,
-        "Recommendation: plan for {} executions in flight (⌊2/3 × break point {}⌋; {}).",
-        r.operating_concurrency, r.break_point.value, r.break_point.source
+        "Recommendation: plan for {} executions in flight ({basis}; {}).",
+        r.operating_concurrency, r.break_point.source
     );
     let _ = writeln!(
         s,
@@ -93,11 +123,18 @@ pub fn recommendation(r: &Recommendation) -> String {
     if let Some(m) = &r.runner_memory_limit_mb {
         let _ = writeln!(s, "  runner memory limit: {} MiB ({})", m.value, m.source);
     }
+    let bound = match r.predicted_bound {
+        PredictedBound::WorkerConcurrency => "worker concurrency",
+        PredictedBound::RunnerLimit => "runner limit",
+        PredictedBound::ProcessCpu => "a process's CPU",
+        PredictedBound::HostCpu => "the host's CPU",
+    };
     let _ = writeln!(
         s,
-        "  predicted: ceiling {:.2} req/s ({:.0}/min), mean response {:.2} s at {} in flight{}",
+        "  predicted: ceiling {:.2} req/s ({:.0}/min, bound by {bound}{}), mean response {:.2} s at {} in flight{}",
         r.predicted_throughput,
         r.predicted_throughput * 60.0,
+        if r.cpu_measured { "" } else { "; upper bound: CPU not measured" },
         r.predicted_response_s,
         r.operating_concurrency,
         r.current_ceiling
@@ -106,6 +143,25 @@ pub fn recommendation(r: &Recommendation) -> String {
     );
     for n in &r.notes {
         let _ = writeln!(s, "  note: {n}");
+    }
+    s
+}
+
+/// The settings as compose `environment` / `command` lines.
+pub fn compose_snippet(r: &Recommendation) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "# n8n worker (each of {})\nn8n-worker:\n  command: worker --concurrency={}\n  environment:\n    - N8N_RUNNERS_MODE=external\n    - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0\n",
+        r.workers, r.worker_concurrency
+    );
+    let _ = write!(
+        s,
+        "# task runner: {} per worker, paired through N8N_RUNNERS_TASK_BROKER_URI\nn8n-worker-runner:\n  environment:\n    - N8N_RUNNERS_TASK_BROKER_URI=http://n8n-worker:5679\n    - N8N_RUNNERS_MAX_CONCURRENCY={}\n",
+        r.runners_per_worker, r.runner_limit
+    );
+    if let Some(m) = &r.runner_memory_limit_mb {
+        let _ = writeln!(s, "  mem_limit: {}m", m.value);
     }
     s
 }

@@ -99,6 +99,10 @@ pub struct MainConfig {
     pub metrics: MetricsConfig,
     /// Time main spends on each execution outside any worker slot (webhook handling, saving).
     pub overhead: Duration,
+    /// CPU main burns per execution on its one JavaScript thread.
+    pub cpu: Duration,
+    /// Other roles run in this process: report this role's own thread CPU, not the process's.
+    pub shared_process: bool,
     /// A real Redis for the queue (Bull's key names) instead of main serving it.
     pub redis: Option<RedisUrl>,
     /// `QUEUE_BULL_PREFIX` (default `bull`).
@@ -127,6 +131,8 @@ impl MainConfig {
             webhook_path: "load".into(),
             metrics: MetricsConfig::from_env(env, false)?,
             overhead,
+            cpu: Duration::ZERO,
+            shared_process: false,
             redis: None,
             bull_prefix: bull_prefix(env),
         })
@@ -169,6 +175,10 @@ pub struct WorkerConfig {
     pub metrics: MetricsConfig,
     /// Time each job holds its slot besides its own work (loading and saving the execution).
     pub overhead: Duration,
+    /// CPU each job burns on the worker's one JavaScript thread, inside its slot.
+    pub cpu: Duration,
+    /// Other roles run in this process: report this role's own thread CPU.
+    pub shared_process: bool,
     /// A real Redis for the queue (Bull's key names) instead of main's simulated one.
     pub redis: Option<RedisUrl>,
     /// `QUEUE_BULL_PREFIX` (default `bull`).
@@ -228,6 +238,8 @@ impl WorkerConfig {
             task_request_timeout: seconds(env, "N8N_RUNNERS_TASK_REQUEST_TIMEOUT", 60.0)?,
             metrics: MetricsConfig::from_env(env, false)?,
             overhead,
+            cpu: Duration::ZERO,
+            shared_process: false,
             redis: None,
             bull_prefix: bull_prefix(env),
         })

@@ -75,6 +75,7 @@ struct State {
     redis: tokio::sync::Mutex<Option<Conn>>,
     lag: LagMonitor,
     started: SystemTime,
+    js: super::cpu::JsThread,
 }
 
 /// Addresses a started main listens on.
@@ -108,7 +109,6 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
     };
     let lag = LagMonitor::start(tasks);
     let state = Arc::new(State {
-        cfg,
         queue: Mutex::new(Rendezvous::default()),
         waiters: Mutex::new(HashMap::new()),
         held: Mutex::new(HashMap::new()),
@@ -119,6 +119,8 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
         snapshot: Mutex::new(QueueSnapshot::default()),
         durations: Mutex::new(Default::default()),
         redis: tokio::sync::Mutex::new(None),
+        js: super::cpu::JsThread::start("main", cfg.cpu),
+        cfg,
         lag,
         started: SystemTime::now(),
     });
@@ -235,6 +237,7 @@ async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
     if !st.cfg.overhead.is_zero() {
         tokio::time::sleep(st.cfg.overhead).await;
     }
+    st.js.run(st.cfg.cpu).await;
     let id = st.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     if let Ok(mut w) = st.waiters.lock() {
@@ -543,6 +546,7 @@ fn render_metrics(st: &State) -> String {
         }
     }
     e.end_family();
-    write_default_metrics(&mut e, &st.lag, st.started);
+    let own_cpu = st.cfg.shared_process.then(|| st.js.cpu_seconds());
+    write_default_metrics(&mut e, &st.lag, st.started, own_cpu);
     e.out
 }

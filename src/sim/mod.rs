@@ -6,6 +6,7 @@
 //! model's formulas, and it imports nothing from `load`, `model` or `diagnose`.
 
 pub mod config;
+pub mod cpu;
 pub mod http;
 pub mod main_role;
 pub mod process;
@@ -57,6 +58,10 @@ pub struct StackConfig {
     pub queue_metrics_interval: Duration,
     pub event_bus_metrics: bool,
     pub overhead: Duration,
+    /// CPU burnt per execution on each worker's one JavaScript thread.
+    pub worker_cpu: Duration,
+    /// CPU burnt per execution on main's JavaScript thread.
+    pub main_cpu: Duration,
     /// Queue on this Redis (Bull's key names) instead of main's simulated queue.
     pub redis: Option<crate::observe::redis::RedisUrl>,
 }
@@ -74,6 +79,8 @@ impl Default for StackConfig {
             queue_metrics_interval: Duration::from_secs(20),
             event_bus_metrics: false,
             overhead: DEFAULT_OVERHEAD,
+            worker_cpu: Duration::ZERO,
+            main_cpu: Duration::ZERO,
             redis: None,
         }
     }
@@ -106,6 +113,8 @@ impl Stack {
                 webhook_path: "load".into(),
                 metrics: metrics.clone(),
                 overhead: cfg.overhead / 2,
+                cpu: cfg.main_cpu,
+                shared_process: true,
                 redis: cfg.redis.clone(),
                 bull_prefix: "bull".into(),
             },
@@ -131,6 +140,8 @@ impl Stack {
                     task_request_timeout: cfg.task_request_timeout,
                     metrics: metrics.clone(),
                     overhead: cfg.overhead - cfg.overhead / 2,
+                    cpu: cfg.worker_cpu,
+                    shared_process: true,
                     redis: cfg.redis.clone(),
                     bull_prefix: "bull".into(),
                 },

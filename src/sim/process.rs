@@ -122,8 +122,18 @@ impl LagMonitor {
 }
 
 /// Emits the process and Node.js families every n8n instance shows, with this process's values.
-pub fn write_default_metrics(e: &mut TextWriter, lag: &LagMonitor, started: SystemTime) {
-    let p = read_proc_stat();
+/// `own_cpu_s` replaces the process's CPU when several roles share the process.
+pub fn write_default_metrics(
+    e: &mut TextWriter,
+    lag: &LagMonitor,
+    started: SystemTime,
+    own_cpu_s: Option<f64>,
+) {
+    let mut p = read_proc_stat();
+    if let Some(cpu) = own_cpu_s {
+        p.cpu_user_s = cpu;
+        p.cpu_system_s = 0.0;
+    }
     let external = EXTERNAL_BYTES.load(Ordering::Relaxed);
     let start_s = started
         .duration_since(UNIX_EPOCH)

@@ -63,6 +63,7 @@ struct State {
     queue_connected: AtomicBool,
     lag: LagMonitor,
     started: SystemTime,
+    js: super::cpu::JsThread,
 }
 
 /// Addresses a started worker listens on.
@@ -89,7 +90,6 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
     };
     let lag = LagMonitor::start(tasks);
     let st = Arc::new(State {
-        cfg,
         broker: Mutex::new(Rendezvous::default()),
         runners: Mutex::new(HashMap::new()),
         next_task: AtomicU64::new(1),
@@ -97,6 +97,8 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         tasks_requested: AtomicU64::new(0),
         responses_received: AtomicU64::new(0),
         queue_connected: AtomicBool::new(false),
+        js: super::cpu::JsThread::start(&cfg.name, cfg.cpu),
+        cfg,
         lag,
         started: SystemTime::now(),
     });
@@ -262,6 +264,8 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         if !st.cfg.overhead.is_zero() {
             tokio::time::sleep(st.cfg.overhead).await;
         }
+        // Loading the execution and running the workflow's own JavaScript: one thread, queued.
+        st.js.run(st.cfg.cpu).await;
         if spec.wait_ms > 0 {
             tokio::time::sleep(Duration::from_millis(spec.wait_ms)).await;
         }
@@ -535,6 +539,7 @@ fn render_metrics(st: &State) -> String {
             st.responses_received.load(Ordering::Relaxed) as f64,
         );
     }
-    write_default_metrics(&mut e, &st.lag, st.started);
+    let own_cpu = st.cfg.shared_process.then(|| st.js.cpu_seconds());
+    write_default_metrics(&mut e, &st.lag, st.started, own_cpu);
     e.out
 }

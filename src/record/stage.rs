@@ -1,13 +1,110 @@
-//! The data a sweep produces: one [`StageResult`] per stage and a [`Summary`] for the run.
-//! These are the shared shapes `observe`, `model`, `diagnose` and `report` read; `summary.json`
-//! is their serialization (schema [`SUMMARY_SCHEMA`]).
+//! One stage of a sweep as measured: [`StageResult`], written to `stages.jsonl` as the stage
+//! ends and kept in `summary.json`. The load engine fills the request figures, the observer the
+//! `queue`, `endpoints` and `containers` parts; neither judges.
 
-use super::checks::ThresholdResult;
-use super::profile::LoadModel;
+use super::role::Role;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/1";
+/// The load model, decided first (DESIGN.md rule 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    /// N virtual users, each sends and waits for the answer: in flight = N. Measures processing
+    /// capacity when the webhook answers after the last node.
+    Closed,
+    /// A fixed arrival rate, not waiting for answers (capped by `max_vus`). Measures intake.
+    Open,
+}
+
+/// A load level, typed: requests in flight (closed model) or arrivals per second (open model).
+/// The two are never interchangeable; an open level's in-flight count is derived (Little's law).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadLevel {
+    InFlight(u32),
+    /// Mean offered arrival rate over the stage (per second).
+    Rate(f64),
+}
+
+impl LoadLevel {
+    /// "20 in flight" or "5.0 arrivals/s".
+    pub fn words(&self) -> String {
+        match self {
+            LoadLevel::InFlight(n) => format!("{n} in flight"),
+            LoadLevel::Rate(r) => format!("{r:.1} arrivals/s"),
+        }
+    }
+
+    pub fn in_flight(&self) -> Option<u32> {
+        match self {
+            LoadLevel::InFlight(n) => Some(*n),
+            LoadLevel::Rate(_) => None,
+        }
+    }
+
+    /// The level's number, for ordering levels of one model and for chart axes.
+    pub fn magnitude(&self) -> f64 {
+        match self {
+            LoadLevel::InFlight(n) => *n as f64,
+            LoadLevel::Rate(r) => *r,
+        }
+    }
+}
+
+/// The metrics a threshold can name, as k6 names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ThresholdMetric {
+    #[serde(rename = "http_req_failed")]
+    HttpReqFailed,
+    #[serde(rename = "http_req_duration")]
+    HttpReqDuration,
+    #[serde(rename = "checks")]
+    Checks,
+    #[serde(rename = "http_reqs")]
+    HttpReqs,
+    #[serde(rename = "dropped_iterations")]
+    DroppedIterations,
+}
+
+impl ThresholdMetric {
+    pub const ALL: [ThresholdMetric; 5] = [
+        ThresholdMetric::HttpReqFailed,
+        ThresholdMetric::HttpReqDuration,
+        ThresholdMetric::Checks,
+        ThresholdMetric::HttpReqs,
+        ThresholdMetric::DroppedIterations,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            ThresholdMetric::HttpReqFailed => "http_req_failed",
+            ThresholdMetric::HttpReqDuration => "http_req_duration",
+            ThresholdMetric::Checks => "checks",
+            ThresholdMetric::HttpReqs => "http_reqs",
+            ThresholdMetric::DroppedIterations => "dropped_iterations",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ThresholdMetric> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+impl std::fmt::Display for ThresholdMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A threshold evaluated on some aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    pub metric: ThresholdMetric,
+    pub expr: String,
+    pub observed: Option<f64>,
+    pub passed: bool,
+}
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
@@ -62,13 +159,23 @@ pub struct CheckResult {
     pub fails: u64,
 }
 
+/// Where the queue figures came from.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueSource {
+    /// LLEN of Bull's lists, read directly.
+    Redis,
+    /// n8n main's queue gauges.
+    #[default]
+    Metrics,
+}
+
 /// Queue state during the stage (see `observe`): from Redis when sampled, else from n8n main's
 /// queue gauges.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct QueueObserved {
-    /// "redis" (LLEN of Bull's lists) or "metrics" (n8n main's gauges).
     #[serde(default)]
-    pub source: String,
+    pub source: QueueSource,
     /// Mean and max of `n8n_scaling_mode_queue_jobs_active` (worker slots taken).
     pub active_mean: f64,
     pub active_max: f64,
@@ -87,7 +194,7 @@ pub struct QueueObserved {
 pub struct EndpointObserved {
     pub url: String,
     /// main, worker or webhook (given, or read from the content).
-    pub role: Option<String>,
+    pub role: Option<Role>,
     pub samples: u32,
     pub gaps: u32,
     pub last_error: Option<String>,
@@ -109,7 +216,7 @@ pub struct EndpointObserved {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ContainerObserved {
     pub name: String,
-    pub role: String,
+    pub role: Role,
     pub samples: u32,
     pub gaps: u32,
     /// The container disappeared during the stage.
@@ -123,13 +230,16 @@ pub struct ContainerObserved {
     /// In % of one core (200 % = two cores busy).
     pub cpu_percent_mean: f64,
     pub cpu_percent_max: f64,
+    /// The container's CPU limit in cores (`--cpus`, `deploy.resources.limits.cpus`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_cores: Option<f64>,
 }
 
 /// Memory of all containers of one role together (summed per reading, so it shows what the
 /// role holds at one moment).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RoleMemory {
-    pub role: String,
+    pub role: Role,
     pub containers: u32,
     /// Sum of the containers' first readings of the run, before load.
     pub baseline_bytes: f64,
@@ -205,33 +315,15 @@ pub struct StageResult {
 }
 
 impl StageResult {
-    /// The load level in one number: in flight (closed) or arrivals/s (open).
-    pub fn load_level(&self) -> f64 {
-        self.vus.map(f64::from).or(self.rate).unwrap_or(0.0)
+    /// The stage's load level, typed by its model. A ramping open stage counts as its mean
+    /// offered rate.
+    pub fn level(&self) -> LoadLevel {
+        match self.model {
+            LoadModel::Closed => LoadLevel::InFlight(self.vus.unwrap_or(0)),
+            LoadModel::Open => {
+                let r0 = self.rate.unwrap_or(0.0);
+                LoadLevel::Rate((r0 + self.ramp_to.unwrap_or(r0)) / 2.0)
+            }
+        }
     }
-}
-
-/// A whole run, as written to `summary.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    pub schema: String,
-    pub tool_version: String,
-    pub started_at: String,
-    pub finished_at: String,
-    /// Ctrl-C or `--abort-on-fail` ended the run early.
-    pub interrupted: bool,
-    pub aborted_by_threshold: bool,
-    pub profile: String,
-    pub model: LoadModel,
-    pub url: String,
-    pub body: Option<serde_json::Value>,
-    pub stages: Vec<StageResult>,
-    /// Thresholds over every stage's steady window together (as k6 evaluates them).
-    pub thresholds: Vec<ThresholdResult>,
-    pub thresholds_passed: bool,
-    /// Filled by the diagnosis step, when it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recommendation: Option<serde_json::Value>,
 }

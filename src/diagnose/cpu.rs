@@ -1,0 +1,200 @@
+//! CPU, the third limit: CPU seconds per execution per process (from the containers' stats or
+//! the `/metrics` CPU counter) and the rate each process — and the host as a whole — allows.
+//!
+//! A Node process (n8n main, worker, runner) runs its JavaScript on one thread: it saturates at
+//! about one core (GC and I/O threads add a little, so a saturated worker shows 1–1.4 cores),
+//! or at its container's CPU limit when that is lower. The host saturates when every process
+//! sharing it together uses its cores.
+
+use crate::model::settings::Sourced;
+use crate::record::diagnosis::{CpuSite, CpuUse, Level};
+use crate::record::{Role, StageResult};
+use std::collections::BTreeMap;
+
+/// Cores a Node process can use for its JavaScript.
+pub const NODE_USABLE_CORES: f64 = 1.0;
+
+/// Share of its usable cores at which a site counts as saturated.
+pub const SATURATED_SHARE: f64 = 0.85;
+
+/// What is known of the host besides the stages.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    pub cores: Option<Sourced<f64>>,
+    /// n8ncap ran on the same host (a loopback target): its own CPU counts against the host.
+    pub client_on_host: bool,
+}
+
+struct Site {
+    role: Option<Role>,
+    cores: Vec<f64>,
+    limit: Option<f64>,
+}
+
+/// CPU per site at `level`, whose throughput is `x` executions/s.
+pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<CpuUse> {
+    if x <= 0.0 {
+        return Vec::new();
+    }
+    let used: Vec<&StageResult> = level
+        .stages
+        .iter()
+        .filter_map(|i| stages.get(*i))
+        .filter(|s| s.valid)
+        .collect();
+    let mut sites: BTreeMap<String, Site> = BTreeMap::new();
+    let from_containers = used
+        .iter()
+        .any(|s| s.containers.iter().any(|c| c.samples > 0));
+    for s in &used {
+        if from_containers {
+            for c in s.containers.iter().filter(|c| c.samples > 0) {
+                let e = sites.entry(c.name.clone()).or_insert(Site {
+                    role: Some(c.role),
+                    cores: Vec::new(),
+                    limit: c.cpu_limit_cores,
+                });
+                e.cores.push(c.cpu_percent_mean / 100.0);
+            }
+        } else {
+            for e in s.endpoints.iter().filter(|e| e.samples > 0) {
+                let site = sites.entry(e.url.clone()).or_insert(Site {
+                    role: e.role,
+                    cores: Vec::new(),
+                    limit: None,
+                });
+                site.cores.push(e.cpu_percent_mean / 100.0);
+            }
+        }
+    }
+    let mut out: Vec<CpuUse> = sites
+        .into_iter()
+        .filter_map(|(name, site)| process_use(name, site, x, host))
+        .collect();
+    if let Some(h) = host_use(&out, &used, x, host) {
+        out.push(h);
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+fn process_use(name: String, site: Site, x: f64, host: &Host) -> Option<CpuUse> {
+    let cores_used = mean(&site.cores);
+    if cores_used <= 0.0 {
+        return None;
+    }
+    let node = matches!(
+        site.role,
+        Some(Role::Main | Role::Worker | Role::Webhook | Role::Runner | Role::Redis)
+    );
+    let usable = match (site.limit, node) {
+        (Some(l), true) if l < NODE_USABLE_CORES => Sourced::new(l, "the container's CPU limit"),
+        (_, true) => Sourced::new(
+            NODE_USABLE_CORES,
+            "one core: a Node process runs its JavaScript on one thread",
+        ),
+        (Some(l), false) => Sourced::new(l, "the container's CPU limit"),
+        (None, false) => match &host.cores {
+            Some(c) => Sourced::new(c.value, format!("the host's cores ({})", c.source)),
+            None => return Some(unbounded(name, site.role, cores_used, x)),
+        },
+    };
+    Some(site_use(
+        CpuSite::Process,
+        site.role,
+        name,
+        cores_used,
+        x,
+        usable,
+    ))
+}
+
+/// A process whose usable cores are unknown: measured, but it bounds nothing.
+fn unbounded(name: String, role: Option<Role>, cores_used: f64, x: f64) -> CpuUse {
+    CpuUse {
+        site: CpuSite::Process,
+        role,
+        name,
+        cores_used,
+        cpu_s_per_execution: cores_used / x,
+        usable_cores: Sourced::new(f64::INFINITY, "unknown (no CPU limit, host cores unknown)"),
+        bound_per_s: f64::INFINITY,
+        saturated: false,
+    }
+}
+
+fn site_use(
+    site: CpuSite,
+    role: Option<Role>,
+    name: String,
+    cores_used: f64,
+    x: f64,
+    usable: Sourced<f64>,
+) -> CpuUse {
+    let per_exec = cores_used / x;
+    // A saturated process shows a little more than its usable cores (GC, I/O threads): the
+    // rate it allows is never below what it just did.
+    let bound = usable.value.max(cores_used) / per_exec;
+    CpuUse {
+        site,
+        role,
+        name,
+        cores_used,
+        cpu_s_per_execution: per_exec,
+        saturated: cores_used >= SATURATED_SHARE * usable.value,
+        usable_cores: usable,
+        bound_per_s: bound,
+    }
+}
+
+fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Option<CpuUse> {
+    let cores = host.cores.as_ref()?;
+    if procs.is_empty() {
+        return None;
+    }
+    let mut total: f64 = procs.iter().map(|p| p.cores_used).sum();
+    let mut name = "host: the processes observed".to_string();
+    if host.client_on_host {
+        total += mean(
+            &used
+                .iter()
+                .map(|s| s.client_cpu_percent / 100.0)
+                .collect::<Vec<_>>(),
+        );
+        name.push_str(" and n8ncap itself");
+    }
+    Some(site_use(
+        CpuSite::Host,
+        None,
+        name,
+        total,
+        x,
+        Sourced::new(cores.value, cores.source.clone()),
+    ))
+}
+
+/// The site whose CPU binds: the saturated one that allows the least.
+pub fn binding(uses: &[CpuUse]) -> Option<&CpuUse> {
+    uses.iter()
+        .filter(|u| u.saturated)
+        .min_by(|a, b| a.bound_per_s.total_cmp(&b.bound_per_s))
+}
+
+/// What one more process of `role` adds, and what the host allows, for predictions.
+pub fn per_role_bound(uses: &[CpuUse], role: Role) -> Option<f64> {
+    uses.iter()
+        .filter(|u| u.site == CpuSite::Process && u.role == Some(role))
+        .map(|u| u.bound_per_s)
+        .min_by(f64::total_cmp)
+}
+
+pub fn host_bound(uses: &[CpuUse]) -> Option<&CpuUse> {
+    uses.iter().find(|u| u.site == CpuSite::Host)
+}

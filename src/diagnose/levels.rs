@@ -1,0 +1,180 @@
+//! Load levels: stages grouped by level (repeats merged), the service time S, and which levels
+//! are saturated.
+//!
+//! The saturation rule (Little's law): in a closed loop N = X × R̄. Below the ceiling every
+//! request is served at once and R̄ stays at the service time S (job time + n8n's overhead);
+//! once a limit binds, requests queue and R̄ = N ÷ X_max grows with N. A level whose mean
+//! response exceeds [`SATURATION_RATIO`] × S is therefore at the ceiling, and its throughput is
+//! the capacity — whatever the other levels did, so one level (a single k6 run) is enough. A
+//! level where jobs waited in Redis, or (open model) whose completions fell short of the offered
+//! rate or dropped arrivals, is saturated too.
+
+use crate::model::settings::{Settings, Sourced};
+use crate::model::DEFAULT_OVERHEAD_S;
+use crate::record::diagnosis::{Level, SaturationSign};
+use crate::record::{Estimate, LoadLevel, StageResult};
+
+/// R̄ ÷ S above which a level is at the ceiling. With deterministic jobs R̄ = S exactly until a
+/// limit binds; measured real n8n varies R̄ at 1 in flight by a few %, and CPU contention below
+/// the knee adds 10–20 %; 1.3 S is clear of both and reached at 1.3 × the knee.
+pub const SATURATION_RATIO: f64 = 1.3;
+
+/// Open model: completions below this share of the offered rate mean the stack could not keep
+/// up.
+const OFFERED_SHARE: f64 = 0.9;
+
+pub fn saturation_rule() -> String {
+    format!(
+        "a level is saturated when its mean response exceeds {SATURATION_RATIO} × the service time S \
+         (Little's law: below the ceiling R = S, above it R = N ÷ X_max), when jobs waited in Redis, \
+         or (open model) when completions fell under {:.0} % of the offered rate or arrivals were dropped",
+        OFFERED_SHARE * 100.0
+    )
+}
+
+/// Groups stages by load level (repeats of one level are consecutive).
+pub fn group(stages: &[StageResult]) -> Vec<Level> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stages.len() {
+        let level = stages[i].level();
+        let mut j = i + 1;
+        while j < stages.len() && stages[j].level() == level && stages[j].repeat > 0 {
+            j += 1;
+        }
+        out.push(merge(level, i, &stages[i..j]));
+        i = j;
+    }
+    out
+}
+
+fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
+    // A partial stage counts only when it is all there is.
+    let kept: Vec<&StageResult> = group
+        .iter()
+        .filter(|s| !s.partial || group.len() == 1)
+        .collect();
+    let valid: Vec<&StageResult> = kept.iter().copied().filter(|s| s.valid).collect();
+    let used = if valid.is_empty() { &kept } else { &valid };
+    let mean_over = |f: &dyn Fn(&StageResult) -> Option<f64>| {
+        let v: Vec<f64> = used.iter().filter_map(|s| f(s)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let queue = |s: &StageResult| s.queue.clone().filter(|q| q.samples > 0);
+    let xs: Vec<f64> = used.iter().map(|s| s.throughput_rps).collect();
+    let p95s: Vec<f64> = used
+        .iter()
+        .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
+        .collect();
+    let throughput = Estimate::of(&xs);
+    let mean_ms = mean_over(&|s| s.latency.as_ref().map(|l| l.mean_ms));
+    let in_flight = match level {
+        LoadLevel::InFlight(n) => n as f64,
+        // Little's law on the open model: what was in flight on average.
+        LoadLevel::Rate(_) => throughput.mean * mean_ms.unwrap_or(0.0) / 1000.0,
+    };
+    let offered_short = match level {
+        LoadLevel::Rate(r) => {
+            used.iter().any(|s| s.dropped_iterations > 0)
+                || (r > 0.0 && throughput.mean < OFFERED_SHARE * r)
+        }
+        LoadLevel::InFlight(_) => false,
+    };
+    let waiting = mean_over(&|s| queue(s).map(|q| q.waiting_mean));
+    let mut saturated_by = Vec::new();
+    if waiting.is_some_and(|w| w >= 1.0) {
+        saturated_by.push(SaturationSign::JobsWaitedInRedis);
+    }
+    if offered_short {
+        saturated_by.push(SaturationSign::ThroughputBelowOfferedRate);
+    }
+    Level {
+        level,
+        stages: (first..first + group.len()).collect(),
+        valid: !kept.is_empty() && kept.iter().all(|s| s.valid),
+        throughput,
+        mean_ms,
+        p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
+        p95_ms: (!p95s.is_empty()).then(|| Estimate::of(&p95s)),
+        slots_taken: mean_over(&|s| queue(s).map(|q| q.active_mean)),
+        waiting,
+        error_rate: mean_over(&|s| Some(s.error_rate)).unwrap_or(0.0),
+        client_cpu_percent: mean_over(&|s| Some(s.client_cpu_percent)).unwrap_or(0.0),
+        in_flight,
+        response_ratio: None,
+        saturated_by,
+    }
+}
+
+/// The service time S and n8n's fixed overhead: measured at 1 in flight (mean response), else
+/// the job time plus [`DEFAULT_OVERHEAD_S`], said so in the source.
+pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f64>>, f64) {
+    let job_time = settings.job_time.as_ref().map(|j| j.value);
+    let baseline = levels
+        .iter()
+        .find(|l| l.valid && l.level == LoadLevel::InFlight(1))
+        .and_then(|l| l.mean_ms)
+        .map(|ms| ms / 1000.0);
+    match (baseline, job_time) {
+        (Some(s), Some(j)) => (
+            Some(Sourced::new(s, "measured: mean response at 1 in flight")),
+            (s - j).max(0.0),
+        ),
+        (Some(s), None) => (
+            Some(Sourced::new(s, "measured: mean response at 1 in flight")),
+            DEFAULT_OVERHEAD_S.min(s),
+        ),
+        (None, Some(j)) => (
+            Some(Sourced::new(
+                j + DEFAULT_OVERHEAD_S,
+                format!(
+                    "assumed: job time {j:.3} s + n8n's typical overhead {:.0} ms (no level at 1 in flight measured it)",
+                    DEFAULT_OVERHEAD_S * 1000.0
+                ),
+            )),
+            DEFAULT_OVERHEAD_S,
+        ),
+        (None, None) => (None, DEFAULT_OVERHEAD_S),
+    }
+}
+
+/// Marks each level whose mean response is well above S.
+pub fn mark_saturation(levels: &mut [Level], service_time_s: Option<f64>) {
+    let Some(s) = service_time_s.filter(|s| *s > 0.0) else {
+        return;
+    };
+    for l in levels.iter_mut() {
+        let Some(r) = l.mean_ms.map(|ms| ms / 1000.0) else {
+            continue;
+        };
+        let ratio = r / s;
+        l.response_ratio = Some(ratio);
+        if ratio > SATURATION_RATIO
+            && !l
+                .saturated_by
+                .contains(&SaturationSign::ResponseAboveServiceTime)
+        {
+            l.saturated_by
+                .push(SaturationSign::ResponseAboveServiceTime);
+        }
+    }
+}
+
+/// The capacity: throughput at the saturated valid levels — the best of them, merged with every
+/// other within 5 % of it (repeats and a flat plateau give an interval).
+pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
+    let sat: Vec<&Level> = levels.iter().filter(|l| l.saturated()).collect();
+    let top = sat
+        .iter()
+        .copied()
+        .max_by(|a, b| a.throughput.mean.total_cmp(&b.throughput.mean))?;
+    if top.throughput.mean <= 0.0 {
+        return None;
+    }
+    let samples: Vec<f64> = sat
+        .iter()
+        .filter(|l| l.throughput.mean >= 0.95 * top.throughput.mean)
+        .flat_map(|l| l.throughput.samples.clone())
+        .collect();
+    Some((Estimate::of(&samples), top))
+}

@@ -1,0 +1,300 @@
+//! Findings read off what was observed beside the load: queue backlog, the ceiling reached,
+//! memory that grows in the runner, containers that disappeared, connection churn, a saturated
+//! load generator, CPU-saturated processes.
+
+use crate::findings::{Finding, Severity};
+use crate::record::diagnosis::{CpuUse, Level};
+use crate::record::stage::QueueSource;
+use crate::record::{Role, StageResult};
+
+/// Growth under which throughput counts as flat between two load levels.
+pub const FLAT: f64 = 0.05;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+pub fn findings(levels: &[Level], stages: &[StageResult], cpu: &[CpuUse], out: &mut Vec<Finding>) {
+    queue_backlog(levels, stages, out);
+    ceiling_reached(levels, out);
+    memory_in_runner(stages, out);
+    containers_gone(stages, out);
+    connection_churn(stages, out);
+    load_generator(stages, out);
+    cpu_saturated(cpu, out);
+}
+
+fn queue_backlog(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding>) {
+    let Some(l) = levels
+        .iter()
+        .filter(|l| l.valid && l.waiting.unwrap_or(0.0) >= 1.0)
+        .max_by(|a, b| a.in_flight.total_cmp(&b.in_flight))
+    else {
+        return;
+    };
+    let source = l
+        .stages
+        .iter()
+        .filter_map(|i| stages.get(*i)?.queue.as_ref())
+        .map(|q| q.source)
+        .next()
+        .unwrap_or_default();
+    let (where_, evidence) = match source {
+        QueueSource::Redis => (
+            "in Redis",
+            "LLEN bull:jobs:wait > 0 (read from Redis): every worker slot is taken and new executions queue",
+        ),
+        QueueSource::Metrics => (
+            "in the queue",
+            "n8n_scaling_mode_queue_jobs_waiting > 0 (n8n main's gauge): every worker slot is taken and new executions queue",
+        ),
+    };
+    out.push(
+        Finding::new(
+            "queue-backlog",
+            Severity::Info,
+            format!(
+                "Jobs wait {where_} at {}: {:.1} waiting on average, {:.1} slots taken",
+                l.level.words(),
+                l.waiting.unwrap_or(0.0),
+                l.slots_taken.unwrap_or(0.0)
+            ),
+        )
+        .evidence(evidence)
+        .figure("in_flight", l.in_flight)
+        .figure("waiting", l.waiting.unwrap_or(0.0))
+        .figure("slots_taken", l.slots_taken.unwrap_or(0.0))
+        .why("Queued jobs add their wait to every response; past the ceiling latency grows with the load while throughput does not."),
+    );
+}
+
+/// Throughput flat between two valid levels while the load grew.
+fn ceiling_reached(levels: &[Level], out: &mut Vec<Finding>) {
+    let valid: Vec<&Level> = levels.iter().filter(|l| l.valid).collect();
+    for w in valid.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let grew = b.level.magnitude() > a.level.magnitude() * 1.2;
+        if !(grew
+            && a.throughput.mean > 0.0
+            && b.throughput.mean < a.throughput.mean * (1.0 + FLAT))
+        {
+            continue;
+        }
+        let p95 = |l: &Level| l.p95_ms.as_ref().map(|p| p.mean).unwrap_or(0.0);
+        let (pa, pb) = (p95(a), p95(b));
+        let separable = a.throughput.high < b.throughput.low * (1.0 + FLAT) || a.throughput.n < 2;
+        let mut f = Finding::new(
+            "ceiling-reached",
+            Severity::Warning,
+            format!(
+                "Throughput flat from {} to {} ({:.2} → {:.2} req/s) while p95 grew {pa:.0} → {pb:.0} ms",
+                a.level.words(),
+                b.level.words(),
+                a.throughput.mean,
+                b.throughput.mean
+            ),
+        )
+        .evidence(format!(
+            "load +{:.0} %, throughput {:+.1} %, p95 {:+.0} %",
+            (b.level.magnitude() / a.level.magnitude() - 1.0) * 100.0,
+            (b.throughput.mean / a.throughput.mean - 1.0) * 100.0,
+            if pa > 0.0 { (pb / pa - 1.0) * 100.0 } else { 0.0 }
+        ))
+        .figure("from", a.level.magnitude())
+        .figure("to", b.level.magnitude())
+        .figure("throughput_from_per_s", a.throughput.mean)
+        .figure("throughput_to_per_s", b.throughput.mean)
+        .why("Past the ceiling more load only queues: latency grows, throughput does not.");
+        if !separable {
+            f = f.evidence("the repeats' intervals overlap: the data cannot separate 'flat' from 'slightly growing'");
+        }
+        out.push(f);
+        return;
+    }
+}
+
+fn role_growth(s: &StageResult, role: Role) -> Option<f64> {
+    s.memory_by_role
+        .iter()
+        .find(|r| r.role == role)
+        .map(|r| (r.max_bytes - r.baseline_bytes).max(0.0))
+}
+
+/// Memory grows in the runner, not the worker: from container stats (all containers of a role
+/// summed per reading), and the worker's heap gauge when it was scraped.
+fn memory_in_runner(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let Some(s) = stages
+        .iter()
+        .filter(|s| role_growth(s, Role::Runner).is_some())
+        .max_by(|a, b| {
+            role_growth(a, Role::Runner)
+                .unwrap_or(0.0)
+                .total_cmp(&role_growth(b, Role::Runner).unwrap_or(0.0))
+        })
+    else {
+        return;
+    };
+    let runner = role_growth(s, Role::Runner).unwrap_or(0.0);
+    let worker = role_growth(s, Role::Worker).unwrap_or(0.0);
+    if runner < 32.0 * MIB || runner < 4.0 * worker {
+        return;
+    }
+    let mut f = Finding::new(
+        "memory-in-runner",
+        Severity::Warning,
+        format!(
+            "Stage {}: memory grew {:.0} MiB in the runners and {:.0} MiB in the workers — Code-node memory lives in the runner",
+            s.index + 1,
+            runner / MIB,
+            worker / MIB
+        ),
+    )
+    .figure("runner_growth_mib", runner / MIB)
+    .figure("worker_growth_mib", worker / MIB);
+    for c in s
+        .containers
+        .iter()
+        .filter(|c| c.role == Role::Runner || c.role == Role::Worker)
+    {
+        f = f.evidence(format!(
+            "{} ({}): {:.0} MiB before load, up to {:.0} MiB{}",
+            c.name,
+            c.role.word(),
+            c.memory_baseline_bytes / MIB,
+            c.memory_max_bytes / MIB,
+            if c.gone {
+                " (container disappeared)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for e in s
+        .endpoints
+        .iter()
+        .filter(|e| e.role == Some(Role::Worker) && e.samples > 0)
+    {
+        f = f.evidence(format!(
+            "worker heap (nodejs_heap_size_used_bytes) {:.0}–{:.0} MiB at {}: heap panels stay flat while the runner grows",
+            e.heap_used_mean_bytes / MIB,
+            e.heap_used_max_bytes / MIB,
+            e.url
+        ));
+    }
+    if let Some(v) = s.vus.filter(|v| *v > 0) {
+        f = f
+            .evidence(format!(
+                "≈ {:.0} MiB per job in flight ({v} in flight)",
+                runner / MIB / v as f64
+            ))
+            .figure("mib_per_job", runner / MIB / v as f64);
+    }
+    out.push(
+        f.why("A memory limit on the worker does not bound Code-node memory; an unbounded runner takes the host's memory instead.")
+            .fix("set a memory limit on every runner container: runner limit × per-task peak + idle base"),
+    );
+}
+
+fn containers_gone(stages: &[StageResult], out: &mut Vec<Finding>) {
+    for s in stages {
+        for c in s.containers.iter().filter(|c| c.gone) {
+            out.push(
+                Finding::new(
+                    "container-gone",
+                    Severity::Warning,
+                    format!("Container {} ({}) disappeared during stage {}", c.name, c.role.word(), s.index + 1),
+                )
+                .evidence(format!("{} stats readings, then {} gaps", c.samples, c.gaps))
+                .subject(c.name.clone())
+                .why("A restarted or removed container changes the capacity mid-stage: that stage's figures mix two deployments."),
+            );
+        }
+    }
+}
+
+fn connection_churn(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let Some(s) = stages
+        .iter()
+        .filter(|s| s.valid && s.requests >= 20)
+        .find(|s| s.new_conns_per_request > 0.5)
+    else {
+        return;
+    };
+    out.push(
+        Finding::new(
+            "connection-churn",
+            Severity::Warning,
+            format!(
+                "Stage {}: {:.2} new connections per request — keep-alive is missing",
+                s.index + 1,
+                s.new_conns_per_request
+            ),
+        )
+        .evidence(format!(
+            "{} new connections for {} requests; connect p95 {:.1} ms",
+            s.new_connections, s.requests, s.phases.connecting.p95_ms
+        ))
+        .figure("new_conns_per_request", s.new_conns_per_request)
+        .why("Every request pays a TCP handshake and leaves a TIME_WAIT socket; at high rates the client or a proxy runs out of ports.")
+        .fix("check the proxy in front of n8n (keep-alive to the client) or the server's Connection: close"),
+    );
+}
+
+fn load_generator(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let cores = crate::util::cores();
+    if let Some(s) = stages.iter().find(|s| s.dropped_iterations > 0) {
+        out.push(
+            Finding::new(
+                "load-generator-saturated",
+                Severity::Warning,
+                format!(
+                    "Stage {}: {} arrivals dropped — {} requests were already in flight",
+                    s.index + 1,
+                    s.dropped_iterations,
+                    s.max_vus.unwrap_or(0)
+                ),
+            )
+            .evidence("open model: an arrival that finds every virtual user busy is not sent (k6's dropped_iterations)")
+            .figure("dropped", s.dropped_iterations as f64)
+            .why("The arrival rate asked for was not offered: the figures describe a lower load.")
+            .fix("raise max_vus in the profile, or lower the rate"),
+        );
+    } else if let Some(s) = stages.iter().find(|s| s.client_cpu_percent > 85.0 * cores) {
+        out.push(
+            Finding::new(
+                "load-generator-saturated",
+                Severity::Warning,
+                format!(
+                    "Stage {}: n8ncap used {:.0} % CPU ({cores:.0} cores) — the load generator may be the limit",
+                    s.index + 1,
+                    s.client_cpu_percent
+                ),
+            )
+            .figure("client_cpu_percent", s.client_cpu_percent)
+            .fix("run n8ncap on another machine than n8n, or lower the load"),
+        );
+    }
+}
+
+/// Saturated CPU sites, whatever caps: a process near its usable cores is where the next limit
+/// is (the verdict's `cpu-limit-caps` says when it already caps).
+fn cpu_saturated(cpu: &[CpuUse], out: &mut Vec<Finding>) {
+    let hot: Vec<&CpuUse> = cpu.iter().filter(|u| u.saturated).collect();
+    if hot.is_empty() {
+        return;
+    }
+    let mut f = Finding::new(
+        "cpu-bound-process",
+        Severity::Warning,
+        "A process (or the host) ran near its usable cores at the ceiling",
+    )
+    .why("A Node.js process (n8n main, worker or runner) uses one core for JavaScript: at 100 % it caps throughput whatever the concurrency settings, and latency grows with its event-loop lag.")
+    .fix("spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated");
+    for u in hot {
+        f = f
+            .evidence(format!(
+                "{}: {:.2} cores of {:.1} usable, {:.3} CPU s per execution, allows {:.2} executions/s",
+                u.name, u.cores_used, u.usable_cores.value, u.cpu_s_per_execution, u.bound_per_s
+            ))
+            .figure(&format!("{}_cores", u.name), u.cores_used);
+    }
+    out.push(f);
+}

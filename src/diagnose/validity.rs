@@ -1,0 +1,180 @@
+//! Validity before latency: stages whose figures are not results (failures, fast failures, a
+//! warm-up shorter than the response), and failures with a timeout's signature — every request
+//! failing the same way after the same time.
+
+use crate::findings::{Finding, Severity};
+use crate::model::n8n_defaults;
+use crate::record::diagnosis::Level;
+use crate::record::{LoadLevel, StageResult};
+
+/// p95 within this share of p50: the failures all took the same time.
+const CONSTANT_SPREAD: f64 = 0.1;
+
+pub fn findings(
+    stages: &[StageResult],
+    levels: &[Level],
+    timeout_s: Option<f64>,
+    out: &mut Vec<Finding>,
+) {
+    warmup(stages, out);
+    let baseline_p50 = levels
+        .iter()
+        .find(|l| l.valid && l.level == LoadLevel::InFlight(1))
+        .and_then(|l| l.p50_ms);
+    for s in stages.iter().filter(|s| !s.valid) {
+        if let Some(f) = timeout_signature(s, timeout_s) {
+            out.push(f);
+        } else if let Some(f) = fast_failures(s, baseline_p50) {
+            out.push(f);
+        }
+        out.push(
+            Finding::new(
+                "measurement-invalid",
+                Severity::Error,
+                format!("Stage {} ({}) is invalid: its figures are not results", s.index + 1, s.label),
+            )
+            .evidence(s.invalid_reasons.join("; "))
+            .figure("stage", (s.index + 1) as f64)
+            .figure("error_rate", s.error_rate)
+            .fix("fix the failures first; a stage with failing checks is never reported as a good latency"),
+        );
+    }
+}
+
+/// A window that opens before the first responses at this load came back is not steady.
+fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let Some(s) = stages.iter().find(|s| {
+        s.valid
+            && s.latency
+                .as_ref()
+                .is_some_and(|l| s.warmup_s + 1e-9 < l.p50_ms / 1000.0)
+    }) else {
+        return;
+    };
+    let p50_s = s.latency.as_ref().map(|l| l.p50_ms / 1000.0).unwrap_or(0.0);
+    out.push(
+        Finding::new(
+            "warmup-too-short",
+            Severity::Warning,
+            format!(
+                "Stage {}: warm-up {:.1} s is shorter than the response time ({p50_s:.1} s p50) — its figures mix in the ramp",
+                s.index + 1,
+                s.warmup_s,
+            ),
+        )
+        .figure("warmup_s", s.warmup_s)
+        .figure("p50_s", p50_s)
+        .why("Until every virtual user has had one answer at the new load, the stage is not steady: throughput and latency are biased.")
+        .fix("set warmup (profile) or --warmup to at least the p50 of the highest stage"),
+    );
+}
+
+/// Every request failing one way after the same ≥ 1 s: a timeout somewhere. HTTP 500 after a
+/// constant time is n8n's task request timeout — a worker with no runner attached.
+fn timeout_signature(s: &StageResult, timeout_s: Option<f64>) -> Option<Finding> {
+    let l = s.latency.as_ref()?;
+    let failed = s.requests.saturating_sub(s.ok);
+    if s.requests == 0 || (failed as f64) < 0.9 * s.requests as f64 || l.p50_ms < 1000.0 {
+        return None;
+    }
+    if l.p95_ms - l.p50_ms > CONSTANT_SPREAD * l.p50_ms {
+        return None;
+    }
+    let after = l.p50_ms / 1000.0;
+    let (code, n) = s
+        .errors
+        .http_status
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(c, n)| (Some(*c), *n))
+        .unwrap_or((None, s.errors.timeout));
+    if (n as f64) < 0.9 * failed as f64 {
+        return None;
+    }
+    let expected = timeout_s.unwrap_or(n8n_defaults::TASK_REQUEST_TIMEOUT_S);
+    let matches = (after - expected).abs() <= 0.3 * expected;
+    let f = match code {
+        Some(500) => Finding::new(
+            "worker-without-runner",
+            Severity::Error,
+            format!(
+                "Stage {}: executions fail with HTTP 500 after ≈{after:.0} s — the task request timeout: is a runner attached?",
+                s.index + 1
+            ),
+        )
+        .evidence(format!(
+            "{n} of {} requests answered 500, p50 {after:.1} s, p95 {:.1} s: the same failure after the same time",
+            s.requests,
+            l.p95_ms / 1000.0
+        ))
+        .evidence(if matches {
+            format!("≈ N8N_RUNNERS_TASK_REQUEST_TIMEOUT ({expected:.0} s{})", if timeout_s.is_some() { "" } else { ", n8n's default" })
+        } else {
+            format!("N8N_RUNNERS_TASK_REQUEST_TIMEOUT would be {after:.0} s here (n8n's default is {:.0} s): check what the deployment sets", n8n_defaults::TASK_REQUEST_TIMEOUT_S)
+        })
+        .why("A worker with no runner attached (or runners all busy for the whole timeout) fails every Code task, late and silently.")
+        .fix("attach a runner to every worker: an n8nio/runners container with N8N_RUNNERS_TASK_BROKER_URI pointing at that worker, N8N_RUNNERS_MODE=external and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on the worker"),
+        other => Finding::new(
+            "timeout-signature",
+            Severity::Error,
+            format!(
+                "Stage {}: every request fails the same way ({}) after ≈{after:.1} s — a timeout",
+                s.index + 1,
+                other.map(|c| format!("HTTP {c}")).unwrap_or_else(|| "no answer".into())
+            ),
+        )
+        .evidence(format!(
+            "{n} of {} requests, p50 {after:.1} s, p95 {:.1} s",
+            s.requests,
+            l.p95_ms / 1000.0
+        ))
+        .fix("find whose timeout this is: the client's (--timeout), a proxy's (504), or n8n's (N8N_RUNNERS_TASK_REQUEST_TIMEOUT, EXECUTIONS_TIMEOUT)"),
+    };
+    Some(
+        f.figure("fails_after_s", after)
+            .figure("failed", n as f64)
+            .figure("requests", s.requests as f64)
+            .figure("status", code.map(f64::from).unwrap_or(0.0)),
+    )
+}
+
+fn fast_failures(s: &StageResult, baseline_p50: Option<f64>) -> Option<Finding> {
+    let p50 = s.latency.as_ref().map(|l| l.p50_ms).filter(|p50| {
+        s.error_rate > 0.5 && baseline_p50.is_none_or(|b| *p50 < 0.5 * b) && *p50 < 1000.0
+    })?;
+    let statuses: Vec<String> = s
+        .errors
+        .http_status
+        .iter()
+        .map(|(code, n)| format!("{n}× HTTP {code}"))
+        .collect();
+    Some(
+        Finding::new(
+            "fast-failures-hide-latency",
+            Severity::Error,
+            format!(
+                "Stage {}: {:.0} % of requests failed fast (p50 {p50:.1} ms) — that latency is not a result",
+                s.index + 1,
+                s.error_rate * 100.0
+            ),
+        )
+        .evidence(format!(
+            "errors: {} refused, {} other connect, {} TLS, {} timeout, {} broken{}",
+            s.errors.connect_refused,
+            s.errors.connect_other,
+            s.errors.tls,
+            s.errors.timeout,
+            s.errors.io,
+            if statuses.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", statuses.join(", "))
+            }
+        ))
+        .figure("error_rate", s.error_rate)
+        .figure("p50_ms", p50)
+        .figure("refused", s.errors.connect_refused as f64)
+        .why("Failures that return in milliseconds make latency look excellent and request rates look high.")
+        .fix("check the URL, port and webhook path (n8n answers 404 for an unregistered webhook, 400 for a malformed body)"),
+    )
+}

@@ -1,0 +1,156 @@
+//! The diagnosis as recorded in `summary.json` and handed to the reports: the verdict, the
+//! numbers behind it and everything the charts draw. `diagnose` computes it; reports render it
+//! and do not judge.
+
+use super::estimate::Estimate;
+use super::role::Role;
+use super::stage::LoadLevel;
+use crate::findings::Finding;
+use crate::model::settings::{Settings, Sourced};
+use crate::model::{Capacity, Limit};
+use serde::{Deserialize, Serialize};
+
+/// Why a level counts as saturated (at the ceiling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaturationSign {
+    /// Mean response well above the service time: requests queued somewhere (Little's law).
+    ResponseAboveServiceTime,
+    /// Jobs waited in Redis: every worker slot was taken.
+    JobsWaitedInRedis,
+    /// Open model: fewer completions than arrivals offered, or arrivals dropped.
+    ThroughputBelowOfferedRate,
+}
+
+/// One load level, its repeats merged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    pub level: LoadLevel,
+    pub stages: Vec<usize>,
+    pub valid: bool,
+    pub throughput: Estimate,
+    pub mean_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<Estimate>,
+    pub slots_taken: Option<f64>,
+    pub waiting: Option<f64>,
+    pub error_rate: f64,
+    pub client_cpu_percent: f64,
+    /// Requests in flight: N (closed model) or X × R̄ (open model, Little's law).
+    pub in_flight: f64,
+    /// Mean response ÷ service time, when both are known.
+    pub response_ratio: Option<f64>,
+    /// Empty when the level is below the ceiling.
+    pub saturated_by: Vec<SaturationSign>,
+}
+
+impl Level {
+    pub fn saturated(&self) -> bool {
+        self.valid && !self.saturated_by.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakPointKind {
+    /// The first level whose thresholds failed: the 2/3 factor applies here.
+    Failure,
+    /// The smallest level at the ceiling: more load only queues.
+    Knee,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakPoint {
+    pub kind: BreakPointKind,
+    pub level: LoadLevel,
+    /// Requests in flight at that level (derived for an open level).
+    pub in_flight: f64,
+    pub reason: String,
+}
+
+/// Measured against predicted, per valid level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub level: LoadLevel,
+    pub in_flight: f64,
+    pub measured: f64,
+    pub predicted: f64,
+    pub predicted_mva: f64,
+    pub predicted_response_s: f64,
+    pub predicted_waiting_for_runner: f64,
+}
+
+/// The model's curve at one in-flight count, for charts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub in_flight: u32,
+    /// Deterministic bound min(N ÷ S, X_max).
+    pub bound: f64,
+    /// Mean-value analysis.
+    pub mva: f64,
+}
+
+/// Where CPU was measured and what it allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSite {
+    /// One process (a container, or a `/metrics` endpoint) of a role.
+    Process,
+    /// Every process on the host (or in the containers observed) together.
+    Host,
+}
+
+/// CPU use at the capacity and the rate it allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    pub site: CpuSite,
+    pub role: Option<Role>,
+    /// Container name or metrics URL; "host" for the host.
+    pub name: String,
+    /// Cores in use at the level measured (1.0 = one core).
+    pub cores_used: f64,
+    /// CPU seconds per execution: cores used ÷ throughput.
+    pub cpu_s_per_execution: f64,
+    /// Cores this site can use, and where that number came from.
+    pub usable_cores: Sourced<f64>,
+    /// Usable cores ÷ CPU seconds per execution, executions/s.
+    pub bound_per_s: f64,
+    /// At ≥ 85 % of its usable cores.
+    pub saturated: bool,
+}
+
+/// The diagnosis of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The limit that caps throughput, when the data shows one.
+    pub capping_limit: Option<Limit>,
+    /// When CPU caps: the site that binds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit: Option<CpuUse>,
+    /// One sentence: the answer.
+    pub verdict: String,
+    /// Settings used, each with its source (flags, the run, inference).
+    pub settings: Settings,
+    /// S: job time plus n8n's fixed overhead, measured at 1 in flight or assumed.
+    pub service_time: Option<Sourced<f64>>,
+    /// Latency at 1 in flight minus job time.
+    pub fixed_overhead_s: Option<f64>,
+    /// Ceilings of the settings (computed with S, overhead included).
+    pub capacity: Option<Capacity>,
+    /// Throughput at the ceiling (saturated levels), with its interval when repeated.
+    pub measured_ceiling: Option<Estimate>,
+    /// Executions in progress at the ceiling: capacity × S.
+    pub effective_concurrency: Option<f64>,
+    /// The rule that decides a level is saturated, in words.
+    pub saturation_rule: String,
+    pub failure_point: Option<BreakPoint>,
+    pub knee: Option<BreakPoint>,
+    /// When the ceiling was not reached: the in-flight level to try next.
+    pub next_level: Option<u32>,
+    pub levels: Vec<Level>,
+    pub comparison: Vec<Comparison>,
+    pub curve: Vec<CurvePoint>,
+    /// CPU per site at the highest valid level with CPU data.
+    pub cpu: Vec<CpuUse>,
+    pub findings: Vec<Finding>,
+}

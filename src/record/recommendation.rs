@@ -1,0 +1,49 @@
+//! The recommendation as recorded in `summary.json`: settings that follow the diagnosis, the
+//! break point they come from, and what they are predicted to allow.
+
+use super::diagnosis::BreakPointKind;
+use crate::model::settings::Sourced;
+use serde::{Deserialize, Serialize};
+
+/// Which ceiling the prediction is bound by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PredictedBound {
+    WorkerConcurrency,
+    RunnerLimit,
+    /// One process's CPU (main, or every worker).
+    ProcessCpu,
+    /// The host's cores (or the containers' CPU limits together).
+    HostCpu,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// In flight at the break point the plan comes from.
+    pub break_point: Sourced<u32>,
+    pub break_point_kind: BreakPointKind,
+    /// The in-flight executions to plan for: ⌊2/3 × failure point⌋, or the measured effective
+    /// concurrency when only the knee is known.
+    pub operating_concurrency: u32,
+    pub workers: u32,
+    /// Per worker.
+    pub worker_concurrency: u32,
+    /// Per runner.
+    pub runner_limit: u32,
+    pub runners_per_worker: u32,
+    /// Runner tasks each worker can run: runner_limit × runners_per_worker.
+    pub runner_capacity_per_worker: u32,
+    pub runner_memory_limit_mb: Option<Sourced<u64>>,
+    /// Throughput ceiling with the proposed settings, jobs/s.
+    pub predicted_throughput: f64,
+    pub predicted_bound: PredictedBound,
+    /// False: no CPU was measured, the prediction is an upper bound.
+    pub cpu_measured: bool,
+    /// Mean response at the operating concurrency, s.
+    pub predicted_response_s: f64,
+    /// Ceiling with today's settings, jobs/s.
+    pub current_ceiling: Option<f64>,
+    /// Capacity measured in the run, jobs/s.
+    pub measured_capacity: Option<f64>,
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,72 @@
+//! A whole run as written to `summary.json` (schema [`SUMMARY_SCHEMA`]): the stages, the
+//! settings and host facts read before the load (so a saved run is re-diagnosed with them), and
+//! the diagnosis and recommendation once they ran.
+
+use super::diagnosis::Diagnosis;
+use super::recommendation::Recommendation;
+use super::stage::{LoadModel, StageResult, ThresholdResult};
+use crate::model::settings::{Settings, Sourced};
+use serde::{Deserialize, Serialize};
+
+pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: String,
+    pub tool_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Ctrl-C or `--abort-on-fail` ended the run early.
+    pub interrupted: bool,
+    pub aborted_by_threshold: bool,
+    pub profile: String,
+    pub model: LoadModel,
+    pub url: String,
+    pub body: Option<serde_json::Value>,
+    pub stages: Vec<StageResult>,
+    /// Thresholds over every stage's steady window together (as k6 evaluates them).
+    pub thresholds: Vec<ThresholdResult>,
+    pub thresholds_passed: bool,
+    /// Settings known before the load (flags, Docker), each with its source. Nothing inferred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
+    /// Cores of the machine n8n ran on, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cores: Option<Sourced<f64>>,
+    /// Filled by the diagnosis step, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<Recommendation>,
+}
+
+impl Summary {
+    /// An empty summary for a run of `model` started now.
+    pub fn new(
+        profile: &str,
+        model: LoadModel,
+        url: &str,
+        body: Option<serde_json::Value>,
+    ) -> Self {
+        let now = crate::util::utc_rfc3339(std::time::SystemTime::now());
+        Summary {
+            schema: SUMMARY_SCHEMA.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: now.clone(),
+            finished_at: now,
+            interrupted: false,
+            aborted_by_threshold: false,
+            profile: profile.to_string(),
+            model,
+            url: url.to_string(),
+            body,
+            stages: Vec::new(),
+            thresholds: Vec::new(),
+            thresholds_passed: true,
+            settings: None,
+            host_cores: None,
+            diagnosis: None,
+            recommendation: None,
+        }
+    }
+}
