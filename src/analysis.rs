@@ -3,10 +3,11 @@
 //! the settings it carries (flags first, then what the run read before the load, then the
 //! request body).
 
-use crate::diagnose::{self, cpu::Host, Inputs};
+use crate::diagnose::{self, Inputs};
 use crate::error::BadInput;
 use crate::model::settings::{Settings, Sourced};
 use crate::recommend;
+use crate::record::summary::Host;
 use crate::record::{Diagnosis, Recommendation, StageResult, Summary};
 use std::path::Path;
 
@@ -87,16 +88,21 @@ pub fn is_loopback_url(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The host facts a sweep records: the cores of the machine n8n runs on when it is this one
-/// (a loopback target) or the Docker Engine's.
-pub fn host_cores(url: &str, docker_cores: Option<f64>) -> Option<Sourced<f64>> {
-    match docker_cores {
+/// The host facts a sweep records: the cores of the machine n8n runs on — the Docker
+/// Engine's, or this machine's when the target is on loopback — and whether n8ncap shares them.
+pub fn host_facts(url: &str, docker_cores: Option<f64>) -> Host {
+    let local = is_loopback_url(url);
+    let cores = match docker_cores {
         Some(n) => Some(Sourced::new(n, "the Docker Engine's host (NCPU)")),
-        None if is_loopback_url(url) => Some(Sourced::new(
+        None if local => Some(Sourced::new(
             crate::util::cores(),
             "this machine (the target is on loopback)",
         )),
         None => None,
+    };
+    Host {
+        cores,
+        shares_client_cpu: local,
     }
 }
 
@@ -113,10 +119,7 @@ pub fn analyze(
     let inputs = Inputs {
         settings,
         task_request_timeout_s,
-        host: Host {
-            cores: summary.host_cores.clone(),
-            client_on_host: is_loopback_url(&summary.url),
-        },
+        host: summary.host.clone().unwrap_or_default(),
     };
     let d = diagnose::diagnose(&summary.stages, &inputs);
     let rec = recommend::recommend(&d, None);
@@ -137,6 +140,40 @@ pub fn write_report(dir: &Path, summary: &Summary) -> anyhow::Result<std::path::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saved_run_is_diagnosed_with_the_settings_it_recorded() {
+        use crate::diagnose::tests::{closed, settings};
+        let mut saved = Summary::new(
+            "t",
+            crate::record::LoadModel::Closed,
+            "http://127.0.0.1/x",
+            None,
+        );
+        saved.stages = vec![closed(0, 20, 4.7)];
+        saved.settings = Some(settings(1.0, Some(10), Some(5)));
+        saved.host = Some(Host {
+            cores: Some(Sourced::new(2.0, "recorded")),
+            shares_client_cpu: true,
+        });
+        // Written and read back as summary.json is.
+        let text = serde_json::to_string(&saved).unwrap();
+        let mut back: Summary = serde_json::from_str(&text).unwrap();
+        let (d, rec) = analyze(&mut back, Settings::default(), None);
+        assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
+        assert_eq!(d.settings.runner_limit.as_ref().unwrap().source, "test");
+        assert!(rec.is_ok());
+        // A flag overrides what the run recorded.
+        let flags = Settings {
+            runner_limit: Some(Sourced::new(20, "flag --runner-limit")),
+            ..Settings::default()
+        };
+        let (d2, _) = analyze(&mut back, flags, None);
+        assert_eq!(d2.settings.runner_limit.as_ref().unwrap().value, 20);
+        // The diagnosis is stored typed and survives the round trip.
+        let again: Summary = serde_json::from_str(&serde_json::to_string(&back).unwrap()).unwrap();
+        assert_eq!(again.diagnosis.as_ref(), Some(&d2));
+    }
 
     #[test]
     fn loopback_targets_are_recognised() {

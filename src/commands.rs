@@ -156,7 +156,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         Some(w) => flags.or(w.topology.model_settings()),
         None => flags,
     };
-    let host_cores = crate::analysis::host_cores(&profile.request.url, docker_cores);
+    let host = crate::analysis::host_facts(&profile.request.url, docker_cores);
     let observer = crate::observe::watch::observer(
         metrics,
         docker.map(|w| (w.docker, w.containers)),
@@ -174,7 +174,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
         repeat: a.repeat,
         settings: Some(known),
-        host_cores,
+        host: Some(host),
     };
     let (mut summary, ending) = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -92,7 +92,12 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
     let observer =
         crate::observe::watch::observer(endpoints, None, None, Duration::from_secs(1), None).await;
     let profile = demo_profile(&stack.webhook_url);
-    let host_cores = crate::analysis::host_cores(&profile.request.url, None);
+    // The simulator runs inside this process: its roles report their own CPU, so n8ncap's
+    // process CPU (which contains them) must not be added to the host's again.
+    let host = crate::record::summary::Host {
+        shares_client_cpu: false,
+        ..crate::analysis::host_facts(&profile.request.url, None)
+    };
     let opts = SweepOptions {
         profile,
         out: None,
@@ -102,7 +107,7 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         queue_metrics_interval: Duration::from_secs(1),
         repeat: 1,
         settings: Some(demo_settings()),
-        host_cores,
+        host: Some(host),
     };
     let out = run_sweep(opts, async {
         let _ = tokio::signal::ctrl_c().await;

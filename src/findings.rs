@@ -59,8 +59,12 @@ impl Finding {
         }
     }
 
+    /// Records a number of the evidence; a value that is not finite is left out (JSON has no
+    /// infinity).
     pub fn figure(mut self, name: &str, value: f64) -> Finding {
-        self.figures.insert(name.to_string(), value);
+        if value.is_finite() {
+            self.figures.insert(name.to_string(), value);
+        }
         self
     }
 

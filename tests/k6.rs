@@ -85,8 +85,8 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
     ]);
     let levels = from_json["diagnosis"]["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{}", from_json["diagnosis"]["levels"]);
-    assert_eq!(levels[0]["load"], 20.0);
-    assert_eq!(levels[1]["load"], 30.0);
+    assert_eq!(levels[0]["level"]["in_flight"], 20);
+    assert_eq!(levels[1]["level"]["in_flight"], 30);
     let x = levels[1]["throughput"]["mean"].as_f64().unwrap();
     assert!(within(x, 5.0 / 0.2, 0.10), "k6 stage throughput {x}");
     let from_summary = diagnose(&["diagnose", "--k6-summary", summary.to_str().unwrap()]);
@@ -107,7 +107,7 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
         runner_limit: Some(n8ncap::model::settings::Sourced::new(5, "test")),
         ..Default::default()
     };
-    let (d, _) = n8ncap::analysis::analyze(&mut own, settings, 60.0);
+    let (d, _) = n8ncap::analysis::analyze(&mut own, settings, None);
     let own_verdict = serde_json::to_value(d.capping_limit).unwrap();
     assert_eq!(own_verdict, "runner_limit");
     assert_eq!(

@@ -113,19 +113,18 @@ async fn queue_on_redis_keeps_the_fidelity_and_the_sweep_reads_it() {
     let sweep_task = tokio::spawn(async move {
         let (s, _) = n8ncap::load::run::run_sweep(
             n8ncap::load::run::SweepOptions {
-                profile,
-                out_dir: None,
-                abort_on_fail: false,
-                progress: false,
-                metrics: Vec::new(),
-                docker: None,
-                scrape_interval: Duration::from_millis(500),
-                redis: Some((
-                    RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap(),
-                    "bull".into(),
-                )),
-                queue_metrics_interval: Duration::from_secs(20),
-                repeat: 1,
+                observer: n8ncap::observe::watch::observer(
+                    Vec::new(),
+                    None,
+                    Some((
+                        RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap(),
+                        "bull".into(),
+                    )),
+                    Duration::from_millis(500),
+                    None,
+                )
+                .await,
+                ..n8ncap::load::run::SweepOptions::new(profile)
             },
             std::future::pending(),
         )
@@ -158,7 +157,7 @@ async fn queue_on_redis_keeps_the_fidelity_and_the_sweep_reads_it() {
         st.throughput_rps
     );
     let q = st.queue.as_ref().expect("queue read from redis");
-    assert_eq!(q.source, "redis");
+    assert_eq!(q.source, n8ncap::record::stage::QueueSource::Redis);
     assert!(q.samples >= 15, "{} samples at 500 ms", q.samples);
     assert!((q.active_mean - 15.0).abs() < 0.6, "{q:?}");
     assert!((3.5..=5.3).contains(&q.waiting_mean), "{q:?}");
@@ -188,16 +187,15 @@ async fn redis_going_away_leaves_gaps_and_the_sweep_goes_on() {
     });
     let (s, _) = n8ncap::load::run::run_sweep(
         n8ncap::load::run::SweepOptions {
-            profile,
-            out_dir: None,
-            abort_on_fail: false,
-            progress: false,
-            metrics: Vec::new(),
-            docker: None,
-            scrape_interval: Duration::from_millis(250),
-            redis: Some((url, "bull".into())),
-            queue_metrics_interval: Duration::from_secs(20),
-            repeat: 1,
+            observer: n8ncap::observe::watch::observer(
+                Vec::new(),
+                None,
+                Some((url, "bull".into())),
+                Duration::from_millis(250),
+                None,
+            )
+            .await,
+            ..n8ncap::load::run::SweepOptions::new(profile)
         },
         std::future::pending(),
     )

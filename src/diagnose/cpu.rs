@@ -17,13 +17,7 @@ pub const NODE_USABLE_CORES: f64 = 1.0;
 /// Share of its usable cores at which a site counts as saturated.
 pub const SATURATED_SHARE: f64 = 0.85;
 
-/// What is known of the host besides the stages.
-#[derive(Debug, Clone, Default)]
-pub struct Host {
-    pub cores: Option<Sourced<f64>>,
-    /// n8ncap ran on the same host (a loopback target): its own CPU counts against the host.
-    pub client_on_host: bool,
-}
+pub use crate::record::summary::Host;
 
 struct Site {
     role: Option<Role>,
@@ -101,9 +95,11 @@ fn process_use(name: String, site: Site, x: f64, host: &Host) -> Option<CpuUse> 
             "one core: a Node process runs its JavaScript on one thread",
         ),
         (Some(l), false) => Sourced::new(l, "the container's CPU limit"),
+        // A process whose usable cores are unknown bounds nothing; it still counts in the
+        // host's total.
         (None, false) => match &host.cores {
             Some(c) => Sourced::new(c.value, format!("the host's cores ({})", c.source)),
-            None => return Some(unbounded(name, site.role, cores_used, x)),
+            None => return None,
         },
     };
     Some(site_use(
@@ -114,20 +110,6 @@ fn process_use(name: String, site: Site, x: f64, host: &Host) -> Option<CpuUse> 
         x,
         usable,
     ))
-}
-
-/// A process whose usable cores are unknown: measured, but it bounds nothing.
-fn unbounded(name: String, role: Option<Role>, cores_used: f64, x: f64) -> CpuUse {
-    CpuUse {
-        site: CpuSite::Process,
-        role,
-        name,
-        cores_used,
-        cpu_s_per_execution: cores_used / x,
-        usable_cores: Sourced::new(f64::INFINITY, "unknown (no CPU limit, host cores unknown)"),
-        bound_per_s: f64::INFINITY,
-        saturated: false,
-    }
 }
 
 fn site_use(
@@ -161,7 +143,7 @@ fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Opt
     }
     let mut total: f64 = procs.iter().map(|p| p.cores_used).sum();
     let mut name = "host: the processes observed".to_string();
-    if host.client_on_host {
+    if host.shares_client_cpu {
         total += mean(
             &used
                 .iter()

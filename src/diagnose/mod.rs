@@ -14,7 +14,7 @@ pub mod validity;
 pub mod verdict;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::findings::Finding;
 use crate::model::settings::Settings;
@@ -97,7 +97,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         c.ceiling.min(cpu_cap)
     });
     let (comparison, curve) = match (capacity.as_ref(), job, x_max) {
-        (Some(cap), Some(job), Some(x_max)) => predictions(cap, job, x_max, &levels),
+        (Some(cap), Some(job), Some(x_max)) if x_max > 0.0 => predictions(cap, job, x_max, &levels),
         _ => (Vec::new(), Vec::new()),
     };
     let effective = match (&measured, s_value) {

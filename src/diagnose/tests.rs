@@ -1,1 +1,434 @@
+//! The diagnosis on synthetic levels: every input shape a user brings (one k6 level, a coarse
+//! grid, an open-model run, a run that failed), with figures taken from real n8n 2.41 runs
+//! where there are some (runner limit 5 → 4.7 req/s at 1 s jobs; CPU-bound near 12.5/s).
+
 use super::*;
+use crate::model::settings::Sourced;
+use crate::record::diagnosis::{CpuSite, SaturationSign};
+use crate::record::stage::{
+    ContainerObserved, EndpointObserved, ErrorCounts, Latency, Phases, QueueObserved,
+};
+use crate::record::{LoadLevel, LoadModel, Role};
+
+/// A valid closed stage at `vus` in flight with throughput `x` and mean response N ÷ X.
+pub fn closed(index: usize, vus: u32, x: f64) -> StageResult {
+    let mean_ms = vus as f64 / x * 1000.0;
+    stage(index, LoadModel::Closed, Some(vus), None, x, mean_ms)
+}
+
+pub fn stage(
+    index: usize,
+    model: LoadModel,
+    vus: Option<u32>,
+    rate: Option<f64>,
+    x: f64,
+    mean_ms: f64,
+) -> StageResult {
+    let requests = (x * 10.0).round() as u64;
+    StageResult {
+        index,
+        repeat: 0,
+        label: format!("stage {index}"),
+        model,
+        vus,
+        rate,
+        ramp_to: None,
+        max_vus: Some(1000),
+        duration_s: 15.0,
+        warmup_s: 5.0,
+        window_s: 10.0,
+        partial: false,
+        requests,
+        ok: requests,
+        throughput_rps: x,
+        request_rate: x,
+        latency: Some(Latency {
+            mean_ms,
+            min_ms: mean_ms * 0.9,
+            p50_ms: mean_ms,
+            p90_ms: mean_ms * 1.02,
+            p95_ms: mean_ms * 1.03,
+            p99_ms: mean_ms * 1.05,
+            max_ms: mean_ms * 1.1,
+        }),
+        phases: Phases::default(),
+        error_rate: 0.0,
+        errors: ErrorCounts::default(),
+        checks: Vec::new(),
+        check_pass_rate: 1.0,
+        dropped_iterations: 0,
+        new_connections: vus.unwrap_or(1) as u64,
+        new_conns_per_request: 0.0,
+        bytes_sent: 0,
+        bytes_received: 0,
+        warmup_requests: 0,
+        client_cpu_percent: 5.0,
+        valid: true,
+        invalid_reasons: Vec::new(),
+        thresholds: Vec::new(),
+        queue: None,
+        endpoints: Vec::new(),
+        containers: Vec::new(),
+        memory_by_role: Vec::new(),
+    }
+}
+
+pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
+    Settings {
+        workers: Some(Sourced::new(1, "test")),
+        worker_concurrency: c.map(|v| Sourced::new(v, "test")),
+        runner_limit: r.map(|v| Sourced::new(v, "test")),
+        runners_per_worker: Some(Sourced::new(1, "test")),
+        job_time: Some(Sourced::new(job_s, "test")),
+        code_time: Some(Sourced::new(job_s, "test")),
+        task_memory_mb: None,
+    }
+}
+
+pub fn run(stages: &[StageResult], s: Settings) -> Diagnosis {
+    diagnose(
+        stages,
+        &Inputs {
+            settings: s,
+            task_request_timeout_s: None,
+            host: cpu::Host {
+                cores: Some(Sourced::new(2.0, "test")),
+                shares_client_cpu: true,
+            },
+        },
+    )
+}
+
+fn finding<'a>(d: &'a Diagnosis, id: &str) -> &'a Finding {
+    d.findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no {id} in {:?}", d.findings))
+}
+
+#[test]
+fn one_saturated_level_with_known_limits_gives_the_verdict() {
+    // A single k6 run of real n8n: 20 in flight, 1 s Code, runner limit 5: 4.7 req/s.
+    let d = run(&[closed(0, 20, 4.7)], settings(1.0, Some(10), Some(5)));
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    let s = d.service_time.as_ref().unwrap();
+    assert!((s.value - 1.06).abs() < 1e-9, "assumed job + 60 ms");
+    assert!(s.source.starts_with("assumed"));
+    assert_eq!(
+        d.levels[0].saturated_by,
+        vec![SaturationSign::ResponseAboveServiceTime]
+    );
+    let f = finding(&d, "runner-limit-caps");
+    assert!((f.get("runner_tasks_running").unwrap() - 4.7).abs() < 1e-9);
+    assert!((d.effective_concurrency.unwrap() - 4.7 * 1.06).abs() < 1e-9);
+    let k = d.knee.as_ref().unwrap();
+    assert_eq!(k.level, LoadLevel::InFlight(20));
+    assert!((k.in_flight - 4.982).abs() < 0.01);
+    assert!(d.next_level.is_none());
+}
+
+#[test]
+fn one_saturated_level_pins_an_unknown_runner_limit() {
+    let d = run(&[closed(0, 20, 4.7)], settings(1.0, Some(10), None));
+    let r = d.settings.runner_limit.as_ref().expect("inferred");
+    assert_eq!(r.value, 5);
+    assert!(r.source.starts_with("inferred"), "{}", r.source);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+}
+
+#[test]
+fn one_saturated_level_pins_an_unknown_worker_concurrency() {
+    // Runner limit 20 known; 9.6 req/s at 1 s jobs: X × S = 10.2 executions in progress.
+    let d = run(&[closed(0, 20, 9.6)], settings(1.0, None, Some(20)));
+    let c = d.settings.worker_concurrency.as_ref().expect("inferred");
+    assert_eq!(c.value, 10);
+    assert!(c.source.starts_with("inferred"));
+    assert_eq!(d.capping_limit, Some(Limit::WorkerConcurrency));
+}
+
+#[test]
+fn the_queue_gauges_give_worker_concurrency() {
+    let mut st = closed(0, 20, 9.6);
+    st.queue = Some(QueueObserved {
+        active_mean: 10.0,
+        active_max: 10.0,
+        waiting_mean: 9.5,
+        waiting_max: 10.0,
+        samples: 10,
+        ..Default::default()
+    });
+    let d = run(&[st], settings(1.0, None, None));
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 10);
+    assert!(d.levels[0]
+        .saturated_by
+        .contains(&SaturationSign::JobsWaitedInRedis));
+}
+
+#[test]
+fn a_coarse_grid_is_saturated_at_its_top_level() {
+    // --vus 2,8 on 4 slots and 1 s jobs: 8 in flight is at the ceiling (R = 2.1 s).
+    let d = run(
+        &[closed(0, 2, 1.9), closed(1, 8, 3.8)],
+        settings(1.0, Some(4), Some(10)),
+    );
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    assert!(!d.levels[0].saturated() && d.levels[1].saturated());
+    assert!(d.next_level.is_none());
+    let k = d.knee.as_ref().unwrap();
+    assert!((k.in_flight - 3.8 * 1.06).abs() < 1e-6);
+}
+
+#[test]
+fn a_level_below_the_ceiling_is_not_saturated_and_says_what_to_try() {
+    let d = run(
+        &[closed(0, 1, 0.94), closed(1, 4, 3.76)],
+        settings(1.0, Some(10), Some(10)),
+    );
+    assert_eq!(d.capping_limit, None);
+    assert!(d.measured_ceiling.is_none());
+    // The settings put the knee near 10 × S: 1.5 × that, and at least twice the top level.
+    let next = d.next_level.unwrap();
+    assert!((15..=16).contains(&next), "{next}");
+    assert!((d.service_time.as_ref().unwrap().value - 1.0 / 0.94).abs() < 1e-9);
+}
+
+fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
+    // Real n8n on 2 vCPU: short jobs, slots out of the way, 12.5 executions/s.
+    let mut hi = closed(1, 20, 12.5);
+    if with_cpu {
+        for (role, cores) in [(Role::Worker, 1.25), (Role::Main, 0.38)] {
+            hi.endpoints.push(EndpointObserved {
+                url: format!("http://127.0.0.1/{}", role.word()),
+                role: Some(role),
+                samples: 10,
+                cpu_percent_mean: cores * 100.0,
+                ..Default::default()
+            });
+        }
+    }
+    vec![closed(0, 1, 1.0 / 0.08), hi]
+}
+
+#[test]
+fn a_cpu_bound_worker_is_named_with_its_numbers() {
+    let d = run(&cpu_stage(true), settings(0.01, Some(15), Some(20)));
+    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    let site = d.cpu_limit.as_ref().unwrap();
+    assert_eq!(site.role, Some(Role::Worker));
+    assert_eq!(site.site, CpuSite::Process);
+    assert!((site.cpu_s_per_execution - 0.1).abs() < 1e-9);
+    assert!((site.bound_per_s - 12.5).abs() < 1e-9);
+    let f = finding(&d, "cpu-limit-caps");
+    assert!((f.get("cpu_s_per_execution").unwrap() - 0.1).abs() < 1e-9);
+    // Main: 0.38 cores ÷ 12.5 = 0.03 CPU s per execution.
+    let main = d.cpu.iter().find(|u| u.role == Some(Role::Main)).unwrap();
+    assert!((main.cpu_s_per_execution - 0.0304).abs() < 1e-4);
+    assert!(!main.saturated);
+    let host = d.cpu.iter().find(|u| u.site == CpuSite::Host).unwrap();
+    assert!((host.cores_used - (1.25 + 0.38 + 0.05)).abs() < 1e-9);
+}
+
+#[test]
+fn without_cpu_data_a_shortfall_is_unmodelled_and_says_which_flag_tells() {
+    let d = run(&cpu_stage(false), settings(0.01, Some(15), Some(20)));
+    assert_eq!(d.capping_limit, None, "{}", d.verdict);
+    let f = finding(&d, "unmodelled-limit");
+    assert!(f.evidence.iter().any(|e| e.contains("--docker")));
+    assert!((f.get("throughput_per_s").unwrap() - 12.5).abs() < 1e-9);
+}
+
+#[test]
+fn a_saturated_container_with_a_cpu_limit_binds_at_its_limit() {
+    let mut stages = cpu_stage(false);
+    stages[1].containers.push(ContainerObserved {
+        name: "n8n-worker-1".into(),
+        role: Role::Worker,
+        samples: 5,
+        cpu_percent_mean: 48.0,
+        cpu_limit_cores: Some(0.5),
+        ..Default::default()
+    });
+    let d = run(&stages, settings(0.01, Some(15), Some(20)));
+    let site = d.cpu_limit.as_ref().expect("cpu binds");
+    assert_eq!(site.usable_cores.value, 0.5);
+    assert!((site.bound_per_s - 12.5 * 0.5 / 0.48).abs() < 1e-9);
+}
+
+#[test]
+fn open_model_levels_are_arrivals_not_in_flight() {
+    // 5/s served; 20/s offered to 5 runner tasks of 1 s: 4.7/s done, arrivals dropped.
+    let mut lo = stage(0, LoadModel::Open, None, Some(5.0), 5.0, 1060.0);
+    lo.max_vus = Some(50);
+    let mut hi = stage(1, LoadModel::Open, None, Some(20.0), 4.7, 10_600.0);
+    hi.dropped_iterations = 120;
+    let d = run(&[lo, hi], settings(1.0, Some(10), Some(5)));
+    assert_eq!(d.levels[1].level, LoadLevel::Rate(20.0));
+    // In flight by Little's law: 4.7/s × 10.6 s, never the 20 arrivals/s.
+    assert!((d.levels[1].in_flight - 4.7 * 10.6).abs() < 1e-9);
+    assert!(d.levels[1]
+        .saturated_by
+        .contains(&SaturationSign::ThroughputBelowOfferedRate));
+    assert!(!d.levels[0].saturated());
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    for c in &d.comparison {
+        assert_ne!(c.in_flight, 20.0);
+    }
+}
+
+fn failing(index: usize, vus: u32, status: Option<u16>, after_ms: f64) -> StageResult {
+    let mut s = closed(index, vus, vus as f64 / (after_ms / 1000.0));
+    s.ok = 0;
+    s.valid = false;
+    s.error_rate = 1.0;
+    s.throughput_rps = 0.0;
+    s.invalid_reasons = vec!["http_req_failed rate<0.05 (observed 1.0000)".into()];
+    match status {
+        Some(code) => {
+            s.errors.http_status.insert(code, s.requests);
+        }
+        None => s.errors.timeout = s.requests,
+    }
+    if let Some(l) = s.latency.as_mut() {
+        l.p50_ms = after_ms;
+        l.p95_ms = after_ms * 1.01;
+        l.mean_ms = after_ms;
+    }
+    s
+}
+
+#[test]
+fn http_500_after_a_constant_time_is_the_task_request_timeout() {
+    // No --task-request-timeout given: n8n's default 60 s matches.
+    let d = run(
+        &[failing(0, 5, Some(500), 60_150.0)],
+        settings(1.0, None, None),
+    );
+    let f = finding(&d, "worker-without-runner");
+    assert!((f.get("fails_after_s").unwrap() - 60.15).abs() < 1e-6);
+    assert_eq!(d.capping_limit, Some(Limit::NoRunner));
+    // A timeout set to 20 s on the deployment: still named, with the measured time.
+    let d = run(
+        &[failing(0, 5, Some(500), 20_050.0)],
+        settings(1.0, None, None),
+    );
+    assert!(
+        (finding(&d, "worker-without-runner")
+            .get("fails_after_s")
+            .unwrap()
+            - 20.05)
+            .abs()
+            < 1e-6
+    );
+}
+
+#[test]
+fn other_constant_failures_are_a_timeout_signature() {
+    let d = run(
+        &[failing(0, 5, Some(504), 30_000.0)],
+        settings(1.0, None, None),
+    );
+    let f = finding(&d, "timeout-signature");
+    assert_eq!(f.get("status"), Some(504.0));
+    assert!(!d.findings.iter().any(|f| f.id == "worker-without-runner"));
+    let d = run(&[failing(0, 5, None, 10_000.0)], settings(1.0, None, None));
+    assert_eq!(finding(&d, "timeout-signature").get("status"), Some(0.0));
+}
+
+#[test]
+fn fast_failures_are_never_a_latency_and_name_no_limit() {
+    let mut s = failing(0, 5, None, 0.4);
+    s.errors.timeout = 0;
+    s.errors.connect_refused = s.requests;
+    let d = run(&[s], settings(1.0, Some(10), Some(10)));
+    let f = finding(&d, "fast-failures-hide-latency");
+    assert!(f.get("refused").unwrap() > 0.0);
+    assert!(!f.evidence.iter().any(|e| e.contains("{}")));
+    assert_eq!(d.capping_limit, None);
+    assert!(d.measured_ceiling.is_none());
+    assert!(d.findings.iter().any(|f| f.id == "measurement-invalid"));
+}
+
+#[test]
+fn the_failure_point_is_the_first_failing_level() {
+    let stages = [
+        closed(0, 10, 9.4),
+        closed(1, 20, 9.6),
+        failing(2, 40, Some(503), 900.0),
+    ];
+    let d = run(&stages, settings(1.0, Some(10), Some(20)));
+    let f = d.failure_point.as_ref().unwrap();
+    assert_eq!(f.level, LoadLevel::InFlight(40));
+    assert_eq!(f.in_flight, 40.0);
+    let k = d.knee.as_ref().unwrap();
+    assert_eq!(k.level, LoadLevel::InFlight(20));
+}
+
+#[test]
+fn a_warmup_shorter_than_the_response_is_named() {
+    let mut s = closed(0, 20, 10.0);
+    s.warmup_s = 0.5;
+    let d = run(&[s], settings(0.5, Some(15), Some(5)));
+    let f = finding(&d, "warmup-too-short");
+    assert_eq!(f.get("warmup_s"), Some(0.5));
+    let d = run(&[closed(0, 20, 10.0)], settings(0.5, Some(15), Some(5)));
+    assert!(!d.findings.iter().any(|f| f.id == "warmup-too-short"));
+}
+
+#[test]
+fn measured_against_model_uses_the_service_time() {
+    // Worker-bound 15 ÷ S, S = 0.24 s measured at 1 in flight (0.2 s job + 40 ms).
+    let stages = [closed(0, 1, 1.0 / 0.24), closed(1, 30, 15.0 / 0.22)];
+    let d = run(&stages, settings(0.2, Some(15), Some(20)));
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    let cap = d.capacity.unwrap();
+    assert!((cap.worker_bound - 15.0 / 0.24).abs() < 1e-9);
+    let c1 = &d.comparison[0];
+    assert!((c1.predicted - c1.measured).abs() < 1e-9);
+    assert!((d.fixed_overhead_s.unwrap() - 0.04).abs() < 1e-9);
+    assert_eq!(d.curve.len(), 30);
+}
+
+#[test]
+fn every_diagnosis_round_trips_through_json() {
+    // summary.json must read back whatever the verdict (JSON has no NaN or infinity).
+    let cases: Vec<(Vec<StageResult>, Settings)> = vec![
+        (vec![closed(0, 20, 4.7)], settings(1.0, Some(10), Some(5))),
+        (vec![closed(0, 20, 4.7)], settings(1.0, Some(10), Some(0))),
+        (vec![closed(0, 20, 4.7)], settings(1.0, None, None)),
+        (vec![closed(0, 20, 4.7)], Settings::default()),
+        (cpu_stage(true), settings(0.01, Some(15), Some(20))),
+        (cpu_stage(false), settings(0.01, Some(15), Some(20))),
+        (
+            vec![failing(0, 5, Some(500), 60_000.0)],
+            settings(1.0, None, None),
+        ),
+        (
+            vec![closed(0, 1, 0.94), closed(1, 4, 3.76)],
+            settings(1.0, Some(10), Some(10)),
+        ),
+    ];
+    for (stages, s) in cases {
+        let mut s = s;
+        if let Some(c) = s.code_time.as_mut() {
+            c.value = c
+                .value
+                .min(s.job_time.as_ref().map(|j| j.value).unwrap_or(0.0));
+        }
+        let d = run(&stages, s);
+        let text = serde_json::to_string(&d).unwrap();
+        let back: Diagnosis =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {}", d.verdict));
+        assert_eq!(back.capping_limit, d.capping_limit);
+        assert_eq!(back.findings.len(), d.findings.len());
+    }
+}

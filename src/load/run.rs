@@ -36,7 +36,24 @@ pub struct SweepOptions {
     /// Settings known before the load (flags, Docker), recorded with the run.
     pub settings: Option<crate::model::settings::Settings>,
     /// Cores of the host n8n runs on, when known, recorded with the run.
-    pub host_cores: Option<crate::model::settings::Sourced<f64>>,
+    pub host: Option<crate::record::summary::Host>,
+}
+
+impl SweepOptions {
+    /// A sweep of `profile` with nothing observed, nothing written, each stage once.
+    pub fn new(profile: Profile) -> SweepOptions {
+        SweepOptions {
+            profile,
+            out: None,
+            abort_on_fail: false,
+            progress: false,
+            observer: None,
+            queue_metrics_interval: Duration::from_secs(20),
+            repeat: 1,
+            settings: None,
+            host: None,
+        }
+    }
 }
 
 /// How the run ended, for the exit code.
@@ -224,7 +241,7 @@ impl Sweep {
             profile.request.body.clone(),
         );
         summary.settings = opts.settings.clone();
-        summary.host_cores = opts.host_cores.clone();
+        summary.host = opts.host.clone();
         let total_time = stages.iter().map(|(s, _)| s.duration).sum();
         Ok(Sweep {
             opts,

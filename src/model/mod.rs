@@ -87,6 +87,24 @@ impl Limit {
     }
 }
 
+/// JSON has no infinity: an unbounded ceiling (no Code, so no runner bound) is written as
+/// `null` and read back as infinity.
+pub mod unbounded {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
 /// The ceilings a deployment has for a job.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
@@ -95,6 +113,7 @@ pub struct Capacity {
     /// Σc ÷ S, jobs/s.
     pub worker_bound: f64,
     /// Σr ÷ C, jobs/s (infinite when C = 0).
+    #[serde(with = "unbounded")]
     pub runner_bound: f64,
     /// The smaller of the two: the throughput ceiling X_max.
     pub ceiling: f64,

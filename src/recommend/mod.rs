@@ -395,7 +395,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         predicted_throughput: predicted,
         predicted_bound: bound,
         cpu_measured: !ctx.cpu.is_empty(),
-        predicted_response_s: at.map(|p| p.response_s).unwrap_or(f64::NAN),
+        predicted_response_s: at.map(|p| p.response_s).filter(|r| r.is_finite()),
         current_ceiling: s.capacity(job.overhead_s).map(|c| c.ceiling),
         measured_capacity: ctx.measured,
         notes,

@@ -1,1 +1,165 @@
+//! The recommendation follows the verdict: checked on diagnoses of synthetic runs.
+
 use super::*;
+use crate::diagnose::tests::{closed, run, settings};
+use crate::record::stage::EndpointObserved;
+
+#[test]
+fn reference_check_break_point_120_job_24s() {
+    let s = Settings {
+        worker_concurrency: Some(Sourced::new(120, "test")),
+        runner_limit: Some(Sourced::new(10, "test")),
+        job_time: Some(Sourced::new(24.0, "test")),
+        code_time: Some(Sourced::new(24.0, "test")),
+        ..Settings::default()
+    };
+    let r = from_break_point(&s, Sourced::new(120, "flag")).unwrap();
+    assert_eq!(r.break_point_kind, BreakPointKind::Failure);
+    assert_eq!(r.operating_concurrency, 80);
+    assert_eq!(r.worker_concurrency, 80);
+    assert_eq!(r.runner_capacity_per_worker, 80);
+    assert!((r.predicted_throughput - 80.0 / 24.0).abs() < 1e-9);
+    assert!(!r.cpu_measured);
+    // With the runner limit left at 10: 10 ÷ 24 s = 25/min — the tool must say so.
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("stays"))
+        .expect("a note");
+    assert!(note.contains("25/min"), "{note}");
+    assert!((r.current_ceiling.unwrap() - 10.0 / 24.0).abs() < 1e-9);
+}
+
+#[test]
+fn runner_capacity_follows_the_code_share_and_is_never_lowered() {
+    let s = Settings {
+        job_time: Some(Sourced::new(2.0, "t")),
+        code_time: Some(Sourced::new(0.5, "t")),
+        worker_concurrency: Some(Sourced::new(4, "t")),
+        runner_limit: Some(Sourced::new(2, "t")),
+        task_memory_mb: Some(Sourced::new(100.0, "t")),
+        ..Settings::default()
+    };
+    let r = from_break_point(&s, Sourced::new(30, "flag")).unwrap();
+    assert_eq!(r.worker_concurrency, 20);
+    // 20 slots × 0.5 ÷ 2 = 5 holding Code at once (today 2).
+    assert_eq!(r.runner_capacity_per_worker, 5);
+    assert_eq!(r.runner_memory_limit_mb.unwrap().value, 650);
+    let r = from_break_point(
+        &Settings {
+            runner_limit: Some(Sourced::new(8, "t")),
+            ..s
+        },
+        Sourced::new(30, "flag"),
+    )
+    .unwrap();
+    assert_eq!(r.runner_capacity_per_worker, 8);
+}
+
+#[test]
+fn a_runner_limited_knee_raises_the_runners_and_keeps_the_slots() {
+    // One k6 level: 10 slots, runner limit 5, 1 s Code, 4.7 req/s.
+    let d = run(&[closed(0, 20, 4.7)], settings(1.0, Some(10), Some(5)));
+    let r = recommend(&d, None).unwrap();
+    assert_eq!(r.break_point_kind, BreakPointKind::Knee);
+    assert_eq!(
+        r.worker_concurrency, 10,
+        "worker concurrency is not the problem"
+    );
+    assert!(r.runner_capacity_per_worker >= 10);
+    assert!(r.predicted_throughput > 4.7);
+    // X × S = 4.7 × 1.06: what the deployment held at its ceiling.
+    assert_eq!(r.operating_concurrency, 4);
+    assert_eq!(r.predicted_bound, PredictedBound::WorkerConcurrency);
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("failure point was not reached")));
+}
+
+#[test]
+fn a_worker_limited_knee_raises_worker_concurrency_one_step_without_cpu_data() {
+    let d = run(
+        &[closed(0, 2, 1.9), closed(1, 8, 3.8)],
+        settings(1.0, Some(4), Some(10)),
+    );
+    let r = recommend(&d, None).unwrap();
+    assert_eq!(r.worker_concurrency, 6);
+    assert!(r.runner_capacity_per_worker >= 6);
+    assert!(!r.cpu_measured);
+    assert!(r.predicted_throughput >= 3.8);
+}
+
+#[test]
+fn a_failure_point_gets_the_two_thirds_factor() {
+    let mut failing = closed(2, 40, 9.0);
+    failing.valid = false;
+    failing.invalid_reasons = vec!["http_req_failed rate<0.05 (observed 0.2)".into()];
+    failing.error_rate = 0.2;
+    let d = run(
+        &[closed(0, 10, 9.4), closed(1, 20, 9.6), failing],
+        settings(1.0, Some(10), Some(20)),
+    );
+    let r = recommend(&d, None).unwrap();
+    assert_eq!(r.break_point_kind, BreakPointKind::Failure);
+    assert_eq!(r.break_point.value, 40);
+    assert_eq!(r.operating_concurrency, 26);
+    assert_eq!(r.worker_concurrency, 26);
+}
+
+#[test]
+fn a_cpu_bound_worker_gets_more_workers_up_to_the_host() {
+    let mut hi = closed(1, 20, 12.5);
+    for (role, cores) in [(Role::Worker, 1.25), (Role::Main, 0.38)] {
+        hi.endpoints.push(EndpointObserved {
+            url: format!("http://127.0.0.1/{}", role.word()),
+            role: Some(role),
+            samples: 10,
+            cpu_percent_mean: cores * 100.0,
+            ..Default::default()
+        });
+    }
+    let d = run(
+        &[closed(0, 1, 12.5), hi],
+        settings(0.01, Some(15), Some(20)),
+    );
+    let r = recommend(&d, None).unwrap();
+    assert!(r.workers >= 2, "{r:?}");
+    assert!(r.cpu_measured);
+    // The host (2 cores, 1.68 used at 12.5/s) allows 14.9/s: more workers add only that much.
+    let host = 2.0 / (1.68 / 12.5);
+    assert!(r.predicted_throughput <= host + 1e-9);
+    assert!(r.predicted_throughput > 12.5);
+    assert_eq!(r.predicted_bound, PredictedBound::HostCpu);
+}
+
+#[test]
+fn no_plan_from_a_run_with_no_valid_stage() {
+    let mut s = closed(0, 5, 1000.0);
+    s.valid = false;
+    s.error_rate = 1.0;
+    s.errors.connect_refused = s.requests;
+    let d = run(&[s], settings(1.0, Some(10), Some(10)));
+    let e = recommend(&d, None).unwrap_err();
+    assert!(e.contains("fix"), "{e}");
+}
+
+#[test]
+fn no_plan_when_the_ceiling_was_not_reached() {
+    let d = run(
+        &[closed(0, 1, 0.94), closed(1, 4, 3.76)],
+        settings(1.0, Some(10), Some(10)),
+    );
+    let e = recommend(&d, None).unwrap_err();
+    assert!(e.contains("sweep to 15 in flight"), "{e}");
+}
+
+#[test]
+fn absurd_inputs_give_up_instead_of_absurd_counts() {
+    let s = Settings {
+        job_time: Some(Sourced::new(1.0, "t")),
+        ..Settings::default()
+    };
+    let e = from_break_point(&s, Sourced::new(4_000_000_000, "flag")).unwrap_err();
+    assert!(e.contains("beyond what a deployment runs"), "{e}");
+}

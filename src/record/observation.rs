@@ -15,7 +15,7 @@ pub struct StageObservation {
 }
 
 /// Watches the system under test beside a sweep.
-pub trait Observer: Send {
+pub trait Observer: Send + Sync {
     /// A new stage begins; readings before `steady_from` (its warm-up) are not aggregated.
     fn begin_stage(&mut self, index: usize, steady_from: Instant);
     /// The stage ended; `coarse` says it was shorter than n8n's queue-gauge refresh.

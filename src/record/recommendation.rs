@@ -40,7 +40,7 @@ pub struct Recommendation {
     /// False: no CPU was measured, the prediction is an upper bound.
     pub cpu_measured: bool,
     /// Mean response at the operating concurrency, s.
-    pub predicted_response_s: f64,
+    pub predicted_response_s: Option<f64>,
     /// Ceiling with today's settings, jobs/s.
     pub current_ceiling: Option<f64>,
     /// Capacity measured in the run, jobs/s.

@@ -10,6 +10,16 @@ use serde::{Deserialize, Serialize};
 
 pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/1";
 
+/// The host n8n ran on, as recorded with the run, so a re-diagnosis uses the same cores.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub cores: Option<Sourced<f64>>,
+    /// n8ncap ran on the same host as n8n (a loopback target): its own CPU counts against the
+    /// host's cores. False when the simulator runs inside n8ncap's process (its CPU is already
+    /// in its roles' figures).
+    pub shares_client_cpu: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
@@ -30,9 +40,9 @@ pub struct Summary {
     /// Settings known before the load (flags, Docker), each with its source. Nothing inferred.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Settings>,
-    /// Cores of the machine n8n ran on, when known.
+    /// The machine n8n ran on, when known (its cores bound CPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_cores: Option<Sourced<f64>>,
+    pub host: Option<Host>,
     /// Filled by the diagnosis step, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<Diagnosis>,
@@ -64,7 +74,7 @@ impl Summary {
             thresholds: Vec::new(),
             thresholds_passed: true,
             settings: None,
-            host_cores: None,
+            host: None,
             diagnosis: None,
             recommendation: None,
         }

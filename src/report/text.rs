@@ -131,11 +131,13 @@ pub fn recommendation(r: &Recommendation) -> String {
     };
     let _ = writeln!(
         s,
-        "  predicted: ceiling {:.2} req/s ({:.0}/min, bound by {bound}{}), mean response {:.2} s at {} in flight{}",
+        "  predicted: ceiling {:.2} req/s ({:.0}/min, bound by {bound}{}), mean response {} at {} in flight{}",
         r.predicted_throughput,
         r.predicted_throughput * 60.0,
         if r.cpu_measured { "" } else { "; upper bound: CPU not measured" },
-        r.predicted_response_s,
+        r.predicted_response_s
+            .map(|v| format!("{v:.2} s"))
+            .unwrap_or_else(|| "unknown".into()),
         r.operating_concurrency,
         r.current_ceiling
             .map(|c| format!("; today's ceiling {c:.2} req/s"))

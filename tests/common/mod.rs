@@ -4,7 +4,7 @@
 
 use n8ncap::load::profile::{LoadModel, Profile, StageSpec};
 use n8ncap::load::run::{run_sweep, SweepOptions};
-use n8ncap::load::{StageResult, Summary};
+use n8ncap::record::{StageResult, Summary};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -77,21 +77,17 @@ pub async fn sweep_scraped(
     queue_metrics_url: Option<String>,
     scrape_interval: Duration,
 ) -> Summary {
+    let endpoints = queue_metrics_url
+        .map(|url| n8ncap::observe::watch::Endpoint { url, role: None })
+        .into_iter()
+        .collect();
+    let observer =
+        n8ncap::observe::watch::observer(endpoints, None, None, scrape_interval, None).await;
     let (summary, _) = run_sweep(
         SweepOptions {
-            profile,
-            out_dir: None,
-            abort_on_fail: false,
-            progress: false,
-            metrics: queue_metrics_url
-                .map(|url| n8ncap::observe::watch::Endpoint { url, role: None })
-                .into_iter()
-                .collect(),
-            docker: None,
-            scrape_interval,
-            redis: None,
+            observer,
             queue_metrics_interval: Duration::from_secs(1),
-            repeat: 1,
+            ..SweepOptions::new(profile)
         },
         std::future::pending(),
     )
