@@ -9,12 +9,12 @@ use crate::error::{self, BadInput};
 use crate::load::profile::{Overrides, Profile};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
 use crate::model::settings::{Settings, Sourced};
-use crate::observe::redis::RedisUrl;
 use crate::observe::watch::{Endpoint, WatchedContainer};
 use crate::record::dir::ResultsDir;
 use crate::sim::{self, config};
 use crate::topology::Topology;
 use crate::util::process_env;
+use crate::wire::resp::RedisUrl;
 use std::time::Duration;
 
 /// Runs one command; the exit code follows DESIGN.md (0, 1, 2, 99, 130).

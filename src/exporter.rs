@@ -4,10 +4,11 @@
 //! job time — the theoretical ceiling min(runner capacity, worker concurrency) ÷ job time, as
 //! Prometheus text, so dashboards can draw the limit the queue gauges hide.
 
+use crate::model::{self, Job, WorkerLimits};
 use crate::observe::docker;
-use crate::observe::prometheus::TextWriter;
-use crate::sim::http::{self, respond};
 use crate::topology::{Role, Topology};
+use crate::wire::http::{self, respond};
+use crate::wire::prometheus::TextWriter;
 use hyper::StatusCode;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,14 @@ pub struct ExporterConfig {
 }
 
 /// Renders the exposition for one reading of the deployment.
+/// A worker's limits as the model takes them (no runner known: 0 runner tasks).
+fn limits(w: &crate::topology::Node) -> WorkerLimits {
+    WorkerLimits {
+        worker_concurrency: w.worker_concurrency.as_ref().map(|c| c.value).unwrap_or(0),
+        runner_capacity: w.runner_capacity.unwrap_or(0),
+    }
+}
+
 pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f64>) -> String {
     let mut e = TextWriter::new("n8ncap_");
     e.single(
@@ -90,14 +99,8 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
         "gauge",
         "min(runner capacity, worker concurrency): Code-node executions a worker can run at once.",
     );
-    let mut total_eff = 0.0;
     for w in &workers {
-        let eff = w
-            .worker_concurrency
-            .as_ref()
-            .map(|c| c.value.min(w.runner_capacity.unwrap_or(0)))
-            .unwrap_or(0) as f64;
-        total_eff += eff;
+        let eff = limits(w).effective_concurrency() as f64;
         e.sample(
             "worker_effective_concurrency",
             &[("container", w.name()), ("service", &svc(w))],
@@ -111,16 +114,18 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
             "gauge",
             "Throughput ceiling of each worker: effective concurrency ÷ job time.",
         );
-        for w in &workers {
-            let eff = w
-                .worker_concurrency
-                .as_ref()
-                .map(|c| c.value.min(w.runner_capacity.unwrap_or(0)))
-                .unwrap_or(0) as f64;
+        // The exporter knows the job time only: an all-Code job, as the model computes it.
+        let job = Job {
+            wait_s: 0.0,
+            code_s: j,
+            overhead_s: 0.0,
+        };
+        let all: Vec<WorkerLimits> = workers.iter().map(|w| limits(w)).collect();
+        for (w, l) in workers.iter().zip(&all) {
             e.sample(
                 "theoretical_ceiling_per_second",
                 &[("container", w.name()), ("service", &svc(w))],
-                eff / j,
+                model::capacity(std::slice::from_ref(l), job).ceiling,
             );
         }
         e.end_family();
@@ -128,7 +133,7 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
             "theoretical_ceiling_total_per_second",
             "gauge",
             "Throughput ceiling of the deployment: Σ effective concurrency ÷ job time.",
-            total_eff / j,
+            model::capacity(&all, job).ceiling,
         );
     }
     e.family(

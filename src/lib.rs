@@ -23,3 +23,4 @@ pub mod report;
 pub mod sim;
 pub mod topology;
 pub mod util;
+pub mod wire;

@@ -6,6 +6,7 @@
 //! Only the variables the analysis needs keep their values ([`KEPT_VARIABLES`]); every other
 //! variable is kept as a name. Secrets therefore never enter this data.
 
+use crate::model::n8n_defaults;
 use crate::model::settings::{Settings, Sourced};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -346,7 +347,10 @@ fn settle(n: &mut Node) {
                     ));
                 }
             } else if !external {
-                n.runner_limit = Some(Sourced::new(10, "n8n 2.x default for the internal runner"));
+                n.runner_limit = Some(Sourced::new(
+                    n8n_defaults::RUNNER_LIMIT,
+                    "n8n 2.x default for the internal runner",
+                ));
             }
             if n.role == Role::Worker {
                 let flag = concurrency_flag(&n.facts.command);
@@ -370,7 +374,10 @@ fn settle(n: &mut Node) {
                             .push(format!("--concurrency {bad:?} is not a number"));
                         None
                     }
-                    _ => Some(Sourced::new(10, "n8n default (--concurrency not set)")),
+                    _ => Some(Sourced::new(
+                        n8n_defaults::WORKER_CONCURRENCY,
+                        "n8n default (--concurrency not set)",
+                    )),
                 };
                 if let Some(v) = get("QUEUE_WORKER_CONCURRENCY") {
                     n.notes.push(format!(
@@ -383,7 +390,10 @@ fn settle(n: &mut Node) {
             n.runner_limit = Some(
                 match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
                     Some(l) => Sourced::new(l, format!("N8N_RUNNERS_MAX_CONCURRENCY on {origin}")),
-                    None => Sourced::new(10, "n8n 2.x default (the docs say 5)"),
+                    None => Sourced::new(
+                        n8n_defaults::RUNNER_LIMIT,
+                        "n8n 2.x default (the docs say 5)",
+                    ),
                 },
             );
         }

@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use n8ncap::audit::{self, compose, RULES};
+use n8ncap::audit::{self, compose, RuleId};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +35,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
         assert_eq!(ids, BTreeSet::from([stem.clone()]), "{}", path.display());
         seen.insert(stem);
     }
-    let all: BTreeSet<String> = RULES.iter().map(|r| r.id.to_string()).collect();
+    let all: BTreeSet<String> = RuleId::ALL.iter().map(|r| r.id().to_string()).collect();
     assert_eq!(seen, all, "one fixture per rule");
 }
 

@@ -331,14 +331,14 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
     );
     let text = rt.block_on(async {
         for _ in 0..100 {
-            if let Ok((200, b)) = n8ncap::observe::scrape::http_get(
+            if let Ok((200, b)) = n8ncap::wire::http::http_get(
                 &format!("http://127.0.0.1:{eport}/metrics"),
                 Duration::from_secs(2),
             )
             .await
             {
                 let t = String::from_utf8_lossy(&b).to_string();
-                let up = n8ncap::observe::prometheus::parse(&t)
+                let up = n8ncap::wire::prometheus::parse(&t)
                     .ok()
                     .and_then(|e| e.value("n8ncap_up"));
                 if up == Some(1.0) {
@@ -350,7 +350,7 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
         panic!("exporter never served n8ncap_up 1");
     });
     assert_no_secret("exporter", &text);
-    let e = n8ncap::observe::prometheus::parse(&text).unwrap();
+    let e = n8ncap::wire::prometheus::parse(&text).unwrap();
     let by = |series: &str, container: &str| {
         e.series(series)
             .find(|s| s.label("container") == Some(container))

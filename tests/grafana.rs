@@ -5,8 +5,8 @@
 mod common;
 use common::*;
 use n8ncap::audit::compose;
-use n8ncap::observe::prometheus::parse;
 use n8ncap::topology::Topology;
+use n8ncap::wire::prometheus::parse;
 use std::collections::BTreeSet;
 use std::process::Command;
 

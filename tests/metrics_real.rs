@@ -2,9 +2,9 @@
 //! uses the real names, types and HELP texts.
 
 mod common;
-use n8ncap::observe::prometheus::{parse, MetricKind};
 use n8ncap::observe::scrape::{queue_gauges, scrape};
 use n8ncap::sim::{Stack, StackConfig};
+use n8ncap::wire::prometheus::{parse, MetricKind};
 use std::time::Duration;
 
 fn fixture(name: &str) -> String {

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use n8ncap::observe::redis::{Conn, RedisUrl};
+use n8ncap::wire::resp::{Conn, RedisUrl};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

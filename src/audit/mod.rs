@@ -10,122 +10,163 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// One rule: id, severity, what it is about. The README lists them.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Rule {
-    pub id: &'static str,
-    pub severity: Severity,
-    pub summary: &'static str,
+/// The audit's rules: ids, severities and summaries in one closed set (the README lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleId {
+    NotQueueMode,
+    ExternalModeWithoutRunner,
+    WorkerWithoutRunner,
+    MainWithoutRunner,
+    RunnerWithoutExternalMode,
+    RunnerBrokerUnresolved,
+    BrokerNotListeningForRunners,
+    RunnerTokenMismatch,
+    RunnerLimitOnWrongContainer,
+    RunnerLimitBelowWorkerConcurrency,
+    RunnerWithoutMemoryLimit,
+    MemoryLimitOnWorkerNotRunner,
+    ProductionLimitOverridesConcurrency,
+    QueueWorkerConcurrencyNoop,
+    MetricsOff,
+    QueueMetricsOff,
+    RunnerImageMismatch,
+    EncryptionKeyMismatch,
+    DbConnectionsExhausted,
 }
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "not-queue-mode",
-        severity: Severity::Error,
-        summary: "main and workers must run with EXECUTIONS_MODE=queue",
-    },
-    Rule {
-        id: "external-mode-without-runner",
-        severity: Severity::Error,
-        summary: "N8N_RUNNERS_MODE=external but no runner service exists",
-    },
-    Rule {
-        id: "worker-without-runner",
-        severity: Severity::Error,
-        summary: "a worker (replicas counted) has no runner attached",
-    },
-    Rule {
-        id: "main-without-runner",
-        severity: Severity::Warning,
-        summary: "main in external mode has no runner and does not offload manual executions",
-    },
-    Rule {
-        id: "runner-without-external-mode",
-        severity: Severity::Error,
-        summary: "a runner points at an n8n process that is not in external mode",
-    },
-    Rule {
-        id: "runner-broker-unresolved",
-        severity: Severity::Error,
-        summary: "a runner's N8N_RUNNERS_TASK_BROKER_URI names no n8n service",
-    },
-    Rule {
-        id: "broker-not-listening-for-runners",
-        severity: Severity::Error,
-        summary: "the task broker listens on 127.0.0.1, so runner containers cannot connect",
-    },
-    Rule {
-        id: "runner-token-mismatch",
-        severity: Severity::Error,
-        summary: "runner and n8n have different N8N_RUNNERS_AUTH_TOKEN",
-    },
-    Rule {
-        id: "runner-limit-on-wrong-container",
-        severity: Severity::Warning,
-        summary: "N8N_RUNNERS_MAX_CONCURRENCY set on main/worker in external mode has no effect",
-    },
-    Rule {
-        id: "runner-limit-below-worker-concurrency",
-        severity: Severity::Warning,
-        summary: "runner capacity below worker concurrency caps Code-heavy throughput",
-    },
-    Rule {
-        id: "runner-without-memory-limit",
-        severity: Severity::Warning,
-        summary: "a runner has no memory limit; Code-node memory lands there",
-    },
-    Rule {
-        id: "memory-limit-on-worker-not-runner",
-        severity: Severity::Warning,
-        summary: "the worker has a memory limit, its runner does not",
-    },
-    Rule {
-        id: "production-limit-overrides-concurrency",
-        severity: Severity::Warning,
-        summary: "N8N_CONCURRENCY_PRODUCTION_LIMIT silently overrides --concurrency",
-    },
-    Rule {
-        id: "queue-worker-concurrency-noop",
-        severity: Severity::Warning,
-        summary: "QUEUE_WORKER_CONCURRENCY is not an n8n setting",
-    },
-    Rule {
-        id: "metrics-off",
-        severity: Severity::Warning,
-        summary: "N8N_METRICS is not enabled on main or a worker",
-    },
-    Rule {
-        id: "queue-metrics-off",
-        severity: Severity::Warning,
-        summary: "main does not expose the queue gauges",
-    },
-    Rule {
-        id: "runner-image-mismatch",
-        severity: Severity::Warning,
-        summary: "the runner image version differs from the n8n image version",
-    },
-    Rule {
-        id: "encryption-key-mismatch",
-        severity: Severity::Error,
-        summary: "main and workers do not share one N8N_ENCRYPTION_KEY",
-    },
-    Rule {
-        id: "db-connections-exhausted",
-        severity: Severity::Error,
-        summary: "Postgres pool size × n8n processes reaches max_connections",
-    },
-];
+impl RuleId {
+    pub const ALL: [RuleId; 19] = [
+        RuleId::NotQueueMode,
+        RuleId::ExternalModeWithoutRunner,
+        RuleId::WorkerWithoutRunner,
+        RuleId::MainWithoutRunner,
+        RuleId::RunnerWithoutExternalMode,
+        RuleId::RunnerBrokerUnresolved,
+        RuleId::BrokerNotListeningForRunners,
+        RuleId::RunnerTokenMismatch,
+        RuleId::RunnerLimitOnWrongContainer,
+        RuleId::RunnerLimitBelowWorkerConcurrency,
+        RuleId::RunnerWithoutMemoryLimit,
+        RuleId::MemoryLimitOnWorkerNotRunner,
+        RuleId::ProductionLimitOverridesConcurrency,
+        RuleId::QueueWorkerConcurrencyNoop,
+        RuleId::MetricsOff,
+        RuleId::QueueMetricsOff,
+        RuleId::RunnerImageMismatch,
+        RuleId::EncryptionKeyMismatch,
+        RuleId::DbConnectionsExhausted,
+    ];
 
-fn rule(id: &str) -> Rule {
-    *RULES
-        .iter()
-        .find(|r| r.id == id)
-        .expect("rule ids are static")
+    pub fn id(&self) -> &'static str {
+        match self {
+            RuleId::NotQueueMode => "not-queue-mode",
+            RuleId::ExternalModeWithoutRunner => "external-mode-without-runner",
+            RuleId::WorkerWithoutRunner => "worker-without-runner",
+            RuleId::MainWithoutRunner => "main-without-runner",
+            RuleId::RunnerWithoutExternalMode => "runner-without-external-mode",
+            RuleId::RunnerBrokerUnresolved => "runner-broker-unresolved",
+            RuleId::BrokerNotListeningForRunners => "broker-not-listening-for-runners",
+            RuleId::RunnerTokenMismatch => "runner-token-mismatch",
+            RuleId::RunnerLimitOnWrongContainer => "runner-limit-on-wrong-container",
+            RuleId::RunnerLimitBelowWorkerConcurrency => "runner-limit-below-worker-concurrency",
+            RuleId::RunnerWithoutMemoryLimit => "runner-without-memory-limit",
+            RuleId::MemoryLimitOnWorkerNotRunner => "memory-limit-on-worker-not-runner",
+            RuleId::ProductionLimitOverridesConcurrency => "production-limit-overrides-concurrency",
+            RuleId::QueueWorkerConcurrencyNoop => "queue-worker-concurrency-noop",
+            RuleId::MetricsOff => "metrics-off",
+            RuleId::QueueMetricsOff => "queue-metrics-off",
+            RuleId::RunnerImageMismatch => "runner-image-mismatch",
+            RuleId::EncryptionKeyMismatch => "encryption-key-mismatch",
+            RuleId::DbConnectionsExhausted => "db-connections-exhausted",
+        }
+    }
+
+    pub fn severity(&self) -> Severity {
+        match self {
+            RuleId::NotQueueMode => Severity::Error,
+            RuleId::ExternalModeWithoutRunner => Severity::Error,
+            RuleId::WorkerWithoutRunner => Severity::Error,
+            RuleId::MainWithoutRunner => Severity::Warning,
+            RuleId::RunnerWithoutExternalMode => Severity::Error,
+            RuleId::RunnerBrokerUnresolved => Severity::Error,
+            RuleId::BrokerNotListeningForRunners => Severity::Error,
+            RuleId::RunnerTokenMismatch => Severity::Error,
+            RuleId::RunnerLimitOnWrongContainer => Severity::Warning,
+            RuleId::RunnerLimitBelowWorkerConcurrency => Severity::Warning,
+            RuleId::RunnerWithoutMemoryLimit => Severity::Warning,
+            RuleId::MemoryLimitOnWorkerNotRunner => Severity::Warning,
+            RuleId::ProductionLimitOverridesConcurrency => Severity::Warning,
+            RuleId::QueueWorkerConcurrencyNoop => Severity::Warning,
+            RuleId::MetricsOff => Severity::Warning,
+            RuleId::QueueMetricsOff => Severity::Warning,
+            RuleId::RunnerImageMismatch => Severity::Warning,
+            RuleId::EncryptionKeyMismatch => Severity::Error,
+            RuleId::DbConnectionsExhausted => Severity::Error,
+        }
+    }
+
+    pub fn summary(&self) -> &'static str {
+        match self {
+            RuleId::NotQueueMode => "main and workers must run with EXECUTIONS_MODE=queue",
+            RuleId::ExternalModeWithoutRunner => {
+                "N8N_RUNNERS_MODE=external but no runner service exists"
+            }
+            RuleId::WorkerWithoutRunner => "a worker (replicas counted) has no runner attached",
+            RuleId::MainWithoutRunner => {
+                "main in external mode has no runner and does not offload manual executions"
+            }
+            RuleId::RunnerWithoutExternalMode => {
+                "a runner points at an n8n process that is not in external mode"
+            }
+            RuleId::RunnerBrokerUnresolved => {
+                "a runner's N8N_RUNNERS_TASK_BROKER_URI names no n8n service"
+            }
+            RuleId::BrokerNotListeningForRunners => {
+                "the task broker listens on 127.0.0.1, so runner containers cannot connect"
+            }
+            RuleId::RunnerTokenMismatch => "runner and n8n have different N8N_RUNNERS_AUTH_TOKEN",
+            RuleId::RunnerLimitOnWrongContainer => {
+                "N8N_RUNNERS_MAX_CONCURRENCY set on main/worker in external mode has no effect"
+            }
+            RuleId::RunnerLimitBelowWorkerConcurrency => {
+                "runner capacity below worker concurrency caps Code-heavy throughput"
+            }
+            RuleId::RunnerWithoutMemoryLimit => {
+                "a runner has no memory limit; Code-node memory lands there"
+            }
+            RuleId::MemoryLimitOnWorkerNotRunner => {
+                "the worker has a memory limit, its runner does not"
+            }
+            RuleId::ProductionLimitOverridesConcurrency => {
+                "N8N_CONCURRENCY_PRODUCTION_LIMIT silently overrides --concurrency"
+            }
+            RuleId::QueueWorkerConcurrencyNoop => "QUEUE_WORKER_CONCURRENCY is not an n8n setting",
+            RuleId::MetricsOff => "N8N_METRICS is not enabled on main or a worker",
+            RuleId::QueueMetricsOff => "main does not expose the queue gauges",
+            RuleId::RunnerImageMismatch => {
+                "the runner image version differs from the n8n image version"
+            }
+            RuleId::EncryptionKeyMismatch => "main and workers do not share one N8N_ENCRYPTION_KEY",
+            RuleId::DbConnectionsExhausted => {
+                "Postgres pool size × n8n processes reaches max_connections"
+            }
+        }
+    }
+
+    /// The rule a finding id names, if it is one of the audit's.
+    pub fn parse(id: &str) -> Option<RuleId> {
+        Self::ALL.into_iter().find(|r| r.id() == id)
+    }
+
+    /// Position in [`RuleId::ALL`] (SARIF's ruleIndex).
+    pub fn index(&self) -> usize {
+        Self::ALL.iter().position(|r| r == self).unwrap_or(0)
+    }
 }
 
-fn finding(id: &str, subject: &str, title: String) -> Finding {
-    let r = rule(id);
-    Finding::new(id, r.severity, title).subject(subject)
+fn finding(id: RuleId, subject: &str, title: String) -> Finding {
+    Finding::new(id.id(), id.severity(), title).subject(subject)
 }
 
 /// A finding with where it is written (compose file and line), when known.
@@ -179,6 +220,37 @@ fn image_tag(image: &str) -> String {
     }
 }
 
+/// What every rule looks at: the topology, its n8n processes and its runners.
+struct Ctx<'a> {
+    t: &'a Topology,
+    n8n: Vec<&'a Node>,
+    runners: Vec<&'a Node>,
+    has_workers: bool,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(t: &'a Topology) -> Ctx<'a> {
+        let n8n: Vec<&Node> = t
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.role, Role::Main | Role::Worker | Role::Webhook))
+            .collect();
+        Ctx {
+            has_workers: n8n.iter().any(|n| n.role == Role::Worker),
+            runners: t.nodes.iter().filter(|n| n.role == Role::Runner).collect(),
+            n8n,
+            t,
+        }
+    }
+
+    fn by_name(&self, name: &str) -> Option<&'a Node> {
+        self.t.nodes.iter().find(|n| n.facts.name == name)
+    }
+}
+
+/// Runner replicas and Σ runner limits attached to each n8n process, by name.
+type Attached<'a> = BTreeMap<&'a str, (u32, u32)>;
+
 /// Runs every rule on a set of facts. `locations` maps service name → (file, line).
 pub fn audit(
     facts: Vec<Facts>,
@@ -186,22 +258,43 @@ pub fn audit(
     input: String,
 ) -> Report {
     let t = Topology::build(facts);
+    let c = Ctx::new(&t);
     let mut out = Vec::new();
-    let n8n: Vec<&Node> = t
-        .nodes
-        .iter()
-        .filter(|n| matches!(n.role, Role::Main | Role::Worker | Role::Webhook))
+    queue_mode(&c, &mut out);
+    runner_exists(&c, &mut out);
+    let attached = runner_pairing(&c, &mut out);
+    runner_memory(&c, &mut out);
+    runners_per_process(&c, &attached, &mut out);
+    internal_runner(&c, &mut out);
+    concurrency_settings(&c, &mut out);
+    metrics(&c, &mut out);
+    encryption_key(&c, &mut out);
+    database(&c, &mut out);
+    let findings = out
+        .into_iter()
+        .map(|f| {
+            let loc = f.subject.as_ref().and_then(|s| locations.get(s)).cloned();
+            Located {
+                file: loc.as_ref().map(|l| l.0.clone()),
+                line: loc.map(|l| l.1),
+                finding: f,
+            }
+        })
         .collect();
-    let runners: Vec<&Node> = t.nodes.iter().filter(|n| n.role == Role::Runner).collect();
-    let has_workers = n8n.iter().any(|n| n.role == Role::Worker);
-    let by_name = |name: &str| t.nodes.iter().find(|n| n.facts.name == name);
+    Report {
+        input,
+        services: t.nodes.len(),
+        findings,
+    }
+}
 
-    // Queue mode.
+fn queue_mode(c: &Ctx, out: &mut Vec<Finding>) {
+    let (n8n, has_workers) = (&c.n8n, c.has_workers);
     if has_workers {
-        for n in &n8n {
+        for n in n8n.iter() {
             if env(n, "EXECUTIONS_MODE") != Some("queue") {
                 out.push(
-                    finding("not-queue-mode", n.name(), format!(
+                    finding(RuleId::NotQueueMode, n.name(), format!(
                         "{}: EXECUTIONS_MODE is {} — workers only take jobs from a queue-mode main",
                         n.name(),
                         env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set (regular)".into())
@@ -212,8 +305,10 @@ pub fn audit(
             }
         }
     }
+}
 
-    // Runners: existence, pairing, mode, broker address, token.
+fn runner_exists(c: &Ctx, out: &mut Vec<Finding>) {
+    let (n8n, runners) = (&c.n8n, &c.runners);
     let any_external = n8n.iter().any(|n| external(n));
     if any_external && runners.is_empty() {
         let names: Vec<&str> = n8n
@@ -222,7 +317,7 @@ pub fn audit(
             .map(|n| n.name())
             .collect();
         out.push(
-            finding("external-mode-without-runner", names[0], format!(
+            finding(RuleId::ExternalModeWithoutRunner, names[0], format!(
                 "N8N_RUNNERS_MODE=external on {} but no runner service (n8nio/runners) exists",
                 names.join(", ")
             ))
@@ -230,94 +325,113 @@ pub fn audit(
             .fix("add an n8nio/runners service per n8n process, with N8N_RUNNERS_TASK_BROKER_URI=http://<that service>:5679"),
         );
     }
-    let mut attached: BTreeMap<&str, (u32, u32)> = BTreeMap::new(); // name → (runner replicas, capacity)
-    for r in &runners {
-        match &r.attached_to {
-            None => {
-                let uri = env(r, "N8N_RUNNERS_TASK_BROKER_URI")
-                    .unwrap_or("http://127.0.0.1:5679 (default)");
-                out.push(
-                    finding("runner-broker-unresolved", r.name(), format!(
-                        "{}: N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here",
-                        r.name()
-                    ))
-                    .why("The runner never connects; the process it was meant for has no runner.")
-                    .fix("point N8N_RUNNERS_TASK_BROKER_URI at the n8n service it pairs with, e.g. http://n8n-worker:5679"),
-                );
-            }
-            Some(target) => {
-                let e = attached.entry(target.as_str()).or_insert((0, 0));
-                e.0 += r.facts.replicas.max(1);
-                e.1 += r.runner_limit.as_ref().map(|l| l.value).unwrap_or(10)
-                    * r.facts.replicas.max(1);
-                if let Some(tn) = by_name(target) {
-                    if !external(tn) {
-                        out.push(
-                            finding("runner-without-external-mode", r.name(), format!(
-                                "{} points at {target}, which is not in external mode (N8N_RUNNERS_MODE is {})",
-                                r.name(),
-                                env(tn, "N8N_RUNNERS_MODE").unwrap_or("internal, the default")
-                            ))
-                            .why("In internal mode n8n starts its own runner and its broker is not meant for this one: the runner container does nothing.")
-                            .fix(format!("set N8N_RUNNERS_MODE=external (and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0) on {target}")),
-                        );
-                    } else {
-                        let listen =
-                            env(tn, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS").unwrap_or("127.0.0.1");
-                        if listen != "0.0.0.0" && listen != "::" {
-                            out.push(
-                                finding("broker-not-listening-for-runners", target, format!(
-                                    "{target}: N8N_RUNNERS_BROKER_LISTEN_ADDRESS is {listen}, so runner {} cannot connect",
-                                    r.name()
-                                ))
-                                .why("The broker only accepts connections from inside its own container; every Code task times out.")
-                                .fix(format!("set N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on {target}")),
-                            );
-                        }
-                    }
-                    let (a, b) = (
-                        r.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
-                        tn.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
-                    );
-                    let named = |n: &Node| {
-                        n.facts
-                            .env_names
-                            .iter()
-                            .any(|x| x == "N8N_RUNNERS_AUTH_TOKEN")
-                    };
-                    if (a.is_some() && b.is_some() && a != b) || (named(r) != named(tn)) {
-                        out.push(
-                            finding("runner-token-mismatch", r.name(), format!(
-                                "{} and {target} do not share one N8N_RUNNERS_AUTH_TOKEN",
-                                r.name()
-                            ))
-                            .why("The broker refuses the runner; Code tasks time out.")
-                            .fix("set the same N8N_RUNNERS_AUTH_TOKEN (one variable reference) on both"),
-                        );
-                    }
-                    let (ti, ri) = (image_tag(&tn.facts.image), image_tag(&r.facts.image));
-                    if r.facts.image.contains("n8nio/runners") && ti != ri {
-                        out.push(
-                            finding("runner-image-mismatch", r.name(), format!(
-                                "{}: runner image tag {ri} differs from {target}'s n8n tag {ti}",
-                                r.name()
-                            ))
-                            .why("The runner protocol changes between n8n versions; a mismatched runner may be refused or misbehave.")
-                            .fix("use the same version variable for n8nio/n8n and n8nio/runners"),
-                        );
-                    }
-                }
-            }
+}
+
+/// Pairs each runner with the process its broker URI names; checks mode, address, token and
+/// image on the way.
+fn runner_pairing<'a>(c: &Ctx<'a>, out: &mut Vec<Finding>) -> Attached<'a> {
+    let mut attached: Attached<'a> = BTreeMap::new();
+    for r in &c.runners {
+        let Some(target) = &r.attached_to else {
+            let uri =
+                env(r, "N8N_RUNNERS_TASK_BROKER_URI").unwrap_or("http://127.0.0.1:5679 (default)");
+            out.push(
+            finding(RuleId::RunnerBrokerUnresolved, r.name(), format!(
+                "{}: N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here",
+                r.name()
+            ))
+            .why("The runner never connects; the process it was meant for has no runner.")
+            .fix("point N8N_RUNNERS_TASK_BROKER_URI at the n8n service it pairs with, e.g. http://n8n-worker:5679"),
+        );
+            continue;
+        };
+        let e = attached.entry(target.as_str()).or_insert((0, 0));
+        e.0 += r.facts.replicas.max(1);
+        e.1 += r
+            .runner_limit
+            .as_ref()
+            .map(|l| l.value)
+            .unwrap_or(crate::model::n8n_defaults::RUNNER_LIMIT)
+            * r.facts.replicas.max(1);
+        if let Some(tn) = c.by_name(target) {
+            paired_runner(r, tn, target, out);
         }
+    }
+    attached
+}
+
+fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
+    if !external(tn) {
+        out.push(
+            finding(RuleId::RunnerWithoutExternalMode, r.name(), format!(
+                "{} points at {target}, which is not in external mode (N8N_RUNNERS_MODE is {})",
+                r.name(),
+                env(tn, "N8N_RUNNERS_MODE").unwrap_or("internal, the default")
+            ))
+            .why("In internal mode n8n starts its own runner and its broker is not meant for this one: the runner container does nothing.")
+            .fix(format!("set N8N_RUNNERS_MODE=external (and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0) on {target}")),
+        );
+    } else {
+        let listen = env(tn, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS").unwrap_or("127.0.0.1");
+        if listen != "0.0.0.0" && listen != "::" {
+            out.push(
+                finding(RuleId::BrokerNotListeningForRunners, target, format!(
+                    "{target}: N8N_RUNNERS_BROKER_LISTEN_ADDRESS is {listen}, so runner {} cannot connect",
+                    r.name()
+                ))
+                .why("The broker only accepts connections from inside its own container; every Code task times out.")
+                .fix(format!("set N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on {target}")),
+            );
+        }
+    }
+    let (a, b) = (
+        r.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
+        tn.facts.secret_fingerprints.get("N8N_RUNNERS_AUTH_TOKEN"),
+    );
+    let named = |n: &Node| {
+        n.facts
+            .env_names
+            .iter()
+            .any(|x| x == "N8N_RUNNERS_AUTH_TOKEN")
+    };
+    if (a.is_some() && b.is_some() && a != b) || (named(r) != named(tn)) {
+        out.push(
+            finding(
+                RuleId::RunnerTokenMismatch,
+                r.name(),
+                format!(
+                    "{} and {target} do not share one N8N_RUNNERS_AUTH_TOKEN",
+                    r.name()
+                ),
+            )
+            .why("The broker refuses the runner; Code tasks time out.")
+            .fix("set the same N8N_RUNNERS_AUTH_TOKEN (one variable reference) on both"),
+        );
+    }
+    let (ti, ri) = (image_tag(&tn.facts.image), image_tag(&r.facts.image));
+    if r.facts.image.contains("n8nio/runners") && ti != ri {
+        out.push(
+            finding(RuleId::RunnerImageMismatch, r.name(), format!(
+                "{}: runner image tag {ri} differs from {target}'s n8n tag {ti}",
+                r.name()
+            ))
+            .why("The runner protocol changes between n8n versions; a mismatched runner may be refused or misbehave.")
+            .fix("use the same version variable for n8nio/n8n and n8nio/runners"),
+        );
+    }
+}
+
+fn runner_memory(c: &Ctx, out: &mut Vec<Finding>) {
+    for r in &c.runners {
         if r.facts.memory_limit_bytes.is_none() {
             let worker_limited = r
                 .attached_to
                 .as_deref()
-                .and_then(by_name)
+                .and_then(|n| c.by_name(n))
                 .filter(|w| w.facts.memory_limit_bytes.is_some());
             match worker_limited {
                 Some(w) => out.push(
-                    finding("memory-limit-on-worker-not-runner", r.name(), format!(
+                    finding(RuleId::MemoryLimitOnWorkerNotRunner, r.name(), format!(
                         "{} has a memory limit, its runner {} has none",
                         w.name(),
                         r.name()
@@ -326,14 +440,18 @@ pub fn audit(
                     .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
                 ),
                 None => out.push(
-                    finding("runner-without-memory-limit", r.name(), format!("{}: no memory limit on this runner", r.name()))
+                    finding(RuleId::RunnerWithoutMemoryLimit, r.name(), format!("{}: no memory limit on this runner", r.name()))
                         .why("Code-node memory (Buffers) lands in the runner; without a limit a heavy workflow takes the host's memory.")
                         .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
                 ),
             }
         }
     }
-    for n in &n8n {
+}
+
+fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
+    let (n8n, runners) = (&c.n8n, &c.runners);
+    for n in n8n.iter() {
         if !external(n) {
             continue;
         }
@@ -341,7 +459,7 @@ pub fn audit(
         let replicas = n.facts.replicas.max(1);
         if n.role == Role::Worker && !runners.is_empty() && runner_replicas < replicas {
             out.push(
-                finding("worker-without-runner", n.name(), if runner_replicas == 0 {
+                finding(RuleId::WorkerWithoutRunner, n.name(), if runner_replicas == 0 {
                     format!("{}: no runner attached ({replicas} replica(s))", n.name())
                 } else {
                     format!(
@@ -359,14 +477,14 @@ pub fn audit(
             && !is_true(env(n, "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS"))
         {
             out.push(
-                finding("main-without-runner", n.name(), format!("{}: main is in external mode with no runner attached", n.name()))
+                finding(RuleId::MainWithoutRunner, n.name(), format!("{}: main is in external mode with no runner attached", n.name()))
                     .why("Manual executions run on main and their Code nodes time out.")
                     .fix("add a runner pointing at main, or set OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true"),
             );
         }
         if let Some(v) = env(n, "N8N_RUNNERS_MAX_CONCURRENCY") {
             out.push(
-                finding("runner-limit-on-wrong-container", n.name(), format!(
+                finding(RuleId::RunnerLimitOnWrongContainer, n.name(), format!(
                     "{}: N8N_RUNNERS_MAX_CONCURRENCY={v} has no effect here (external mode): only runner containers read it",
                     n.name()
                 ))
@@ -382,7 +500,7 @@ pub fn audit(
                 .filter(|c| per_worker < c.value)
             {
                 out.push(
-                    finding("runner-limit-below-worker-concurrency", n.name(), format!(
+                    finding(RuleId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
                         "{}: runner capacity {per_worker} < worker concurrency {} — Code-heavy throughput is capped at {per_worker} ÷ job time ({:.0} % of what the slots allow)",
                         n.name(),
                         c.value,
@@ -395,7 +513,10 @@ pub fn audit(
             }
         }
     }
-    // Internal-mode workers: their own runner limit against their concurrency.
+}
+
+fn internal_runner(c: &Ctx, out: &mut Vec<Finding>) {
+    let n8n = &c.n8n;
     for n in n8n
         .iter()
         .filter(|n| n.role == Role::Worker && !external(n))
@@ -403,7 +524,7 @@ pub fn audit(
         if let (Some(c), Some(r)) = (&n.worker_concurrency, &n.runner_limit) {
             if r.value < c.value {
                 out.push(
-                    finding("runner-limit-below-worker-concurrency", n.name(), format!(
+                    finding(RuleId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
                         "{}: internal runner limit {} < worker concurrency {} — Code-heavy throughput is capped at {} ÷ job time",
                         n.name(), r.value, c.value, r.value
                     ))
@@ -413,14 +534,17 @@ pub fn audit(
             }
         }
     }
-    // Concurrency settings.
+}
+
+fn concurrency_settings(c: &Ctx, out: &mut Vec<Finding>) {
+    let n8n = &c.n8n;
     for n in n8n.iter().filter(|n| n.role == Role::Worker) {
         if n.notes
             .iter()
             .any(|x| x.contains("overrides --concurrency"))
         {
             out.push(
-                finding("production-limit-overrides-concurrency", n.name(), format!(
+                finding(RuleId::ProductionLimitOverridesConcurrency, n.name(), format!(
                     "{}: N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency",
                     n.name(),
                     env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT").unwrap_or("?")
@@ -431,11 +555,11 @@ pub fn audit(
             );
         }
     }
-    for n in &n8n {
+    for n in n8n.iter() {
         if let Some(v) = env(n, "QUEUE_WORKER_CONCURRENCY") {
             out.push(
                 finding(
-                    "queue-worker-concurrency-noop",
+                    RuleId::QueueWorkerConcurrencyNoop,
                     n.name(),
                     format!(
                         "{}: QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting",
@@ -447,14 +571,17 @@ pub fn audit(
             );
         }
     }
-    // Metrics.
+}
+
+fn metrics(c: &Ctx, out: &mut Vec<Finding>) {
+    let (n8n, has_workers) = (&c.n8n, c.has_workers);
     for n in n8n
         .iter()
         .filter(|n| matches!(n.role, Role::Main | Role::Worker))
     {
         if !is_true(env(n, "N8N_METRICS")) {
             out.push(
-                finding("metrics-off", n.name(), format!("{}: N8N_METRICS is not true: no /metrics", n.name()))
+                finding(RuleId::MetricsOff, n.name(), format!("{}: N8N_METRICS is not true: no /metrics", n.name()))
                     .why("Without metrics nobody sees slots taken, queue backlog, RSS or event-loop lag.")
                     .fix(format!("set N8N_METRICS=true on {}", n.name())),
             );
@@ -464,7 +591,7 @@ pub fn audit(
         {
             out.push(
                 finding(
-                    "queue-metrics-off",
+                    RuleId::QueueMetricsOff,
                     n.name(),
                     format!(
                         "{}: N8N_METRICS_INCLUDE_QUEUE_METRICS is not true: no queue gauges",
@@ -479,7 +606,10 @@ pub fn audit(
             );
         }
     }
-    // Encryption key.
+}
+
+fn encryption_key(c: &Ctx, out: &mut Vec<Finding>) {
+    let (n8n, has_workers) = (&c.n8n, c.has_workers);
     let mains: Vec<&&Node> = n8n.iter().filter(|n| n.role == Role::Main).collect();
     if has_workers {
         if let Some(m) = mains.first() {
@@ -497,7 +627,7 @@ pub fn audit(
                 };
                 if differs {
                     out.push(
-                        finding("encryption-key-mismatch", w.name(), format!(
+                        finding(RuleId::EncryptionKeyMismatch, w.name(), format!(
                             "{}: N8N_ENCRYPTION_KEY is not the one {} uses",
                             w.name(),
                             m.name()
@@ -509,7 +639,10 @@ pub fn audit(
             }
         }
     }
-    // Database connections.
+}
+
+fn database(c: &Ctx, out: &mut Vec<Finding>) {
+    let (t, n8n) = (c.t, &c.n8n);
     let pg: Vec<&Node> = t
         .nodes
         .iter()
@@ -541,7 +674,7 @@ pub fn audit(
             .sum();
         if pool >= max_conn {
             out.push(
-                finding("db-connections-exhausted", p.name(), format!(
+                finding(RuleId::DbConnectionsExhausted, p.name(), format!(
                     "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {pool} connections ≥ max_connections {max_conn}",
                     p.name()
                 ))
@@ -549,21 +682,5 @@ pub fn audit(
                 .fix("lower DB_POSTGRESDB_POOL_SIZE, or raise max_connections (postgres -c max_connections=N) above the total"),
             );
         }
-    }
-    let findings = out
-        .into_iter()
-        .map(|f| {
-            let loc = f.subject.as_ref().and_then(|s| locations.get(s)).cloned();
-            Located {
-                file: loc.as_ref().map(|l| l.0.clone()),
-                line: loc.map(|l| l.1),
-                finding: f,
-            }
-        })
-        .collect();
-    Report {
-        input,
-        services: t.nodes.len(),
-        findings,
     }
 }

@@ -36,6 +36,13 @@ pub struct WorkerLimits {
     pub runner_capacity: u32,
 }
 
+impl WorkerLimits {
+    /// Executions of an all-Code job the worker runs at once: min(slots, runner tasks).
+    pub fn effective_concurrency(&self) -> u32 {
+        self.worker_concurrency.min(self.runner_capacity)
+    }
+}
+
 /// What one job asks for, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Job {

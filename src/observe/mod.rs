@@ -2,8 +2,7 @@
 //! workers), parsed without loss and reduced to the figures the diagnosis needs.
 //! It measures and records; it does not judge.
 
+pub mod bull;
 pub mod docker;
-pub mod prometheus;
-pub mod redis;
 pub mod scrape;
 pub mod watch;

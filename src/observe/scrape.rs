@@ -1,45 +1,8 @@
 //! Fetching `/metrics` and reading n8n's queue gauges from it.
 
-use super::prometheus::{self, Exposition};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
+use crate::wire::http::http_get;
+use crate::wire::prometheus::{self, Exposition};
 use std::time::Duration;
-
-/// GETs a URL over plain HTTP with a timeout; errors name the URL.
-pub async fn http_get(url: &str, timeout: Duration) -> anyhow::Result<(u16, Bytes)> {
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{url:?} is not a URL: {e}"))?;
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("{url}: only http:// metrics endpoints are supported");
-    }
-    let host = uri
-        .host()
-        .ok_or_else(|| anyhow::anyhow!("{url} has no host"))?
-        .trim_matches(['[', ']'])
-        .to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let work = async {
-        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(conn);
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let req = hyper::Request::get(path)
-            .header(hyper::header::HOST, format!("{host}:{port}"))
-            .header(hyper::header::ACCEPT, "text/plain;version=0.0.4")
-            .body(Empty::<Bytes>::new())?;
-        let resp = sender.send_request(req).await?;
-        let status = resp.status().as_u16();
-        let body = resp.into_body().collect().await?.to_bytes();
-        Ok::<_, anyhow::Error>((status, body))
-    };
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| anyhow::anyhow!("{url} did not answer within {timeout:?}"))?
-        .map_err(|e| anyhow::anyhow!("{url}: {e}"))
-}
 
 /// Scrapes and parses one endpoint.
 pub async fn scrape(url: &str, timeout: Duration) -> anyhow::Result<Exposition> {

@@ -3,9 +3,8 @@
 //! per-stage aggregates (steady window only) for the stage results. A source that is down or
 //! answers garbage leaves a gap, recorded and counted; the sweep goes on.
 
+use super::bull::queue_lengths;
 use super::docker::{self, RawStats};
-use super::prometheus::Exposition;
-use super::redis::{queue_lengths, Conn, RedisUrl};
 use super::scrape::{self, queue_gauges};
 use crate::record::observation::{Observer, StageObservation};
 use crate::record::stage::{
@@ -13,6 +12,8 @@ use crate::record::stage::{
 };
 use crate::record::timeline::{Event, TimelineWriter};
 use crate::record::Role;
+use crate::wire::prometheus::Exposition;
+use crate::wire::resp::{Conn, RedisUrl};
 use bollard::Docker;
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -1,7 +1,7 @@
 //! SARIF 2.1.0 for `audit --format sarif`, so CI systems (GitHub code scanning and others) show
 //! the findings on the compose file's lines.
 
-use crate::audit::{Report, RULES};
+use crate::audit::{Report, RuleId};
 use crate::findings::Severity;
 use serde_json::{json, Value};
 
@@ -14,14 +14,14 @@ fn level(s: Severity) -> &'static str {
 }
 
 pub fn sarif(report: &Report) -> Value {
-    let rules: Vec<Value> = RULES
+    let rules: Vec<Value> = RuleId::ALL
         .iter()
         .map(|r| {
             json!({
-                "id": r.id,
-                "name": r.id,
-                "shortDescription": {"text": r.summary},
-                "defaultConfiguration": {"level": level(r.severity)},
+                "id": r.id(),
+                "name": r.id(),
+                "shortDescription": {"text": r.summary()},
+                "defaultConfiguration": {"level": level(r.severity())},
                 "helpUri": "https://github.com/n8ncap/n8ncap#audit",
             })
         })
@@ -42,10 +42,13 @@ pub fn sarif(report: &Report) -> Value {
             }
             let mut r = json!({
                 "ruleId": f.id,
-                "ruleIndex": RULES.iter().position(|r| r.id == f.id).unwrap_or(0),
                 "level": level(f.severity),
                 "message": {"text": text},
             });
+            // A finding whose id is not a rule (none today) gets no index rather than rule 0's.
+            if let Some(rule) = RuleId::parse(&f.id) {
+                r["ruleIndex"] = json!(rule.index());
+            }
             let uri = l
                 .file
                 .as_ref()

@@ -4,8 +4,8 @@
 //! runner's base-runner-config.ts). The few settings that only the simulator has are flags.
 
 use crate::error::BadInput;
-use crate::observe::redis::RedisUrl;
 use crate::util::{env_bool, env_parse};
+use crate::wire::resp::RedisUrl;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 

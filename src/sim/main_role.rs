@@ -2,14 +2,15 @@
 //! when a worker reports it finished (respond-after-last-node), and serves `/metrics` with the
 //! queue gauges n8n main has (refreshed every `N8N_METRICS_QUEUE_METRICS_INTERVAL`).
 
+use super::bull;
 use super::config::MainConfig;
-use super::http::{self, json, respond, Resp};
 use super::process::{write_default_metrics, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::wire::{self, JobSpec, QueueMsg};
 use super::SIM_VERSION;
-use crate::observe::prometheus::TextWriter;
-use crate::observe::redis::{self, Conn};
+use crate::wire::http::{self, json, respond, Resp};
+use crate::wire::prometheus::TextWriter;
+use crate::wire::resp::{self as redis, Conn};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -160,9 +161,18 @@ async fn refresh_snapshot(st: &State) {
         // As Bull's getJobCounts: the lengths of the wait and active lists.
         let mut guard = st.redis.lock().await;
         let Some(c) = guard.as_mut() else { return };
-        match redis::queue_lengths(c, &st.cfg.bull_prefix).await {
-            Ok((w, a)) => (w as u64, a as u64),
-            Err(_) => return,
+        let wait = c
+            .cmd(&["LLEN", &bull::key(&st.cfg.bull_prefix, "wait")])
+            .await;
+        let active = c
+            .cmd(&["LLEN", &bull::key(&st.cfg.bull_prefix, "active")])
+            .await;
+        match (wait, active) {
+            (Ok(w), Ok(a)) => (
+                w.as_int().unwrap_or(0).max(0) as u64,
+                a.as_int().unwrap_or(0).max(0) as u64,
+            ),
+            _ => return,
         }
     } else {
         (
@@ -392,8 +402,8 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
 
 /// Bull's layout: the job's data in the hash `bull:jobs:<id>`, its id pushed on `bull:jobs:wait`.
 async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()> {
-    let key = redis::bull_key(&st.cfg.bull_prefix, &id.to_string());
-    let wait = redis::bull_key(&st.cfg.bull_prefix, "wait");
+    let key = bull::key(&st.cfg.bull_prefix, &id.to_string());
+    let wait = bull::key(&st.cfg.bull_prefix, "wait");
     let data = serde_json::to_string(spec)?;
     let mut guard = st.redis.lock().await;
     let c = guard
@@ -406,7 +416,7 @@ async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()
 
 /// The channel workers publish outcomes on (the simulator's own; Bull uses job events).
 pub fn outcome_channel(prefix: &str) -> String {
-    redis::bull_key(prefix, "n8ncap-outcomes")
+    bull::key(prefix, "n8ncap-outcomes")
 }
 
 async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {

@@ -5,9 +5,9 @@
 //! its throughput comes from slots and runner tasks really held, never from the capacity
 //! model's formulas, and it imports nothing from `load`, `model` or `diagnose`.
 
+pub mod bull;
 pub mod config;
 pub mod cpu;
-pub mod http;
 pub mod main_role;
 pub mod process;
 pub mod rendezvous;
@@ -63,7 +63,7 @@ pub struct StackConfig {
     /// CPU burnt per execution on main's JavaScript thread.
     pub main_cpu: Duration,
     /// Queue on this Redis (Bull's key names) instead of main's simulated queue.
-    pub redis: Option<crate::observe::redis::RedisUrl>,
+    pub redis: Option<crate::wire::resp::RedisUrl>,
 }
 
 impl Default for StackConfig {
@@ -194,7 +194,7 @@ impl Stack {
 
 /// GETs a worker's `/sim/runners` and counts the attached runners.
 pub async fn fetch_runner_count(url: &str) -> anyhow::Result<usize> {
-    let (_, body) = crate::observe::scrape::http_get(url, Duration::from_secs(2)).await?;
+    let (_, body) = crate::wire::http::http_get(url, Duration::from_secs(2)).await?;
     let v: serde_json::Value = serde_json::from_slice(&body)?;
     Ok(v["runners"].as_array().map(|a| a.len()).unwrap_or(0))
 }

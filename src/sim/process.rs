@@ -5,7 +5,7 @@
 //! Node keeps `Buffer` memory outside the JS heap ("external"); the simulator's Code-work
 //! allocations are counted the same way, so the heap gauges stay flat while RSS grows.
 
-use crate::observe::prometheus::TextWriter;
+use crate::wire::prometheus::TextWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -5,15 +5,16 @@
 //! runner with its own `N8N_RUNNERS_MAX_CONCURRENCY`; in external mode that variable has no
 //! effect here and only the runners' own limits count.
 
+use super::bull;
 use super::config::{RunnerConfig, RunnersMode, WorkerConfig};
-use super::http::{self, json, respond, Resp};
 use super::process::{write_default_metrics, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::runner;
 use super::wire::{self, BrokerMsg, JobSpec, QueueMsg};
 use super::SIM_VERSION;
-use crate::observe::prometheus::TextWriter;
-use crate::observe::redis::{self, Conn, RedisUrl};
+use crate::wire::http::{self, json, respond, Resp};
+use crate::wire::prometheus::TextWriter;
+use crate::wire::resp::{Conn, RedisUrl};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use serde_json::json as j;
@@ -184,10 +185,7 @@ async fn queue_loop(st: Arc<State>) {
 /// active list (blocking), run it, remove it from active, report the outcome.
 async fn redis_slot(st: Arc<State>, url: RedisUrl) {
     let prefix = st.cfg.bull_prefix.clone();
-    let (wait, active) = (
-        redis::bull_key(&prefix, "wait"),
-        redis::bull_key(&prefix, "active"),
-    );
+    let (wait, active) = (bull::key(&prefix, "wait"), bull::key(&prefix, "active"));
     let channel = super::main_role::outcome_channel(&prefix);
     let mut warned = false;
     loop {
@@ -209,7 +207,7 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
                 Err(_) => break,
             };
             let Some(id) = got.as_str() else { continue };
-            let key = redis::bull_key(&prefix, &id);
+            let key = bull::key(&prefix, &id);
             let spec: JobSpec = match c.cmd(&["HGET", &key, "data"]).await {
                 Ok(v) => v
                     .as_str()

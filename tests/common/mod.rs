@@ -110,7 +110,7 @@ pub async fn one_stage(
 /// Waits until an HTTP endpoint answers 200.
 pub async fn wait_http_ok(url: &str) {
     for _ in 0..200 {
-        if let Ok((200, _)) = n8ncap::observe::scrape::http_get(url, Duration::from_secs(1)).await {
+        if let Ok((200, _)) = n8ncap::wire::http::http_get(url, Duration::from_secs(1)).await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;

@@ -1,12 +1,14 @@
-//! A small HTTP/1.1 server for the simulator's endpoints (webhook, /metrics, /healthz).
+//! HTTP/1.1 on hyper: a small server (the simulator's webhook, /metrics and /healthz, and the
+//! exporter) and a GET client with a timeout (scrapes, readiness waits).
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -69,4 +71,39 @@ where
                 .await;
         });
     }
+}
+
+/// GETs a URL over plain HTTP with a timeout; errors name the URL.
+pub async fn http_get(url: &str, timeout: Duration) -> anyhow::Result<(u16, Bytes)> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{url:?} is not a URL: {e}"))?;
+    if uri.scheme_str() != Some("http") {
+        anyhow::bail!("{url}: only http:// metrics endpoints are supported");
+    }
+    let host = uri
+        .host()
+        .ok_or_else(|| anyhow::anyhow!("{url} has no host"))?
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let work = async {
+        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let req = hyper::Request::get(path)
+            .header(hyper::header::HOST, format!("{host}:{port}"))
+            .header(hyper::header::ACCEPT, "text/plain;version=0.0.4")
+            .body(Empty::<Bytes>::new())?;
+        let resp = sender.send_request(req).await?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok::<_, anyhow::Error>((status, body))
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| anyhow::anyhow!("{url} did not answer within {timeout:?}"))?
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))
 }

@@ -1,7 +1,7 @@
-//! A minimal Redis client (RESP2 over TCP) for what n8ncap needs: reading the Bull queue's
-//! list lengths while a sweep runs (`LLEN bull:jobs:wait` / `bull:jobs:active`), and the
-//! simulator's Redis-backed queue. Read-only use for observing: n8ncap never writes to a Redis
-//! it observes.
+//! A minimal Redis client (RESP2 over TCP): URLs, one connection, commands and replies. The
+//! observer reads Bull's list lengths with it (read-only: n8ncap never writes to a Redis it
+//! observes) and the simulator keeps its Redis-backed queue with it; the Bull names each uses
+//! live with them, not here.
 
 use crate::error::BadInput;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -171,21 +171,6 @@ impl Conn {
             _ => anyhow::bail!("not a Redis reply: {line:?}"),
         }
     }
-}
-
-/// Bull's key for a list of queue `jobs` under `prefix` (`QUEUE_BULL_PREFIX`, default `bull`).
-pub fn bull_key(prefix: &str, list: &str) -> String {
-    format!("{prefix}:jobs:{list}")
-}
-
-/// Lengths of Bull's wait and active lists: jobs waiting for a worker, and slots taken.
-pub async fn queue_lengths(c: &mut Conn, prefix: &str) -> anyhow::Result<(f64, f64)> {
-    let wait = c.cmd(&["LLEN", &bull_key(prefix, "wait")]).await?;
-    let active = c.cmd(&["LLEN", &bull_key(prefix, "active")]).await?;
-    Ok((
-        wait.as_int().unwrap_or(0) as f64,
-        active.as_int().unwrap_or(0) as f64,
-    ))
 }
 
 #[cfg(test)]
