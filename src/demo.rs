@@ -28,7 +28,7 @@ pub fn demo_profile(url: &str) -> Profile {
         ..p.request
     };
     p.stage_duration = "8s".into();
-    p.warmup = "2s".into();
+    p.warmup = "3s".into();
     p.stages = DEMO_STAGES
         .iter()
         .map(|v| StageSpec {
@@ -122,7 +122,7 @@ pub fn intro() -> String {
         "n8ncap demo — a simulated n8n in queue mode: 1 worker (concurrency {DEMO_WORKER_CONCURRENCY}), \
          1 task runner (N8N_RUNNERS_MAX_CONCURRENCY={DEMO_RUNNER_LIMIT}),\n\
          webhook → Code node ({DEMO_JOB_MS} ms) → respond. Closed load of {} in flight, 8 s per stage \
-         (2 s warm-up excluded).",
+         (3 s warm-up excluded).",
         DEMO_STAGES
             .iter()
             .map(|v| v.to_string())

@@ -296,10 +296,11 @@ fn sarif_validates_against_the_schema() {
     let have = Command::new("python3")
         .args(["-c", "import jsonschema"])
         .output();
-    if !have.map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!(
-            "skipping: python3 with jsonschema is needed (pip install jsonschema; .ci/run does)"
-        );
+    if !require(
+        "python3 with jsonschema",
+        have.map(|o| o.status.success()).unwrap_or(false),
+        "pip install jsonschema; .ci/run does",
+    ) {
         return;
     }
     let d = tmp("sarif");
@@ -369,16 +370,13 @@ impl Drop for Cleanup {
 
 #[test]
 fn live_audit_finds_the_same_problems_on_running_containers() {
-    if !Path::new("/var/run/docker.sock").exists() {
-        eprintln!("skipping: no Docker socket");
-        return;
-    }
-    if Command::new("docker-compose")
-        .arg("version")
-        .output()
-        .is_err()
+    if !have_docker()
+        || !have_command(
+            "docker-compose",
+            "version",
+            "apt-get install docker-compose",
+        )
     {
-        eprintln!("skipping: docker-compose is not installed (apt-get install docker-compose)");
         return;
     }
     let id = std::process::id();

@@ -14,11 +14,7 @@ const SECRET_DB: &str = "db-pass-1a2b3c4d5e6f";
 const SECRET_TOKEN: &str = "runner-token-77aa88bb99cc";
 
 fn docker_available() -> bool {
-    if !Path::new("/var/run/docker.sock").exists() && std::env::var("DOCKER_HOST").is_err() {
-        eprintln!("skipping: no Docker socket at /var/run/docker.sock and no DOCKER_HOST");
-        return false;
-    }
-    true
+    have_docker()
 }
 
 fn docker(args: &[&str]) -> String {

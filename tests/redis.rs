@@ -9,12 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn start_redis() -> Option<(ChildGuard, u16)> {
-    if Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipping: redis-server is not installed (apt-get install redis-server)");
+    if !have_command("redis-server", "--version", "apt-get install redis-server") {
         return None;
     }
     let port = free_port();

@@ -182,16 +182,36 @@ struct Group {
     points: Vec<(f64, f64, bool, bool)>, // (time, duration ms, failed, checks ok)
 }
 
+/// The points of a k6 JSON output that matter here, by metric.
+#[derive(Default)]
+struct Points {
+    /// (time, scenario, duration ms)
+    reqs: Vec<(f64, String, f64)>,
+    checks: Vec<(f64, bool)>,
+    fails: Vec<(f64, bool)>,
+    vus: Vec<(f64, f64)>,
+}
+
 /// `k6 run --out json=FILE`: per-request points aggregated into stages — one per scenario when
 /// the script has several, else one per `vus` level — with the first `warmup_s` of each
 /// stage left out of the figures.
 pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInput> {
+    let points = read_points(path)?;
+    let mut out = Vec::new();
+    for (i, (name, g)) in group(points)
+        .into_iter()
+        .filter(|(_, g)| !g.points.is_empty())
+        .enumerate()
+    {
+        out.push(stage_of(i, &name, g, warmup_s)?);
+    }
+    Ok(out)
+}
+
+fn read_points(path: &Path) -> Result<Points, BadInput> {
     let file = std::fs::File::open(path)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
-    let mut reqs: Vec<(f64, String, f64)> = Vec::new(); // (time, scenario, duration)
-    let mut checks_by_time: Vec<(f64, bool)> = Vec::new();
-    let mut fails_by_time: Vec<(f64, bool)> = Vec::new();
-    let mut vus: Vec<(f64, f64)> = Vec::new();
+    let mut p = Points::default();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
         if line.trim().is_empty() {
@@ -223,19 +243,30 @@ pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInpu
             .unwrap_or("default")
             .to_string();
         match metric {
-            "http_req_duration" => reqs.push((t, scenario, value)),
-            "http_req_failed" => fails_by_time.push((t, value != 0.0)),
-            "checks" => checks_by_time.push((t, value != 0.0)),
-            "vus" => vus.push((t, value)),
+            "http_req_duration" => p.reqs.push((t, scenario, value)),
+            "http_req_failed" => p.fails.push((t, value != 0.0)),
+            "checks" => p.checks.push((t, value != 0.0)),
+            "vus" => p.vus.push((t, value)),
             _ => {}
         }
     }
-    if reqs.is_empty() {
+    if p.reqs.is_empty() {
         return Err(BadInput(format!(
             "{} has no http_req_duration points: is it k6's --out json output?",
             path.display()
         )));
     }
+    Ok(p)
+}
+
+/// Requests grouped into stages: by scenario when there are several, else by `vus` level.
+fn group(p: Points) -> Vec<(String, Group)> {
+    let Points {
+        mut reqs,
+        checks: mut checks_by_time,
+        fails: mut fails_by_time,
+        mut vus,
+    } = p;
     reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
     fails_by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
     checks_by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -289,61 +320,57 @@ pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInpu
         g.vus_max = g.vus_max.max(level_at(*t));
         g.points.push((*t, *d, failed_at(i), check_ok));
     }
-    let mut out = Vec::new();
-    for (i, (name, g)) in groups
-        .into_iter()
-        .filter(|(_, g)| !g.points.is_empty())
-        .enumerate()
-    {
-        let vus = g.vus_max.max(1.0) as u32;
-        let mut s = blank_stage(i, format!("{vus} in flight (k6 {name})"), vus);
-        let span = (g.last - g.first).max(0.0);
-        let warm = warmup_s.min(span / 2.0);
-        s.duration_s = span;
-        s.warmup_s = warm;
-        let from = g.first + warm;
-        let mut h: Histogram<u32> =
-            Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| BadInput(e.to_string()))?;
-        let (mut n, mut bad, mut checks_ok) = (0u64, 0u64, 0u64);
-        for (t, d, f, c) in &g.points {
-            if *t < from {
-                s.warmup_requests += 1;
-                continue;
-            }
-            n += 1;
-            let _ = h.record(((d * 1000.0) as u64).max(1));
-            if *f {
-                bad += 1;
-            }
-            if *c {
-                checks_ok += 1;
-            }
+    groups
+}
+
+fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult, BadInput> {
+    let vus = g.vus_max.max(1.0) as u32;
+    let mut s = blank_stage(i, format!("{vus} in flight (k6 {name})"), vus);
+    let span = (g.last - g.first).max(0.0);
+    let warm = warmup_s.min(span / 2.0);
+    s.duration_s = span;
+    s.warmup_s = warm;
+    let from = g.first + warm;
+    let mut h: Histogram<u32> =
+        Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| BadInput(e.to_string()))?;
+    let (mut n, mut bad, mut checks_ok) = (0u64, 0u64, 0u64);
+    for (t, d, f, c) in &g.points {
+        if *t < from {
+            s.warmup_requests += 1;
+            continue;
         }
-        s.window_s = (g.last - from).max(0.0);
-        s.requests = n;
-        s.ok = n - bad;
-        s.errors.http_status.insert(0, bad);
-        s.errors.http_status.retain(|_, v| *v > 0);
-        s.error_rate = if n > 0 { bad as f64 / n as f64 } else { 0.0 };
-        s.check_pass_rate = if n > 0 {
-            checks_ok as f64 / n as f64
+        n += 1;
+        let _ = h.record(((d * 1000.0) as u64).max(1));
+        if *f {
+            bad += 1;
+        }
+        if *c {
+            checks_ok += 1;
+        }
+    }
+    s.window_s = (g.last - from).max(0.0);
+    s.requests = n;
+    s.ok = n - bad;
+    s.errors.http_status.insert(0, bad);
+    s.errors.http_status.retain(|_, v| *v > 0);
+    s.error_rate = if n > 0 { bad as f64 / n as f64 } else { 0.0 };
+    s.check_pass_rate = if n > 0 {
+        checks_ok as f64 / n as f64
+    } else {
+        0.0
+    };
+    let per_s = |k: u64| {
+        if s.window_s > 0.0 {
+            k as f64 / s.window_s
         } else {
             0.0
-        };
-        let per_s = |k: u64| {
-            if s.window_s > 0.0 {
-                k as f64 / s.window_s
-            } else {
-                0.0
-            }
-        };
-        s.request_rate = per_s(n);
-        s.throughput_rps = per_s((n - bad).min(checks_ok));
-        s.latency = summarize(&h);
-        judge(&mut s);
-        out.push(s);
-    }
-    Ok(out)
+        }
+    };
+    s.request_rate = per_s(n);
+    s.throughput_rps = per_s((n - bad).min(checks_ok));
+    s.latency = summarize(&h);
+    judge(&mut s);
+    Ok(s)
 }
 
 #[cfg(test)]

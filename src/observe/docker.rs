@@ -8,7 +8,6 @@ use bollard::query_parameters::{
 };
 use bollard::Docker;
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -213,9 +212,4 @@ pub fn cpu_percent(prev: &RawStats, now: &RawStats) -> Option<f64> {
     Some(d_cpu / d_sys * now.online_cpus as f64 * 100.0)
 }
 
-/// A container's stats as the timeline and `inspect` show them.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ContainerStats {
-    pub memory_bytes: u64,
-    pub cpu_percent: Option<f64>,
-}
+pub use crate::record::stage::ContainerStats;

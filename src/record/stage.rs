@@ -327,3 +327,10 @@ impl StageResult {
         }
     }
 }
+
+/// A container's stats at one moment, as `inspect` shows them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContainerStats {
+    pub memory_bytes: u64,
+    pub cpu_percent: Option<f64>,
+}

@@ -3,6 +3,7 @@
 //! the baseline, slots taken / waiting / runner tasks per stage, memory per container over time
 //! — then the stage table (validity first), the diagnosis and the recommendation in words.
 
+use crate::record::diagnosis::Level;
 use crate::record::timeline::Event;
 use crate::record::{Diagnosis, LoadModel, Recommendation, Summary};
 use std::collections::BTreeMap;
@@ -248,12 +249,21 @@ impl Timeline {
 }
 
 pub fn render(s: &Summary, events: &[Event]) -> String {
-    let timeline = &Timeline::from_events(events);
+    let timeline = Timeline::from_events(events);
     let d: Option<&Diagnosis> = s.diagnosis.as_ref();
-    let r: Option<&Recommendation> = s.recommendation.as_ref();
-    let mut charts: Vec<Chart> = Vec::new();
     let levels = d.map(|d| d.levels.as_slice()).unwrap_or(&[]);
-    // 1. Throughput against load.
+    let mut charts = vec![
+        throughput_chart(s, d, levels),
+        latency_chart(d, levels),
+        slots_chart(d, levels),
+    ];
+    charts.extend(memory_chart(&timeline));
+    page(s, d, s.recommendation.as_ref(), &charts)
+}
+
+/// Throughput against load: measured points with their intervals, the model's curves, the
+/// ceilings.
+fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Chart {
     let mut thr = Chart {
         id: "throughput".into(),
         title: "Throughput against in-flight load".into(),
@@ -316,8 +326,11 @@ pub fn render(s: &Summary, events: &[Event]) -> String {
             }
         }
     }
-    charts.push(thr);
-    // 2. Latency against load.
+    thr
+}
+
+/// p50 and p95 against load, with the service time.
+fn latency_chart(d: Option<&Diagnosis>, levels: &[Level]) -> Chart {
     let mut lat = Chart {
         id: "latency".into(),
         title: "p50 and p95 against load".into(),
@@ -357,8 +370,11 @@ pub fn render(s: &Summary, events: &[Event]) -> String {
             format!("service time S {:.0} ms", st.value * 1000.0),
         ));
     }
-    charts.push(lat);
-    // 3. Slots taken, waiting, runner tasks (model).
+    lat
+}
+
+/// Slots taken and jobs waiting (n8n's gauges) against runner tasks (X × C).
+fn slots_chart(d: Option<&Diagnosis>, levels: &[Level]) -> Chart {
     let code_s = d.and_then(|d| d.settings.code_time.as_ref().map(|c| c.value));
     let mut q = Chart {
         id: "slots".into(),
@@ -399,9 +415,15 @@ pub fn render(s: &Summary, events: &[Event]) -> String {
             mark: Mark::Dashed,
         });
     }
-    charts.push(q);
-    // 4. Memory over time.
-    if !timeline.containers.is_empty() || !timeline.rss.is_empty() {
+    q
+}
+
+/// Memory over time per container and endpoint, RSS against the JS heap.
+fn memory_chart(timeline: &Timeline) -> Option<Chart> {
+    if timeline.containers.is_empty() && timeline.rss.is_empty() {
+        return None;
+    }
+    {
         let mut m = Chart {
             id: "memory".into(),
             title: "Memory over time: containers (docker stats), RSS and JS heap".into(),
@@ -435,8 +457,16 @@ pub fn render(s: &Summary, events: &[Event]) -> String {
             });
         }
         m.series.truncate(8);
-        charts.push(m);
+        Some(m)
     }
+}
+
+fn page(
+    s: &Summary,
+    d: Option<&Diagnosis>,
+    r: Option<&Recommendation>,
+    charts: &[Chart],
+) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -459,7 +489,7 @@ pub fn render(s: &Summary, events: &[Event]) -> String {
     if let Some(d) = d {
         let _ = write!(h, "<h2>Verdict</h2><p><b>{}</b></p>", esc(&d.verdict));
     }
-    for c in &charts {
+    for c in charts {
         let _ = write!(h, "<h2>{}</h2>{}", esc(&c.title), c.svg());
     }
     h.push_str("<h2>Stages</h2><table><tr><th>stage</th><th>load</th><th>valid</th><th>check %</th><th>error %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>new conns/req</th><th>slots taken</th><th>waiting</th></tr>");

@@ -129,7 +129,7 @@ pub fn stages_table(stages: &[StageResult]) -> String {
 /// `n8ncap inspect`: one row per container with its role, capacity settings and their sources.
 pub fn topology_table(
     t: &crate::topology::Topology,
-    stats: &[Option<crate::observe::docker::ContainerStats>],
+    stats: &[Option<crate::record::stage::ContainerStats>],
 ) -> String {
     use crate::topology::Role;
     let mut table = Table::new();

@@ -8,6 +8,39 @@ use n8ncap::record::{StageResult, Summary};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// Whether a test may run: `present` says whether its dependency is here. Outside CI a missing
+/// dependency skips the test and says why; when `CI` is set it fails the test, so a green CI
+/// never hides a test that did not run.
+pub fn require(dependency: &str, present: bool, install: &str) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{dependency} is required when CI is set: {install}");
+    }
+    eprintln!("skipping: {dependency} is not available ({install})");
+    false
+}
+
+/// Docker: the engine's socket (or DOCKER_HOST).
+pub fn have_docker() -> bool {
+    require(
+        "the Docker Engine",
+        std::path::Path::new("/var/run/docker.sock").exists()
+            || std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty()),
+        "start dockerd",
+    )
+}
+
+/// A command that runs with `arg` (e.g. `--version`).
+pub fn have_command(cmd: &str, arg: &str, install: &str) -> bool {
+    let ok = Command::new(cmd)
+        .arg(arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    require(cmd, ok, install)
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_n8ncap")
 }
