@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use n8ncap::audit::{self, compose, RuleId};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn root() -> PathBuf {
