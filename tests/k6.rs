@@ -139,3 +139,65 @@ fn bad_k6_files_exit_2() {
         );
     }
 }
+
+/// A single k6 run of a real n8n 2.41 (webhook → Code 1 s → respond, worker concurrency 10,
+/// runner limit 5 unknown to n8ncap): one level, 20 in flight, 4.7 req/s. The level alone is
+/// saturated (R̄ ≈ 4 × S), pins the runner limit, and the plan keeps the 10 slots.
+#[test]
+fn one_k6_summary_of_a_saturated_run_gives_a_verdict_and_pins_the_runner_limit() {
+    let dir = std::env::temp_dir().join(format!("n8ncap-k6one-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("summary.json");
+    std::fs::write(
+        &f,
+        serde_json::json!({
+            "metrics": {
+                "http_reqs": {"count": 282, "rate": 4.7},
+                "http_req_duration": {"avg": 4255.0, "min": 1070.0, "med": 4250.0,
+                    "max": 4400.0, "p(90)": 4300.0, "p(95)": 4320.0},
+                "http_req_failed": {"passes": 0, "fails": 282, "value": 0},
+                "checks": {"passes": 282, "fails": 0, "value": 1},
+                "vus_max": {"value": 20, "min": 20, "max": 20}
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args([
+            "diagnose",
+            "--k6-summary",
+            f.to_str().unwrap(),
+            "--body",
+            r#"{"sleep_ms":1000}"#,
+            "--worker-concurrency",
+            "10",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &v["diagnosis"];
+    assert_eq!(d["capping_limit"], "runner_limit", "{}", d["verdict"]);
+    assert_eq!(d["settings"]["runner_limit"]["value"], 5);
+    assert!(d["settings"]["runner_limit"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("inferred"));
+    assert_eq!(
+        d["levels"][0]["saturated_by"][0],
+        "response_above_service_time"
+    );
+    assert!(d["next_level"].is_null());
+    let r = &v["recommendation"];
+    assert_eq!(r["worker_concurrency"], 10);
+    assert!(r["runner_capacity_per_worker"].as_u64().unwrap() >= 10);
+    assert_eq!(r["break_point_kind"], "knee");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -85,7 +85,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     } else {
         v
     };
-    observed::findings(&levels, stages, &cpu, &mut findings);
+    observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 
     let x_max = capacity.map(|c| {

@@ -12,14 +12,20 @@ pub const FLAT: f64 = 0.05;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-pub fn findings(levels: &[Level], stages: &[StageResult], cpu: &[CpuUse], out: &mut Vec<Finding>) {
+/// `binding`: the CPU site the verdict already names (`cpu-limit-caps`), not repeated here.
+pub fn findings(
+    levels: &[Level],
+    stages: &[StageResult],
+    (cpu, binding): (&[CpuUse], Option<&CpuUse>),
+    out: &mut Vec<Finding>,
+) {
     queue_backlog(levels, stages, out);
     ceiling_reached(levels, out);
     memory_in_runner(stages, out);
     containers_gone(stages, out);
     connection_churn(stages, out);
     load_generator(stages, out);
-    cpu_saturated(cpu, out);
+    cpu_saturated(cpu, binding, out);
 }
 
 fn queue_backlog(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding>) {
@@ -276,8 +282,11 @@ fn load_generator(stages: &[StageResult], out: &mut Vec<Finding>) {
 
 /// Saturated CPU sites, whatever caps: a process near its usable cores is where the next limit
 /// is (the verdict's `cpu-limit-caps` says when it already caps).
-fn cpu_saturated(cpu: &[CpuUse], out: &mut Vec<Finding>) {
-    let hot: Vec<&CpuUse> = cpu.iter().filter(|u| u.saturated).collect();
+fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, out: &mut Vec<Finding>) {
+    let hot: Vec<&CpuUse> = cpu
+        .iter()
+        .filter(|u| u.saturated && binding.is_none_or(|b| b.name != u.name))
+        .collect();
     if hot.is_empty() {
         return;
     }

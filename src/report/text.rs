@@ -139,9 +139,12 @@ pub fn recommendation(r: &Recommendation) -> String {
             .map(|v| format!("{v:.2} s"))
             .unwrap_or_else(|| "unknown".into()),
         r.operating_concurrency,
-        r.current_ceiling
-            .map(|c| format!("; today's ceiling {c:.2} req/s"))
-            .unwrap_or_default()
+        match (r.current_ceiling, r.measured_capacity) {
+            (Some(c), Some(m)) => format!("; today: {m:.2} req/s measured, the settings alone allow {c:.2}"),
+            (Some(c), None) => format!("; today's settings allow {c:.2} req/s"),
+            (None, Some(m)) => format!("; today: {m:.2} req/s measured"),
+            (None, None) => String::new(),
+        }
     );
     for n in &r.notes {
         let _ = writeln!(s, "  note: {n}");
