@@ -176,6 +176,39 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_with_an_older_diagnosis_is_read_and_diagnosed_again() {
+        use crate::diagnose::tests::closed;
+        let mut old = serde_json::to_value(Summary::new(
+            "t",
+            crate::record::LoadModel::Closed,
+            "",
+            Some(serde_json::json!({"sleep_ms": 1000})),
+        ))
+        .unwrap();
+        old["schema"] = "n8ncap.summary/1".into();
+        old["stages"] = serde_json::to_value(vec![closed(0, 20, 4.7)]).unwrap();
+        // Schema 1 wrote the diagnosis as free JSON with `load` per level.
+        old["diagnosis"] =
+            serde_json::json!({"capping_limit": "runner_limit", "levels": [{"load": 20.0}]});
+        old["recommendation"] = serde_json::json!({"operating_concurrency": 13});
+        let dir = std::env::temp_dir().join(format!("n8ncap-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("summary.json"), old.to_string()).unwrap();
+        let mut s = load_summary(&dir).unwrap();
+        assert!(s.diagnosis.is_none() && s.recommendation.is_none());
+        let (d, _) = analyze(&mut s, settings_10(), None);
+        assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn settings_10() -> Settings {
+        Settings {
+            worker_concurrency: Some(Sourced::new(10, "t")),
+            ..Settings::default()
+        }
+    }
+
+    #[test]
     fn loopback_targets_are_recognised() {
         assert!(is_loopback_url("http://127.0.0.1:5678/webhook/x"));
         assert!(is_loopback_url("http://localhost/x"));

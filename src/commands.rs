@@ -17,7 +17,7 @@ use crate::util::process_env;
 use crate::wire::resp::RedisUrl;
 use std::time::Duration;
 
-/// Runs one command; the exit code follows DESIGN.md (0, 1, 2, 99, 130).
+/// Runs one command; the exit code follows README.md "Exit codes" (0, 1, 2, 99, 130).
 pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Demo { json } => demo(json).await,

@@ -1,6 +1,6 @@
 //! Exit codes and the error kinds that choose them.
 //!
-//! DESIGN.md fixes the codes: 0 ok, 99 a threshold failed (as k6), 1 an audit error or a run that
+//! README.md ("Exit codes") fixes the codes: 0 ok, 99 a threshold failed (as k6), 1 an audit error or a run that
 //! could not complete, 2 bad usage or bad input, 130 interrupted (Ctrl-C, as shells do).
 
 use std::fmt;

@@ -45,6 +45,34 @@ pub const KEPT_VARIABLES: &[&str] = &[
 
 pub use crate::record::Role;
 
+/// `N8N_RUNNERS_MODE`: n8n starts its own runner (`internal`, the default) or waits for runner
+/// containers (`external`). Any other value is refused by n8n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnersMode {
+    Internal,
+    External,
+    Invalid,
+}
+
+impl RunnersMode {
+    pub fn parse(v: &str) -> RunnersMode {
+        match v.trim() {
+            "internal" => RunnersMode::Internal,
+            "external" => RunnersMode::External,
+            _ => RunnersMode::Invalid,
+        }
+    }
+
+    pub fn word(&self) -> &'static str {
+        match self {
+            RunnersMode::Internal => "internal",
+            RunnersMode::External => "external",
+            RunnersMode::Invalid => "invalid",
+        }
+    }
+}
+
 /// What is known about one container or compose service, secrets already dropped.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Facts {
@@ -119,7 +147,7 @@ pub struct Node {
     pub worker_concurrency: Option<Sourced<u32>>,
     /// Runners: their limit; workers in internal mode: their internal runner's.
     pub runner_limit: Option<Sourced<u32>>,
-    pub runners_mode: Option<Sourced<String>>,
+    pub runners_mode: Option<Sourced<RunnersMode>>,
     /// Runners: the worker (or main) whose broker they attach to.
     pub attached_to: Option<String>,
     /// Workers and main: Σ limits of runners attached (replicas counted).
@@ -267,7 +295,7 @@ impl Topology {
                 let external = n
                     .runners_mode
                     .as_ref()
-                    .is_some_and(|m| m.value == "external");
+                    .is_some_and(|m| m.value == RunnersMode::External);
                 let attached = capacity.get(&n.facts.name).copied().unwrap_or(0);
                 n.runner_capacity = Some(if external {
                     attached
@@ -328,11 +356,12 @@ fn settle(n: &mut Node) {
     match n.role {
         Role::Worker | Role::Main | Role::Webhook => {
             let mode = get("N8N_RUNNERS_MODE");
-            n.runners_mode = Some(match &mode {
-                Some(m) => Sourced::new(m.clone(), format!("N8N_RUNNERS_MODE on {origin}")),
-                None => Sourced::new("internal".to_string(), "n8n default"),
+            let parsed = mode.as_deref().map(RunnersMode::parse);
+            n.runners_mode = Some(match parsed {
+                Some(m) => Sourced::new(m, format!("N8N_RUNNERS_MODE on {origin}")),
+                None => Sourced::new(RunnersMode::Internal, "n8n default"),
             });
-            let external = mode.as_deref() == Some("external");
+            let external = parsed == Some(RunnersMode::External);
             if let Some(v) = get("N8N_RUNNERS_MAX_CONCURRENCY") {
                 if external {
                     n.notes.push(format!(

@@ -184,7 +184,7 @@ fn refused_port_exits_99_and_writes_the_summary() {
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["schema"], "n8ncap.summary/1");
+    assert_eq!(summary["schema"], "n8ncap.summary/2");
     assert_eq!(summary["thresholds_passed"], false);
     assert_eq!(summary["stages"][0]["valid"], false);
     let lines = std::fs::read_to_string(dir.join("stages.jsonl")).unwrap();
@@ -507,4 +507,63 @@ async fn https_targets_time_the_handshake_and_refuse_untrusted_certificates() {
     p.request.insecure = true;
     let st = sweep(p, None).await.stages.remove(0);
     assert!(st.phases.tls_handshaking.mean_ms > 0.0, "{:?}", st.phases);
+}
+
+/// The sweep drives any observer through the `Observer` seam: a fake one here (the load engine
+/// imports nothing of `observe`), whose observations land in the stages it was told about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_drives_any_observer_through_its_trait() {
+    use n8ncap::record::observation::{Observer, StageObservation};
+    use n8ncap::record::stage::QueueObserved;
+    use std::sync::{Arc, Mutex};
+    #[derive(Default)]
+    struct Fake {
+        calls: Arc<Mutex<Vec<String>>>,
+    }
+    impl Observer for Fake {
+        fn begin_stage(&mut self, index: usize, _: std::time::Instant) {
+            self.calls.lock().unwrap().push(format!("begin {index}"));
+        }
+        fn end_stage(&mut self, coarse: bool) -> StageObservation {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(format!("end {coarse}"));
+            StageObservation {
+                queue: Some(QueueObserved {
+                    active_mean: calls.len() as f64,
+                    samples: 1,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        }
+        fn stop(&mut self) {
+            self.calls.lock().unwrap().push("stop".into());
+        }
+    }
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let url = format!("http://127.0.0.1:{}/webhook/load", free_port());
+    let (s, _) = n8ncap::load::run::run_sweep(
+        n8ncap::load::run::SweepOptions {
+            observer: Some(Box::new(Fake {
+                calls: calls.clone(),
+            })),
+            queue_metrics_interval: Duration::from_secs(1),
+            ..n8ncap::load::run::SweepOptions::new(closed_profile(
+                &url,
+                &[1, 2],
+                serde_json::json!({}),
+                "0s",
+                "300ms",
+            ))
+        },
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        *calls.lock().unwrap(),
+        ["begin 0", "end true", "begin 1", "end true", "stop"]
+    );
+    assert_eq!(s.stages[0].queue.as_ref().unwrap().active_mean, 2.0);
+    assert_eq!(s.stages[1].queue.as_ref().unwrap().active_mean, 4.0);
 }

@@ -209,7 +209,7 @@ fn is_true(v: Option<&str>) -> bool {
 fn external(n: &Node) -> bool {
     n.runners_mode
         .as_ref()
-        .is_some_and(|m| m.value == "external")
+        .is_some_and(|m| m.value == crate::topology::RunnersMode::External)
 }
 
 fn image_tag(image: &str) -> String {

@@ -6,7 +6,7 @@ use super::role::Role;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The load model, decided first (DESIGN.md rule 1).
+/// The load model, decided first: it says what a result measures (processing or intake).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LoadModel {

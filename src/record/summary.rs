@@ -8,7 +8,20 @@ use super::stage::{LoadModel, StageResult, ThresholdResult};
 use crate::model::settings::{Settings, Sourced};
 use serde::{Deserialize, Serialize};
 
-pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/1";
+/// `/2`: the diagnosis and recommendation are typed (saturation, CPU, kinds of break point);
+/// the stages are as in `/1`, which is still read (its old diagnosis is re-computed).
+pub const SUMMARY_SCHEMA: &str = "n8ncap.summary/2";
+
+/// A diagnosis or recommendation written by another version of n8ncap is not an error: it is
+/// dropped and computed again from the stages.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.and_then(|v| serde_json::from_value(v).ok()))
+}
 
 /// The host n8n ran on, as recorded with the run, so a re-diagnosis uses the same cores.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -44,9 +57,17 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
     /// Filled by the diagnosis step, when it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub diagnosis: Option<Diagnosis>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     pub recommendation: Option<Recommendation>,
 }
 

@@ -175,7 +175,7 @@ pub fn topology_table(
         let mode = n
             .runners_mode
             .as_ref()
-            .map(|m| m.value.clone())
+            .map(|m| m.value.word().to_string())
             .unwrap_or_default();
         let limit = n
             .facts
