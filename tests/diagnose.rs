@@ -54,7 +54,7 @@ fn finding<'a>(d: &'a n8ncap::record::Diagnosis, id: &str) -> &'a n8ncap::findin
 /// worker-bound ceiling feels and the runner-bound one does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runner_limit_5_is_named_with_its_numbers() {
-    let mut s = sweep_sim(15, 5, &[20, 30], 200, "8s").await;
+    let mut s = sweep_sim(15, 5, &[20, 30], 200, "6s").await;
     let (d, _) = analyze(&mut s, known(15, 5), None);
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
     let f = finding(&d, "runner-limit-caps");
@@ -72,7 +72,7 @@ async fn runner_limit_5_is_named_with_its_numbers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runner_limit_20_leaves_worker_concurrency_named() {
-    let mut s = sweep_sim(15, 20, &[20, 30], 200, "8s").await;
+    let mut s = sweep_sim(15, 20, &[20, 30], 200, "6s").await;
     let (d, _) = analyze(&mut s, known(15, 20), None);
     assert_eq!(
         d.capping_limit,
@@ -100,7 +100,7 @@ async fn runner_limit_20_leaves_worker_concurrency_named() {
 /// concurrency from the queue gauges, the runner limit from X × C — as a single k6 run would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_level_pins_an_unknown_runner_limit() {
-    let mut s = sweep_sim(15, 6, &[20], 200, "8s").await;
+    let mut s = sweep_sim(15, 6, &[20], 200, "6s").await;
     let (d, _) = analyze(&mut s, Settings::default(), None);
     let r = d
         .settings
@@ -131,7 +131,7 @@ async fn ceiling_reached_and_queue_backlog() {
     let mut s = sweep_scraped(
         closed_profile(
             &stack.webhook_url,
-            &[5, 10, 20, 40],
+            &[10, 20, 40],
             serde_json::json!({"sleep_ms": 500}),
             "3s",
             "6s",
