@@ -163,26 +163,16 @@ fn one_k6_summary_of_a_saturated_run_gives_a_verdict_and_pins_the_runner_limit()
         .to_string(),
     )
     .unwrap();
-    let out = Command::new(bin())
-        .args([
-            "diagnose",
-            "--k6-summary",
-            f.to_str().unwrap(),
-            "--body",
-            r#"{"sleep_ms":1000}"#,
-            "--worker-concurrency",
-            "10",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_json(&[
+        "diagnose",
+        "--k6-summary",
+        f.to_str().unwrap(),
+        "--body",
+        r#"{"sleep_ms":1000}"#,
+        "--worker-concurrency",
+        "10",
+        "--json",
+    ]);
     let d = &v["diagnosis"];
     assert_eq!(d["capping_limit"], "runner_limit", "{}", d["verdict"]);
     assert_eq!(d["settings"]["runner_limit"]["value"], 5);

@@ -5,9 +5,7 @@
 use super::*;
 use crate::model::settings::Sourced;
 use crate::record::diagnosis::{CpuSite, SaturationSign};
-use crate::record::stage::{
-    ContainerObserved, EndpointObserved, ErrorCounts, Latency, Phases, QueueObserved,
-};
+use crate::record::stage::{ContainerObserved, EndpointObserved, Latency, QueueObserved};
 use crate::record::{LoadLevel, LoadModel, Role};
 
 /// A valid closed stage at `vus` in flight with throughput `x` and mean response N ÷ X.
@@ -26,18 +24,12 @@ pub fn stage(
 ) -> StageResult {
     let requests = (x * 10.0).round() as u64;
     StageResult {
-        index,
-        repeat: 0,
-        label: format!("stage {index}"),
-        model,
         vus,
         rate,
-        ramp_to: None,
         max_vus: Some(1000),
         duration_s: 15.0,
         warmup_s: 5.0,
         window_s: 10.0,
-        partial: false,
         requests,
         ok: requests,
         throughput_rps: x,
@@ -51,25 +43,9 @@ pub fn stage(
             p99_ms: mean_ms * 1.05,
             max_ms: mean_ms * 1.1,
         }),
-        phases: Phases::default(),
-        error_rate: 0.0,
-        errors: ErrorCounts::default(),
-        checks: Vec::new(),
-        check_pass_rate: 1.0,
-        dropped_iterations: 0,
         new_connections: vus.unwrap_or(1) as u64,
-        new_conns_per_request: 0.0,
-        bytes_sent: 0,
-        bytes_received: 0,
-        warmup_requests: 0,
         client_cpu_percent: 5.0,
-        valid: true,
-        invalid_reasons: Vec::new(),
-        thresholds: Vec::new(),
-        queue: None,
-        endpoints: Vec::new(),
-        containers: Vec::new(),
-        memory_by_role: Vec::new(),
+        ..StageResult::empty(index, format!("stage {index}"), model)
     }
 }
 
@@ -197,7 +173,7 @@ fn a_level_below_the_ceiling_is_not_saturated_and_says_what_to_try() {
     assert!((d.service_time.as_ref().unwrap().value - 1.0 / 0.94).abs() < 1e-9);
 }
 
-fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
+pub fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
     // Real n8n on 2 vCPU: short jobs, slots out of the way, 12.5 executions/s.
     let mut hi = closed(1, 20, 12.5);
     if with_cpu {

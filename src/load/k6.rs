@@ -4,7 +4,7 @@
 
 use super::stats::summarize;
 use crate::error::BadInput;
-use crate::record::stage::{ErrorCounts, Latency, StageResult};
+use crate::record::stage::{Latency, StageResult};
 use crate::record::LoadModel;
 use hdrhistogram::Histogram;
 use std::io::BufRead;
@@ -17,42 +17,8 @@ fn read(path: &Path) -> Result<String, BadInput> {
 
 fn blank_stage(index: usize, label: String, vus: u32) -> StageResult {
     StageResult {
-        index,
-        repeat: 0,
-        label,
-        model: LoadModel::Closed,
         vus: Some(vus),
-        rate: None,
-        ramp_to: None,
-        max_vus: None,
-        duration_s: 0.0,
-        warmup_s: 0.0,
-        window_s: 0.0,
-        partial: false,
-        requests: 0,
-        ok: 0,
-        throughput_rps: 0.0,
-        request_rate: 0.0,
-        latency: None,
-        phases: Default::default(),
-        error_rate: 0.0,
-        errors: ErrorCounts::default(),
-        checks: Vec::new(),
-        check_pass_rate: 1.0,
-        dropped_iterations: 0,
-        new_connections: 0,
-        new_conns_per_request: 0.0,
-        bytes_sent: 0,
-        bytes_received: 0,
-        warmup_requests: 0,
-        client_cpu_percent: 0.0,
-        valid: true,
-        invalid_reasons: Vec::new(),
-        thresholds: Vec::new(),
-        queue: None,
-        endpoints: Vec::new(),
-        containers: Vec::new(),
-        memory_by_role: Vec::new(),
+        ..StageResult::empty(index, label, LoadModel::Closed)
     }
 }
 

@@ -1,8 +1,7 @@
 //! The recommendation follows the verdict: checked on diagnoses of synthetic runs.
 
 use super::*;
-use crate::diagnose::tests::{closed, run, settings};
-use crate::record::stage::EndpointObserved;
+use crate::diagnose::tests::{closed, cpu_stage, run, settings};
 
 #[test]
 fn reference_check_break_point_120_job_24s() {
@@ -109,20 +108,8 @@ fn a_failure_point_gets_the_two_thirds_factor() {
 
 #[test]
 fn a_cpu_bound_worker_gets_more_workers_up_to_the_host() {
-    let mut hi = closed(1, 20, 12.5);
-    for (role, cores) in [(Role::Worker, 1.25), (Role::Main, 0.38)] {
-        hi.endpoints.push(EndpointObserved {
-            url: format!("http://127.0.0.1/{}", role.word()),
-            role: Some(role),
-            samples: 10,
-            cpu_percent_mean: cores * 100.0,
-            ..Default::default()
-        });
-    }
-    let d = run(
-        &[closed(0, 1, 12.5), hi],
-        settings(0.01, Some(15), Some(20)),
-    );
+    // Real n8n's figures: worker at 1.25 cores, main at 0.38, 12.5 executions/s.
+    let d = run(&cpu_stage(true), settings(0.01, Some(15), Some(20)));
     let r = recommend(&d, None).unwrap();
     assert!(r.workers >= 2, "{r:?}");
     assert!(r.cpu_measured);

@@ -315,6 +315,48 @@ pub struct StageResult {
 }
 
 impl StageResult {
+    /// A stage of `model` with nothing measured yet, valid until judged otherwise.
+    pub fn empty(index: usize, label: String, model: LoadModel) -> StageResult {
+        StageResult {
+            index,
+            repeat: 0,
+            label,
+            model,
+            vus: None,
+            rate: None,
+            ramp_to: None,
+            max_vus: None,
+            duration_s: 0.0,
+            warmup_s: 0.0,
+            window_s: 0.0,
+            partial: false,
+            requests: 0,
+            ok: 0,
+            throughput_rps: 0.0,
+            request_rate: 0.0,
+            latency: None,
+            phases: Phases::default(),
+            error_rate: 0.0,
+            errors: ErrorCounts::default(),
+            checks: Vec::new(),
+            check_pass_rate: 1.0,
+            dropped_iterations: 0,
+            new_connections: 0,
+            new_conns_per_request: 0.0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            warmup_requests: 0,
+            client_cpu_percent: 0.0,
+            valid: true,
+            invalid_reasons: Vec::new(),
+            thresholds: Vec::new(),
+            queue: None,
+            endpoints: Vec::new(),
+            containers: Vec::new(),
+            memory_by_role: Vec::new(),
+        }
+    }
+
     /// The stage's load level, typed by its model. A ramping open stage counts as its mean
     /// offered rate.
     pub fn level(&self) -> LoadLevel {

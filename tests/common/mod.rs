@@ -45,6 +45,18 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_n8ncap")
 }
 
+/// Runs n8ncap with `args`, expects exit 0, and reads its standard output as JSON.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(bin()).args(args).output().expect("run n8ncap");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on standard output")
+}
+
 /// A port nothing listens on right now.
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
