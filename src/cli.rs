@@ -302,6 +302,26 @@ pub struct SweepArgs {
     /// Run every stage K times in a row: gives confidence intervals on throughput and p95.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,
+    /// Choose the levels as the run goes: 1 in flight, then ×2 until saturated (or thresholds
+    /// fail), then refine the knee to ±10 %; each stage ends once its throughput is steady.
+    #[arg(long, conflicts_with_all = ["vus", "rates", "repeat"])]
+    pub adaptive: bool,
+    /// Adaptive: never more in flight than this.
+    #[arg(long, default_value_t = 200)]
+    pub max_vus: u32,
+    /// Adaptive: wall time for the whole search, e.g. 5m.
+    #[arg(long, default_value = "5m")]
+    pub budget: String,
+    /// Adaptive: a stage ends once the 95 % half-width of its throughput is under this share.
+    #[arg(long, default_value_t = 0.03)]
+    pub precision: f64,
+    /// Adaptive: a stage ends at this length (after its warm-up) whatever its precision.
+    #[arg(long, default_value = "60s")]
+    pub max_stage: String,
+    /// Adaptive: past the knee, keep raising the load until thresholds fail (never beyond
+    /// --max-vus).
+    #[arg(long, requires = "adaptive")]
+    pub to_failure: bool,
     /// Print summary.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -165,6 +165,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         out.as_ref().and_then(|o| o.timeline().ok()),
     )
     .await;
+    let profile_model = profile.model;
     let opts = SweepOptions {
         profile,
         out,
@@ -174,6 +175,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
         repeat: a.repeat,
         settings: Some(known),
+        adaptive: adaptive_options(&a, &profile_model)?,
         host: Some(host),
     };
     let (mut summary, ending) = run_sweep(opts, async {
@@ -203,6 +205,44 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// `--adaptive` and its bounds, checked.
+fn adaptive_options(
+    a: &SweepArgs,
+    model: &crate::record::LoadModel,
+) -> anyhow::Result<Option<crate::load::run::AdaptiveOptions>> {
+    if !a.adaptive {
+        return Ok(None);
+    }
+    if *model != crate::record::LoadModel::Closed {
+        return Err(BadInput(
+            "--adaptive searches in-flight levels: use a closed-model profile (not --rates)".into(),
+        )
+        .into());
+    }
+    let dur = |flag: &str, v: &str| -> anyhow::Result<Duration> {
+        let d = crate::util::parse_duration(v).map_err(|e| BadInput(format!("--{flag}: {e}")))?;
+        if d.is_zero() {
+            return Err(BadInput(format!("--{flag} must be more than 0")).into());
+        }
+        Ok(d)
+    };
+    if !(a.precision.is_finite() && a.precision > 0.0 && a.precision < 1.0) {
+        return Err(
+            BadInput("--precision must be a share between 0 and 1, e.g. 0.03".into()).into(),
+        );
+    }
+    if a.max_vus == 0 {
+        return Err(BadInput("--max-vus must be at least 1".into()).into());
+    }
+    Ok(Some(crate::load::run::AdaptiveOptions {
+        max_vus: a.max_vus,
+        budget: dur("budget", &a.budget)?,
+        precision: a.precision,
+        max_stage: dur("max-stage", &a.max_stage)?,
+        to_failure: a.to_failure,
+    }))
+}
+
 /// The stage table, the diagnosis, the recommendation (or why there is none) and the failed
 /// thresholds.
 fn print_run(
@@ -211,6 +251,9 @@ fn print_run(
     rec: &Result<crate::record::Recommendation, String>,
 ) {
     println!("{}", crate::report::table::stages_table(&summary.stages));
+    if !summary.search.is_empty() {
+        println!("{}", crate::report::text::search(summary));
+    }
     println!("\n{}", crate::report::text::diagnosis(d));
     match rec {
         Ok(r) => println!("{}", crate::report::text::recommendation(r)),

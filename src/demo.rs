@@ -107,6 +107,7 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         queue_metrics_interval: Duration::from_secs(1),
         repeat: 1,
         settings: Some(demo_settings()),
+        adaptive: None,
         host: Some(host),
     };
     let out = run_sweep(opts, async {

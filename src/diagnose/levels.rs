@@ -14,10 +14,7 @@ use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::{Level, SaturationSign};
 use crate::record::{Estimate, LoadLevel, StageResult};
 
-/// R̄ ÷ S above which a level is at the ceiling. With deterministic jobs R̄ = S exactly until a
-/// limit binds; measured real n8n varies R̄ at 1 in flight by a few %, and CPU contention below
-/// the knee adds 10–20 %; 1.3 S is clear of both and reached at 1.3 × the knee.
-pub const SATURATION_RATIO: f64 = 1.3;
+pub use crate::model::SATURATION_RATIO;
 
 /// Open model: completions below this share of the offered rate mean the stack could not keep
 /// up.
@@ -147,9 +144,8 @@ pub fn mark_saturation(levels: &mut [Level], service_time_s: Option<f64>) {
         let Some(r) = l.mean_ms.map(|ms| ms / 1000.0) else {
             continue;
         };
-        let ratio = r / s;
-        l.response_ratio = Some(ratio);
-        if ratio > SATURATION_RATIO
+        l.response_ratio = Some(r / s);
+        if crate::model::saturated(r, s)
             && !l
                 .saturated_by
                 .contains(&SaturationSign::ResponseAboveServiceTime)

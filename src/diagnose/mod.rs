@@ -116,7 +116,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         effective_concurrency: effective,
         saturation_rule: levels::saturation_rule(),
         failure_point: failure_point(stages, &levels),
-        knee: knee(&levels, effective),
+        knee: knee(&levels, measured.as_ref().map(|(x, _)| x.mean), effective),
         next_level: next_level(&levels, capacity.as_ref(), measured.is_some()),
         levels,
         comparison,
@@ -259,12 +259,16 @@ pub fn failure_point(stages: &[StageResult], levels: &[Level]) -> Option<BreakPo
     })
 }
 
-/// The saturation knee: the smallest saturated level; `in_flight` is where the ceiling begins
-/// (executions in progress at the ceiling, X × S), which a coarse grid may not have measured.
-fn knee(levels: &[Level], effective: Option<f64>) -> Option<BreakPoint> {
+/// The saturation knee: the smallest level at the ceiling — saturated, or with throughput
+/// within 5 % of the capacity; `in_flight` is where the ceiling begins (executions in progress
+/// at the ceiling, X × S), which a coarse grid may not have measured.
+fn knee(levels: &[Level], capacity: Option<f64>, effective: Option<f64>) -> Option<BreakPoint> {
+    let x_max = capacity?;
     let l = levels
         .iter()
-        .filter(|l| l.saturated())
+        .filter(|l| {
+            l.saturated() || (l.valid && l.throughput.mean >= (1.0 - observed::FLAT) * x_max)
+        })
         .min_by(|a, b| a.in_flight.total_cmp(&b.in_flight))?;
     let from = effective.unwrap_or(l.in_flight).min(l.in_flight);
     Some(BreakPoint {
@@ -272,7 +276,7 @@ fn knee(levels: &[Level], effective: Option<f64>) -> Option<BreakPoint> {
         level: l.level,
         in_flight: from,
         reason: format!(
-            "saturated at {} ({:.2} req/s); the ceiling begins near {from:.1} in flight (X × S)",
+            "at the ceiling from {} ({:.2} req/s); it begins near {from:.1} in flight (X × S)",
             l.level.words(),
             l.throughput.mean
         ),

@@ -340,8 +340,9 @@ fn the_failure_point_is_the_first_failing_level() {
     let f = d.failure_point.as_ref().unwrap();
     assert_eq!(f.level, LoadLevel::InFlight(40));
     assert_eq!(f.in_flight, 40.0);
+    // 9.4 req/s at 10 in flight is within 5 % of the 9.6 ceiling: the knee is at the slots.
     let k = d.knee.as_ref().unwrap();
-    assert_eq!(k.level, LoadLevel::InFlight(20));
+    assert_eq!(k.level, LoadLevel::InFlight(10));
 }
 
 #[test]

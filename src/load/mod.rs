@@ -2,6 +2,7 @@
 //! response, and aggregates per stage. It measures and does not judge: validity flags follow
 //! the profile's thresholds, verdicts belong to `diagnose`.
 
+pub mod adaptive;
 pub mod checks;
 pub mod client;
 pub mod k6;

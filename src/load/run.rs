@@ -2,6 +2,7 @@
 //! model) or an arrival scheduler (open model), writes `stages.jsonl` as each stage ends and
 //! `summary.json` after every stage, so an interrupted run keeps what it measured.
 
+use super::adaptive::{self, Batches, Decision, Search, SearchStep, Seen, StageEnd};
 use super::checks::{self, run_check, Aggregation, Threshold, ThresholdResult};
 use super::client::{Connection, Target};
 use super::profile::{Check, LoadModel, Profile, Stage};
@@ -35,6 +36,8 @@ pub struct SweepOptions {
     pub repeat: u32,
     /// Settings known before the load (flags, Docker), recorded with the run.
     pub settings: Option<crate::model::settings::Settings>,
+    /// Choose the levels adaptively instead of running the profile's stages.
+    pub adaptive: Option<AdaptiveOptions>,
     /// Cores of the host n8n runs on, when known, recorded with the run.
     pub host: Option<crate::record::summary::Host>,
 }
@@ -52,8 +55,24 @@ impl SweepOptions {
             repeat: 1,
             settings: None,
             host: None,
+            adaptive: None,
         }
     }
+}
+
+/// `sweep --adaptive`: the bounds of the search and of each stage.
+#[derive(Debug, Clone, Copy)]
+pub struct AdaptiveOptions {
+    /// Never more in flight than this.
+    pub max_vus: u32,
+    /// Wall time for the whole search.
+    pub budget: Duration,
+    /// A stage ends once its throughput's 95 % half-width is under this share of its mean.
+    pub precision: f64,
+    /// A stage ends at this length (after its warm-up) whatever its precision.
+    pub max_stage: Duration,
+    /// Past the knee, keep raising the load until thresholds fail.
+    pub to_failure: bool,
 }
 
 /// How the run ended, for the exit code.
@@ -166,12 +185,6 @@ struct Sweep {
     total_time: Duration,
 }
 
-/// How one stage ended.
-enum StageEnd {
-    Done,
-    Interrupted,
-}
-
 /// Runs the sweep. `interrupt` resolving (Ctrl-C) ends the current stage as partial.
 pub async fn run_sweep(
     opts: SweepOptions,
@@ -179,9 +192,13 @@ pub async fn run_sweep(
 ) -> anyhow::Result<(Summary, Ending)> {
     let mut sweep = Sweep::prepare(opts).await?;
     tokio::pin!(interrupt);
+    if let Some(a) = sweep.opts.adaptive {
+        let ending = sweep.run_adaptive(a, &mut interrupt).await?;
+        return Ok((sweep.finish()?, ending));
+    }
     let mut ending = Ending::Completed;
     for index in 0..sweep.stages.len() {
-        let (end, failed_thresholds) = sweep.run_stage(index, &mut interrupt).await?;
+        let (end, failed_thresholds) = sweep.run_stage(index, &mut interrupt, None).await?;
         if let StageEnd::Interrupted = end {
             sweep.summary.interrupted = true;
             ending = Ending::Interrupted;
@@ -257,10 +274,12 @@ impl Sweep {
     }
 
     /// Runs stage `index` to its end (or the interrupt), records it and writes it out.
+    /// `steady`: end the stage once steady (adaptive sweep), else at its duration.
     async fn run_stage(
         &mut self,
         index: usize,
         interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+        steady: Option<Steady>,
     ) -> anyhow::Result<(StageEnd, bool)> {
         let (stage, rep) = self.stages[index].clone();
         let stage_start = Instant::now();
@@ -288,7 +307,9 @@ impl Sweep {
         if let Some(o) = self.opts.observer.as_mut() {
             o.begin_stage(index, stage_start + stage.warmup);
         }
-        let end = self.wait_stage(index, &stage, stage_start, interrupt).await;
+        let end = self
+            .wait_stage(index, &stage, (stage_start, &rec), interrupt, steady)
+            .await;
         stage_tasks.abort_all();
         let ended = Instant::now();
         let agg = rec.total(self.shared.checks.len());
@@ -312,6 +333,7 @@ impl Sweep {
             seen.as_ref().and_then(|s| s.queue.clone()),
         );
         result.repeat = rep;
+        result.ended_by = Some(end);
         if let Some(seen) = seen {
             result.endpoints = seen.endpoints;
             result.containers = seen.containers;
@@ -338,21 +360,48 @@ impl Sweep {
         Ok((end, failed_thresholds))
     }
 
-    /// Waits out the stage, drawing the progress line once a second.
+    /// Waits out the stage (or, adaptive, until it is steady), drawing the progress line once a
+    /// second.
     async fn wait_stage(
         &self,
         index: usize,
         stage: &Stage,
-        stage_start: Instant,
+        (stage_start, rec): (Instant, &StageRecorder),
         interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+        steady: Option<Steady>,
     ) -> StageEnd {
         let show_progress = self.opts.progress && std::io::stderr().is_terminal();
         let stage_end = stage_start + stage.duration;
         let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut check = tokio::time::interval(Duration::from_millis(250));
+        let n = stage.vus.unwrap_or(1);
+        let mut batches = Batches::new(n.max(5) as u64);
+        let mut last = (0u64, 0u64, 0.0f64);
         loop {
             tokio::select! {
-                _ = tokio::time::sleep_until(stage_end.into()) => return StageEnd::Done,
+                _ = tokio::time::sleep_until(stage_end.into()) => {
+                    return match steady {
+                        Some(_) => StageEnd::MaxLength { half_width: batches.relative_half_width() },
+                        None => StageEnd::Duration,
+                    };
+                }
                 _ = interrupt.as_mut() => return StageEnd::Interrupted,
+                _ = check.tick(), if steady.is_some() => {
+                    let Some(st) = steady else { continue };
+                    let now = Instant::now();
+                    if now >= st.deadline {
+                        return StageEnd::Budget;
+                    }
+                    if now < rec.warmup_until + st.min_window {
+                        continue;
+                    }
+                    let p = rec.progress();
+                    batches.add(n, p.0 - last.0, p.1 - last.1, p.2 - last.2);
+                    last = p;
+                    if let Some(hw) = batches.relative_half_width().filter(|hw| *hw < st.precision) {
+                        return StageEnd::Steady { half_width: hw };
+                    }
+                }
                 _ = tick.tick() => {
                     if show_progress {
                         progress_line(
@@ -366,6 +415,78 @@ impl Sweep {
                     }
                 }
             }
+        }
+    }
+
+    /// The adaptive search: runs the level the search asks for until it stops, the budget is
+    /// spent or the run is interrupted.
+    async fn run_adaptive(
+        &mut self,
+        a: AdaptiveOptions,
+        interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> anyhow::Result<Ending> {
+        let mut search = Search::new(a.max_vus, a.to_failure);
+        let deadline = Instant::now() + a.budget;
+        // The profile's stages only lend their settings (stage fields such as max_vus); the
+        // levels are the search's.
+        let template = self.stages.first().map(|(s, _)| s.clone());
+        self.stages.clear();
+        loop {
+            let (n, why) = match search.next() {
+                Decision::Run { in_flight, why } => (in_flight, why),
+                Decision::Stop { why } => {
+                    self.summary.search.push(SearchStep {
+                        in_flight: None,
+                        why,
+                    });
+                    return Ok(Ending::Completed);
+                }
+            };
+            if Instant::now() >= deadline {
+                self.summary.search.push(SearchStep {
+                    in_flight: None,
+                    why: format!("the budget of {:?} is spent", a.budget),
+                });
+                return Ok(Ending::Completed);
+            }
+            self.summary.search.push(SearchStep {
+                in_flight: Some(n),
+                why,
+            });
+            let best = search
+                .seen
+                .iter()
+                .map(|l| l.throughput)
+                .max_by(f64::total_cmp);
+            let warmup =
+                Duration::from_secs_f64(adaptive::warmup_s(n, search.service_time(), best));
+            let mut stage = template.clone().unwrap_or(Stage {
+                vus: None,
+                rate: None,
+                ramp_to: None,
+                max_vus: None,
+                duration: Duration::ZERO,
+                warmup: Duration::ZERO,
+            });
+            stage.vus = Some(n);
+            stage.warmup = warmup;
+            stage.duration = warmup + a.max_stage;
+            self.stages.push((stage, 0));
+            let index = self.stages.len() - 1;
+            let steady = Steady {
+                precision: a.precision,
+                // At least two response times (and 2 s) of steady window before judging.
+                min_window: Duration::from_secs_f64((warmup.as_secs_f64() / 1.5 * 2.0).max(2.0)),
+                deadline,
+            };
+            let (end, failed) = self.run_stage(index, interrupt, Some(steady)).await?;
+            if end == StageEnd::Interrupted {
+                self.summary.interrupted = true;
+                return Ok(Ending::Interrupted);
+            }
+            search
+                .seen
+                .push(seen(&self.summary.stages[index], n, failed));
         }
     }
 
@@ -489,6 +610,32 @@ async fn open_scheduler(
     }
     // Arrivals of this stage still in flight finish (and count) during the next stage's warm-up.
     inflight.detach_all();
+}
+
+/// When an adaptive stage may end.
+#[derive(Debug, Clone, Copy)]
+struct Steady {
+    precision: f64,
+    min_window: Duration,
+    deadline: Instant,
+}
+
+/// A finished stage as the search sees it.
+fn seen(r: &StageResult, n: u32, failed_thresholds: bool) -> Seen {
+    Seen {
+        in_flight: n,
+        throughput: r.throughput_rps,
+        mean_response_s: r
+            .latency
+            .as_ref()
+            .map(|l| l.mean_ms / 1000.0)
+            .unwrap_or(0.0),
+        waited_in_redis: r
+            .queue
+            .as_ref()
+            .is_some_and(|q| q.samples > 0 && q.waiting_mean >= 1.0),
+        failed: !r.valid || failed_thresholds,
+    }
 }
 
 /// What one stage measured, before it becomes a [`StageResult`].
@@ -642,6 +789,7 @@ fn stage_result(
         endpoints: Vec::new(),
         containers: Vec::new(),
         memory_by_role: Vec::new(),
+        ended_by: None,
     }
 }
 

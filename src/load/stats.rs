@@ -49,6 +49,8 @@ pub struct Agg {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub warmup_requests: u64,
+    /// Σ latency of the steady window's requests (s): batch means for the adaptive sweep.
+    pub latency_sum_s: f64,
 }
 
 impl Agg {
@@ -70,10 +72,12 @@ impl Agg {
             bytes_sent: 0,
             bytes_received: 0,
             warmup_requests: 0,
+            latency_sum_s: 0.0,
         }
     }
 
     pub fn merge(&mut self, o: &Agg) {
+        self.latency_sum_s += o.latency_sum_s;
         for (a, b) in [
             (&mut self.latency, &o.latency),
             (&mut self.blocked, &o.blocked),
@@ -196,6 +200,7 @@ impl StageRecorder {
             }
         }
         record(&mut a.latency, s.latency);
+        a.latency_sum_s += s.latency.as_secs_f64();
         record(&mut a.blocked, s.blocked);
         match &ex.result {
             Ok((status, _)) => {
@@ -227,6 +232,20 @@ impl StageRecorder {
         if http_ok && !all_passed {
             a.errors.check_failed += 1;
         }
+    }
+
+    /// Steady-window requests so far, the good ones, and their latency sum (s) — cheap enough
+    /// to read a few times a second.
+    pub fn progress(&self) -> (u64, u64, f64) {
+        let mut out = (0, 0, 0.0);
+        for s in &self.shards {
+            if let Ok(a) = s.lock() {
+                out.0 += a.requests;
+                out.1 += a.ok.saturating_sub(a.errors.check_failed);
+                out.2 += a.latency_sum_s;
+            }
+        }
+        out
     }
 
     /// Merges the shards.

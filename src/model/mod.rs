@@ -22,6 +22,18 @@ pub mod n8n_defaults {
     pub const DB_POOL_SIZE: u32 = 2;
 }
 
+/// R̄ ÷ S above which a closed level is at the ceiling (Little's law: below the ceiling R̄ = S,
+/// above it R̄ = N ÷ X_max). With deterministic jobs R̄ = S exactly until a limit binds;
+/// measured real n8n varies R̄ at 1 in flight by a few %, and CPU contention below the knee adds
+/// 10–20 %; 1.3 S is clear of both and reached at 1.3 × the knee.
+pub const SATURATION_RATIO: f64 = 1.3;
+
+/// A closed level with mean response `mean_response_s` is saturated when it exceeds
+/// [`SATURATION_RATIO`] × the service time.
+pub fn saturated(mean_response_s: f64, service_time_s: f64) -> bool {
+    service_time_s > 0.0 && mean_response_s > SATURATION_RATIO * service_time_s
+}
+
 /// n8n's fixed overhead per execution (webhook intake, queueing, the respond node), used when
 /// no level at 1 in flight measured it: real n8n 2.41 added 50–70 ms at 1 in flight; the
 /// reference study 40 ms.

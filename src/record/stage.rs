@@ -312,6 +312,9 @@ pub struct StageResult {
     pub containers: Vec<ContainerObserved>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_by_role: Vec<RoleMemory>,
+    /// Why the stage ended (the adaptive sweep ends a stage when it is steady).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<StageEnd>,
 }
 
 impl StageResult {
@@ -354,6 +357,7 @@ impl StageResult {
             endpoints: Vec::new(),
             containers: Vec::new(),
             memory_by_role: Vec::new(),
+            ended_by: None,
         }
     }
 
@@ -375,4 +379,31 @@ impl StageResult {
 pub struct ContainerStats {
     pub memory_bytes: u64,
     pub cpu_percent: Option<f64>,
+}
+
+/// One step of the search, recorded in the summary and shown under the stage table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchStep {
+    /// The level chosen (none when the search stopped).
+    pub in_flight: Option<u32>,
+    pub why: String,
+}
+
+/// Why a stage of the adaptive sweep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum StageEnd {
+    /// The profile's fixed duration (a fixed sweep).
+    Duration,
+    /// Throughput steady: its confidence half-width fell under the precision asked.
+    Steady {
+        half_width: f64,
+    },
+    /// The maximum stage length, before the precision was reached.
+    MaxLength {
+        half_width: Option<f64>,
+    },
+    /// The sweep's time budget ran out.
+    Budget,
+    Interrupted,
 }

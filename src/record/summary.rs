@@ -56,6 +56,9 @@ pub struct Summary {
     /// The machine n8n ran on, when known (its cores bound CPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
+    /// The adaptive sweep's search: which level it chose next, and why (empty for a fixed sweep).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search: Vec<super::stage::SearchStep>,
     /// Filled by the diagnosis step, when it ran.
     #[serde(
         default,
@@ -96,6 +99,7 @@ impl Summary {
             thresholds_passed: true,
             settings: None,
             host: None,
+            search: Vec::new(),
             diagnosis: None,
             recommendation: None,
         }

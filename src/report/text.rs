@@ -170,3 +170,40 @@ pub fn compose_snippet(r: &Recommendation) -> String {
     }
     s
 }
+
+/// The adaptive sweep's search: each level chosen and why, and why each stage ended.
+pub fn search(summary: &crate::record::Summary) -> String {
+    use crate::record::stage::StageEnd;
+    let mut s = String::from("Search (adaptive):\n");
+    let mut stages = summary.stages.iter();
+    for step in &summary.search {
+        match step.in_flight {
+            Some(n) => {
+                let ended = stages.next().and_then(|st| st.ended_by).map(|e| match e {
+                    StageEnd::Steady { half_width } => {
+                        format!("steady (±{:.1} %)", half_width * 100.0)
+                    }
+                    StageEnd::MaxLength { half_width } => format!(
+                        "at its maximum length{}",
+                        half_width
+                            .map(|h| format!(" (±{:.1} %)", h * 100.0))
+                            .unwrap_or_default()
+                    ),
+                    StageEnd::Budget => "the budget ran out".into(),
+                    StageEnd::Interrupted => "interrupted".into(),
+                    StageEnd::Duration => "its duration".into(),
+                });
+                let _ = writeln!(
+                    s,
+                    "  → {n} in flight: {}{}",
+                    step.why,
+                    ended.map(|e| format!("; ended {e}")).unwrap_or_default()
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  ■ {}", step.why);
+            }
+        }
+    }
+    s
+}
