@@ -409,3 +409,48 @@ fn every_diagnosis_round_trips_through_json() {
         assert_eq!(back.findings.len(), d.findings.len());
     }
 }
+
+#[test]
+fn saturated_with_no_job_waiting_points_behind_the_slots() {
+    // Real-n8n-like: 60 slots, runner limit 20 (both unknown), 1 s Code, 32 in flight: every job
+    // holds a slot, none waits in the queue, yet R̄ = 1.6 s > 1.3 S.
+    let mut st = closed(0, 32, 20.0);
+    st.queue = Some(QueueObserved {
+        active_mean: 32.0,
+        active_max: 32.0,
+        waiting_mean: 0.0,
+        samples: 10,
+        ..Default::default()
+    });
+    let d = run(&[st], settings(1.0, None, None));
+    let c = d.settings.worker_concurrency.as_ref().unwrap();
+    assert_eq!(c.value, 32);
+    assert!(c.source.contains("at least"), "{}", c.source);
+    assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 20);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+}
+
+#[test]
+fn a_reached_worker_concurrency_caps_even_with_the_runner_limit_unknown() {
+    // 40 slots of ≈1 s, runners unknown: 38.5 req/s at 64 in flight, 24 jobs waiting.
+    let mut st = closed(0, 64, 38.5);
+    st.queue = Some(QueueObserved {
+        active_mean: 40.0,
+        active_max: 40.0,
+        waiting_mean: 23.0,
+        samples: 10,
+        ..Default::default()
+    });
+    let d = run(&[st], settings(1.0, None, None));
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 40);
+    assert!(d.settings.runner_limit.is_none());
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    // And the mirror: only the runner limit known, and reached.
+    let d = run(&[closed(0, 20, 4.7)], settings(1.0, None, Some(5)));
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+}

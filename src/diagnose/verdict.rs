@@ -78,6 +78,25 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
     let code = code_time(s, c);
     let in_progress = x * c.s;
     let tasks = x * code;
+    // Saturated while no job waited in the queue: the worker had slots to spare, so something
+    // behind the slots queued the jobs — the runners, CPU aside. Worker concurrency is then at
+    // least the slots taken; the runner limit is what ran.
+    if s.worker_concurrency.is_none() && s.runner_limit.is_none() {
+        if let Some(taken) = c
+            .level
+            .slots_taken
+            .filter(|t| *t >= 1.0 && c.level.waiting.is_some_and(|w| w < 1.0))
+        {
+            let per = (taken / workers).ceil() as u32;
+            s.worker_concurrency = Some(Sourced::new(
+                per,
+                format!(
+                    "inferred: at least {per} — slots taken at {} while no job waited in the queue",
+                    c.level.level.words()
+                ),
+            ));
+        }
+    }
     let rpw = s.runners_per_worker_count().max(1) as f64;
     match (&s.worker_concurrency, &s.runner_limit) {
         (Some(wc), None) if in_progress < MATCH * wc.value as f64 * workers && tasks >= 0.5 => {
@@ -147,6 +166,9 @@ pub fn decide(
     if let Some(site) = cpu::binding(ceiling.cpu) {
         return cpu_verdict(site.clone(), None, ceiling, findings);
     }
+    if let Some(v) = one_limit_reached(s, ceiling, findings) {
+        return v;
+    }
     let missing = missing_settings(s);
     Verdict {
         limit: None,
@@ -160,6 +182,93 @@ pub fn decide(
         ),
         cpu: None,
     }
+}
+
+/// Only one of the two limits is known, and the level reached it: that limit caps, whatever the
+/// other is (it allowed at least what ran).
+fn one_limit_reached(
+    s: &Settings,
+    ceiling: &Ceiling,
+    findings: &mut Vec<Finding>,
+) -> Option<Verdict> {
+    let x = ceiling.x.mean;
+    let workers = s.worker_count() as f64;
+    let at = format!(
+        "measured {} from {} on",
+        ceiling.x.describe("req/s"),
+        ceiling.level.level.words()
+    );
+    if let Some(c) = s
+        .worker_concurrency
+        .as_ref()
+        .filter(|_| s.runner_limit.is_none())
+    {
+        let slots = c.value as f64 * workers;
+        let u = x * ceiling.s / slots;
+        if u >= MATCH {
+            findings.push(
+                Finding::new(
+                    "worker-concurrency-caps",
+                    Severity::Warning,
+                    format!("Worker concurrency caps throughput at {x:.2} req/s: {slots:.0} slots"),
+                )
+                .evidence(format!(
+                    "{:.1} executions in progress (X × S = {x:.2} × {:.2} s) = {} of {slots:.0} slots ({}); {at}",
+                    x * ceiling.s,
+                    ceiling.s,
+                    pct(u),
+                    c.source
+                ))
+                .evidence("the runner limit is not known: the runners ran every Code task the slots handed them")
+                .figure("throughput_per_s", x)
+                .figure("executions_in_progress", x * ceiling.s)
+                .figure("worker_slots", slots)
+                .fix("raise worker concurrency or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
+            );
+            return Some(Verdict {
+                limit: Some(Limit::WorkerConcurrency),
+                text: format!(
+                    "Worker concurrency caps throughput: {at}; {slots:.0} slots ÷ S {:.2} s = {:.2} req/s.",
+                    ceiling.s,
+                    slots / ceiling.s
+                ),
+                cpu: None,
+            });
+        }
+    }
+    if let (Some(r), None) = (&s.runner_limit, &s.worker_concurrency) {
+        let tasks = r.value as f64 * s.runners_per_worker_count().max(1) as f64 * workers;
+        let code = code_time(s, ceiling);
+        let u = x * code / tasks;
+        if u >= MATCH {
+            findings.push(
+                Finding::new(
+                    "runner-limit-caps",
+                    Severity::Error,
+                    format!("The runner limit caps throughput at {x:.2} req/s: {tasks:.0} runner tasks"),
+                )
+                .evidence(format!(
+                    "{:.1} runner tasks running (X × C = {x:.2} × {code:.2} s) = {} of runner capacity {tasks:.0} ({}); {at}",
+                    x * code,
+                    pct(u),
+                    r.source
+                ))
+                .figure("throughput_per_s", x)
+                .figure("runner_tasks_running", x * code)
+                .figure("runner_capacity", tasks)
+                .fix("raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker)"),
+            );
+            return Some(Verdict {
+                limit: Some(Limit::RunnerLimit),
+                text: format!(
+                    "The runner limit caps throughput: {at}; {tasks:.0} runner tasks ÷ {code:.2} s = {:.2} req/s.",
+                    tasks / code.max(1e-9)
+                ),
+                cpu: None,
+            });
+        }
+    }
+    None
 }
 
 fn missing_settings(s: &Settings) -> Vec<&'static str> {
