@@ -119,3 +119,15 @@ async fn interrupted_keeps_the_levels_measured_so_far() {
     assert!(s.stages.last().unwrap().partial);
     assert_eq!(s.stages[0].vus, Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stops_within_its_budget_and_says_so() {
+    // A budget too short for the search: it stops at the budget with what it measured.
+    let budget = Duration::from_secs(6);
+    let (s, took) = adaptive(15, 5, options(64, budget), None).await;
+    assert!(took < budget + Duration::from_secs(3), "{took:?}");
+    let last = s.search.last().unwrap();
+    assert!(last.in_flight.is_none());
+    assert!(last.why.contains("budget"), "{}", last.why);
+    assert!(!s.stages.is_empty());
+}

@@ -57,7 +57,8 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         let v: Vec<f64> = used.iter().filter_map(|s| f(s)).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    let queue = |s: &StageResult| s.queue.clone().filter(|q| q.samples > 0);
+    // Gauges refreshed less often than the stage lasted may describe another level: not used.
+    let queue = |s: &StageResult| s.queue.clone().filter(|q| q.samples > 0 && !q.coarse);
     let xs: Vec<f64> = used.iter().map(|s| s.throughput_rps).collect();
     let p95s: Vec<f64> = used
         .iter()

@@ -87,7 +87,9 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
             .slots_taken
             .filter(|t| *t >= 1.0 && c.level.waiting.is_some_and(|w| w < 1.0))
         {
-            let per = (taken / workers).ceil() as u32;
+            // Every job in flight held a slot (none waited): at least that many slots, even when
+            // the gauge lags behind the level.
+            let per = (taken.max(c.level.in_flight) / workers).ceil() as u32;
             s.worker_concurrency = Some(Sourced::new(
                 per,
                 format!(

@@ -1,5 +1,6 @@
 //! The sweep: runs a profile's stages one after another with the same virtual users (closed
-//! model) or an arrival scheduler (open model), writes `stages.jsonl` as each stage ends and
+//! model) or an arrival scheduler (open model) — or, adaptive, the levels `adaptive::Search`
+//! chooses, each ended once steady — writes `stages.jsonl` as each stage ends and
 //! `summary.json` after every stage, so an interrupted run keeps what it measured.
 
 use super::adaptive::{self, Batches, Decision, Search, SearchStep, Seen, StageEnd};
@@ -375,7 +376,8 @@ impl Sweep {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let mut check = tokio::time::interval(Duration::from_millis(250));
         let n = stage.vus.unwrap_or(1);
-        let mut batches = Batches::new(n.max(5) as u64);
+        // One batch per round of the virtual users: each closes once N requests completed.
+        let mut batches = Batches::new(n.max(1) as u64);
         let mut last = (0u64, 0u64, 0.0f64);
         loop {
             tokio::select! {
@@ -392,13 +394,19 @@ impl Sweep {
                     if now >= st.deadline {
                         return StageEnd::Budget;
                     }
-                    if now < rec.warmup_until + st.min_window {
+                    if now < rec.warmup_until {
                         continue;
                     }
                     let p = rec.progress();
                     batches.add(n, p.0 - last.0, p.1 - last.1, p.2 - last.2);
                     last = p;
-                    if let Some(hw) = batches.relative_half_width().filter(|hw| *hw < st.precision) {
+                    // Batches collect from the end of the warm-up; the stage may end once the
+                    // window is long enough and the interval narrow enough.
+                    let long_enough = now >= rec.warmup_until + st.min_window;
+                    if let Some(hw) = batches
+                        .relative_half_width()
+                        .filter(|hw| long_enough && *hw < st.precision)
+                    {
                         return StageEnd::Steady { half_width: hw };
                     }
                 }
@@ -431,6 +439,7 @@ impl Sweep {
         // levels are the search's.
         let template = self.stages.first().map(|(s, _)| s.clone());
         self.stages.clear();
+        self.total_time = a.budget;
         loop {
             let (n, why) = match search.next() {
                 Decision::Run { in_flight, why } => (in_flight, why),
