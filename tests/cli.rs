@@ -214,6 +214,10 @@ fn a_saved_sweep_is_diagnosed_again_with_settings_from_flags() {
             r#"{"sleep_ms":200}"#,
             "--metrics",
             &format!("http://127.0.0.1:{port}/metrics"),
+            // As the simulator was started: gauges refreshed every second, so a 4 s stage can
+            // trust them (at n8n's default 20 s they would be flagged and not used).
+            "--queue-metrics-interval",
+            "1",
             "--out",
             dir.to_str().unwrap(),
         ])

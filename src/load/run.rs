@@ -699,42 +699,7 @@ fn stage_result(
     };
     let good = agg.ok.saturating_sub(agg.errors.check_failed);
     let stage_thresholds = evaluate(thresholds, agg, window_s, dropped);
-    let mut invalid_reasons = Vec::new();
-    if agg.requests == 0 {
-        invalid_reasons.push("no request completed in the steady window".to_string());
-    }
-    // Validity comes from the error and check thresholds (defaults when the profile has none).
-    let validity: Vec<Threshold> = {
-        let mut v: Vec<Threshold> = thresholds
-            .iter()
-            .filter(|t| {
-                matches!(
-                    t.metric,
-                    ThresholdMetric::HttpReqFailed | ThresholdMetric::Checks
-                )
-            })
-            .cloned()
-            .collect();
-        if !v.iter().any(|t| t.metric == ThresholdMetric::HttpReqFailed) {
-            v.extend(Threshold::parse("http_req_failed", "rate<0.05").ok());
-        }
-        if !v.iter().any(|t| t.metric == ThresholdMetric::Checks) && !profile.checks.is_empty() {
-            v.extend(Threshold::parse("checks", "rate>0.99").ok());
-        }
-        v
-    };
-    if agg.requests > 0 {
-        for t in evaluate(&validity, agg, window_s, dropped) {
-            if !t.passed {
-                invalid_reasons.push(format!(
-                    "{} {} (observed {:.4})",
-                    t.metric,
-                    t.expr,
-                    t.observed.unwrap_or(f64::NAN)
-                ));
-            }
-        }
-    }
+    let invalid_reasons = invalid_reasons(profile, thresholds, agg, (window_s, dropped));
     StageResult {
         index,
         repeat: 0,
@@ -800,6 +765,52 @@ fn stage_result(
         memory_by_role: Vec::new(),
         ended_by: None,
     }
+}
+
+/// Why a stage's figures are not results: nothing completed, or the error and check
+/// thresholds failed (k6's defaults when the profile has none).
+fn invalid_reasons(
+    profile: &Profile,
+    thresholds: &[Threshold],
+    agg: &Agg,
+    (window_s, dropped): (f64, u64),
+) -> Vec<String> {
+    let mut invalid_reasons = Vec::new();
+    if agg.requests == 0 {
+        invalid_reasons.push("no request completed in the steady window".to_string());
+    }
+    let validity: Vec<Threshold> = {
+        let mut v: Vec<Threshold> = thresholds
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.metric,
+                    ThresholdMetric::HttpReqFailed | ThresholdMetric::Checks
+                )
+            })
+            .cloned()
+            .collect();
+        if !v.iter().any(|t| t.metric == ThresholdMetric::HttpReqFailed) {
+            v.extend(Threshold::parse("http_req_failed", "rate<0.05").ok());
+        }
+        if !v.iter().any(|t| t.metric == ThresholdMetric::Checks) && !profile.checks.is_empty() {
+            v.extend(Threshold::parse("checks", "rate>0.99").ok());
+        }
+        v
+    };
+    if agg.requests > 0 {
+        for t in evaluate(&validity, agg, window_s, dropped) {
+            if !t.passed {
+                invalid_reasons.push(format!(
+                    "{} {} (observed {:.4})",
+                    t.metric,
+                    t.expr,
+                    t.observed.unwrap_or(f64::NAN)
+                ));
+            }
+        }
+    }
+    invalid_reasons
 }
 
 /// Evaluates thresholds on an aggregate over `window_s` seconds.
