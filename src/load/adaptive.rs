@@ -207,15 +207,23 @@ fn stop(why: &str) -> Decision {
     }
 }
 
-/// Warm-up of a level: every virtual user has had one answer at the new load — 1.5 × the
-/// response the level should have (N ÷ the best throughput so far, at least S), at least 0.5 s.
-pub fn warmup_s(n: u32, service_time_s: Option<f64>, best_throughput: Option<f64>) -> f64 {
-    let s = service_time_s.unwrap_or(0.0);
-    let r = match best_throughput.filter(|x| *x > 0.0) {
-        Some(x) => (n as f64 / x).max(s),
-        None => s,
-    };
-    (1.5 * r).max(0.5)
+impl Search {
+    /// Warm-up of level `n`: every virtual user has had one answer at the new load — 1.5 × the
+    /// response the level should have, at least 0.5 s. Past the ceiling that is N ÷ X_max;
+    /// below it the response stays near S, so the last level's response (contention included).
+    pub fn warmup_s(&self, n: u32) -> f64 {
+        let s = self.service_time().unwrap_or(0.0);
+        let r = match self.capacity() {
+            Some(x_max) if x_max > 0.0 => (n as f64 / x_max).max(s),
+            _ => self
+                .seen
+                .last()
+                .map(|l| l.mean_response_s)
+                .unwrap_or(s)
+                .max(s),
+        };
+        (1.5 * r).max(0.5)
+    }
 }
 
 /// Batch means of closed-model throughput (Little's law per batch: N ÷ mean latency × good
@@ -345,7 +353,14 @@ mod tests {
         assert_eq!(b.means.len(), 8);
         let hw = b.relative_half_width().unwrap();
         assert!(hw < 0.01, "{hw}");
-        assert_eq!(warmup_s(40, Some(0.5), Some(20.0)), 3.0);
-        assert_eq!(warmup_s(1, None, None), 0.5);
+        let mut sr = Search::new(100, false);
+        assert_eq!(sr.warmup_s(1), 0.5);
+        sr.seen.push(measure(1, 10, 0.5));
+        sr.seen.push(measure(8, 10, 0.5));
+        // Below the ceiling: the last response (S).
+        assert!((sr.warmup_s(16) - 0.75).abs() < 1e-9);
+        sr.seen.push(measure(40, 10, 0.5));
+        // Past it: 40 ÷ X_max (20/s) = 2 s.
+        assert!((sr.warmup_s(40) - 3.0).abs() < 1e-9);
     }
 }

@@ -3,7 +3,7 @@
 //! chooses, each ended once steady — writes `stages.jsonl` as each stage ends and
 //! `summary.json` after every stage, so an interrupted run keeps what it measured.
 
-use super::adaptive::{self, Batches, Decision, Search, SearchStep, Seen, StageEnd};
+use super::adaptive::{Batches, Decision, Search, SearchStep, Seen, StageEnd};
 use super::checks::{self, run_check, Aggregation, Threshold, ThresholdResult};
 use super::client::{Connection, Target};
 use super::profile::{Check, LoadModel, Profile, Stage};
@@ -462,13 +462,7 @@ impl Sweep {
                 in_flight: Some(n),
                 why,
             });
-            let best = search
-                .seen
-                .iter()
-                .map(|l| l.throughput)
-                .max_by(f64::total_cmp);
-            let warmup =
-                Duration::from_secs_f64(adaptive::warmup_s(n, search.service_time(), best));
+            let warmup = Duration::from_secs_f64(search.warmup_s(n));
             let mut stage = template.clone().unwrap_or(Stage {
                 vus: None,
                 rate: None,
