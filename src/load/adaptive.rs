@@ -35,11 +35,14 @@ pub const AT_CEILING: f64 = 0.95;
 /// The knee is located when the bracket around it is this narrow (±10 %).
 pub const KNEE_PRECISION: f64 = 0.10;
 
+/// Load growth until the first saturated level, and past the knee towards the failure point.
+const GROWTH: f64 = 2.0;
+const GROWTH_PAST_KNEE: f64 = 1.5;
+
 #[derive(Debug, Clone)]
 pub struct Search {
     pub max_vus: u32,
     pub to_failure: bool,
-    pub growth: f64,
     pub seen: Vec<Seen>,
 }
 
@@ -48,7 +51,6 @@ impl Search {
         Search {
             max_vus: max_vus.max(1),
             to_failure,
-            growth: 2.0,
             seen: Vec::new(),
         }
     }
@@ -151,11 +153,10 @@ impl Search {
                 }
             ));
         }
-        // Past the knee, towards the failure point, in smaller steps.
         let growth = if self.capacity().is_some() {
-            1.5
+            GROWTH_PAST_KNEE
         } else {
-            self.growth
+            GROWTH
         };
         let n = ((top as f64 * growth).ceil() as u32).max(top + 1);
         run(n.min(self.max_vus), &format!("{why}: grow ×{growth}"))

@@ -36,13 +36,6 @@ impl LoadLevel {
         }
     }
 
-    pub fn in_flight(&self) -> Option<u32> {
-        match self {
-            LoadLevel::InFlight(n) => Some(*n),
-            LoadLevel::Rate(_) => None,
-        }
-    }
-
     /// The level's number, for ordering levels of one model and for chart axes.
     pub fn magnitude(&self) -> f64 {
         match self {
