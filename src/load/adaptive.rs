@@ -24,8 +24,16 @@ pub struct Seen {
 /// What the search wants next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Run { in_flight: u32, why: String },
-    Stop { why: String },
+    /// `count_slots`: a short level past every slot, run only for the queue gauges to count
+    /// the workers' slots (its throughput is not the point).
+    Run {
+        in_flight: u32,
+        why: String,
+        count_slots: bool,
+    },
+    Stop {
+        why: String,
+    },
 }
 
 pub use crate::record::stage::{SearchStep, StageEnd};
@@ -43,6 +51,9 @@ const GROWTH_PAST_KNEE: f64 = 1.5;
 pub struct Search {
     pub max_vus: u32,
     pub to_failure: bool,
+    /// Jobs waiting in Redis are observed at a fine grain (queue gauges refreshed often, or
+    /// `--redis`): a level past every slot then counts the workers' slots.
+    pub counts_slots: bool,
     pub seen: Vec<Seen>,
 }
 
@@ -51,6 +62,7 @@ impl Search {
         Search {
             max_vus: max_vus.max(1),
             to_failure,
+            counts_slots: false,
             seen: Vec::new(),
         }
     }
@@ -129,6 +141,19 @@ impl Search {
             return self.grow(top, "no level saturated yet");
         };
         if let Some(k) = self.knee() {
+            let waited = self.seen.iter().any(|l| l.waited_in_redis && !l.failed);
+            if !self.to_failure && self.counts_slots && !waited && top < 2 * k && top < self.max_vus
+            {
+                let n = (2 * top).min(self.max_vus);
+                return Decision::Run {
+                    in_flight: n,
+                    why: format!(
+                        "knee at {k}; no job has waited in Redis, so the workers' slots are only \
+                         known to be at least the jobs in flight: {n} in flight to count them"
+                    ),
+                    count_slots: true,
+                };
+            }
             if !self.to_failure {
                 return stop(&format!(
                     "knee located: {k} in flight (±{:.0} %), {x_max:.2} req/s at the ceiling",
@@ -199,6 +224,7 @@ fn run(in_flight: u32, why: &str) -> Decision {
     Decision::Run {
         in_flight,
         why: why.to_string(),
+        count_slots: false,
     }
 }
 
@@ -209,6 +235,13 @@ fn stop(why: &str) -> Decision {
 }
 
 impl Search {
+    /// While the knee is being refined, the throughput that decides a level's side: 95 % of the
+    /// ceiling. A level may end as soon as its interval lies wholly on one side of it.
+    pub fn settle_threshold(&self) -> Option<f64> {
+        let x_max = self.capacity()?;
+        self.knee().is_none().then_some(AT_CEILING * x_max)
+    }
+
     /// Warm-up of level `n`: every virtual user has had one answer at the new load — 1.5 × the
     /// response the level should have, at least 0.5 s. Past the ceiling that is N ÷ X_max;
     /// below it the response stays near S, so the last level's response (contention included).
@@ -259,12 +292,19 @@ impl Batches {
 
     /// Relative half-width of the 95 % interval of the mean (Student's t), from ≥ 5 batches.
     pub fn relative_half_width(&self) -> Option<f64> {
-        let k = self.means.len();
-        if k < 5 {
-            return None;
-        }
-        let e = crate::record::Estimate::of(&self.means);
+        let e = self.interval()?;
         (e.mean > 0.0).then(|| (e.high - e.mean) / e.mean)
+    }
+
+    /// The 95 % interval of the mean throughput (Student's t), from ≥ 5 batches.
+    pub fn interval(&self) -> Option<crate::record::Estimate> {
+        (self.means.len() >= 5).then(|| crate::record::Estimate::of(&self.means))
+    }
+
+    /// The interval lies wholly above or below `threshold`.
+    pub fn settled(&self, threshold: f64) -> bool {
+        self.interval()
+            .is_some_and(|e| e.low > threshold || e.high < threshold)
     }
 }
 
@@ -290,7 +330,7 @@ mod tests {
         let mut trace = Vec::new();
         for _ in 0..40 {
             match search.next() {
-                Decision::Run { in_flight, why } => {
+                Decision::Run { in_flight, why, .. } => {
                     trace.push(format!("{in_flight}: {why}"));
                     search.seen.push(measure(in_flight, k, s));
                 }
@@ -341,6 +381,50 @@ mod tests {
         }
         assert!(*levels.last().unwrap() >= 60);
         assert_eq!(levels.iter().filter(|n| **n >= 60).count(), 1);
+    }
+
+    #[test]
+    fn a_closing_level_counts_the_slots_when_no_job_waited() {
+        // Runner-capped at 21 in flight; 60 worker slots; the queue is observed.
+        let slots = 60;
+        let mut sr = Search::new(120, false);
+        sr.counts_slots = true;
+        let mut counted = Vec::new();
+        while let Decision::Run {
+            in_flight,
+            count_slots,
+            ..
+        } = sr.next()
+        {
+            let mut seen = measure(in_flight, 21, 1.0);
+            seen.waited_in_redis = in_flight > slots;
+            if count_slots {
+                counted.push(in_flight);
+            }
+            sr.seen.push(seen);
+            assert!(sr.seen.len() < 20);
+        }
+        assert_eq!(counted.len(), 1, "{:?}", sr.seen);
+        assert!(counted[0] > slots, "{counted:?}");
+        assert!(sr.seen.iter().any(|l| l.waited_in_redis));
+        // Without queue data no such level runs.
+        let (plain, _) = search(21, 1.0, 120);
+        assert!(plain.seen.iter().all(|l| l.in_flight < 2 * 21 + 22));
+    }
+
+    #[test]
+    fn a_refining_level_settles_once_its_interval_is_on_one_side() {
+        let mut b = Batches::new(10);
+        for x in [20.0, 20.4, 19.6, 20.2, 19.8] {
+            b.add(10, 10, 10, 10.0 * 10.0 / x);
+        }
+        assert!(b.settled(18.0) && b.settled(22.0));
+        assert!(!b.settled(20.0));
+        let mut sr = Search::new(100, false);
+        sr.seen.push(measure(1, 10, 0.5));
+        assert_eq!(sr.settle_threshold(), None);
+        sr.seen.push(measure(16, 10, 0.5));
+        assert!((sr.settle_threshold().unwrap() - 0.95 * 20.0).abs() < 1e-9);
     }
 
     #[test]

@@ -383,6 +383,7 @@ impl Sweep {
             tokio::select! {
                 _ = tokio::time::sleep_until(stage_end.into()) => {
                     return match steady {
+                        Some(st) if st.count_slots => StageEnd::SlotsCounted,
                         Some(_) => StageEnd::MaxLength { half_width: batches.relative_half_width() },
                         None => StageEnd::Duration,
                     };
@@ -394,7 +395,7 @@ impl Sweep {
                     if now >= st.deadline {
                         return StageEnd::Budget;
                     }
-                    if now < rec.warmup_until {
+                    if now < rec.warmup_until || st.count_slots {
                         continue;
                     }
                     let p = rec.progress();
@@ -408,6 +409,14 @@ impl Sweep {
                         .filter(|hw| long_enough && *hw < st.precision)
                     {
                         return StageEnd::Steady { half_width: hw };
+                    }
+                    if let (true, Some(threshold_rps)) = (long_enough, st.settle) {
+                        if batches.settled(threshold_rps) {
+                            return StageEnd::Settled {
+                                half_width: batches.relative_half_width().unwrap_or(0.0),
+                                threshold_rps,
+                            };
+                        }
                     }
                 }
                 _ = tick.tick() => {
@@ -441,8 +450,18 @@ impl Sweep {
         self.stages.clear();
         self.total_time = a.budget;
         loop {
-            let (n, why) = match search.next() {
-                Decision::Run { in_flight, why } => (in_flight, why),
+            search.counts_slots = self
+                .summary
+                .stages
+                .iter()
+                .any(|s| s.queue.as_ref().is_some_and(|q| q.samples > 0 && !q.coarse));
+            let settle = search.settle_threshold();
+            let (n, why, count_slots) = match search.next() {
+                Decision::Run {
+                    in_flight,
+                    why,
+                    count_slots,
+                } => (in_flight, why, count_slots),
                 Decision::Stop { why } => {
                     self.summary.search.push(SearchStep {
                         in_flight: None,
@@ -473,7 +492,9 @@ impl Sweep {
             });
             stage.vus = Some(n);
             stage.warmup = warmup;
-            stage.duration = warmup + a.max_stage;
+            // A level that counts slots only needs the queue gauges to refresh twice.
+            let counting = (2 * self.opts.queue_metrics_interval).max(Duration::from_secs(3));
+            stage.duration = warmup + if count_slots { counting } else { a.max_stage };
             self.stages.push((stage, 0));
             let index = self.stages.len() - 1;
             let steady = Steady {
@@ -481,6 +502,8 @@ impl Sweep {
                 // At least two response times (and 2 s) of steady window before judging.
                 min_window: Duration::from_secs_f64((warmup.as_secs_f64() / 1.5 * 2.0).max(2.0)),
                 deadline,
+                settle: settle.filter(|_| !count_slots),
+                count_slots,
             };
             let (end, failed) = self.run_stage(index, interrupt, Some(steady)).await?;
             if end == StageEnd::Interrupted {
@@ -621,6 +644,10 @@ struct Steady {
     precision: f64,
     min_window: Duration,
     deadline: Instant,
+    /// While refining the knee: stop once the interval lies wholly on one side of this rate.
+    settle: Option<f64>,
+    /// A level that only counts slots: it ends at its (short) duration.
+    count_slots: bool,
 }
 
 /// A finished stage as the search sees it.

@@ -392,6 +392,15 @@ pub enum StageEnd {
     Steady {
         half_width: f64,
     },
+    /// The knee question this level asks was answered: the throughput's 95 % interval lies
+    /// wholly above or below `threshold_rps` (95 % of the ceiling) before the precision asked.
+    Settled {
+        half_width: f64,
+        threshold_rps: f64,
+    },
+    /// Jobs were counted, not throughput: a short level past every slot so that n8n's queue
+    /// gauges show how many slots the workers have.
+    SlotsCounted,
     /// The maximum stage length, before the precision was reached.
     MaxLength {
         half_width: Option<f64>,

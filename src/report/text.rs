@@ -183,6 +183,14 @@ pub fn search(summary: &crate::record::Summary) -> String {
                     StageEnd::Steady { half_width } => {
                         format!("steady (±{:.1} %)", half_width * 100.0)
                     }
+                    StageEnd::Settled {
+                        half_width,
+                        threshold_rps,
+                    } => format!(
+                        "settled (±{:.1} %, wholly on one side of {threshold_rps:.2} req/s)",
+                        half_width * 100.0
+                    ),
+                    StageEnd::SlotsCounted => "once the queue gauges had counted the slots".into(),
                     StageEnd::MaxLength { half_width } => format!(
                         "at its maximum length{}",
                         half_width
