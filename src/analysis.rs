@@ -71,21 +71,9 @@ pub fn k6_summary(
 
 /// True when the URL's host is on this machine: n8ncap then shares the host's CPU.
 pub fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority
-        .rsplit_once('@')
-        .map(|(_, h)| h)
-        .unwrap_or(authority);
-    let host = if let Some(v6) = host_port.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        host_port.split(':').next().unwrap_or("")
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    // Credentials say nothing about the host (and saved URLs have them redacted).
+    let bare = crate::wire::url::redact(url).replacen("://***@", "://", 1);
+    crate::wire::url::HttpUrl::parse(&bare, "URL").is_ok_and(|u| u.is_loopback())
 }
 
 /// The host facts a sweep records: the cores of the machine n8n runs on — the Docker

@@ -271,6 +271,9 @@ pub struct SweepArgs {
     /// Write no results directory.
     #[arg(long, conflicts_with = "out")]
     pub no_out: bool,
+    /// Overwrite the results in an --out directory that already holds a run.
+    #[arg(long)]
+    pub force: bool,
     /// Stop after the first stage whose thresholds fail.
     #[arg(long)]
     pub abort_on_fail: bool,

@@ -95,12 +95,14 @@ async fn demo(json: bool) -> anyhow::Result<i32> {
         }
     }
     Ok(match out.ending {
+        // The demo's own signal listener has the signal; SIGTERM and SIGINT both end it here.
         Ending::Interrupted => error::EXIT_INTERRUPTED,
         Ending::Completed => error::EXIT_OK,
     })
 }
 
 async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
+    let interrupt = crate::util::Interrupt::install();
     let flags = a.settings.settings()?;
     let task_request_timeout = a.settings.task_request_timeout()?;
     let mut profile = Profile::load(&a.profile)?;
@@ -139,7 +141,10 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
                 .join(crate::util::utc_compact(std::time::SystemTime::now()))
         })
     });
-    let out = out_dir.as_deref().map(ResultsDir::create).transpose()?;
+    let out = out_dir
+        .as_deref()
+        .map(|d| ResultsDir::create(d, a.force))
+        .transpose()?;
     let docker = if a.docker || a.project.is_some() {
         docker_watch(a.project.as_deref())
             .await
@@ -178,10 +183,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         adaptive: adaptive_options(&a, &profile_model)?,
         host: Some(host),
     };
-    let (mut summary, ending) = run_sweep(opts, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    let (mut summary, ending) = run_sweep(opts, interrupt.clone().wait()).await?;
     let (diagnosis, rec) = analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {
         crate::record::dir::write_atomic(
@@ -199,7 +201,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(match ending {
-        Ending::Interrupted => error::EXIT_INTERRUPTED,
+        Ending::Interrupted => interrupt.exit_code(),
         Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
         Ending::Completed => error::EXIT_OK,
     })

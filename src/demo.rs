@@ -110,10 +110,7 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
         adaptive: None,
         host: Some(host),
     };
-    let out = run_sweep(opts, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    let out = run_sweep(opts, crate::util::Interrupt::install().wait()).await?;
     drop(stack);
     Ok(out)
 }

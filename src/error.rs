@@ -1,7 +1,7 @@
 //! Exit codes and the error kinds that choose them.
 //!
 //! README.md ("Exit codes") fixes the codes: 0 ok, 99 a threshold failed (as k6), 1 an audit error or a run that
-//! could not complete, 2 bad usage or bad input, 130 interrupted (Ctrl-C, as shells do).
+//! could not complete, 2 bad usage or bad input, 130 interrupted (Ctrl-C, as shells do), 143 terminated (SIGTERM).
 
 use std::fmt;
 
@@ -10,6 +10,8 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
 pub const EXIT_THRESHOLD: i32 = 99;
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// SIGTERM (128 + 15), as shells report it.
+pub const EXIT_TERMINATED: i32 = 143;
 
 /// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
 /// Maps to exit code 2.

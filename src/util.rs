@@ -49,11 +49,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     secs_to_duration(total, text)
 }
 
+/// The longest duration n8ncap takes anywhere (30 days): longer values are typing errors, and
+/// clock arithmetic on them would overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+    let text = crate::wire::url::truncate(text, 40);
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{text}' is not a non-negative duration"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        _ => Err(format!("'{text}' is longer than 30 days")),
+    }
 }
 
 /// Formats a duration the way users write it ("1.5s", "250ms", "2m").
@@ -86,7 +94,8 @@ pub fn env_parse<T: std::str::FromStr>(
         Some(v) if v.trim().is_empty() => Ok(default),
         Some(v) => v.trim().parse::<T>().map_err(|_| {
             BadInput(format!(
-                "{name}={v:?} is not {what}: set it to {what} or unset it to use the default"
+                "{name}={:?} is not {what}: set it to {what} or unset it to use the default",
+                crate::wire::url::truncate(&v, 40)
             ))
         }),
     }
@@ -105,9 +114,57 @@ pub fn env_bool(
             "true" | "1" | "yes" => Ok(true),
             "false" | "0" | "no" => Ok(false),
             _ => Err(BadInput(format!(
-                "{name}={v:?} is not a boolean: set it to true or false"
+                "{name}={:?} is not a boolean: set it to true or false",
+                crate::wire::url::truncate(&v, 40)
             ))),
         },
+    }
+}
+
+/// The signals that end a run early: Ctrl-C (SIGINT) and SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes). Installed once, at the start of a command, so a signal that arrives while the
+/// run is still being prepared is kept and ends the first stage at once.
+#[derive(Clone)]
+pub struct Interrupt {
+    rx: tokio::sync::watch::Receiver<Option<i32>>,
+}
+
+impl Interrupt {
+    /// Starts listening (needs a tokio runtime).
+    pub fn install() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        tokio::spawn(async move {
+            #[cfg(unix)]
+            let term = async {
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(mut s) => {
+                        s.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            #[cfg(not(unix))]
+            let term = std::future::pending::<()>();
+            let code = tokio::select! {
+                _ = tokio::signal::ctrl_c() => crate::error::EXIT_INTERRUPTED,
+                _ = term => crate::error::EXIT_TERMINATED,
+            };
+            let _ = tx.send(Some(code));
+            // A second signal ends the process at once, as the shells' convention has it.
+            let _ = tokio::signal::ctrl_c().await;
+            std::process::exit(code);
+        });
+        Interrupt { rx }
+    }
+
+    /// Resolves when a signal has arrived (at once if one already did).
+    pub async fn wait(mut self) {
+        let _ = self.rx.wait_for(|c| c.is_some()).await;
+    }
+
+    /// The exit code of the signal that arrived: 130 (SIGINT) or 143 (SIGTERM).
+    pub fn exit_code(&self) -> i32 {
+        (*self.rx.borrow()).unwrap_or(crate::error::EXIT_INTERRUPTED)
     }
 }
 

@@ -19,8 +19,13 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Largest response accepted (head and body); beyond it the request counts as failed.
-const MAX_RESPONSE: usize = 64 * 1024 * 1024;
+/// What is kept of a response body for the checks: its first 1 MiB. The rest is read, counted
+/// and dropped, so a large answer costs a virtual user no more memory than this.
+pub const KEEP_BODY: usize = 1024 * 1024;
+/// Largest response head (status line and headers); beyond it the answer is malformed.
+const MAX_HEAD: usize = 64 * 1024;
+/// Longest chunk-size line or trailer section of a chunked body.
+const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// Read granularity; a virtual user waiting for its answer holds about this much.
 const READ_CHUNK: usize = 2048;
 
@@ -48,44 +53,29 @@ impl Target {
         body: Option<&serde_json::Value>,
         timeout: Duration,
     ) -> anyhow::Result<Target> {
-        let uri: hyper::Uri = url.parse().map_err(|e| {
-            BadInput(format!(
-                "{url:?} is not a URL ({e}): write e.g. http://127.0.0.1:5678/webhook/load"
-            ))
-        })?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            _ => {
-                return Err(
-                    BadInput(format!("{url:?} needs an http:// or https:// scheme")).into(),
-                );
-            }
-        };
-        let host = uri
-            .host()
-            .ok_or_else(|| BadInput(format!("{url:?} has no host")))?
-            .trim_matches(['[', ']'])
-            .to_string();
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let parsed = crate::wire::url::HttpUrl::parse(url, "target URL")?;
+        let https = parsed.https;
+        let host = parsed.host.clone();
+        let port = parsed.port;
+        let shown = format!("{}:{port}", parsed.authority());
         let addr = tokio::net::lookup_host((host.as_str(), port))
             .await
-            .map_err(|e| anyhow::anyhow!("cannot resolve {host} (from {url}): {e}"))?
+            .map_err(|e| anyhow::anyhow!("cannot resolve {shown}: {e}"))?
             .next()
-            .ok_or_else(|| anyhow::anyhow!("{host} (from {url}) resolves to no address"))?;
+            .ok_or_else(|| anyhow::anyhow!("{shown} resolves to no address"))?;
         let method: Method = method
             .to_ascii_uppercase()
             .parse()
             .map_err(|_| BadInput(format!("{method:?} is not an HTTP method")))?;
         let mut map = HeaderMap::new();
-        let authority = match uri.port_u16() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.clone(),
-        };
+        let authority = parsed.authority();
         map.insert(
             hyper::header::HOST,
-            HeaderValue::from_str(&authority)
-                .map_err(|_| BadInput(format!("{url:?}: host is not a valid header value")))?,
+            HeaderValue::from_str(&authority).map_err(|_| {
+                BadInput(format!(
+                    "target URL: host {authority:?} is not a valid header value"
+                ))
+            })?,
         );
         for (k, v) in headers {
             let name = HeaderName::from_bytes(k.as_bytes())
@@ -106,13 +96,10 @@ impl Target {
             }
             None => Bytes::new(),
         };
-        let path_and_query = uri
-            .path_and_query()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| "/".into());
+        let path_and_query = parsed.path_and_query;
         let wire = Target::wire(&method, &path_and_query, &map, &body);
         Ok(Target {
-            url: url.to_string(),
+            url: crate::wire::url::redact(url),
             addr,
             method,
             path_and_query,
@@ -193,6 +180,8 @@ pub struct Exchange {
     pub receiving: Duration,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The body was longer than [`KEEP_BODY`]: checks saw only its first part.
+    pub body_cut: bool,
 }
 
 impl Exchange {
@@ -207,6 +196,7 @@ impl Exchange {
             receiving: Duration::ZERO,
             bytes_sent: 0,
             bytes_received: 0,
+            body_cut: false,
         }
     }
 }
@@ -221,7 +211,7 @@ pub struct Connection {
 /// How the response body is delimited.
 enum Framing {
     None,
-    Length(usize),
+    Length(u64),
     Chunked,
     UntilClose,
 }
@@ -348,45 +338,42 @@ impl Connection {
             }
             eof = read_more(stream, &mut self.buf, &mut first_byte, ex).await?;
         };
-        let body_start = head.len;
-        let body: Bytes = match head.framing {
-            Framing::None => Bytes::new(),
+        let _ = self.buf.split_to(head.len);
+        let mut sink = Sink::default();
+        match head.framing {
+            Framing::None => {}
             Framing::Length(n) => {
-                if body_start + n > MAX_RESPONSE {
-                    return Err(Failure::Io);
-                }
-                while self.buf.len() < body_start + n {
+                let mut remaining = n;
+                loop {
+                    let take = (self.buf.len() as u64).min(remaining) as usize;
+                    sink.push(&self.buf.split_to(take));
+                    remaining -= take as u64;
+                    if remaining == 0 {
+                        break;
+                    }
                     if eof || read_more(stream, &mut self.buf, &mut first_byte, ex).await? {
                         return Err(Failure::Io);
                     }
                 }
-                let mut all = self.buf.split_to(body_start + n);
-                all.split_off(body_start).freeze()
             }
-            Framing::UntilClose => {
-                while !eof {
-                    eof = read_more(stream, &mut self.buf, &mut first_byte, ex).await?;
+            Framing::UntilClose => loop {
+                sink.push(&self.buf.split());
+                if eof {
+                    break;
                 }
-                let mut all = self.buf.split();
-                all.split_off(body_start).freeze()
-            }
+                eof = read_more(stream, &mut self.buf, &mut first_byte, ex).await?;
+            },
             Framing::Chunked => {
-                let mut body = BytesMut::new();
-                let mut pos = body_start;
-                loop {
-                    match decode_chunks(&self.buf, &mut pos, &mut body)? {
-                        true => break,
-                        false => {
-                            if eof || read_more(stream, &mut self.buf, &mut first_byte, ex).await? {
-                                return Err(Failure::Io);
-                            }
-                        }
+                let mut state = Chunks::Size;
+                while !decode_chunks(&mut self.buf, &mut state, &mut sink)? {
+                    if eof || read_more(stream, &mut self.buf, &mut first_byte, ex).await? {
+                        return Err(Failure::Io);
                     }
                 }
-                let _ = self.buf.split_to(pos);
-                body.freeze()
             }
-        };
+        }
+        ex.body_cut = sink.cut;
+        let body = sink.kept.freeze();
         let done = Instant::now();
         let first = first_byte.unwrap_or(done);
         ex.waiting = first.saturating_duration_since(t_sent);
@@ -409,18 +396,32 @@ async fn read_more(
     first_byte: &mut Option<Instant>,
     ex: &mut Exchange,
 ) -> Result<bool, Failure> {
-    if buf.len() >= MAX_RESPONSE {
-        return Err(Failure::Io);
-    }
     if buf.capacity() - buf.len() < READ_CHUNK / 2 {
-        buf.reserve(READ_CHUNK.max(buf.len()));
+        buf.reserve(READ_CHUNK.max(buf.len().min(64 * 1024)));
     }
     let n = stream.read_buf(buf).await.map_err(|_| Failure::Io)?;
     if n > 0 && first_byte.is_none() {
         *first_byte = Some(Instant::now());
     }
-    ex.bytes_received += n as u64;
+    ex.bytes_received = ex.bytes_received.saturating_add(n as u64);
     Ok(n == 0)
+}
+
+/// The body as the checks see it: its first [`KEEP_BODY`] bytes.
+#[derive(Default)]
+struct Sink {
+    kept: BytesMut,
+    cut: bool,
+}
+
+impl Sink {
+    fn push(&mut self, data: &[u8]) {
+        let room = KEEP_BODY.saturating_sub(self.kept.len());
+        if data.len() > room {
+            self.cut = true;
+        }
+        self.kept.extend_from_slice(&data[..data.len().min(room)]);
+    }
 }
 
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
@@ -429,7 +430,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            if buf.len() > 1024 * 1024 {
+            if buf.len() > MAX_HEAD {
                 return Err(Failure::Io);
             }
             return Ok(None);
@@ -444,7 +445,12 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             let v = std::str::from_utf8(h.value).map_err(|_| Failure::Io)?;
-            length = Some(v.trim().parse::<usize>().map_err(|_| Failure::Io)?);
+            let n = v.trim().parse::<u64>().map_err(|_| Failure::Io)?;
+            if length.is_some_and(|l| l != n) {
+                // Two different lengths: the answer cannot be framed (RFC 9112 §6.3).
+                return Err(Failure::Io);
+            }
+            length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = h.value.to_ascii_lowercase().ends_with(b"chunked");
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -473,44 +479,80 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     }))
 }
 
-/// Decodes complete chunks from `buf[*pos..]` into `body`; true once the last chunk and the
-/// trailers are in.
-fn decode_chunks(buf: &[u8], pos: &mut usize, body: &mut BytesMut) -> Result<bool, Failure> {
+/// Where a chunked body's decoding stands between reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Chunks {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside a chunk: bytes still to come.
+    Data(u64),
+    /// After a chunk's data: its CRLF.
+    DataEnd,
+    /// After the last chunk: trailers up to an empty line.
+    Trailers,
+}
+
+/// Decodes what `buf` holds of a chunked body into `sink`, consuming it; true once the last
+/// chunk and the trailers are in. Sizes are checked (at most 16 hex digits), lines bounded.
+fn decode_chunks(buf: &mut BytesMut, state: &mut Chunks, sink: &mut Sink) -> Result<bool, Failure> {
+    let line_end = |buf: &BytesMut| buf.windows(2).position(|w| w == b"\r\n");
     loop {
-        let rest = &buf[*pos..];
-        let Some(line_end) = rest.windows(2).position(|w| w == b"\r\n") else {
-            return Ok(false);
-        };
-        let line = std::str::from_utf8(&rest[..line_end]).map_err(|_| Failure::Io)?;
-        let size_text = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| Failure::Io)?;
-        if size == 0 {
-            // Trailers end with an empty line.
-            let after = &rest[line_end + 2..];
-            let mut p = 0;
-            loop {
-                let Some(e) = after[p..].windows(2).position(|w| w == b"\r\n") else {
-                    return Ok(false);
+        match *state {
+            Chunks::Size => {
+                let Some(e) = line_end(buf) else {
+                    return if buf.len() > MAX_CHUNK_LINE {
+                        Err(Failure::Io)
+                    } else {
+                        Ok(false)
+                    };
                 };
+                let line = std::str::from_utf8(&buf[..e]).map_err(|_| Failure::Io)?;
+                let size_text = line.split(';').next().unwrap_or("").trim();
+                if size_text.is_empty() || size_text.len() > 16 {
+                    return Err(Failure::Io);
+                }
+                let size = u64::from_str_radix(size_text, 16).map_err(|_| Failure::Io)?;
+                let _ = buf.split_to(e + 2);
+                *state = if size == 0 {
+                    Chunks::Trailers
+                } else {
+                    Chunks::Data(size)
+                };
+            }
+            Chunks::Data(remaining) => {
+                let take = (buf.len() as u64).min(remaining) as usize;
+                sink.push(&buf.split_to(take));
+                if take as u64 == remaining {
+                    *state = Chunks::DataEnd;
+                } else {
+                    *state = Chunks::Data(remaining - take as u64);
+                    return Ok(false);
+                }
+            }
+            Chunks::DataEnd => {
+                if buf.len() < 2 {
+                    return Ok(false);
+                }
+                if &buf[..2] != b"\r\n" {
+                    return Err(Failure::Io);
+                }
+                let _ = buf.split_to(2);
+                *state = Chunks::Size;
+            }
+            Chunks::Trailers => {
+                let Some(e) = line_end(buf) else {
+                    return if buf.len() > MAX_CHUNK_LINE {
+                        Err(Failure::Io)
+                    } else {
+                        Ok(false)
+                    };
+                };
+                let _ = buf.split_to(e + 2);
                 if e == 0 {
-                    *pos += line_end + 2 + p + 2;
                     return Ok(true);
                 }
-                p += e + 2;
             }
         }
-        if body.len() + size > MAX_RESPONSE {
-            return Err(Failure::Io);
-        }
-        let need = line_end + 2 + size + 2;
-        if rest.len() < need {
-            return Ok(false);
-        }
-        body.extend_from_slice(&rest[line_end + 2..line_end + 2 + size]);
-        if &rest[line_end + 2 + size..need] != b"\r\n" {
-            return Err(Failure::Io);
-        }
-        *pos += need;
     }
 }
 
@@ -518,18 +560,47 @@ fn decode_chunks(buf: &[u8], pos: &mut usize, body: &mut BytesMut) -> Result<boo
 mod tests {
     use super::*;
 
+    fn decode_all(parts: &[&[u8]]) -> Result<(bool, Vec<u8>, bool), Failure> {
+        let mut buf = BytesMut::new();
+        let mut state = Chunks::Size;
+        let mut sink = Sink::default();
+        let mut done = false;
+        for p in parts {
+            buf.extend_from_slice(p);
+            done = decode_chunks(&mut buf, &mut state, &mut sink)?;
+        }
+        Ok((done, sink.kept.to_vec(), sink.cut))
+    }
+
     #[test]
     fn chunked_bodies_decode_with_extensions_and_trailers() {
-        let wire = b"4;ext=1\r\nWiki\r\n6\r\npedia \r\n0\r\nX-T: 1\r\n\r\n";
-        let mut body = BytesMut::new();
-        let mut pos = 0;
-        assert!(decode_chunks(wire, &mut pos, &mut body).unwrap());
-        assert_eq!(&body[..], b"Wikipedia ");
-        assert_eq!(pos, wire.len());
-        let mut body = BytesMut::new();
-        let mut pos = 0;
-        assert!(!decode_chunks(&wire[..12], &mut pos, &mut body).unwrap());
-        assert!(decode_chunks(b"zz\r\n", &mut 0, &mut BytesMut::new()).is_err());
+        let wire: &[u8] = b"4;ext=1\r\nWiki\r\n6\r\npedia \r\n0\r\nX-T: 1\r\n\r\n";
+        assert_eq!(
+            decode_all(&[wire]).unwrap(),
+            (true, b"Wikipedia ".to_vec(), false)
+        );
+        // Split anywhere, byte by byte: the same body.
+        let bytes: Vec<&[u8]> = wire.chunks(1).collect();
+        assert_eq!(
+            decode_all(&bytes).unwrap(),
+            (true, b"Wikipedia ".to_vec(), false)
+        );
+        assert!(!decode_all(&[&wire[..12]]).unwrap().0);
+        for bad in [
+            &b"zz\r\n"[..],
+            b"\r\n",
+            b"ffffffffffffffffff\r\n",
+            b"-1\r\n",
+            b"4\r\nWikiXX",
+        ] {
+            assert!(decode_all(&[bad]).is_err(), "{bad:?}");
+        }
+        // A chunk announcing 2^64−1 bytes is read (and cut), not allocated.
+        let (done, kept, cut) =
+            decode_all(&[b"ffffffffffffffff\r\n", &vec![b'a'; KEEP_BODY + 10]]).unwrap();
+        assert!(!done && cut && kept.len() == KEEP_BODY);
+        // An endless size line is refused.
+        assert!(decode_all(&[&vec![b'1'; MAX_CHUNK_LINE + 1]]).is_err());
     }
 
     #[test]

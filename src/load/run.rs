@@ -107,12 +107,15 @@ impl Shared {
         }
     }
 
+    /// Records one request into `rec`, the recorder of the stage it belongs to. `counted_at`
+    /// decides warm-up or window: the completion (closed model) or the intended start (open
+    /// model: a stage's arrivals are those it started, counted even when they end after it).
     fn finish(
         &self,
+        rec: &StageRecorder,
         shard: usize,
         ex: &super::client::Exchange,
-        blocked: Duration,
-        started: Instant,
+        (blocked, started, counted_at): (Duration, Instant, Option<Instant>),
     ) {
         let now = Instant::now();
         let mut results = [false; MAX_CHECKS];
@@ -131,15 +134,15 @@ impl Shared {
         if self.stop.load(Ordering::Relaxed) {
             return;
         }
-        self.current().record(
+        rec.record(
             shard,
             &Sample {
                 exchange: ex,
                 blocked,
-                latency: now - started,
+                latency: now.saturating_duration_since(started),
                 checks: &results[..n],
             },
-            now,
+            counted_at.unwrap_or(now),
         );
     }
 }
@@ -308,11 +311,21 @@ impl Sweep {
         if let Some(o) = self.opts.observer.as_mut() {
             o.begin_stage(index, stage_start + stage.warmup);
         }
-        let end = self
+        let mut end = self
             .wait_stage(index, &stage, (stage_start, &rec), interrupt, steady)
             .await;
-        stage_tasks.abort_all();
         let ended = Instant::now();
+        if end != StageEnd::Interrupted && !stage_tasks.is_empty() {
+            // Open model: the arrivals this stage started finish and count in it, for at most
+            // the request timeout (30 s at most, as k6's gracefulStop).
+            let grace = self.opts.profile.timeout()?.min(Duration::from_secs(30));
+            let drain = async { while stage_tasks.join_next().await.is_some() {} };
+            tokio::select! {
+                _ = tokio::time::timeout(grace, drain) => {}
+                _ = interrupt.as_mut() => end = StageEnd::Interrupted,
+            }
+        }
+        stage_tasks.abort_all();
         let agg = rec.total(self.shared.checks.len());
         let window = ended.saturating_duration_since(rec.warmup_until);
         let seen = self
@@ -552,7 +565,12 @@ async fn closed_vu(shared: Arc<Shared>, id: u32, retired: Arc<AtomicBool>) {
         let started = Instant::now();
         let ex = conn.exchange(&shared.target).await;
         let refused = ex.result.is_err() && ex.new_connection;
-        shared.finish(id as usize, &ex, Duration::ZERO, started);
+        shared.finish(
+            &shared.current(),
+            id as usize,
+            &ex,
+            (Duration::ZERO, started, None),
+        );
         if refused {
             // A refused connection returns in microseconds; yield so one user cannot starve
             // the runtime. The failures still count at full speed, as k6 would count them.
@@ -589,20 +607,31 @@ async fn open_scheduler(
     };
     let mut inflight = JoinSet::new();
     let mut k = 0u64;
+    let end = start + stage.duration;
     loop {
         let t = time_of(k as f64);
         if !t.is_finite() || t >= dur {
             break;
         }
         let intended = start + Duration::from_secs_f64(t);
-        if intended > Instant::now() {
+        let now = Instant::now();
+        if now >= end {
+            // Behind schedule at the stage's end (a rate the client cannot keep up): the
+            // stage's arrivals are those it started; the rest were never sent.
+            break;
+        }
+        if intended > now {
             tokio::time::sleep_until(intended.into()).await;
+        } else if k.is_multiple_of(64) {
+            // Behind schedule: let the stage's end and Ctrl-C be heard.
+            tokio::task::yield_now().await;
         }
         while inflight.try_join_next().is_some() {}
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 let sh = shared.clone();
                 let pool = pool.clone();
+                let rec = rec.clone();
                 inflight.spawn(async move {
                     let got = Instant::now();
                     let mut conn = pool
@@ -613,10 +642,14 @@ async fn open_scheduler(
                         .unwrap_or_default();
                     let ex = conn.exchange(&sh.target).await;
                     sh.finish(
+                        &rec,
                         k as usize,
                         &ex,
-                        got.saturating_duration_since(intended),
-                        intended,
+                        (
+                            got.saturating_duration_since(intended),
+                            intended,
+                            Some(intended),
+                        ),
                     );
                     if ex.result.is_ok() {
                         if let Ok(mut i) = pool.idle.lock() {
@@ -634,8 +667,9 @@ async fn open_scheduler(
         }
         k += 1;
     }
-    // Arrivals of this stage still in flight finish (and count) during the next stage's warm-up.
-    inflight.detach_all();
+    // The stage's arrivals still in flight finish into this stage's recorder; the caller bounds
+    // the wait (and dropping the set aborts what is left).
+    while inflight.join_next().await.is_some() {}
 }
 
 /// When an adaptive stage may end.
@@ -775,6 +809,7 @@ fn stage_result(
         },
         bytes_sent: agg.bytes_sent,
         bytes_received: agg.bytes_received,
+        bodies_cut: agg.bodies_cut,
         warmup_requests: agg.warmup_requests,
         client_cpu_percent: 0.0,
         valid: invalid_reasons.is_empty(),
@@ -830,6 +865,14 @@ fn invalid_reasons(
                 ));
             }
         }
+    }
+    if agg.checks_failed_on_cut_body > 0 && !invalid_reasons.is_empty() {
+        invalid_reasons.push(format!(
+            "{} answers longer than the {} MiB n8ncap keeps of a body failed a check: a check on \
+             a later part of the body cannot pass (check a field near the start of the answer)",
+            agg.checks_failed_on_cut_body,
+            super::client::KEEP_BODY / (1024 * 1024)
+        ));
     }
     invalid_reasons
 }

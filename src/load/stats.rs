@@ -51,6 +51,9 @@ pub struct Agg {
     pub warmup_requests: u64,
     /// Σ latency of the steady window's requests (s): batch means for the adaptive sweep.
     pub latency_sum_s: f64,
+    /// Answers longer than the body n8ncap keeps, and those of them whose checks failed.
+    pub bodies_cut: u64,
+    pub checks_failed_on_cut_body: u64,
 }
 
 impl Agg {
@@ -73,6 +76,8 @@ impl Agg {
             bytes_received: 0,
             warmup_requests: 0,
             latency_sum_s: 0.0,
+            bodies_cut: 0,
+            checks_failed_on_cut_body: 0,
         }
     }
 
@@ -102,6 +107,8 @@ impl Agg {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.warmup_requests += o.warmup_requests;
+        self.bodies_cut += o.bodies_cut;
+        self.checks_failed_on_cut_body += o.checks_failed_on_cut_body;
     }
 
     pub fn latency_summary(&self) -> Option<Latency> {
@@ -190,8 +197,8 @@ impl StageRecorder {
         }
         let ex = s.exchange;
         a.requests += 1;
-        a.bytes_sent += ex.bytes_sent;
-        a.bytes_received += ex.bytes_received;
+        a.bytes_sent = a.bytes_sent.saturating_add(ex.bytes_sent);
+        a.bytes_received = a.bytes_received.saturating_add(ex.bytes_received);
         if ex.new_connection {
             a.new_connections += 1;
             record(&mut a.connecting, ex.connecting);
@@ -231,6 +238,12 @@ impl StageRecorder {
         }
         if http_ok && !all_passed {
             a.errors.check_failed += 1;
+        }
+        if ex.body_cut {
+            a.bodies_cut += 1;
+            if !all_passed {
+                a.checks_failed_on_cut_body += 1;
+            }
         }
     }
 

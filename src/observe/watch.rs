@@ -37,19 +37,25 @@ impl Endpoint {
                     Ok(r @ (Role::Main | Role::Worker | Role::Webhook)) => r,
                     _ => {
                         return Err(format!(
-                            "--metrics {text}: unknown role {role:?} (use main=URL, worker=URL or webhook=URL)"
-                        ))
+                        "--metrics {}: unknown role {:?} (use main=URL, worker=URL or webhook=URL)",
+                        crate::wire::url::redact(text),
+                        crate::wire::url::truncate(role, 40)
+                    ))
                     }
                 };
+                crate::wire::url::HttpUrl::parse(url, "--metrics").map_err(|e| e.0)?;
                 Ok(Endpoint {
                     url: url.to_string(),
                     role: Some(role),
                 })
             }
-            _ => Ok(Endpoint {
-                url: text.to_string(),
-                role: None,
-            }),
+            _ => {
+                crate::wire::url::HttpUrl::parse(text, "--metrics").map_err(|e| e.0)?;
+                Ok(Endpoint {
+                    url: text.to_string(),
+                    role: None,
+                })
+            }
         }
     }
 }

@@ -14,7 +14,20 @@ pub struct ResultsDir {
 }
 
 impl ResultsDir {
-    pub fn create(dir: &Path) -> anyhow::Result<ResultsDir> {
+    /// Creates `dir` (or takes an empty one). A directory that already holds results is
+    /// refused unless `force`: a second run must not mix its stages into the first's.
+    pub fn create(dir: &Path, force: bool) -> anyhow::Result<ResultsDir> {
+        if !force
+            && ["summary.json", "stages.jsonl"]
+                .iter()
+                .any(|f| dir.join(f).exists())
+        {
+            return crate::error::bad_input(format!(
+                "{} already holds the results of a run: choose another --out, or add --force to \
+                 overwrite them",
+                dir.display()
+            ));
+        }
         std::fs::create_dir_all(dir).map_err(|e| {
             anyhow::anyhow!(
                 "cannot create the results directory {}: {e}; choose another with --out",
@@ -42,9 +55,15 @@ impl ResultsDir {
     pub fn append_stage(&mut self, s: &StageResult) -> anyhow::Result<()> {
         let mut line = serde_json::to_vec(s)?;
         line.push(b'\n');
-        self.stages.write_all(&line)?;
-        self.stages.flush()?;
-        Ok(())
+        self.stages
+            .write_all(&line)
+            .and_then(|_| self.stages.flush())
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write {}: {e}; what was measured so far is in summary.json",
+                    self.path.join("stages.jsonl").display()
+                )
+            })
     }
 
     pub fn write_summary(&self, s: &impl Serialize) -> anyhow::Result<()> {

@@ -287,6 +287,9 @@ pub struct StageResult {
     pub new_conns_per_request: f64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Answers longer than the 1 MiB n8ncap keeps of a body: checks read only that part.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bodies_cut: u64,
     pub warmup_requests: u64,
     /// CPU the n8ncap process used during the stage, in % of one core: near 100 × cores means
     /// the load generator itself may be the bottleneck.
@@ -341,6 +344,7 @@ impl StageResult {
             new_conns_per_request: 0.0,
             bytes_sent: 0,
             bytes_received: 0,
+            bodies_cut: 0,
             warmup_requests: 0,
             client_cpu_percent: 0.0,
             valid: true,
@@ -408,4 +412,8 @@ pub enum StageEnd {
     /// The sweep's time budget ran out.
     Budget,
     Interrupted,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

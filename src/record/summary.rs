@@ -92,7 +92,7 @@ impl Summary {
             aborted_by_threshold: false,
             profile: profile.to_string(),
             model,
-            url: url.to_string(),
+            url: crate::wire::url::redact(url),
             body,
             stages: Vec::new(),
             thresholds: Vec::new(),

@@ -73,37 +73,59 @@ where
     }
 }
 
+/// Largest body [`http_get`] takes (a real n8n's /metrics is about 50 KB).
+pub const MAX_GET_BODY: usize = 16 << 20;
+
 /// GETs a URL over plain HTTP with a timeout; errors name the URL.
 pub async fn http_get(url: &str, timeout: Duration) -> anyhow::Result<(u16, Bytes)> {
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{url:?} is not a URL: {e}"))?;
-    if uri.scheme_str() != Some("http") {
-        anyhow::bail!("{url}: only http:// metrics endpoints are supported");
+    let parsed = super::url::HttpUrl::parse(url, "URL")?;
+    if parsed.https {
+        anyhow::bail!(
+            "{}: only http:// endpoints are supported here",
+            super::url::redact(url)
+        );
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| anyhow::anyhow!("{url} has no host"))?
-        .trim_matches(['[', ']'])
-        .to_string();
-    let port = uri.port_u16().unwrap_or(80);
+    let (host, port) = (parsed.host.clone(), parsed.port);
     let work = async {
         let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
         let (mut sender, conn) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(conn);
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let req = hyper::Request::get(path)
-            .header(hyper::header::HOST, format!("{host}:{port}"))
+        let req = hyper::Request::get(parsed.path_and_query.as_str())
+            .header(hyper::header::HOST, parsed.authority())
             .header(hyper::header::ACCEPT, "text/plain;version=0.0.4")
             .body(Empty::<Bytes>::new())?;
         let resp = sender.send_request(req).await?;
         let status = resp.status().as_u16();
-        let body = resp.into_body().collect().await?.to_bytes();
+        let body = http_body_util::Limited::new(resp.into_body(), MAX_GET_BODY)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    anyhow::anyhow!(
+                        "the answer is larger than {} MiB: not a /metrics page",
+                        MAX_GET_BODY >> 20
+                    )
+                } else {
+                    anyhow::anyhow!("{e}")
+                }
+            })?
+            .to_bytes();
         Ok::<_, anyhow::Error>((status, body))
     };
     tokio::time::timeout(timeout, work)
         .await
-        .map_err(|_| anyhow::anyhow!("{url} did not answer within {timeout:?}"))?
-        .map_err(|e| anyhow::anyhow!("{url}: {e}"))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{} did not answer within {timeout:?}",
+                super::url::redact(url)
+            )
+        })?
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {}",
+                super::url::redact(url),
+                super::url::truncate(&e.to_string(), 200)
+            )
+        })
 }

@@ -7,3 +7,4 @@
 pub mod http;
 pub mod prometheus;
 pub mod resp;
+pub mod url;

@@ -134,6 +134,9 @@ impl Exposition {
     }
 }
 
+/// Longest error message (in characters) about a line of input.
+const MAX_QUOTED: usize = 200;
+
 pub fn parse(text: &str) -> Result<Exposition, ParseError> {
     let mut exp = Exposition::default();
     for (i, raw) in text.lines().enumerate() {
@@ -165,7 +168,10 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
                         other => {
                             return Err(ParseError {
                                 line: line_no,
-                                message: format!("unknown metric type {other:?} for {name}"),
+                                message: super::url::truncate(
+                                    &format!("unknown metric type {other:?} for {name}"),
+                                    MAX_QUOTED,
+                                ),
                             })
                         }
                     };
@@ -177,7 +183,9 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
         }
         let sample = parse_sample(line).map_err(|message| ParseError {
             line: line_no,
-            message,
+            // What a message quotes of a bad line is bounded: a 20 MB garbage line must not
+            // be repeated into every gap message and the timeline.
+            message: super::url::truncate(&message, MAX_QUOTED),
         })?;
         let fam = exp.family_for_sample(&sample.name);
         exp.family_mut(&fam).samples.push(sample);

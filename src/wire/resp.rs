@@ -4,6 +4,7 @@
 //! live with them, not here.
 
 use crate::error::BadInput;
+use crate::wire::url::{redact, truncate};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -54,14 +55,6 @@ impl RedisUrl {
     /// The URL without its password, for messages.
     pub fn shown(&self) -> String {
         format!("redis://{}:{}/{}", self.host, self.port, self.db)
-    }
-}
-
-/// A URL with any password replaced, for error messages.
-fn redact(text: &str) -> String {
-    match (text.find("://"), text.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}***{}", &text[..s + 3], &text[at..]),
-        _ => text.to_string(),
     }
 }
 
@@ -133,45 +126,73 @@ impl Conn {
     }
 
     pub async fn read(&mut self) -> anyhow::Result<Value> {
-        Box::pin(self.read_inner()).await
+        Box::pin(self.read_inner(0)).await
     }
 
-    async fn read_inner(&mut self) -> anyhow::Result<Value> {
-        let mut line = String::new();
-        if self.stream.read_line(&mut line).await? == 0 {
+    /// One reply. Lengths a server announces are bounded before anything is allocated, and
+    /// arrays nest at most [`MAX_DEPTH`] deep: nonsense is an error, never an abort.
+    async fn read_inner(&mut self, depth: usize) -> anyhow::Result<Value> {
+        let mut raw = Vec::new();
+        let n = tokio::io::AsyncReadExt::take(&mut self.stream, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut raw)
+            .await?;
+        if n == 0 {
             anyhow::bail!("Redis closed the connection");
         }
-        let line = line.trim_end_matches(['\r', '\n']);
-        let (kind, rest) = line.split_at(1.min(line.len()));
+        if raw.last() != Some(&b'\n') {
+            anyhow::bail!("not a Redis reply: a line longer than {MAX_LINE} bytes");
+        }
+        let text = String::from_utf8_lossy(&raw);
+        let line = text.trim_end_matches(['\r', '\n']);
+        let quoted = truncate(line, 80);
+        let (kind, rest) = line.split_at(line.chars().next().map_or(0, char::len_utf8));
+        let count = |max: i64| -> anyhow::Result<Option<usize>> {
+            let n: i64 = rest
+                .parse()
+                .map_err(|_| anyhow::anyhow!("not a Redis reply: {quoted:?}"))?;
+            if n > max || n < -1 {
+                anyhow::bail!("Redis announced a length of {n}: not a reply n8ncap expects");
+            }
+            Ok(usize::try_from(n).ok())
+        };
         match kind {
-            "+" => Ok(Value::Status(rest.to_string())),
-            "-" => anyhow::bail!("Redis error: {rest}"),
-            ":" => Ok(Value::Int(rest.parse()?)),
+            "+" => Ok(Value::Status(quoted)),
+            "-" => anyhow::bail!("Redis error: {}", truncate(rest, 200)),
+            ":" => Ok(Value::Int(rest.parse().map_err(|_| {
+                anyhow::anyhow!("not a Redis integer: {quoted:?}")
+            })?)),
             "$" => {
-                let n: i64 = rest.parse()?;
-                if n < 0 {
+                let Some(n) = count(MAX_BULK as i64)? else {
                     return Ok(Value::Nil);
-                }
-                let mut buf = vec![0u8; n as usize + 2];
+                };
+                let mut buf = vec![0u8; n + 2];
                 tokio::io::AsyncReadExt::read_exact(&mut self.stream, &mut buf).await?;
-                buf.truncate(n as usize);
+                buf.truncate(n);
                 Ok(Value::Str(buf))
             }
             "*" => {
-                let n: i64 = rest.parse()?;
-                if n < 0 {
-                    return Ok(Value::Nil);
+                if depth >= MAX_DEPTH {
+                    anyhow::bail!("Redis reply nested more than {MAX_DEPTH} deep");
                 }
-                let mut items = Vec::with_capacity(n as usize);
+                let Some(n) = count(MAX_ARRAY as i64)? else {
+                    return Ok(Value::Nil);
+                };
+                let mut items = Vec::with_capacity(n.min(1024));
                 for _ in 0..n {
-                    items.push(Box::pin(self.read_inner()).await?);
+                    items.push(Box::pin(self.read_inner(depth + 1)).await?);
                 }
                 Ok(Value::Array(items))
             }
-            _ => anyhow::bail!("not a Redis reply: {line:?}"),
+            _ => anyhow::bail!("not a Redis reply: {quoted:?}"),
         }
     }
 }
+
+/// Bounds on what a reply may announce: a line, a bulk string, an array, nesting.
+const MAX_LINE: usize = 64 * 1024;
+const MAX_BULK: usize = 16 << 20;
+const MAX_ARRAY: usize = 1 << 20;
+const MAX_DEPTH: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -190,5 +211,43 @@ mod tests {
             err.0
         );
         assert!(RedisUrl::parse("redis://:6379").is_err());
+    }
+
+    /// Serves `reply` to one connection and reads it back through a [`Conn`].
+    async fn reply_of(reply: &'static [u8]) -> anyhow::Result<Value> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        tokio::spawn(async move {
+            if let Ok((mut s, _)) = listener.accept().await {
+                let _ = s.write_all(reply).await;
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            }
+        });
+        let url = RedisUrl::parse(&format!("redis://127.0.0.1:{port}"))?;
+        let mut c = Conn::open(&url).await?;
+        tokio::time::timeout(std::time::Duration::from_secs(1), c.read()).await?
+    }
+
+    #[tokio::test]
+    async fn nonsense_replies_are_errors_before_anything_is_allocated() {
+        assert_eq!(reply_of(b":42\r\n").await.unwrap(), Value::Int(42));
+        assert_eq!(
+            reply_of(b"*2\r\n$1\r\na\r\n$-1\r\n").await.unwrap(),
+            Value::Array(vec![Value::Str(b"a".to_vec()), Value::Nil])
+        );
+        for bad in [
+            &b"*100000000000\r\n"[..],
+            b"$100000000000\r\n",
+            b"$-9223372036854775808\r\n:x\r\n",
+            b":notanumber\r\n",
+            b"?\r\n",
+            b"*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+        ] {
+            assert!(reply_of(bad).await.is_err(), "{bad:?}");
+        }
+        // A line that never ends is refused at its bound, not read into memory whole.
+        static LONG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let long = LONG.get_or_init(|| vec![b'+'; MAX_LINE + 10]);
+        assert!(reply_of(long).await.is_err());
     }
 }

@@ -1,0 +1,216 @@
+//! http(s) URLs as n8ncap takes them from users (load targets, `--metrics`, runner broker URIs),
+//! checked strictly before any request — a port above 65535 is an error, not port 80 — and
+//! credentials in a URL (`user:password@`) redacted wherever a URL is shown.
+
+use crate::error::BadInput;
+
+/// A checked `http://` or `https://` URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpUrl {
+    pub https: bool,
+    /// Without IPv6 brackets.
+    pub host: String,
+    pub port: u16,
+    /// The port was written in the URL (the Host header then carries it).
+    pub explicit_port: bool,
+    /// Path and query, at least `/`.
+    pub path_and_query: String,
+}
+
+impl HttpUrl {
+    /// Parses `text`; `what` names the flag or field in the error ("--url", "--metrics").
+    pub fn parse(text: &str, what: &str) -> Result<HttpUrl, BadInput> {
+        let shown = redact(text);
+        let bad = |why: &str| {
+            BadInput(format!(
+                "{what} {shown:?}: {why} (write e.g. http://127.0.0.1:5678/webhook/load)"
+            ))
+        };
+        if text.trim().is_empty() {
+            return Err(bad("empty URL"));
+        }
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad("a URL cannot contain spaces or control characters"));
+        }
+        let (scheme, rest) = text
+            .split_once("://")
+            .ok_or_else(|| bad("not a URL: it needs http:// or https://"))?;
+        let https = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(bad("only http:// and https:// are supported")),
+        };
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        if authority.contains('@') {
+            return Err(bad(
+                "credentials in a URL are not sent: put them in a header (Authorization)",
+            ));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad("an IPv6 address needs its closing ]"))?;
+            let port = match after {
+                "" => None,
+                p => Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| bad("unexpected text after the IPv6 address"))?,
+                ),
+            };
+            (h, port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let explicit_port = port.is_some();
+        let port = match port {
+            None => {
+                if https {
+                    443
+                } else {
+                    80
+                }
+            }
+            Some(p) => match p.parse::<u32>() {
+                Ok(n @ 1..=65535) => n as u16,
+                _ => {
+                    return Err(bad(&format!(
+                        "port {:?} is not a port number (1–65535)",
+                        truncate(p, 20)
+                    )))
+                }
+            },
+        };
+        let tail = tail.split('#').next().unwrap_or("");
+        let path_and_query = if tail.is_empty() || tail.starts_with('?') {
+            format!("/{tail}")
+        } else {
+            tail.to_string()
+        };
+        Ok(HttpUrl {
+            https,
+            host: host.to_string(),
+            port,
+            explicit_port,
+            path_and_query,
+        })
+    }
+
+    /// `host[:port]` as the Host header carries it (IPv6 in brackets).
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.explicit_port {
+            format!("{host}:{}", self.port)
+        } else {
+            host
+        }
+    }
+
+    pub fn is_loopback(&self) -> bool {
+        self.host.eq_ignore_ascii_case("localhost")
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// `text` with the credentials of every `scheme://user:password@` in it replaced by `***`.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, after) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = after
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// At most `max` characters of `text` (on a character boundary), with `…` when cut: what a
+/// message quotes of input it did not expect.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_out_of_range_and_garbage_are_refused() {
+        for bad in [
+            "http://127.0.0.1:99999/x",
+            "http://127.0.0.1:0/x",
+            "http://127.0.0.1:-1/x",
+            "http://127.0.0.1:/x",
+            "http://127.0.0.1:80a/x",
+            "http://[::1/x",
+            "http:///x",
+            "http://",
+            "",
+            "  ",
+            "ftp://h/x",
+            "127.0.0.1:5678",
+            "http://a b/x",
+        ] {
+            assert!(HttpUrl::parse(bad, "--url").is_err(), "{bad:?}");
+        }
+        let u = HttpUrl::parse("http://127.0.0.1:65535/webhook/x?a=1#f", "--url").unwrap();
+        assert_eq!(
+            (u.port, u.path_and_query.as_str()),
+            (65535, "/webhook/x?a=1")
+        );
+        let u = HttpUrl::parse("HTTPS://[::1]/", "--url").unwrap();
+        assert_eq!((u.https, u.port, u.host.as_str()), (true, 443, "::1"));
+        assert_eq!(u.authority(), "[::1]");
+        assert!(u.is_loopback());
+        let u = HttpUrl::parse("http://n8n:5678?x", "--url").unwrap();
+        assert_eq!(
+            (u.authority().as_str(), u.path_and_query.as_str()),
+            ("n8n:5678", "/?x")
+        );
+    }
+
+    #[test]
+    fn credentials_never_appear_in_errors_or_shown_urls() {
+        let err = HttpUrl::parse("http://admin:s3cr3t@h:99999/x", "--url").unwrap_err();
+        assert!(
+            !err.0.contains("s3cr3t") && err.0.contains("***@h"),
+            "{}",
+            err.0
+        );
+        assert_eq!(
+            redact("a http://u:p@h:1/x and redis://:pw@r:6379/0 \"ws://t@b\""),
+            "a http://***@h:1/x and redis://***@r:6379/0 \"ws://***@b\""
+        );
+        assert_eq!(redact("http://h/x@y"), "http://h/x@y");
+        assert_eq!(truncate("ééé", 2), "éé…");
+        assert_eq!(truncate("ab", 2), "ab");
+    }
+}
