@@ -168,6 +168,108 @@ impl Interrupt {
     }
 }
 
+/// Opens `path` for reading if it is a regular file (not a directory, a device such as
+/// /dev/zero, or a FIFO); `what` names it in the error.
+pub fn open_regular_file(path: &std::path::Path, what: &str) -> Result<std::fs::File, BadInput> {
+    let shown = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| BadInput(format!("cannot read {what} {shown}: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| BadInput(format!("cannot read {what} {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(BadInput(format!(
+            "{what} {shown} is not a regular file: give the path of a file"
+        )));
+    }
+    Ok(file)
+}
+
+/// Reads a UTF-8 text file of at most `max` bytes; larger, binary or unreadable input is
+/// refused with the file named.
+pub fn read_text_file(path: &std::path::Path, max: u64, what: &str) -> Result<String, BadInput> {
+    use std::io::Read;
+    let shown = path.display();
+    let file = open_regular_file(path, what)?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| BadInput(format!("cannot read {what} {shown}: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(BadInput(format!(
+            "{what} {shown} is larger than {} KiB: is it the right file?",
+            max / 1024
+        )));
+    }
+    if bytes.contains(&0) {
+        return Err(BadInput(format!(
+            "{what} {shown} is binary, not text: is it the right file?"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        BadInput(format!(
+            "{what} {shown} is not UTF-8 text (byte {}): save it as UTF-8",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// A YAML parser error as a user should read it: `origin:line:column: what`, without the
+/// snippet of the file the parser draws (it could show a secret), without quoted values, and
+/// without the library's own wording.
+pub fn yaml_error(origin: &str, e: &serde_saphyr::Error) -> String {
+    let msg = e.to_string();
+    let mut first = msg
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    // "line 6 column 5: …": the location is given once, in front.
+    if let Some((head, rest)) = first.split_once(": ") {
+        if head.starts_with("line ") && head.contains(" column ") {
+            first = rest.to_string();
+        }
+    }
+    let what = if let Some(rest) = first.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(',').next().unwrap_or("").trim();
+        format!(
+            "the key `{}` appears twice in one mapping: keep one of them",
+            crate::wire::url::truncate(key, 60)
+        )
+    } else {
+        crate::wire::url::truncate(&unquote(&first), 160)
+    };
+    let loc = e
+        .location()
+        .map(|l| format!(":{}:{}", l.line(), l.column()))
+        .unwrap_or_default();
+    format!("{origin}{loc}: not valid YAML for this file: {what}")
+}
+
+/// `text` with every quoted part ("…", '…', `…`) replaced by an ellipsis: parser messages
+/// quote values, and a value may be a secret.
+fn unquote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut open: Option<char> = None;
+    for c in text.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None if matches!(c, '"' | '\'' | '`') => {
+                out.push(c);
+                out.push('…');
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 /// The process environment as a lookup function.
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()

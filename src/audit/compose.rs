@@ -80,20 +80,8 @@ pub fn load(files: &[PathBuf]) -> Result<Project, BadInput> {
 fn read_yaml(path: &Path) -> Result<(Value, String), BadInput> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
-    let v: Value = serde_saphyr::from_str(&text).map_err(|e| {
-        // Only the first line of the parser's message: the snippet it adds could show values.
-        let msg = e.to_string();
-        let first = msg
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
-        let loc = e
-            .location()
-            .map(|l| format!(":{}:{}", l.line(), l.column()))
-            .unwrap_or_default();
-        BadInput(format!("{}{loc}: not valid YAML: {first}", path.display()))
-    })?;
+    let v: Value = serde_saphyr::from_str(&text)
+        .map_err(|e| BadInput(crate::util::yaml_error(&path.display().to_string(), &e)))?;
     if !v.is_object() {
         return Err(BadInput(format!(
             "{}: a compose file is a mapping with a `services:` key",

@@ -7,12 +7,18 @@ use crate::error::BadInput;
 use crate::record::stage::{Latency, StageResult};
 use crate::record::LoadModel;
 use hdrhistogram::Histogram;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
+/// Largest k6 summary read (k6's --summary-export is a few KB).
+const MAX_SUMMARY_BYTES: u64 = 16 << 20;
+/// Longest line of k6 JSON output (one point is a few hundred bytes).
+const MAX_POINT_LINE: u64 = 1 << 20;
+/// Most requests read from k6 JSON output (memory stays under a few GB).
+const MAX_POINTS: usize = 20_000_000;
+
 fn read(path: &Path) -> Result<String, BadInput> {
-    std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))
+    crate::util::read_text_file(path, MAX_SUMMARY_BYTES, "k6 summary")
 }
 
 fn blank_stage(index: usize, label: String, vus: u32) -> StageResult {
@@ -49,7 +55,7 @@ fn judge(s: &mut StageResult) {
 pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     let v: serde_json::Value = serde_json::from_str(&read(path)?).map_err(|e| {
         BadInput(format!(
-            "{} is not JSON: {e} (line {}, column {})",
+            "{} is not JSON (line {}, column {}): is it k6's --summary-export output?",
             path.display(),
             e.line(),
             e.column()
@@ -61,24 +67,45 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
             path.display()
         ))
     })?;
-    let num = |metric: &str, key: &str| {
-        m.get(metric)
-            .and_then(|x| x.get(key))
-            .and_then(|x| x.as_f64())
+    let shown = path.display().to_string();
+    // A value k6 wrote: absent is None; present but not a number, or outside what the metric
+    // can be, is refused with the field named — never read as 0.
+    let num = |metric: &str, key: &str, max: f64| -> Result<Option<f64>, BadInput> {
+        let Some(x) = m.get(metric).and_then(|x| x.get(key)) else {
+            return Ok(None);
+        };
+        match x.as_f64() {
+            Some(v) if v.is_finite() && (0.0..=max).contains(&v) => Ok(Some(v)),
+            _ => Err(BadInput(format!(
+                "{shown}: metrics.{metric}.{key} is {}: it must be a number from 0 to {max}",
+                crate::wire::url::truncate(&x.to_string(), 40)
+            ))),
+        }
     };
-    let count = num("http_reqs", "count").ok_or_else(|| {
+    let big = 1e15;
+    let count = num("http_reqs", "count", big)?.ok_or_else(|| {
         BadInput(format!(
-            "{}: no http_reqs count: is it k6's --summary-export output?",
-            path.display()
+            "{shown}: no http_reqs count: is it k6's --summary-export output?"
         ))
     })?;
-    let rate = num("http_reqs", "rate").unwrap_or(0.0);
-    let vus = num("vus_max", "value")
-        .or(num("vus", "value"))
-        .or(num("vus", "max"))
+    let rate = num("http_reqs", "rate", big)?.unwrap_or(0.0);
+    let max_vus = crate::record::stage::MAX_IN_FLIGHT as f64;
+    let vus = num("vus_max", "value", max_vus)?
+        .or(num("vus", "value", max_vus)?)
+        .or(num("vus", "max", max_vus)?)
         .unwrap_or(1.0) as u32;
-    let failed = num("http_req_failed", "value").unwrap_or(0.0);
-    let checks = num("checks", "value").unwrap_or(1.0);
+    let failed = num("http_req_failed", "value", 1.0)?.unwrap_or(0.0);
+    let checks = num("checks", "value", 1.0)?.unwrap_or(1.0);
+    let ms = |key: &str| num("http_req_duration", key, big);
+    let (med, avg, min, p90, p95, p99, max) = (
+        ms("med")?,
+        ms("avg")?,
+        ms("min")?,
+        ms("p(90)")?,
+        ms("p(95)")?,
+        ms("p(99)")?,
+        ms("max")?,
+    );
     let mut s = blank_stage(0, format!("{vus} in flight (k6 summary)"), vus);
     s.requests = count as u64;
     s.request_rate = rate;
@@ -88,16 +115,14 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     s.ok = (count * (1.0 - failed)).round() as u64;
     s.check_pass_rate = checks;
     s.throughput_rps = rate * (1.0 - failed) * checks.min(1.0);
-    s.latency = num("http_req_duration", "med").map(|med| Latency {
-        mean_ms: num("http_req_duration", "avg").unwrap_or(med),
-        min_ms: num("http_req_duration", "min").unwrap_or(0.0),
+    s.latency = med.map(|med| Latency {
+        mean_ms: avg.unwrap_or(med),
+        min_ms: min.unwrap_or(0.0),
         p50_ms: med,
-        p90_ms: num("http_req_duration", "p(90)").unwrap_or(med),
-        p95_ms: num("http_req_duration", "p(95)").unwrap_or(med),
-        p99_ms: num("http_req_duration", "p(99)")
-            .or(num("http_req_duration", "max"))
-            .unwrap_or(med),
-        max_ms: num("http_req_duration", "max").unwrap_or(med),
+        p90_ms: p90.unwrap_or(med),
+        p95_ms: p95.unwrap_or(med),
+        p99_ms: p99.or(max).unwrap_or(med),
+        max_ms: max.unwrap_or(med),
     });
     judge(&mut s);
     Ok(vec![s])
@@ -108,6 +133,9 @@ pub fn parse_time(t: &str) -> Option<f64> {
     let (date, rest) = t.split_once('T')?;
     let mut d = date.split('-').map(|x| x.parse::<i64>());
     let (y, mo, da) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    if !((1..=9999).contains(&y) && (1..=12).contains(&mo) && (1..=31).contains(&da)) {
+        return None;
+    }
     let (clock, offset_s) = match rest.find(['Z', '+']).or_else(|| rest.rfind('-')) {
         Some(i) => {
             let off = &rest[i..];
@@ -115,7 +143,11 @@ pub fn parse_time(t: &str) -> Option<f64> {
                 0
             } else {
                 let sign = if off.starts_with('-') { -1 } else { 1 };
-                let hm: Vec<i64> = off[1..].split(':').filter_map(|x| x.parse().ok()).collect();
+                let hm: Vec<i64> = off[1..]
+                    .split(':')
+                    .filter_map(|x| x.parse().ok())
+                    .filter(|x| (0..100).contains(x))
+                    .collect();
                 sign * (hm.first().copied().unwrap_or(0) * 3600
                     + hm.get(1).copied().unwrap_or(0) * 60)
             };
@@ -129,6 +161,9 @@ pub fn parse_time(t: &str) -> Option<f64> {
         c.next()?.parse::<i64>().ok()?,
     );
     let s: f64 = c.next()?.parse().ok()?;
+    if !((0..=24).contains(&h) && (0..=59).contains(&mi) && (0.0..62.0).contains(&s)) {
+        return None;
+    }
     // days from civil (Howard Hinnant).
     let y2 = if mo <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);
@@ -151,8 +186,9 @@ struct Group {
 /// The points of a k6 JSON output that matter here, by metric.
 #[derive(Default)]
 struct Points {
-    /// (time, scenario, duration ms)
-    reqs: Vec<(f64, String, f64)>,
+    /// (time, scenario index, duration ms)
+    reqs: Vec<(f64, usize, f64)>,
+    scenarios: Vec<String>,
     checks: Vec<(f64, bool)>,
     fails: Vec<(f64, bool)>,
     vus: Vec<(f64, f64)>,
@@ -175,51 +211,106 @@ pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInpu
 }
 
 fn read_points(path: &Path) -> Result<Points, BadInput> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+    let shown = path.display().to_string();
+    let file = crate::util::open_regular_file(path, "k6 JSON output")?;
+    let mut reader = std::io::BufReader::new(file);
     let mut p = Points::default();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-        if line.trim().is_empty() {
+    let mut line = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_POINT_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| BadInput(format!("cannot read {shown}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if n as u64 > MAX_POINT_LINE {
+            return Err(BadInput(format!(
+                "{shown}:{line_no}: a line longer than {} MiB: not k6 JSON output",
+                MAX_POINT_LINE >> 20
+            )));
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
+        let v: serde_json::Value = serde_json::from_slice(&line).map_err(|e| {
             BadInput(format!(
-                "{}:{}: not k6 JSON output: {e}",
-                path.display(),
-                i + 1
+                "{shown}:{line_no}: not k6 JSON output (column {})",
+                e.column()
             ))
         })?;
         if v.get("type").and_then(|t| t.as_str()) != Some("Point") {
             continue;
         }
         let metric = v.get("metric").and_then(|m| m.as_str()).unwrap_or("");
+        if !matches!(
+            metric,
+            "http_req_duration" | "http_req_failed" | "checks" | "vus"
+        ) {
+            continue;
+        }
         let data = &v["data"];
         let Some(t) = data
             .get("time")
             .and_then(|t| t.as_str())
             .and_then(parse_time)
         else {
-            continue;
+            return Err(BadInput(format!(
+                "{shown}:{line_no}: data.time of a {metric} point is not an RFC 3339 time"
+            )));
         };
-        let value = data.get("value").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let max = match metric {
+            "vus" => crate::record::stage::MAX_IN_FLIGHT as f64,
+            "http_req_duration" => 1e12,
+            _ => 1.0,
+        };
+        let value = match data.get("value").and_then(|x| x.as_f64()) {
+            Some(v) if v.is_finite() && (0.0..=max).contains(&v) => v,
+            _ => {
+                return Err(BadInput(format!(
+                    "{shown}:{line_no}: data.value of a {metric} point is {}: it must be a \
+                     number from 0 to {max}",
+                    crate::wire::url::truncate(&data["value"].to_string(), 40)
+                )))
+            }
+        };
         let scenario = data["tags"]
             .get("scenario")
             .and_then(|s| s.as_str())
-            .unwrap_or("default")
-            .to_string();
+            .unwrap_or("default");
         match metric {
-            "http_req_duration" => p.reqs.push((t, scenario, value)),
+            "http_req_duration" => {
+                if p.reqs.len() >= MAX_POINTS {
+                    return Err(BadInput(format!(
+                        "{shown}: more than {MAX_POINTS} requests: split the run, or use \
+                         --summary-export"
+                    )));
+                }
+                let sc = match p.scenarios.iter().position(|s| s == scenario) {
+                    Some(i) => i,
+                    None if p.scenarios.len() < 1000 => {
+                        p.scenarios.push(scenario.to_string());
+                        p.scenarios.len() - 1
+                    }
+                    None => {
+                        return Err(BadInput(format!(
+                            "{shown}:{line_no}: more than 1000 scenarios"
+                        )))
+                    }
+                };
+                p.reqs.push((t, sc, value))
+            }
             "http_req_failed" => p.fails.push((t, value != 0.0)),
             "checks" => p.checks.push((t, value != 0.0)),
-            "vus" => p.vus.push((t, value)),
-            _ => {}
+            _ => p.vus.push((t, value)),
         }
     }
     if p.reqs.is_empty() {
         return Err(BadInput(format!(
-            "{} has no http_req_duration points: is it k6's --out json output?",
-            path.display()
+            "{shown} has no http_req_duration points: is it k6's --out json output?"
         )));
     }
     Ok(p)
@@ -229,6 +320,7 @@ fn read_points(path: &Path) -> Result<Points, BadInput> {
 fn group(p: Points) -> Vec<(String, Group)> {
     let Points {
         mut reqs,
+        scenarios: names,
         checks: mut checks_by_time,
         fails: mut fails_by_time,
         mut vus,
@@ -239,19 +331,20 @@ fn group(p: Points) -> Vec<(String, Group)> {
     vus.sort_by(|a, b| a.0.total_cmp(&b.0));
     // Requests and their http_req_failed points come in the same order with equal timestamps.
     let failed_at = |i: usize| fails_by_time.get(i).map(|f| f.1).unwrap_or(false);
-    let scenarios: Vec<String> = {
-        let mut s: Vec<(f64, String)> = Vec::new();
-        for (t, sc, _) in &reqs {
-            if !s.iter().any(|(_, n)| n == sc) {
-                s.push((*t, sc.clone()));
-            }
+    // Scenarios in the order they first sent a request.
+    let mut order: Vec<usize> = Vec::new();
+    for (_, sc, _) in &reqs {
+        if !order.contains(sc) {
+            order.push(*sc);
         }
-        s.into_iter().map(|(_, n)| n).collect()
-    };
+    }
+    let by_scenario = order.len() > 1;
     let mut groups: Vec<(String, Group)> = Vec::new();
-    if scenarios.len() > 1 {
-        for sc in &scenarios {
-            groups.push((sc.clone(), Group::default()));
+    let mut group_of_scenario = vec![0usize; names.len()];
+    if by_scenario {
+        for (g, sc) in order.iter().enumerate() {
+            group_of_scenario[*sc] = g;
+            groups.push((names[*sc].clone(), Group::default()));
         }
     }
     let level_at = |t: f64| -> f64 {
@@ -266,17 +359,16 @@ fn group(p: Points) -> Vec<(String, Group)> {
             check_i += 1;
         }
         let check_ok = checks_by_time.get(check_i).map(|c| c.1).unwrap_or(true);
-        let key = if scenarios.len() > 1 {
-            sc.clone()
+        // By scenario: its group. By level: the last group while the level holds, else a new
+        // one — constant time per request, whatever the number of levels.
+        let idx = if by_scenario {
+            group_of_scenario[*sc]
         } else {
-            format!("{}", level_at(*t))
-        };
-        let idx = match groups.iter().position(|(k, _)| *k == key) {
-            Some(x) if scenarios.len() > 1 || x + 1 == groups.len() => x,
-            _ => {
-                groups.push((key.clone(), Group::default()));
-                groups.len() - 1
+            let key = format!("{}", level_at(*t));
+            if groups.last().map(|(k, _)| k) != Some(&key) {
+                groups.push((key, Group::default()));
             }
+            groups.len() - 1
         };
         let g = &mut groups[idx].1;
         if g.points.is_empty() {
@@ -290,7 +382,9 @@ fn group(p: Points) -> Vec<(String, Group)> {
 }
 
 fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult, BadInput> {
-    let vus = g.vus_max.max(1.0) as u32;
+    let vus = g
+        .vus_max
+        .clamp(1.0, crate::record::stage::MAX_IN_FLIGHT as f64) as u32;
     let mut s = blank_stage(i, format!("{vus} in flight (k6 {name})"), vus);
     let span = (g.last - g.first).max(0.0);
     let warm = warmup_s.min(span / 2.0);
@@ -306,7 +400,7 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
             continue;
         }
         n += 1;
-        let _ = h.record(((d * 1000.0) as u64).max(1));
+        let _ = h.record(((d * 1000.0) as u64).clamp(1, 3_600_000_000));
         if *f {
             bad += 1;
         }

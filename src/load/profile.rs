@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+/// Highest arrival rate a stage may ask (per second).
+pub const MAX_RATE: f64 = 1e9;
+
 /// Built-in profiles, by name.
 pub const BUILTIN: [(&str, &str); 6] = [
     ("smoke", include_str!("../../profiles/smoke.yaml")),
@@ -211,14 +214,13 @@ impl Profile {
                 names.join(", ")
             ));
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BadInput(format!("cannot read profile {}: {e}", path.display())))?;
+        let text = crate::util::read_text_file(path, 1 << 20, "profile")?;
         Profile::parse(&text, &path.display().to_string())
     }
 
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<Profile> {
         let mut p: Profile = serde_saphyr::from_str(text)
-            .map_err(|e| BadInput(format!("profile {origin} is not a valid profile: {e}")))?;
+            .map_err(|e| BadInput(format!("profile {}", crate::util::yaml_error(origin, &e))))?;
         if p.name.is_empty() {
             p.name = origin.to_string();
         }
@@ -310,6 +312,30 @@ impl Profile {
                     i + 1
                 ));
             }
+            let max = crate::record::stage::MAX_IN_FLIGHT;
+            let stage = format!("profile {}: stage {}", self.name, i + 1);
+            if let Some(r) = s.ramp_to {
+                if !(r.is_finite() && r >= 0.0 && r <= MAX_RATE) {
+                    return bad_input(format!(
+                        "{stage}: ramp_to must be an arrival rate from 0 to {MAX_RATE} per second"
+                    ));
+                }
+            }
+            if let Some(m) = s.max_vus {
+                if m == 0 || m > max {
+                    return bad_input(format!("{stage}: max_vus must be from 1 to {max}"));
+                }
+            }
+            if s.vus.is_some_and(|v| v > max) {
+                return bad_input(format!("{stage}: vus must be at most {max}"));
+            }
+            if s.rate
+                .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
+            {
+                return bad_input(format!(
+                    "{stage}: rate must be an arrival rate above 0 and at most {MAX_RATE} per second"
+                ));
+            }
             match self.model {
                 LoadModel::Closed => match s.vus {
                     Some(v) if v > 0 => {}
@@ -357,8 +383,16 @@ impl Profile {
     }
 
     pub fn timeout(&self) -> anyhow::Result<Duration> {
-        parse_duration(&self.request.timeout)
-            .map_err(|e| BadInput(format!("profile {}: request.timeout: {e}", self.name)).into())
+        let t = parse_duration(&self.request.timeout)
+            .map_err(|e| BadInput(format!("profile {}: request.timeout: {e}", self.name)))?;
+        if t < Duration::from_millis(1) {
+            return bad_input(format!(
+                "profile {}: request.timeout (--timeout) must be more than 0: a request needs time \
+                 to be answered",
+                self.name
+            ));
+        }
+        Ok(t)
     }
 }
 

@@ -378,6 +378,10 @@ pub struct ContainerStats {
     pub cpu_percent: Option<f64>,
 }
 
+/// Most requests in flight n8ncap takes anywhere (flags, profiles, k6 files, saved summaries):
+/// far beyond any n8n deployment, and small enough that nothing sized by it can exhaust memory.
+pub const MAX_IN_FLIGHT: u32 = 1_000_000;
+
 /// One step of the search, recorded in the summary and shown under the stage table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchStep {
