@@ -315,7 +315,7 @@ impl Profile {
             let max = crate::record::stage::MAX_IN_FLIGHT;
             let stage = format!("profile {}: stage {}", self.name, i + 1);
             if let Some(r) = s.ramp_to {
-                if !(r.is_finite() && r >= 0.0 && r <= MAX_RATE) {
+                if !(r.is_finite() && (0.0..=MAX_RATE).contains(&r)) {
                     return bad_input(format!(
                         "{stage}: ramp_to must be an arrival rate from 0 to {MAX_RATE} per second"
                     ));
