@@ -18,20 +18,36 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
     } else {
         path.to_path_buf()
     };
-    let bytes = std::fs::read(&file).map_err(|e| {
+    let text = crate::util::read_text_file(&file, 256 << 20, "summary").map_err(|e| {
         BadInput(format!(
-            "cannot read {}: {e} (give a results directory written by n8ncap sweep, or its summary.json)",
-            file.display()
+            "{} (give a results directory written by n8ncap sweep, or its summary.json)",
+            e.0
         ))
     })?;
-    let summary: Summary = serde_json::from_slice(&bytes).map_err(|e| {
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let summary: Summary = serde_path_to_error::deserialize(de).map_err(|e| {
+        // The field is named by its path; the parser's message is kept without quoted values.
+        let field = e.path().to_string();
+        let inner = e.inner();
+        let what = inner.to_string();
+        let what = what.split(" at line ").next().unwrap_or("");
         BadInput(format!(
-            "{} is not an n8ncap summary: {e} (line {}, column {})",
+            "{}:{}:{}: not an n8ncap summary: {}{}",
             file.display(),
-            e.line(),
-            e.column()
+            inner.line(),
+            inner.column(),
+            if field.is_empty() || field == "." {
+                String::new()
+            } else {
+                format!("{field}: ")
+            },
+            crate::wire::url::truncate(&crate::util::unquote(what), 160)
         ))
     })?;
+    for (i, st) in summary.stages.iter().enumerate() {
+        st.check(&format!("stages[{i}]"))
+            .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
+    }
     if !summary.schema.starts_with("n8ncap.summary/") {
         return Err(BadInput(format!(
             "{} has schema {:?}, not {}",

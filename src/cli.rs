@@ -105,6 +105,9 @@ pub struct SettingsArgs {
     pub task_request_timeout: Option<f64>,
 }
 
+/// Largest worker count, concurrency or runner limit a flag may give.
+const MAX_SETTING: u32 = 100_000;
+
 impl SettingsArgs {
     /// The settings these flags give, each sourced "flag --…"; bad values are bad input.
     pub fn settings(&self) -> anyhow::Result<Settings> {
@@ -122,6 +125,10 @@ impl SettingsArgs {
         let positive = |flag: &str, v: Option<u32>| -> anyhow::Result<Option<Sourced<u32>>> {
             match v {
                 Some(0) => Err(BadInput(format!("--{flag} must be at least 1")).into()),
+                Some(n) if n > MAX_SETTING => Err(BadInput(format!(
+                    "--{flag} {n} is beyond any deployment (at most {MAX_SETTING})"
+                ))
+                .into()),
                 Some(n) => Ok(Some(Sourced::new(n, format!("flag --{flag}")))),
                 None => Ok(None),
             }
@@ -142,9 +149,15 @@ impl SettingsArgs {
             workers: positive("workers", self.workers)?,
             worker_concurrency: positive("worker-concurrency", self.worker_concurrency)?,
             runner_limit: positive("runner-limit", self.runner_limit)?,
-            runners_per_worker: self
-                .runners_per_worker
-                .map(|n| Sourced::new(n, "flag --runners-per-worker")),
+            runners_per_worker: match self.runners_per_worker {
+                Some(n) if n > 1000 => {
+                    return Err(BadInput(format!(
+                        "--runners-per-worker {n} is beyond any deployment (at most 1000)"
+                    ))
+                    .into())
+                }
+                n => n.map(|n| Sourced::new(n, "flag --runners-per-worker")),
+            },
             // A job time alone means a job that is all Code.
             code_time: code_time.or_else(|| {
                 job_time
@@ -357,10 +370,10 @@ pub struct SimMainArgs {
     #[arg(long)]
     pub port: Option<u16>,
     /// Simulator only: ms main spends per execution outside worker slots.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms main burns per execution on its one JavaScript thread.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys: bull:jobs:wait, bull:jobs:active), e.g.
     /// redis://127.0.0.1:6379.
@@ -371,14 +384,14 @@ pub struct SimMainArgs {
 #[derive(Args, Debug)]
 pub struct SimWorkerArgs {
     /// Jobs this worker runs at once (n8n worker --concurrency; default 10).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: Option<u32>,
     /// Simulator only: ms each job holds its slot besides its own work.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms each execution burns on the worker's one JavaScript thread (real
     /// n8n: about 100 ms for webhook → Code → respond).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: u64,
     /// Take jobs from this Redis (Bull's keys) instead of main's simulated queue.
     #[arg(long)]
@@ -390,25 +403,26 @@ pub struct SimAllArgs {
     /// Port for main's webhook and /metrics (default: N8N_PORT, else 5678).
     #[arg(long)]
     pub port: Option<u16>,
-    #[arg(long, default_value_t = 1)]
+    /// Workers (1–1000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub workers: u32,
     /// Worker concurrency (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides it, as in n8n).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: Option<u32>,
-    /// Runners attached to each worker (0 = none: Code tasks time out).
-    #[arg(long, default_value_t = 1)]
+    /// Runners attached to each worker (0 = none: Code tasks time out; at most 100).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub runners_per_worker: u32,
     /// Limit of each runner (default: N8N_RUNNERS_MAX_CONCURRENCY, else 10).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub runner_limit: Option<u32>,
     /// Simulator only: total fixed overhead per execution in ms (half on main, half in the slot).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: u64,
     /// Simulator only: CPU ms each execution burns on main's JavaScript thread (real n8n: ≈ 30).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub main_cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys).
     #[arg(long)]

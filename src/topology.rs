@@ -126,7 +126,8 @@ impl Facts {
             }
             if let Some(v) = v {
                 if KEPT_VARIABLES.contains(&k) {
-                    self.env.insert(k.to_string(), v.to_string());
+                    // A kept URL keeps its host, never its `user:password@`.
+                    self.env.insert(k.to_string(), crate::wire::url::redact(v));
                 }
                 if COMPARED_SECRETS.contains(&k) && !v.is_empty() {
                     self.secret_fingerprints
@@ -211,12 +212,15 @@ pub fn classify(f: &Facts) -> Role {
 pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, String>> {
     for (i, a) in cmd.iter().enumerate() {
         // A compose command given as one string ("worker --concurrency=5") arrives split.
+        let positive = |v: &str| match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(v.to_string()),
+        };
         if let Some(v) = a.strip_prefix("--concurrency=") {
-            return Some(v.parse().map_err(|_| v.to_string()));
+            return Some(positive(v));
         }
         if a == "--concurrency" {
-            let v = cmd.get(i + 1).cloned().unwrap_or_default();
-            return Some(v.parse().map_err(|_| v));
+            return Some(positive(cmd.get(i + 1).map(String::as_str).unwrap_or("")));
         }
     }
     None
@@ -225,7 +229,9 @@ pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, String>> {
 /// The host part of `N8N_RUNNERS_TASK_BROKER_URI`.
 pub fn broker_host(uri: &str) -> Option<String> {
     let rest = uri.split("://").nth(1).unwrap_or(uri);
-    let authority = rest.split('/').next()?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    // Credentials before the host are not part of it.
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = authority
         .rsplit_once(':')
         .map(|(h, _)| h)
@@ -282,7 +288,7 @@ impl Topology {
                         .map(|l| l.value)
                         .unwrap_or(10);
                     *capacity.entry(tname.clone()).or_insert(0) +=
-                        limit * nodes[i].facts.replicas.max(1);
+                        limit.saturating_mul(nodes[i].facts.replicas);
                     nodes[i].attached_to = Some(tname);
                 }
                 None => nodes[i].notes.push(format!(
@@ -317,7 +323,10 @@ impl Topology {
         if workers.is_empty() {
             return Settings::default();
         }
-        let count: u32 = workers.iter().map(|w| w.facts.replicas.max(1)).sum();
+        let count: u32 = workers
+            .iter()
+            .map(|w| w.facts.replicas)
+            .fold(0u32, u32::saturating_add);
         let mut s = Settings {
             workers: Some(Sourced::new(count, "Docker: worker containers")),
             ..Settings::default()

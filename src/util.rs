@@ -249,7 +249,7 @@ pub fn yaml_error(origin: &str, e: &serde_saphyr::Error) -> String {
 
 /// `text` with every quoted part ("…", '…', `…`) replaced by an ellipsis: parser messages
 /// quote values, and a value may be a secret.
-fn unquote(text: &str) -> String {
+pub fn unquote(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut open: Option<char> = None;
     for c in text.chars() {

@@ -45,12 +45,28 @@ pub fn load(files: &[PathBuf]) -> Result<Project, BadInput> {
     let mut where_: BTreeMap<String, (PathBuf, usize)> = BTreeMap::new();
     for f in files {
         let (doc, text) = read_yaml(f)?;
-        let doc = interpolate(doc, &vars, f)?;
-        let services = doc
-            .get("services")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let doc = interpolate(doc, &vars, f, &text)?;
+        let services = match doc.get("services") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => {
+                return Err(BadInput(format!(
+                    "{}:{}: `services:` must be a mapping of service names to their settings",
+                    f.display(),
+                    line_of(&text, "services:")
+                )))
+            }
+        };
+        for (name, svc) in &services {
+            if !svc.is_object() {
+                return Err(BadInput(format!(
+                    "{}:{}: service {name} must be a mapping of its settings (image, command, \
+                     environment, …)",
+                    f.display(),
+                    service_line(&text, name)
+                )));
+            }
+        }
         for (name, svc) in &services {
             let svc = resolve_extends(name, svc, &services, f, &vars, 0)?;
             let svc = normalize(svc);
@@ -68,7 +84,11 @@ pub fn load(files: &[PathBuf]) -> Result<Project, BadInput> {
     let mut services = Vec::new();
     for (name, svc) in merged {
         let (file, line) = where_.get(&name).cloned().unwrap_or_default();
-        let facts = facts_of(&name, &svc, &file)?;
+        let facts = facts_of(&name, &svc, &file, line)?;
+        // `deploy.replicas: 0` (or `scale: 0`): the service runs no container.
+        if facts.replicas == 0 {
+            continue;
+        }
         services.push(Service { facts, file, line });
     }
     Ok(Project {
@@ -78,8 +98,7 @@ pub fn load(files: &[PathBuf]) -> Result<Project, BadInput> {
 }
 
 fn read_yaml(path: &Path) -> Result<(Value, String), BadInput> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::util::read_text_file(path, MAX_FILE, "compose file")?;
     let v: Value = serde_saphyr::from_str(&text)
         .map_err(|e| BadInput(crate::util::yaml_error(&path.display().to_string(), &e)))?;
     if !v.is_object() {
@@ -91,11 +110,19 @@ fn read_yaml(path: &Path) -> Result<(Value, String), BadInput> {
     Ok((v, text))
 }
 
+/// Largest compose or env file read (real ones are a few KB).
+const MAX_FILE: u64 = 4 << 20;
+
+/// The project's `.env`: absent is fine; present but unreadable or binary is an error.
 fn read_dotenv(path: &Path) -> Result<Vars, BadInput> {
+    if !path.exists() {
+        return Ok(Vars::new());
+    }
+    parse_env_text(&crate::util::read_text_file(path, MAX_FILE, ".env file")?)
+}
+
+fn parse_env_text(text: &str) -> Result<Vars, BadInput> {
     let mut vars = Vars::new();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(vars);
-    };
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -115,11 +142,22 @@ fn read_dotenv(path: &Path) -> Result<Vars, BadInput> {
     Ok(vars)
 }
 
-/// Names (and values of the kept variables) from an env_file.
-fn read_env_file(path: &Path) -> Vec<(String, Option<String>)> {
-    read_dotenv(path)
-        .map(|m| m.into_iter().map(|(k, v)| (k, Some(v))).collect())
-        .unwrap_or_default()
+/// Names (and values of the kept variables) from an env_file. Compose refuses a missing one
+/// unless it is marked `required: false`; so does the audit, naming the service and line.
+fn read_env_file(
+    path: &Path,
+    required: bool,
+    place: &str,
+) -> Result<Vec<(String, Option<String>)>, BadInput> {
+    if !path.exists() && !required {
+        return Ok(Vec::new());
+    }
+    let text = crate::util::read_text_file(path, MAX_FILE, "env_file")
+        .map_err(|e| BadInput(format!("{place}: {}", e.0)))?;
+    Ok(parse_env_text(&text)?
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect())
 }
 
 /// The line of `  name:` under `services:` (1 when not found).
@@ -153,19 +191,61 @@ fn service_line(text: &str, name: &str) -> usize {
     1
 }
 
-/// Compose interpolation on every string of the document.
-fn interpolate(v: Value, vars: &Vars, file: &Path) -> Result<Value, BadInput> {
+/// Why `${...}` could not be expanded. Messages name the variable, never the text around it.
+#[derive(Debug, PartialEq)]
+pub enum InterpError {
+    Unterminated,
+    UnknownOperator { name: String },
+    Required { name: String },
+}
+
+impl InterpError {
+    fn message(&self) -> String {
+        match self {
+            InterpError::Unterminated => "a ${ without its closing }".into(),
+            InterpError::UnknownOperator { name } => format!(
+                "${{{name}…}} uses an operator Compose does not know (use :-, -, :?, ?, :+ or +)"
+            ),
+            InterpError::Required { name } => {
+                format!("required variable {name} is not set (set it in the shell or in .env)")
+            }
+        }
+    }
+}
+
+/// The 1-based line of the first occurrence of `needle` in `text` (0 when absent).
+fn line_of(text: &str, needle: &str) -> usize {
+    if needle.is_empty() {
+        return 0;
+    }
+    text.find(needle)
+        .map(|at| text[..at].matches('\n').count() + 1)
+        .unwrap_or(0)
+}
+
+/// Compose interpolation on every string of the document; errors carry file:line.
+fn interpolate(v: Value, vars: &Vars, file: &Path, text: &str) -> Result<Value, BadInput> {
     Ok(match v {
-        Value::String(s) => Value::String(interpolate_str(&s, vars, file)?),
+        Value::String(s) => Value::String(interpolate_str(&s, vars).map_err(|e| {
+            let needle = match &e {
+                InterpError::Unterminated => s.lines().next().unwrap_or(""),
+                InterpError::UnknownOperator { name } | InterpError::Required { name } => name,
+            };
+            let line = match line_of(text, needle) {
+                0 => String::new(),
+                n => format!(":{n}"),
+            };
+            BadInput(format!("{}{line}: {}", file.display(), e.message()))
+        })?),
         Value::Array(a) => Value::Array(
             a.into_iter()
-                .map(|x| interpolate(x, vars, file))
+                .map(|x| interpolate(x, vars, file, text))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(o) => {
             let mut out = Map::new();
             for (k, x) in o {
-                out.insert(k, interpolate(x, vars, file)?);
+                out.insert(k, interpolate(x, vars, file, text)?);
             }
             Value::Object(out)
         }
@@ -173,7 +253,15 @@ fn interpolate(v: Value, vars: &Vars, file: &Path) -> Result<Value, BadInput> {
     })
 }
 
-pub fn interpolate_str(s: &str, vars: &Vars, file: &Path) -> Result<String, BadInput> {
+/// Expands `$VAR`, `${VAR}` and `${VAR<op>arg}` (arguments may nest: `${A:-${B:-7}}`).
+pub fn interpolate_str(s: &str, vars: &Vars) -> Result<String, InterpError> {
+    interpolate_depth(s, vars, 0)
+}
+
+fn interpolate_depth(s: &str, vars: &Vars, depth: usize) -> Result<String, InterpError> {
+    if depth > 16 {
+        return Err(InterpError::Unterminated);
+    }
     let mut out = String::with_capacity(s.len());
     let chars: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -190,15 +278,26 @@ pub fn interpolate_str(s: &str, vars: &Vars, file: &Path) -> Result<String, BadI
                 i += 2;
             }
             Some('{') => {
-                let Some(close) = chars[i + 2..].iter().position(|c| *c == '}') else {
-                    return Err(BadInput(format!(
-                        "{}: unterminated ${{...}} in {s:?}",
-                        file.display()
-                    )));
-                };
-                let body: String = chars[i + 2..i + 2 + close].iter().collect();
-                out.push_str(&expand(&body, vars, file)?);
-                i += close + 3;
+                // The matching brace: nested ${...} in a default count.
+                let mut level = 1usize;
+                let mut close = None;
+                for (k, ch) in chars.iter().enumerate().skip(i + 2) {
+                    match ch {
+                        '{' => level += 1,
+                        '}' => {
+                            level -= 1;
+                            if level == 0 {
+                                close = Some(k);
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let close = close.ok_or(InterpError::Unterminated)?;
+                let body: String = chars[i + 2..close].iter().collect();
+                out.push_str(&expand(&body, vars, depth)?);
+                i = close + 1;
             }
             Some(c2) if c2.is_ascii_alphabetic() || *c2 == '_' => {
                 let len = chars[i + 1..]
@@ -218,7 +317,7 @@ pub fn interpolate_str(s: &str, vars: &Vars, file: &Path) -> Result<String, BadI
     Ok(out)
 }
 
-fn expand(body: &str, vars: &Vars, file: &Path) -> Result<String, BadInput> {
+fn expand(body: &str, vars: &Vars, depth: usize) -> Result<String, InterpError> {
     let ops = [":-", "-", ":?", "?", ":+", "+"];
     let split = body
         .char_indices()
@@ -228,54 +327,33 @@ fn expand(body: &str, vars: &Vars, file: &Path) -> Result<String, BadInput> {
         return Ok(vars.get(body).cloned().unwrap_or_default());
     };
     let (name, rest) = body.split_at(at);
-    let op = ops
-        .iter()
-        .find(|o| rest.starts_with(**o))
-        .ok_or_else(|| BadInput(format!("{}: cannot read ${{{body}}}", file.display())))?;
-    let arg = interpolate_str(&rest[op.len()..], vars, file)?;
+    let Some(op) = ops.iter().find(|o| rest.starts_with(**o)) else {
+        return Err(InterpError::UnknownOperator {
+            name: crate::wire::url::truncate(name, 60),
+        });
+    };
     let val = vars.get(name);
     let set = val.is_some();
     let non_empty = val.is_some_and(|v| !v.is_empty());
+    // The argument is expanded only when it is used, as Compose does.
+    let arg = || interpolate_depth(&rest[op.len()..], vars, depth + 1);
     Ok(match *op {
-        ":-" => {
-            if non_empty {
-                val.cloned().unwrap_or_default()
-            } else {
-                arg
-            }
-        }
-        "-" => {
-            if set {
-                val.cloned().unwrap_or_default()
-            } else {
-                arg
-            }
-        }
-        ":+" => {
-            if non_empty {
-                arg
-            } else {
-                String::new()
-            }
-        }
-        "+" => {
-            if set {
-                arg
-            } else {
-                String::new()
-            }
-        }
-        ":?" | "?" => {
+        ":-" if non_empty => val.cloned().unwrap_or_default(),
+        ":-" => arg()?,
+        "-" if set => val.cloned().unwrap_or_default(),
+        "-" => arg()?,
+        ":+" if non_empty => arg()?,
+        "+" if set => arg()?,
+        ":+" | "+" => String::new(),
+        _ => {
             let ok = if *op == ":?" { non_empty } else { set };
             if !ok {
-                return Err(BadInput(format!(
-                    "{}: required variable {name} is not set ({arg})",
-                    file.display()
-                )));
+                return Err(InterpError::Required {
+                    name: name.to_string(),
+                });
             }
             val.cloned().unwrap_or_default()
         }
-        _ => unreachable!(),
     })
 }
 
@@ -316,8 +394,8 @@ fn resolve_extends(
     };
     let base = match &base_file {
         Some(bf) => {
-            let (doc, _) = read_yaml(bf)?;
-            let doc = interpolate(doc, vars, bf)?;
+            let (doc, text) = read_yaml(bf)?;
+            let doc = interpolate(doc, vars, bf, &text)?;
             let others = doc
                 .get("services")
                 .and_then(Value::as_object)
@@ -431,7 +509,8 @@ pub fn parse_memory(v: &Value) -> Option<u64> {
         "t" => 1024f64.powi(4),
         _ => return None,
     };
-    Some((n * mult) as u64)
+    let bytes = n * mult;
+    (bytes.is_finite() && bytes >= 1.0 && bytes < 2f64.powi(63)).then_some(bytes as u64)
 }
 
 /// Splits a command string as a shell would for simple cases (quotes, no expansions).
@@ -471,7 +550,8 @@ fn command_of(v: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn facts_of(name: &str, svc: &Value, file: &Path) -> Result<Facts, BadInput> {
+fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, BadInput> {
+    let place = format!("{}:{line}: service {name}", file.display());
     let mut f = Facts {
         name: name.to_string(),
         service: Some(name.to_string()),
@@ -482,22 +562,36 @@ fn facts_of(name: &str, svc: &Value, file: &Path) -> Result<Facts, BadInput> {
     let mut cmd = command_of(svc.get("entrypoint"));
     cmd.extend(command_of(svc.get("command")));
     f.command = cmd;
+    if let Some(Err(bad)) = crate::topology::concurrency_flag(&f.command) {
+        return Err(BadInput(format!(
+            "{place}: --concurrency {:?} is not a positive whole number: n8n would refuse it",
+            crate::wire::url::truncate(&bad, 20)
+        )));
+    }
     // env_file first: `environment` wins over it, as in Compose.
     let mut env: Vec<(String, Option<String>)> = Vec::new();
-    let env_files: Vec<String> = match svc.get("env_file") {
-        Some(Value::String(s)) => vec![s.clone()],
+    let env_files: Vec<(String, bool)> = match svc.get("env_file") {
+        Some(Value::String(s)) => vec![(s.clone(), true)],
         Some(Value::Array(a)) => a
             .iter()
             .map(|x| match x {
-                Value::Object(o) => o.get("path").map(scalar).unwrap_or_default(),
-                other => scalar(other),
+                Value::Object(o) => (
+                    o.get("path").map(scalar).unwrap_or_default(),
+                    o.get("required").and_then(Value::as_bool).unwrap_or(true),
+                ),
+                other => (scalar(other), true),
             })
             .collect(),
-        _ => Vec::new(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => {
+            return Err(BadInput(format!(
+                "{place}: env_file must be a path or a list of paths"
+            )))
+        }
     };
-    for ef in env_files {
+    for (ef, required) in env_files {
         let p = file.parent().unwrap_or(Path::new(".")).join(&ef);
-        env.extend(read_env_file(&p));
+        env.extend(read_env_file(&p, required, &place)?);
     }
     if let Some(Value::Object(m)) = svc.get("environment") {
         for (k, v) in m {
@@ -506,15 +600,35 @@ fn facts_of(name: &str, svc: &Value, file: &Path) -> Result<Facts, BadInput> {
         }
     }
     f.set_env(env.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
-    f.replicas = svc
-        .pointer("/deploy/replicas")
-        .or_else(|| svc.get("scale"))
-        .and_then(|v| scalar(v).parse().ok())
-        .unwrap_or(1);
-    f.memory_limit_bytes = svc
-        .pointer("/deploy/resources/limits/memory")
-        .and_then(parse_memory)
-        .or_else(|| svc.get("mem_limit").and_then(parse_memory));
+    f.replicas = match svc.pointer("/deploy/replicas").or_else(|| svc.get("scale")) {
+        None | Some(Value::Null) => 1,
+        Some(v) => match scalar(v).trim().parse::<u32>() {
+            Ok(n) if n <= MAX_REPLICAS => n,
+            _ => {
+                return Err(BadInput(format!(
+                    "{place}: deploy.replicas (or scale) must be a whole number from 0 to \
+                     {MAX_REPLICAS}"
+                )))
+            }
+        },
+    };
+    let memory = |key: &str, v: Option<&Value>| -> Result<Option<u64>, BadInput> {
+        match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => parse_memory(v).map(Some).ok_or_else(|| {
+                BadInput(format!(
+                    "{place}: {key} is not a memory size: write e.g. 512m or 1g (a positive size)"
+                ))
+            }),
+        }
+    };
+    f.memory_limit_bytes = match memory(
+        "deploy.resources.limits.memory",
+        svc.pointer("/deploy/resources/limits/memory"),
+    )? {
+        Some(m) => Some(m),
+        None => memory("mem_limit", svc.get("mem_limit"))?,
+    };
     f.hostnames.push(name.to_string());
     for key in ["container_name", "hostname"] {
         if let Some(h) = svc.get(key).map(scalar).filter(|h| !h.is_empty()) {
@@ -531,6 +645,9 @@ fn facts_of(name: &str, svc: &Value, file: &Path) -> Result<Facts, BadInput> {
     Ok(f)
 }
 
+/// Most replicas a service may declare (beyond it, a typing error).
+const MAX_REPLICAS: u32 = 10_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,8 +658,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let f = Path::new("x.yml");
-        let i = |s: &str| interpolate_str(s, &vars, f).unwrap();
+        let i = |s: &str| interpolate_str(s, &vars).unwrap();
         assert_eq!(i("${A}"), "1");
         assert_eq!(i("$A-x"), "1-x");
         assert_eq!(i("${B:-dflt}"), "dflt");
@@ -551,8 +667,19 @@ mod tests {
         assert_eq!(i("${A:+yes}"), "yes");
         assert_eq!(i("$$A"), "$A");
         assert_eq!(i("n8nio/n8n:${V:-2.41.1}"), "n8nio/n8n:2.41.1");
-        let err = interpolate_str("${B:?set B}", &vars, f).unwrap_err();
-        assert!(err.0.contains("B") && err.0.contains("set B"));
+        assert_eq!(i("${A:-${B:-7}}"), "1");
+        assert_eq!(i("${B:-${C:-7}}"), "7");
+        assert_eq!(i("${B:-${A}x}"), "1x");
+        assert_eq!(
+            interpolate_str("${B:?set B}", &vars),
+            Err(InterpError::Required { name: "B".into() })
+        );
+        assert_eq!(
+            interpolate_str("pre ${B:-x", &vars),
+            Err(InterpError::Unterminated)
+        );
+        // A required variable inside an unused default is not an error (Compose).
+        assert_eq!(i("${A:-${B:?x}}"), "1");
     }
 
     #[test]
@@ -563,6 +690,9 @@ mod tests {
         );
         assert_eq!(parse_memory(&Value::String("1GiB".into())), Some(1 << 30));
         assert_eq!(parse_memory(&serde_json::json!(1024)), Some(1024));
+        for bad in ["-1g", "0", "1e400", "lots", "99999999999t"] {
+            assert_eq!(parse_memory(&Value::String(bad.into())), None, "{bad}");
+        }
         assert_eq!(
             split_command("worker --concurrency=5 'a b'"),
             vec!["worker", "--concurrency=5", "a b"]

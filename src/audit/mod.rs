@@ -346,13 +346,14 @@ fn runner_pairing<'a>(c: &Ctx<'a>, out: &mut Vec<Finding>) -> Attached<'a> {
             continue;
         };
         let e = attached.entry(target.as_str()).or_insert((0, 0));
-        e.0 += r.facts.replicas.max(1);
-        e.1 += r
-            .runner_limit
-            .as_ref()
-            .map(|l| l.value)
-            .unwrap_or(crate::model::n8n_defaults::RUNNER_LIMIT)
-            * r.facts.replicas.max(1);
+        e.0 = e.0.saturating_add(r.facts.replicas);
+        e.1 = e.1.saturating_add(
+            r.runner_limit
+                .as_ref()
+                .map(|l| l.value)
+                .unwrap_or(crate::model::n8n_defaults::RUNNER_LIMIT)
+                .saturating_mul(r.facts.replicas),
+        );
         if let Some(tn) = c.by_name(target) {
             paired_runner(r, tn, target, out);
         }
@@ -456,7 +457,10 @@ fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
             continue;
         }
         let (runner_replicas, capacity) = attached.get(n.name()).copied().unwrap_or((0, 0));
-        let replicas = n.facts.replicas.max(1);
+        let replicas = n.facts.replicas;
+        if replicas == 0 {
+            continue;
+        }
         if n.role == Role::Worker && !runners.is_empty() && runner_replicas < replicas {
             out.push(
                 finding(RuleId::WorkerWithoutRunner, n.name(), if runner_replicas == 0 {
@@ -662,16 +666,19 @@ fn database(c: &Ctx, out: &mut Vec<Finding>) {
                     .and_then(|v| v.parse::<u32>().ok())
             })
             .unwrap_or(100);
-        let processes: u32 = pg_users.iter().map(|n| n.facts.replicas.max(1)).sum();
+        let processes: u32 = pg_users
+            .iter()
+            .map(|n| n.facts.replicas)
+            .fold(0u32, u32::saturating_add);
         let pool: u32 = pg_users
             .iter()
             .map(|n| {
                 env(n, "DB_POSTGRESDB_POOL_SIZE")
-                    .and_then(|v| v.parse().ok())
+                    .and_then(|v| v.parse::<u32>().ok())
                     .unwrap_or(2)
-                    * n.facts.replicas.max(1)
+                    .saturating_mul(n.facts.replicas)
             })
-            .sum();
+            .fold(0u32, u32::saturating_add);
         if pool >= max_conn {
             out.push(
                 finding(RuleId::DbConnectionsExhausted, p.name(), format!(

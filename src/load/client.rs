@@ -142,6 +142,10 @@ impl Target {
         ca_cert: Option<&std::path::Path>,
         insecure: bool,
     ) -> anyhow::Result<()> {
+        if let Some(path) = ca_cert {
+            // Checked even for an http:// target: a missing file is a typing error either way.
+            crate::util::read_text_file(path, 4 << 20, "--ca-cert")?;
+        }
         if let Some(t) = &self.tls {
             self.tls = Some(tls::connector(&t.host, ca_cert, insecure)?);
         }

@@ -161,8 +161,14 @@ pub fn capacity_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
 }
 
 pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
-    let c: u32 = workers.iter().map(|w| w.worker_concurrency).sum();
-    let r: u32 = workers.iter().map(|w| w.runner_capacity).sum();
+    let c: u32 = workers
+        .iter()
+        .map(|w| w.worker_concurrency)
+        .fold(0, u32::saturating_add);
+    let r: u32 = workers
+        .iter()
+        .map(|w| w.runner_capacity)
+        .fold(0, u32::saturating_add);
     let s = job.service_time().max(1e-9);
     let runner_bound_of = |cap: u32| {
         if job.code_s > 0.0 {

@@ -13,10 +13,16 @@ use std::time::Duration;
 
 /// Connects and pings, so an absent socket or a permission problem is one clear line.
 pub async fn connect() -> anyhow::Result<Docker> {
-    let where_ =
-        std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
-    let docker = Docker::connect_with_defaults()
-        .map_err(|e| anyhow::anyhow!("cannot use the Docker API at {where_}: {e}"))?;
+    // DOCKER_HOST unset or empty means the default socket, as the docker CLI reads it.
+    let host = std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|h| !h.trim().is_empty());
+    let where_ = crate::wire::url::redact(host.as_deref().unwrap_or("unix:///var/run/docker.sock"));
+    let docker = match host {
+        Some(_) => Docker::connect_with_defaults(),
+        None => Docker::connect_with_socket_defaults(),
+    }
+    .map_err(|e| anyhow::anyhow!("cannot use the Docker API at {where_}: {e}"))?;
     match tokio::time::timeout(Duration::from_secs(3), docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => {

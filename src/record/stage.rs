@@ -378,6 +378,85 @@ pub struct ContainerStats {
     pub cpu_percent: Option<f64>,
 }
 
+impl StageResult {
+    /// Refuses figures a measurement cannot have (a saved summary edited or damaged): negative
+    /// or non-finite times and rates, shares outside 0–1, more good answers than requests,
+    /// in-flight levels beyond [`MAX_IN_FLIGHT`]. The error names the field.
+    pub fn check(&self, at: &str) -> Result<(), String> {
+        let nonneg = |name: &str, v: f64| -> Result<(), String> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a number of at least 0"
+                ))
+            }
+        };
+        let share = |name: &str, v: f64| -> Result<(), String> {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a share from 0 to 1"
+                ))
+            }
+        };
+        for (name, v) in [
+            ("duration_s", self.duration_s),
+            ("warmup_s", self.warmup_s),
+            ("window_s", self.window_s),
+            ("throughput_rps", self.throughput_rps),
+            ("request_rate", self.request_rate),
+            ("new_conns_per_request", self.new_conns_per_request),
+            ("client_cpu_percent", self.client_cpu_percent),
+        ] {
+            nonneg(name, v)?;
+        }
+        share("error_rate", self.error_rate)?;
+        share("check_pass_rate", self.check_pass_rate)?;
+        for (name, v) in [("rate", self.rate), ("ramp_to", self.ramp_to)] {
+            if let Some(v) = v {
+                nonneg(name, v)?;
+            }
+        }
+        for (name, v) in [("vus", self.vus), ("max_vus", self.max_vus)] {
+            if v.is_some_and(|n| n > MAX_IN_FLIGHT) {
+                return Err(format!("{at}.{name} is above {MAX_IN_FLIGHT}"));
+            }
+        }
+        if self.ok > self.requests {
+            return Err(format!(
+                "{at}.ok ({}) is more than {at}.requests ({})",
+                self.ok, self.requests
+            ));
+        }
+        if let Some(l) = &self.latency {
+            for (name, v) in [
+                ("mean_ms", l.mean_ms),
+                ("min_ms", l.min_ms),
+                ("p50_ms", l.p50_ms),
+                ("p90_ms", l.p90_ms),
+                ("p95_ms", l.p95_ms),
+                ("p99_ms", l.p99_ms),
+                ("max_ms", l.max_ms),
+            ] {
+                nonneg(&format!("latency.{name}"), v)?;
+            }
+        }
+        if let Some(q) = &self.queue {
+            for (name, v) in [
+                ("active_mean", q.active_mean),
+                ("active_max", q.active_max),
+                ("waiting_mean", q.waiting_mean),
+                ("waiting_max", q.waiting_max),
+            ] {
+                nonneg(&format!("queue.{name}"), v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Most requests in flight n8ncap takes anywhere (flags, profiles, k6 files, saved summaries):
 /// far beyond any n8n deployment, and small enough that nothing sized by it can exhaust memory.
 pub const MAX_IN_FLIGHT: u32 = 1_000_000;

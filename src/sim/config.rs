@@ -34,16 +34,12 @@ impl MetricsConfig {
             20.0,
             "a number of seconds",
         )?;
-        if interval <= 0.0 {
-            return Err(BadInput(
-                "N8N_METRICS_QUEUE_METRICS_INTERVAL must be more than 0 seconds".into(),
-            ));
-        }
+        let interval = positive_secs("N8N_METRICS_QUEUE_METRICS_INTERVAL", interval)?;
         Ok(Self {
             enabled: env_bool(env, "N8N_METRICS", default_enabled)?,
             prefix: env("N8N_METRICS_PREFIX").unwrap_or_else(|| "n8n_".into()),
             queue_metrics: env_bool(env, "N8N_METRICS_INCLUDE_QUEUE_METRICS", default_enabled)?,
-            queue_metrics_interval: Duration::from_secs_f64(interval),
+            queue_metrics_interval: interval,
             event_bus_metrics: env_bool(
                 env,
                 "N8N_METRICS_INCLUDE_MESSAGE_EVENT_BUS_METRICS",
@@ -82,10 +78,18 @@ fn listen_ip(env: Env, var: &str, default: &str) -> Result<IpAddr, BadInput> {
 
 fn seconds(env: Env, var: &str, default: f64) -> Result<Duration, BadInput> {
     let v: f64 = env_parse(env, var, default, "a number of seconds")?;
-    if !v.is_finite() || v <= 0.0 {
-        return Err(BadInput(format!("{var} must be more than 0 seconds")));
+    positive_secs(var, v)
+}
+
+/// Seconds from a variable: more than 0 and at most 30 days (beyond, clock arithmetic would
+/// overflow).
+fn positive_secs(var: &str, v: f64) -> Result<Duration, BadInput> {
+    match Duration::try_from_secs_f64(v) {
+        Ok(d) if v > 0.0 && d <= crate::util::MAX_DURATION => Ok(d),
+        _ => Err(BadInput(format!(
+            "{var} must be a number of seconds above 0 and at most 30 days"
+        ))),
     }
-    Ok(Duration::from_secs_f64(v))
 }
 
 #[derive(Debug, Clone)]
@@ -286,8 +290,9 @@ impl RunnerConfig {
 pub fn parse_broker_uri(uri: &str) -> Result<(String, u16), BadInput> {
     let bad = || {
         BadInput(format!(
-            "N8N_RUNNERS_TASK_BROKER_URI={uri:?} is not a broker URI: write http://HOST:PORT, \
-             e.g. http://n8n-worker:5679"
+            "N8N_RUNNERS_TASK_BROKER_URI={:?} is not a broker URI: write http://HOST:PORT, \
+             e.g. http://n8n-worker:5679",
+            crate::wire::url::truncate(&crate::wire::url::redact(uri), 80)
         ))
     };
     let rest = uri

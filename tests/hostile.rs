@@ -1,0 +1,582 @@
+//! n8ncap as a hostile user meets it: absurd flags, malformed files, faulty servers, signals.
+//! Every case must end in a clear refusal (exit 2, the field named, no secret quoted) or in
+//! honest measurements — never a panic, a wrong target or an invented figure.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run n8ncap")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// Exit 2, no panic, and a message containing every one of `names`.
+fn refused(o: &Output, names: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in names {
+        assert!(err.contains(n), "{n:?} not in: {err}");
+    }
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("n8ncap-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(d: &Path, name: &str, text: &str) -> String {
+    let p = d.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// A server that answers every request on a connection with `answer` (the raw bytes, head and
+/// body), then keeps or closes the connection.
+fn canned_server(answer: Vec<u8>, close: bool) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                let mut seen = Vec::new();
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                    // One request per head (the bodies n8ncap sends here are empty or tiny).
+                    while let Some(p) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&seen[..p]).to_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if seen.len() < p + 4 + len {
+                            break;
+                        }
+                        seen.drain(..p + 4 + len);
+                        if s.write_all(&answer).is_err() {
+                            return;
+                        }
+                        if close {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/webhook/load")
+}
+
+fn sweep_json(url: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "sweep",
+        "--profile",
+        "smoke",
+        "--url",
+        url,
+        "--vus",
+        "2",
+        "--stage-duration",
+        "1500ms",
+        "--warmup",
+        "200ms",
+        "--timeout",
+        "2s",
+        "--no-out",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).expect("summary JSON")
+}
+
+#[test]
+fn invalid_urls_are_refused_before_any_request() {
+    let target = "http://127.0.0.1:99999/x";
+    for args in [
+        vec!["sweep", "--url", target, "--no-out"],
+        vec![
+            "sweep",
+            "--url",
+            "http://127.0.0.1:5678/x",
+            "--metrics",
+            "main=http://127.0.0.1:99999/metrics",
+            "--no-out",
+        ],
+    ] {
+        let t0 = Instant::now();
+        let out = run(&args);
+        refused(&out, &["99999", "1–65535"]);
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+    for bad in ["", "not a url", "http://", "http://h:0/x"] {
+        let out = run(&[
+            "sweep",
+            "--url",
+            "http://127.0.0.1:1/x",
+            "--metrics",
+            bad,
+            "--no-out",
+        ]);
+        refused(&out, &["--metrics"]);
+    }
+    // Credentials are refused, and never shown.
+    let out = run(&[
+        "sweep",
+        "--url",
+        "http://admin:s3cr3t@127.0.0.1:1/x",
+        "--no-out",
+    ]);
+    refused(&out, &["***@127.0.0.1"]);
+    assert!(!stderr(&out).contains("s3cr3t"));
+}
+
+#[test]
+fn absurd_flags_and_values_exit_2_naming_the_field() {
+    let url = "http://127.0.0.1:1/x";
+    for (args, names) in [
+        (vec!["--timeout", "0"], vec!["timeout"]),
+        (vec!["--stage-duration", "1e300"], vec!["1e300", "30 days"]),
+        (vec!["--stage-duration", "inf"], vec!["inf"]),
+        (vec!["--stage-duration", "NaN"], vec!["NaN"]),
+        (vec!["--warmup", "18446744073709551616s"], vec!["30 days"]),
+        (vec!["--vus=-1"], vec!["-1"]),
+        (vec!["--vus", "2000000"], vec!["vus"]),
+        (vec!["--rates=-5"], vec!["rate"]),
+        (vec!["--rates", "0"], vec!["rate"]),
+        (vec!["--rates", "NaN"], vec!["rate"]),
+        (
+            vec!["--ca-cert", "/nonexistent/ca.pem"],
+            vec!["/nonexistent/ca.pem"],
+        ),
+        (
+            vec!["--profile", "/dev/zero"],
+            vec!["/dev/zero", "regular file"],
+        ),
+        (
+            vec!["--worker-concurrency", "4294967295"],
+            vec!["--worker-concurrency"],
+        ),
+    ] {
+        let mut all = vec!["sweep", "--url", url, "--no-out"];
+        all.extend_from_slice(&args);
+        let out = run(&all);
+        refused(&out, &names);
+    }
+    refused(
+        &run(&["sim", "all", "--workers", "4294967295"]),
+        &["--workers"],
+    );
+    let out = Command::new(bin())
+        .args(["sim", "runner"])
+        .env("N8N_RUNNERS_TASK_BROKER_URI", "http://127.0.0.1:1")
+        .env("N8N_RUNNERS_MAX_CONCURRENCY", "1e12")
+        .output()
+        .unwrap();
+    refused(&out, &["N8N_RUNNERS_MAX_CONCURRENCY"]);
+    let out = Command::new(bin())
+        .args(["sim", "main", "--port", "1"])
+        .env("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1e300")
+        .output()
+        .unwrap();
+    refused(&out, &["N8N_METRICS_QUEUE_METRICS_INTERVAL"]);
+}
+
+#[test]
+fn open_profiles_with_impossible_rates_are_refused() {
+    let d = dir("rates");
+    for (stage, field) in [
+        ("{rate: -1}", "rate"),
+        ("{rate: .nan}", "rate"),
+        ("{rate: .inf}", "rate"),
+        ("{rate: 5, ramp_to: -3}", "ramp_to"),
+        ("{rate: 5, ramp_to: .nan}", "ramp_to"),
+        ("{rate: 5, max_vus: 0}", "max_vus"),
+    ] {
+        let p = write(
+            &d,
+            "p.yaml",
+            &format!("model: open\nrequest: {{url: 'http://127.0.0.1:1/x'}}\nstages: [{stage}]\n"),
+        );
+        refused(&run(&["sweep", "--profile", &p, "--no-out"]), &[field]);
+    }
+}
+
+#[test]
+fn the_open_scheduler_stops_at_its_stage_end() {
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let d = dir("sched");
+    let p = write(
+        &d,
+        "p.yaml",
+        &format!(
+            "model: open\nrequest: {{url: '{url}', timeout: 2s}}\nwarmup: 0s\nstages:\n  \
+             - {{rate: 100000000, duration: 1s, max_vus: 50}}\n  - {{rate: 1, duration: 3s}}\n"
+        ),
+    );
+    let out = run(&["sweep", "--profile", &p, "--no-out", "--json"]);
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary JSON");
+    let second = &s["stages"][1];
+    // 1/s for 3 s: 3 arrivals (4 at most with the one at t = 0 and rounding), none from the
+    // first stage's backlog.
+    let n = second["requests"].as_u64().unwrap();
+    assert!(n <= 4, "second stage counted {n} requests");
+    assert!(s["stages"][0]["requests"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn malformed_answers_are_io_errors_and_the_virtual_user_lives_on() {
+    for answer in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nabc"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nabc\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXX0\r\n\r\n",
+        b"garbage that is not HTTP at all\r\n\r\n",
+    ] {
+        let url = canned_server(answer.to_vec(), true);
+        let s = sweep_json(&url, &[]);
+        let st = &s["stages"][0];
+        let io = st["errors"]["io"].as_u64().unwrap_or(0);
+        let requests = st["requests"].as_u64().unwrap();
+        // Two virtual users, 1.3 s: a dead user would stop at one request.
+        assert!(
+            requests > 4,
+            "{}: {requests} requests",
+            String::from_utf8_lossy(answer)
+        );
+        assert_eq!(io, requests, "{}: {st}", String::from_utf8_lossy(answer));
+        assert_eq!(st["valid"], false);
+        assert!(st["latency"].is_null() || st["valid"] == false);
+    }
+    // Oversized headers: 200 headers of 1 KB.
+    let mut big = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for i in 0..200 {
+        big.extend_from_slice(format!("X-H{i}: {}\r\n", "a".repeat(1000)).as_bytes());
+    }
+    big.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    let s = sweep_json(&canned_server(big, true), &[]);
+    let st = &s["stages"][0];
+    assert_eq!(st["errors"]["io"], st["requests"]);
+}
+
+#[test]
+fn large_bodies_are_read_and_cut_at_1_mib_for_checks() {
+    let body = format!("{{\"ok\":true,\"pad\":\"{}\"}}", "x".repeat(3 << 20));
+    let mut answer =
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    answer.extend_from_slice(body.as_bytes());
+    let s = sweep_json(&canned_server(answer, false), &[]);
+    let st = &s["stages"][0];
+    let requests = st["requests"].as_u64().unwrap();
+    assert!(requests > 0);
+    assert_eq!(st["bodies_cut"].as_u64(), Some(requests));
+    assert!(st["bytes_received"].as_u64().unwrap() >= requests * (3 << 20));
+    // The JSON check cannot parse a cut body: the stage says why it is invalid.
+    assert_eq!(st["valid"], false);
+    let reasons = st["invalid_reasons"].to_string();
+    assert!(reasons.contains("1 MiB"), "{reasons}");
+}
+
+#[test]
+fn k6_inputs_with_impossible_values_name_the_field() {
+    let d = dir("k6");
+    let summary = |metrics: &str| {
+        format!("{{\"metrics\":{{\"http_reqs\":{{\"count\":10,\"rate\":2}},{metrics}}}}}")
+    };
+    for (metrics, field) in [
+        (
+            r#""http_req_duration":{"med":-5,"avg":1}"#,
+            "http_req_duration.med",
+        ),
+        (
+            r#""http_req_failed":{"value":1.5}"#,
+            "http_req_failed.value",
+        ),
+        (
+            r#""http_req_duration":{"med":"fast"}"#,
+            "http_req_duration.med",
+        ),
+        (r#""vus_max":{"value":1e12}"#, "vus_max.value"),
+        (r#""checks":{"value":-0.1}"#, "checks.value"),
+    ] {
+        let f = write(&d, "s.json", &summary(metrics));
+        refused(&run(&["diagnose", "--k6-summary", &f]), &[field]);
+    }
+    let f = write(
+        &d,
+        "s.json",
+        r#"{"metrics":{"http_reqs":{"count":-3,"rate":2}}}"#,
+    );
+    refused(
+        &run(&["diagnose", "--k6-summary", &f]),
+        &["http_reqs.count"],
+    );
+    let point = |metric: &str, value: &str| {
+        format!(
+            "{{\"type\":\"Point\",\"metric\":\"{metric}\",\"data\":{{\"time\":\"2026-11-30T07:38:23.4Z\",\"value\":{value},\"tags\":{{}}}}}}\n"
+        )
+    };
+    for (lines, field) in [
+        (point("vus", "1e12"), "data.value"),
+        (point("http_req_duration", "-4"), "data.value"),
+        (point("http_req_duration", "\"slow\""), "data.value"),
+    ] {
+        let f = write(&d, "o.json", &lines);
+        refused(&run(&["diagnose", "--k6-json", &f]), &[field, ":1"]);
+    }
+    refused(
+        &run(&["diagnose", "--k6-json", "/dev/zero"]),
+        &["regular file"],
+    );
+}
+
+#[test]
+fn a_k6_file_with_many_levels_is_grouped_in_one_pass() {
+    // 5 000 requests, each at its own VU level: the old grouping compared each request with
+    // every group so far (quadratic).
+    let d = dir("k6many");
+    let mut text = String::new();
+    for i in 0..5_000u32 {
+        let t = format!(
+            "2026-11-30T07:{:02}:{:02}.{:06}Z",
+            i / 60_000 % 60,
+            i / 1000 % 60,
+            i % 1000 * 1000
+        );
+        text.push_str(&format!(
+            "{{\"type\":\"Point\",\"metric\":\"vus\",\"data\":{{\"time\":\"{t}\",\"value\":{},\"tags\":{{}}}}}}\n",
+            i + 1
+        ));
+        text.push_str(&format!(
+            "{{\"type\":\"Point\",\"metric\":\"http_req_duration\",\"data\":{{\"time\":\"{t}\",\"value\":5,\"tags\":{{}}}}}}\n"
+        ));
+    }
+    let f = write(&d, "o.json", &text);
+    let v = run_json(&["diagnose", "--k6-json", &f, "--json"]);
+    assert_eq!(
+        v["diagnosis"]["levels"].as_array().map(Vec::len),
+        Some(5_000)
+    );
+}
+
+#[test]
+fn saved_summaries_with_impossible_values_name_the_field() {
+    let valid: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("fixtures/hostile/summary-valid.json").unwrap(),
+    )
+    .unwrap();
+    let d = dir("summary");
+    // The fixture itself is read.
+    let f = write(&d, "summary.json", &valid.to_string());
+    assert_eq!(run(&["diagnose", &f]).status.code(), Some(0));
+    for (path, value, field) in [
+        (
+            "/stages/0/throughput_rps",
+            serde_json::json!(-1.0),
+            "stages[0].throughput_rps",
+        ),
+        (
+            "/stages/1/error_rate",
+            serde_json::json!(1.5),
+            "stages[1].error_rate",
+        ),
+        (
+            "/stages/0/latency/p95_ms",
+            serde_json::json!(-3.0),
+            "stages[0].latency.p95_ms",
+        ),
+        (
+            "/stages/0/requests",
+            serde_json::json!("many"),
+            "stages[0].requests",
+        ),
+        ("/stages/1/vus", serde_json::json!(1e12), "stages[1].vus"),
+        ("/stages/0/ok", serde_json::json!(1e9), "stages[0].ok"),
+    ] {
+        let mut v = valid.clone();
+        *v.pointer_mut(path).unwrap() = value;
+        let f = write(&d, "summary.json", &v.to_string());
+        let out = run(&["diagnose", &f]);
+        refused(&out, &[field]);
+        assert!(!stderr(&out).contains("many"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn an_existing_results_directory_needs_force() {
+    let d = dir("force");
+    std::fs::write(d.join("summary.json"), "{}").unwrap();
+    let out = run(&[
+        "sweep",
+        "--url",
+        "http://127.0.0.1:1/x",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    refused(&out, &["--force", d.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(d.join("summary.json")).unwrap(),
+        "{}"
+    );
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn sigterm_keeps_the_partial_stage_writes_the_report_and_exits_143() {
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let d = dir("term").join("out");
+    let child = Command::new(bin())
+        .args([
+            "sweep",
+            "--profile",
+            "smoke",
+            "--url",
+            &url,
+            "--vus",
+            "2,2",
+            "--stage-duration",
+            "2s",
+            "--warmup",
+            "200ms",
+            "--out",
+            d.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3000));
+    signal(child.id(), "-TERM");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["interrupted"], true);
+    assert_eq!(s["stages"].as_array().unwrap().len(), 2);
+    assert_eq!(s["stages"][1]["partial"], true);
+    assert!(s["stages"][0]["requests"].as_u64().unwrap() > 10);
+    assert!(d.join("report.html").exists());
+    // No temporary file is left behind.
+    for e in std::fs::read_dir(&d).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        assert!(!name.ends_with(".tmp"), "{name}");
+    }
+}
+
+#[test]
+fn sigint_before_the_first_stage_still_writes_the_summary() {
+    // The target resolves slowly? No: the signal lands while Docker is being asked (an
+    // unreachable DOCKER_HOST waits up to 3 s), before the first stage.
+    let d = dir("early").join("out");
+    let child = Command::new(bin())
+        .args([
+            "sweep",
+            "--profile",
+            "smoke",
+            "--url",
+            "http://127.0.0.1:1/x",
+            "--docker",
+            "--out",
+            d.to_str().unwrap(),
+        ])
+        .env("DOCKER_HOST", "tcp://10.255.255.1:2375")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    signal(child.id(), "-INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["interrupted"], true);
+}
+
+#[test]
+fn an_empty_docker_host_means_the_default_socket() {
+    let out = Command::new(bin())
+        .args(["inspect", "--json"])
+        .env("DOCKER_HOST", "")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    if out.status.code() != Some(0) {
+        // The default socket was used: it answered (no containers here) or is named.
+        assert!(
+            err.contains("/var/run/docker.sock") || err.contains("no running containers"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn garbage_redis_replies_are_gaps_not_crashes() {
+    // A "Redis" that announces 10^11 elements for every command.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || s.write_all(b"*100000000000\r\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let redis = format!("redis://127.0.0.1:{port}");
+    let s = sweep_json(&url, &["--redis", &redis]);
+    let st = &s["stages"][0];
+    assert!(st["requests"].as_u64().unwrap() > 0);
+    assert_eq!(st["queue"]["samples"].as_u64().unwrap_or(0), 0, "{st}");
+}
