@@ -580,3 +580,184 @@ fn garbage_redis_replies_are_gaps_not_crashes() {
     assert!(st["requests"].as_u64().unwrap() > 0);
     assert_eq!(st["queue"]["samples"].as_u64().unwrap_or(0), 0, "{st}");
 }
+
+/// A clean one-worker stack (it audits without error) with `{worker}` and `{runner}` extra
+/// lines spliced into the worker's and the runner's service.
+fn stack(worker: &str, runner: &str) -> String {
+    format!(
+        r#"x-env: &env
+  EXECUTIONS_MODE: queue
+  QUEUE_BULL_REDIS_HOST: n8n
+  N8N_ENCRYPTION_KEY: fixture-key-not-secret
+  N8N_RUNNERS_MODE: external
+  N8N_RUNNERS_AUTH_TOKEN: fixture-token-not-secret
+  N8N_RUNNERS_BROKER_LISTEN_ADDRESS: 0.0.0.0
+  N8N_METRICS: "true"
+  N8N_METRICS_INCLUDE_QUEUE_METRICS: "true"
+  OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS: "true"
+services:
+  n8n:
+    image: n8nio/n8n:2.41.1
+    environment:
+      <<: *env
+  n8n-worker:
+    image: n8nio/n8n:2.41.1
+    command: worker --concurrency=10
+    environment:
+      <<: *env
+{worker}
+  n8n-worker-runner:
+    image: n8nio/runners:2.41.1
+    mem_limit: 1g
+    environment:
+      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679
+      N8N_RUNNERS_AUTH_TOKEN: fixture-token-not-secret
+      N8N_RUNNERS_MAX_CONCURRENCY: "10"
+{runner}
+"#
+    )
+}
+
+fn audit_json(file: &str) -> (Option<i32>, serde_json::Value, String) {
+    let out = run(&["audit", "-f", file, "--format", "json"]);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), v, stderr(&out))
+}
+
+fn finding_ids(v: &serde_json::Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|f| f["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn compose_files_compose_refuses_are_refused_naming_the_place() {
+    let d = dir("compose");
+    let clean = write(&d, "clean.yml", &stack("", ""));
+    let (code, v, err) = audit_json(&clean);
+    assert_eq!(code, Some(0), "{err} {v}");
+    for (name, text, names) in [
+        (
+            "list.yml",
+            "services: [a, b]\n".to_string(),
+            vec!["list.yml:1", "services"],
+        ),
+        (
+            "scalar.yml",
+            "services:\n  n8n: hello\n".to_string(),
+            vec!["scalar.yml:2", "n8n"],
+        ),
+        (
+            "conc.yml",
+            stack("", "").replace("--concurrency=10", "--concurrency=-5"),
+            vec!["conc.yml:16", "n8n-worker", "--concurrency"],
+        ),
+        (
+            "mem.yml",
+            stack("", "").replace("mem_limit: 1g", "mem_limit: -1g"),
+            vec!["mem.yml", "n8n-worker-runner", "mem_limit"],
+        ),
+        (
+            "envfile.yml",
+            stack("    env_file: missing.env", ""),
+            vec!["envfile.yml:16", "n8n-worker", "missing.env"],
+        ),
+        (
+            "replicas.yml",
+            stack("    deploy: {replicas: -2}", ""),
+            vec!["replicas.yml", "n8n-worker", "replicas"],
+        ),
+    ] {
+        let f = write(&d, name, &text);
+        refused(&run(&["audit", "-f", &f]), &names);
+    }
+    std::fs::write(d.join("bin.env"), b"A=1\0\xff\xfe").unwrap();
+    let f = write(&d, "binenv.yml", &stack("    env_file: bin.env", ""));
+    refused(&run(&["audit", "-f", &f]), &["bin.env", "binary"]);
+    // An optional env_file may be missing, as in Compose.
+    let f = write(
+        &d,
+        "optional.yml",
+        &stack("    env_file: [{path: missing.env, required: false}]", ""),
+    );
+    assert_eq!(audit_json(&f).0, Some(0));
+}
+
+#[test]
+fn a_runner_with_zero_replicas_is_no_runner() {
+    let d = dir("zero");
+    let f = write(&d, "z.yml", &stack("", "    deploy: {replicas: 0}"));
+    let (code, v, err) = audit_json(&f);
+    assert_eq!(code, Some(1), "{err}");
+    // The stack has no runner at all now.
+    assert_eq!(finding_ids(&v), vec!["external-mode-without-runner"], "{v}");
+    assert_eq!(v["services"], 2);
+}
+
+#[test]
+fn nested_defaults_interpolate_and_errors_quote_no_value() {
+    let d = dir("interp");
+    // ${C:-${D:-20}}: worker concurrency 20 over a runner limit of 10.
+    let f = write(
+        &d,
+        "n.yml",
+        &stack("", "").replace("--concurrency=10", "--concurrency=${NOPE_C:-${NOPE_D:-20}}"),
+    );
+    let (code, v, err) = audit_json(&f);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        finding_ids(&v).contains(&"runner-limit-below-worker-concurrency".to_string()),
+        "{v}"
+    );
+    assert!(v.to_string().contains("20"), "{v}");
+    // A required variable that is not set: its name and line, nothing else of the line.
+    let f = write(
+        &d,
+        "r.yml",
+        &stack("", "").replace(
+            "N8N_ENCRYPTION_KEY: fixture-key-not-secret",
+            "N8N_ENCRYPTION_KEY: planted-s3cret-${NOPE_KEY:?say it}",
+        ),
+    );
+    let out = run(&["audit", "-f", &f]);
+    refused(&out, &["r.yml:4", "NOPE_KEY"]);
+    assert!(!stderr(&out).contains("planted-s3cret"), "{}", stderr(&out));
+    let f = write(
+        &d,
+        "u.yml",
+        &stack("", "").replace(
+            "N8N_ENCRYPTION_KEY: fixture-key-not-secret",
+            "N8N_ENCRYPTION_KEY: planted-s3cret-${NOPE_KEY",
+        ),
+    );
+    let out = run(&["audit", "-f", &f]);
+    refused(&out, &["u.yml:4"]);
+    assert!(!stderr(&out).contains("planted-s3cret"), "{}", stderr(&out));
+}
+
+#[test]
+fn credentials_in_broker_uris_never_reach_any_output() {
+    let d = dir("creds");
+    let f = write(
+        &d,
+        "c.yml",
+        &stack("", "").replace(
+            "http://n8n-worker:5679",
+            "http://runner:planted-pw-77@n8n-worker:5679",
+        ),
+    );
+    for format in ["table", "json", "sarif"] {
+        let out = run(&["audit", "-f", &f, "--format", format]);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(!all.contains("planted-pw-77"), "{format}: {all}");
+        assert!(!all.contains("panicked"), "{all}");
+    }
+    // The runner is still paired with its worker: the host is read past the credentials.
+    let (code, v, _) = audit_json(&f);
+    assert_eq!(code, Some(0), "{v}");
+}
