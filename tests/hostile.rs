@@ -761,3 +761,53 @@ fn credentials_in_broker_uris_never_reach_any_output() {
     let (code, v, _) = audit_json(&f);
     assert_eq!(code, Some(0), "{v}");
 }
+
+#[test]
+fn a_full_disk_is_reported_at_once_and_the_last_good_summary_stays() {
+    // A 96 KiB tmpfs in a private mount namespace (root only: CI runs as root here).
+    let ok = Command::new("unshare")
+        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=8k tmpfs /mnt && umount /mnt"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("a private tmpfs mount (unshare -m, root)", ok, "run the tests as root") {
+        return;
+    }
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let d = dir("full");
+    let keep = d.join("kept");
+    std::fs::create_dir_all(&keep).unwrap();
+    let vus = vec!["1"; 40].join(",");
+    // Fill the tmpfs to leave ~12 KiB: a few stages fit, then a write fails.
+    let script = format!(
+        "set -u; mount -t tmpfs -o size=96k tmpfs {mnt}; \
+         head -c 86000 /dev/zero > {mnt}/fill; \
+         {bin} sweep --profile smoke --url {url} --vus {vus} --stage-duration 300ms --warmup 0s \
+           --out {mnt}/out > {keep}/stdout 2> {keep}/stderr; echo $? > {keep}/rc; \
+         ls -a {mnt}/out > {keep}/listing; cp {mnt}/out/summary.json {keep}/ 2>/dev/null; true",
+        mnt = d.join("m").display(),
+        bin = bin(),
+        keep = keep.display(),
+    );
+    std::fs::create_dir_all(d.join("m")).unwrap();
+    let st = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rc = std::fs::read_to_string(keep.join("rc")).unwrap();
+    let err = std::fs::read_to_string(keep.join("stderr")).unwrap();
+    assert_eq!(rc.trim(), "1", "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("/out/"), "the path is named: {err}");
+    let listing = std::fs::read_to_string(keep.join("listing")).unwrap();
+    assert!(!listing.contains(".tmp"), "{listing}");
+    // The last summary that was written whole is still there, and valid.
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(keep.join("summary.json")).unwrap())
+            .expect("the last good summary.json");
+    let n = s["stages"].as_array().unwrap().len();
+    assert!(n >= 1 && n < 40, "{n} stages");
+}
