@@ -766,10 +766,19 @@ fn credentials_in_broker_uris_never_reach_any_output() {
 fn a_full_disk_is_reported_at_once_and_the_last_good_summary_stays() {
     // A 96 KiB tmpfs in a private mount namespace (root only: CI runs as root here).
     let ok = Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount -t tmpfs -o size=8k tmpfs /mnt && umount /mnt"])
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=8k tmpfs /mnt && umount /mnt",
+        ])
         .status()
         .is_ok_and(|s| s.success());
-    if !require("a private tmpfs mount (unshare -m, root)", ok, "run the tests as root") {
+    if !require(
+        "a private tmpfs mount (unshare -m, root)",
+        ok,
+        "run the tests as root",
+    ) {
         return;
     }
     let url = canned_server(

@@ -576,6 +576,48 @@ mod tests {
         Ok((done, sink.kept.to_vec(), sink.cut))
     }
 
+    proptest::proptest! {
+        // The HTTP answer parser on random bytes: a head, a framing or an error — never a
+        // panic. (`PROPTEST_CASES=20000 cargo test --release --lib client` runs it longer.)
+        #[test]
+        fn random_answers_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let _ = parse_head(&bytes);
+            let mut buf = BytesMut::from(&bytes[..]);
+            let _ = decode_chunks(&mut buf, &mut Chunks::Size, &mut Sink::default());
+        }
+
+        // Any body, chunked in any sizes and delivered in any pieces, decodes to itself.
+        #[test]
+        fn chunked_bodies_survive_any_split(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+            sizes in proptest::collection::vec(1usize..300, 1..20),
+            cuts in proptest::collection::vec(1usize..64, 1..50),
+        ) {
+            let mut wire = Vec::new();
+            let (mut at, mut k) = (0, 0);
+            while at < body.len() {
+                let n = sizes[k % sizes.len()].min(body.len() - at);
+                wire.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+                wire.extend_from_slice(&body[at..at + n]);
+                wire.extend_from_slice(b"\r\n");
+                at += n;
+                k += 1;
+            }
+            wire.extend_from_slice(b"0\r\n\r\n");
+            let mut parts = Vec::new();
+            let (mut at, mut k) = (0, 0);
+            while at < wire.len() {
+                let n = cuts[k % cuts.len()].min(wire.len() - at);
+                parts.push(&wire[at..at + n]);
+                at += n;
+                k += 1;
+            }
+            let (done, kept, cut) = decode_all(&parts).unwrap();
+            proptest::prop_assert!(done && !cut);
+            proptest::prop_assert_eq!(kept, body);
+        }
+    }
+
     #[test]
     fn chunked_bodies_decode_with_extensions_and_trailers() {
         let wire: &[u8] = b"4;ext=1\r\nWiki\r\n6\r\npedia \r\n0\r\nX-T: 1\r\n\r\n";

@@ -1,0 +1,116 @@
+//! Property-based fuzzing of every parser that reads user input: Prometheus text, compose YAML,
+//! profile YAML, k6's summary and JSON output, saved summaries. Each takes random and mutated
+//! real input and must answer Ok or a clear error — never panic. CI runs proptest's default
+//! (256 cases per property); run longer with e.g.
+//! `PROPTEST_CASES=20000 cargo test --release --test fuzz`. The HTTP response parser's
+//! properties live next to it (src/load/client.rs, same variable).
+
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+const REAL_METRICS: &str = include_str!("../fixtures/n8n-real/metrics-main-allflags-load.txt");
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("n8ncap-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Real text with random bytes overwritten, inserted and cut: most of it stays well formed,
+/// so the parser goes deep before it meets the damage.
+fn mutated(real: &'static str) -> impl Strategy<Value = String> {
+    (
+        proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 0..12),
+        any::<usize>(),
+    )
+        .prop_map(move |(edits, cut)| {
+            let mut b = real.as_bytes().to_vec();
+            for (at, byte, kind) in edits {
+                if b.is_empty() {
+                    break;
+                }
+                let i = at % b.len();
+                match kind {
+                    0 => b[i] = byte,
+                    1 => b.insert(i, byte),
+                    _ => {
+                        b.remove(i);
+                    }
+                }
+            }
+            if !b.is_empty() && cut % 4 == 0 {
+                b.truncate(cut % b.len());
+            }
+            String::from_utf8_lossy(&b).to_string()
+        })
+}
+
+proptest! {
+    #[test]
+    fn prometheus_text_never_panics(text in mutated(REAL_METRICS)) {
+        let _ = n8ncap::wire::prometheus::parse(&text);
+    }
+
+    #[test]
+    fn prometheus_random_lines_never_panic(text in "(# (HELP|TYPE) [a-z_:]{0,8} .{0,20}\n|[a-z_:{}=\",. 0-9eE+-]{0,40}\n){0,20}") {
+        if let Err(e) = n8ncap::wire::prometheus::parse(&text) {
+            // Errors quote a bounded part of the line.
+            prop_assert!(e.to_string().chars().count() < 300);
+        }
+    }
+
+    #[test]
+    fn compose_yaml_never_panics(text in mutated(COMPOSE)) {
+        let p = temp_file("compose.yml", text.as_bytes());
+        let _ = n8ncap::audit::compose::load(&[p]);
+    }
+
+    #[test]
+    fn profile_yaml_never_panics(text in mutated(PROFILE)) {
+        if let Ok(p) = n8ncap::load::profile::Profile::parse(&text, "fuzz") {
+            let _ = p.resolve_stages();
+            let _ = p.timeout();
+        }
+    }
+
+    #[test]
+    fn k6_summaries_never_panic(text in mutated(K6_SUMMARY)) {
+        let p = temp_file("k6-summary.json", text.as_bytes());
+        let _ = n8ncap::load::k6::from_summary(&p);
+    }
+
+    #[test]
+    fn k6_json_output_never_panics(text in mutated(K6_JSON), warmup in 0.0f64..10.0) {
+        let p = temp_file("k6-out.json", text.as_bytes());
+        if let Ok(stages) = n8ncap::load::k6::from_json(&p, warmup) {
+            for (i, s) in stages.iter().enumerate() {
+                prop_assert!(s.check(&format!("stages[{i}]")).is_ok(), "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn saved_summaries_never_panic(text in mutated(SUMMARY)) {
+        let p = temp_file("summary.json", text.as_bytes());
+        let _ = n8ncap::analysis::load_summary(&p);
+    }
+}
+
+const COMPOSE: &str = include_str!("../examples/compose/minimal-clean.yml");
+const PROFILE: &str = include_str!("../profiles/arrival.yaml");
+const SUMMARY: &str = include_str!("../fixtures/hostile/summary-valid.json");
+const K6_SUMMARY: &str = r#"{"metrics":{"http_reqs":{"count":120,"rate":3.9},"vus_max":{"value":8,"min":8,"max":8},"http_req_failed":{"value":0.01,"passes":1,"fails":119},"checks":{"value":0.99,"passes":119,"fails":1},"http_req_duration":{"avg":2012.5,"min":1990.1,"med":2003.2,"max":2100.7,"p(90)":2050.3,"p(95)":2070.8}}}"#;
+const K6_JSON: &str = concat!(
+    r#"{"type":"Point","metric":"vus","data":{"time":"2026-11-30T07:38:23.4Z","value":2,"tags":{}}}"#,
+    "\n",
+    r#"{"type":"Point","metric":"http_req_duration","data":{"time":"2026-11-30T07:38:24.4Z","value":1002.5,"tags":{"scenario":"a"}}}"#,
+    "\n",
+    r#"{"type":"Point","metric":"http_req_failed","data":{"time":"2026-11-30T07:38:24.4Z","value":0,"tags":{}}}"#,
+    "\n",
+    r#"{"type":"Point","metric":"checks","data":{"time":"2026-11-30T07:38:24.4Z","value":1,"tags":{}}}"#,
+    "\n",
+    r#"{"type":"Point","metric":"http_req_duration","data":{"time":"2026-11-30T07:38:25.4Z","value":1001.5,"tags":{"scenario":"b"}}}"#,
+    "\n",
+);
