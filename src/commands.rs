@@ -117,9 +117,17 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         ca_cert: a.ca_cert.clone(),
         insecure: a.insecure,
     })?;
-    if a.queue_metrics_interval.is_nan() || a.queue_metrics_interval <= 0.0 {
-        return Err(BadInput("--queue-metrics-interval must be more than 0".into()).into());
-    }
+    let queue_metrics_interval = match Duration::try_from_secs_f64(a.queue_metrics_interval) {
+        Ok(d) if a.queue_metrics_interval > 0.0 && d <= crate::util::MAX_DURATION => d,
+        _ => {
+            return Err(BadInput(
+                "--queue-metrics-interval must be a number of seconds above 0 (n8n's \
+                 N8N_METRICS_QUEUE_METRICS_INTERVAL, 20 by default)"
+                    .into(),
+            )
+            .into())
+        }
+    };
     let metrics = a
         .metrics
         .iter()
@@ -177,7 +185,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         abort_on_fail: a.abort_on_fail,
         progress: !a.json,
         observer,
-        queue_metrics_interval: Duration::from_secs_f64(a.queue_metrics_interval),
+        queue_metrics_interval,
         repeat: a.repeat,
         settings: Some(known),
         adaptive: adaptive_options(&a, &profile_model)?,

@@ -820,3 +820,46 @@ fn a_full_disk_is_reported_at_once_and_the_last_good_summary_stays() {
     let n = s["stages"].as_array().unwrap().len();
     assert!((1..40).contains(&n), "{n} stages");
 }
+
+#[test]
+fn a_garbage_metrics_page_is_a_short_gap_not_a_copy_of_itself() {
+    let garbage = format!("{}\n", "z{".repeat(1 << 20));
+    let mut answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        garbage.len()
+    )
+    .into_bytes();
+    answer.extend_from_slice(garbage.as_bytes());
+    let metrics = canned_server(answer, false).replace("/webhook/load", "/metrics");
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let d = dir("garbage").join("out");
+    let out = run(&[
+        "sweep",
+        "--profile",
+        "smoke",
+        "--url",
+        &url,
+        "--vus",
+        "1",
+        "--stage-duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--metrics",
+        &format!("main={metrics}"),
+        "--scrape-interval",
+        "200ms",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let timeline = std::fs::read_to_string(d.join("timeline.jsonl")).unwrap();
+    let gaps: Vec<&str> = timeline.lines().filter(|l| l.contains("\"gap\"")).collect();
+    assert!(gaps.len() >= 3, "{} gaps", gaps.len());
+    assert!(gaps.iter().all(|l| l.len() < 1000), "{}", gaps[0].len());
+    let summary = std::fs::read_to_string(d.join("summary.json")).unwrap();
+    assert!(summary.len() < 200_000, "{} bytes", summary.len());
+}

@@ -494,7 +494,9 @@ impl Sweep {
                 in_flight: Some(n),
                 why,
             });
-            let warmup = Duration::from_secs_f64(search.warmup_s(n));
+            let warmup = Duration::try_from_secs_f64(search.warmup_s(n))
+                .unwrap_or(a.max_stage)
+                .min(a.max_stage);
             let mut stage = template.clone().unwrap_or(Stage {
                 vus: None,
                 rate: None,
