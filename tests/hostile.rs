@@ -863,3 +863,21 @@ fn a_garbage_metrics_page_is_a_short_gap_not_a_copy_of_itself() {
     let summary = std::fs::read_to_string(d.join("summary.json")).unwrap();
     assert!(summary.len() < 200_000, "{} bytes", summary.len());
 }
+
+#[test]
+fn profile_errors_quote_no_secret_and_no_library_wording() {
+    let d = dir("profsecret");
+    for text in [
+        "model: closed\nrequest:\n  headers:\n    Authorization: \"Bearer planted-tok-1\"\n    Authorization: \"Bearer planted-tok-2\"\nstages: [{vus: 1}]\n",
+        "model: closed\nrequest:\n  headers: {Authorization: \"Bearer planted-tok-1\"}\n  timeout: [planted-tok-2]\nstages: [{vus: 1}]\n",
+        "model: closed\nrequest: {headers: {X-Key: planted-tok-1}}\nstages: [{vus: \"planted-tok-2\"}]\n",
+    ] {
+        let p = write(&d, "p.yaml", text);
+        let out = run(&["sweep", "--profile", &p, "--no-out"]);
+        refused(&out, &["p.yaml:"]);
+        let err = stderr(&out);
+        assert!(!err.contains("planted-tok"), "{err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
