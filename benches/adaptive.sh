@@ -7,7 +7,7 @@
 # of the stack, and the time ratio. Goal (issue 15): same verdicts and limits, adaptive knee
 # within ±10 % of the true knee, in ≤ 1/3 of the fixed sweep's time.
 #
-# Usage: benches/adaptive.sh [STAGE_SECONDS]   (fixed sweep: 15, 30, 50, 80, 120 in flight,
+# Usage: [ONLY=stack] benches/adaptive.sh [STAGE_SECONDS]   (fixed sweep: 15, 30, 50, 80, 120 in flight,
 #        default 60 s stages with 15 s warm-up, as profiles/breakpoint.yaml; ~25 min in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +71,8 @@ printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 port=21000
 for s in "${STACKS[@]}"; do
   IFS='|' read -r name c r cpu body truek <<<"$s"
+  # ONLY=name runs one stack.
+  if [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ]; then continue; fi
   port=$((port + 10))
   common=(--url "http://127.0.0.1:$port/webhook/load" --body "$body" --timeout 300s
           --metrics "main=http://127.0.0.1:$port/metrics" --metrics "worker=http://127.0.0.1:$((port+2))/metrics"

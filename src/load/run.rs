@@ -513,7 +513,14 @@ impl Sweep {
             self.stages.push((stage, 0));
             let index = self.stages.len() - 1;
             let steady = Steady {
-                precision: a.precision,
+                // A refining level only has to say on which side of 95 % of the ceiling it
+                // lies: twice the precision is enough there (a level whose interval still
+                // straddles the line is at the knee, within the ±10 % the search asks).
+                precision: if settle.is_some() && !count_slots {
+                    (2.0 * a.precision).min(0.5)
+                } else {
+                    a.precision
+                },
                 // At least two response times (and 2 s) of steady window before judging.
                 min_window: Duration::from_secs_f64((warmup.as_secs_f64() / 1.5 * 2.0).max(2.0)),
                 deadline,
