@@ -33,8 +33,12 @@ pub enum Command {
     /// runner pairing, memory limits, current memory and CPU.
     Inspect {
         /// Only the containers of this compose project.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "files")]
         project: Option<String>,
+        /// Read compose files or Kubernetes manifests instead of the Docker API (`-` is
+        /// standard input).
+        #[arg(short = 'f', long = "file")]
+        files: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -190,7 +194,8 @@ pub enum AuditFormat {
 
 #[derive(Args, Debug, Clone)]
 pub struct AuditArgs {
-    /// Compose file(s), merged in order as Docker Compose merges them.
+    /// Compose file(s), merged in order as Docker Compose merges them, or Kubernetes manifests
+    /// (`helm template … | n8ncap audit -f -`).
     #[arg(short = 'f', long = "file")]
     pub files: Vec<PathBuf>,
     /// Audit the running containers (Docker API) instead of files.

@@ -67,7 +67,17 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             println!("{}", path.display());
             Ok(error::EXIT_OK)
         }
-        Command::Inspect { project, json } => inspect_cmd(project.as_deref(), json).await,
+        Command::Inspect {
+            project,
+            files,
+            json,
+        } => {
+            if files.is_empty() {
+                inspect_cmd(project.as_deref(), json).await
+            } else {
+                inspect_files(&files, json)
+            }
+        }
         Command::Recommend(a) => recommend_cmd(a),
         Command::Sim(s) => {
             sim_command(s).await?;
@@ -324,6 +334,26 @@ async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
+/// `inspect -f`: the topology a compose file or a Kubernetes manifest describes, with where
+/// each setting comes from.
+fn inspect_files(files: &[std::path::PathBuf], json: bool) -> anyhow::Result<i32> {
+    let (services, input) = crate::audit::load_files(files)?;
+    let topology =
+        crate::topology::Topology::build(services.into_iter().map(|s| s.facts).collect());
+    if json {
+        let out = serde_json::json!({
+            "input": input,
+            "topology": topology,
+            "model_settings": topology.model_settings(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{input}");
+        println!("{}", crate::report::table::manifest_table(&topology));
+    }
+    Ok(error::EXIT_OK)
+}
+
 async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
     use crate::audit;
     let report = if a.live {
@@ -341,28 +371,15 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
             ),
         )
     } else {
-        if a.files.is_empty() {
-            return Err(
-                BadInput("give compose files with -f FILE (repeatable), or --live".into()).into(),
-            );
-        }
-        let project = audit::compose::load(&a.files)?;
-        let locations = project
-            .services
+        let (services, input) = audit::load_files(&a.files)?;
+        let locations = services
             .iter()
             .map(|s| (s.facts.name.clone(), (s.file.clone(), s.line)))
             .collect();
         audit::audit(
-            project.services.into_iter().map(|s| s.facts).collect(),
+            services.into_iter().map(|s| s.facts).collect(),
             &locations,
-            format!(
-                "compose: {}",
-                a.files
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            input,
         )
     };
     match a.format {

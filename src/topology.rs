@@ -41,6 +41,11 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "DB_POSTGRESDB_POOL_SIZE",
     "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS",
     "GENERIC_TIMEZONE",
+    "NODE_OPTIONS",
+    "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "QUEUE_BULL_REDIS_DB",
+    "N8N_DEFAULT_BINARY_DATA_MODE",
 ];
 
 pub use crate::record::Role;
@@ -99,6 +104,69 @@ pub struct Facts {
     /// key, runner auth token). Never serialized; the values themselves are never kept.
     #[serde(skip)]
     pub secret_fingerprints: BTreeMap<String, u64>,
+    /// Where each variable is set, when the input says more than `origin` ("ConfigMap n8n key
+    /// EXECUTIONS_MODE via envFrom", "Secret n8n-secret (value not read)").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_sources: BTreeMap<String, String>,
+    /// What only Kubernetes manifests say: pod, replicas and autoscaling, probes, grace period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s: Option<K8sFacts>,
+}
+
+/// A container of a Kubernetes workload, as the rendered manifests describe it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct K8sFacts {
+    /// `Deployment` or `StatefulSet`, and its name: containers of one workload share a pod
+    /// (and `localhost`).
+    pub workload_kind: String,
+    pub workload: String,
+    pub container: String,
+    /// A sidecar: a second container of the pod, or an init container with
+    /// `restartPolicy: Always` (a native sidecar).
+    pub sidecar: bool,
+    /// `spec.replicas` was written (else Kubernetes runs 1 unless an autoscaler sets it).
+    pub replicas_declared: bool,
+    /// The autoscaler targeting the workload, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaler: Option<Autoscaler>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<Probe>,
+    /// requests / limits as written ("cpu: 500m, memory: 1Gi").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<String>,
+}
+
+/// An HPA or a KEDA ScaledObject and what it scales on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Autoscaler {
+    /// "HorizontalPodAutoscaler n8n-worker" or "ScaledObject n8n-worker".
+    pub by: String,
+    pub min: u32,
+    pub max: u32,
+    pub triggers: Vec<Trigger>,
+    /// File and line of the autoscaler, for findings about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+/// One scaling signal: a resource (`cpu`, `memory`) or a KEDA trigger (`redis` with its list).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Trigger {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+/// A liveness, readiness or startup probe: its HTTP path, when it is an HTTP probe.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Probe {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_path: Option<String>,
 }
 
 /// Secrets the audit compares across services, by fingerprint only.
@@ -114,6 +182,21 @@ fn fingerprint(v: &str) -> u64 {
 }
 
 impl Facts {
+    /// A secret known by reference only (Kubernetes `secretKeyRef`): its name is recorded and,
+    /// for the secrets the audit compares, a fingerprint of the reference — equal references
+    /// mean one shared secret; the value is never read.
+    pub fn set_secret_reference(&mut self, name: &str, reference: &str) {
+        if !self.env_names.iter().any(|n| n == name) {
+            self.env_names.push(name.to_string());
+            self.env_names.sort();
+        }
+        self.env.remove(name);
+        if COMPARED_SECRETS.contains(&name) {
+            self.secret_fingerprints
+                .insert(name.to_string(), fingerprint(&format!("ref:{reference}")));
+        }
+    }
+
     /// Splits a full environment into kept values and names. Call it on raw `KEY=VALUE` items.
     pub fn set_env<'a>(&mut self, items: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
         for (k, v) in items {
@@ -151,7 +234,8 @@ pub struct Node {
     pub runners_mode: Option<Sourced<RunnersMode>>,
     /// Runners: the worker (or main) whose broker they attach to.
     pub attached_to: Option<String>,
-    /// Workers and main: Σ limits of runners attached (replicas counted).
+    /// Workers and main: Σ limits of runners attached (or of the internal runners), over all
+    /// the node's replicas; a replica's share is this ÷ replicas.
     pub runner_capacity: Option<u32>,
     pub notes: Vec<String>,
 }
@@ -226,6 +310,14 @@ pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, String>> {
     None
 }
 
+/// Two containers of one Kubernetes pod (they share `localhost`).
+pub fn same_pod(a: &Facts, b: &Facts) -> bool {
+    match (&a.k8s, &b.k8s) {
+        (Some(x), Some(y)) => x.workload_kind == y.workload_kind && x.workload == y.workload,
+        _ => false,
+    }
+}
+
 /// The host part of `N8N_RUNNERS_TASK_BROKER_URI`.
 pub fn broker_host(uri: &str) -> Option<String> {
     let rest = uri.split("://").nth(1).unwrap_or(uri);
@@ -273,12 +365,21 @@ impl Topology {
                 .cloned()
                 .unwrap_or_else(|| "http://127.0.0.1:5679".into());
             let host = broker_host(&uri).unwrap_or_default();
-            let target = nodes.iter().position(|o| {
-                matches!(o.role, Role::Main | Role::Worker | Role::Webhook)
-                    && (o.facts.name == host
-                        || o.facts.service.as_deref() == Some(host.as_str())
-                        || o.facts.hostnames.contains(&host))
-            });
+            let n8n = |o: &Node| matches!(o.role, Role::Main | Role::Worker | Role::Webhook);
+            let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1");
+            let target = if loopback && nodes[i].facts.k8s.is_some() {
+                // A sidecar reaches the n8n container of its own pod on localhost.
+                nodes
+                    .iter()
+                    .position(|o| n8n(o) && same_pod(&o.facts, &nodes[i].facts))
+            } else {
+                nodes.iter().position(|o| {
+                    n8n(o)
+                        && (o.facts.name == host
+                            || o.facts.service.as_deref() == Some(host.as_str())
+                            || o.facts.hostnames.contains(&host))
+                })
+            };
             match target {
                 Some(t) => {
                     let tname = nodes[t].facts.name.clone();
@@ -303,10 +404,16 @@ impl Topology {
                     .as_ref()
                     .is_some_and(|m| m.value == RunnersMode::External);
                 let attached = capacity.get(&n.facts.name).copied().unwrap_or(0);
+                // Σ over the node's replicas, like the runners attached: each replica of an
+                // internal-mode process has its own internal runner.
                 n.runner_capacity = Some(if external {
                     attached
                 } else {
-                    n.runner_limit.as_ref().map(|l| l.value).unwrap_or(10)
+                    n.runner_limit
+                        .as_ref()
+                        .map(|l| l.value)
+                        .unwrap_or(10)
+                        .saturating_mul(n.facts.replicas.max(1))
                 });
             }
         }
@@ -338,7 +445,11 @@ impl Topology {
         if concs.len() == workers.len() && concs.windows(2).all(|w| w[0] == w[1]) {
             s.worker_concurrency = workers[0].worker_concurrency.clone();
         }
-        let caps: Vec<u32> = workers.iter().filter_map(|w| w.runner_capacity).collect();
+        // Per worker process: a node's capacity is counted over its replicas.
+        let caps: Vec<u32> = workers
+            .iter()
+            .filter_map(|w| w.runner_capacity.map(|c| c / w.facts.replicas.max(1)))
+            .collect();
         if caps.len() == workers.len() && caps.windows(2).all(|w| w[0] == w[1]) && caps[0] > 0 {
             s.runner_limit = Some(Sourced::new(
                 caps[0],
@@ -357,6 +468,14 @@ impl Topology {
 fn settle(n: &mut Node) {
     let origin = n.facts.origin.clone();
     let env = n.facts.env.clone();
+    let sources = n.facts.env_sources.clone();
+    // Where a variable is set: its recorded source (a ConfigMap key, a Secret), else the node.
+    let src = |k: &str| {
+        sources
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| format!("{k} on {origin}"))
+    };
     let get = |k: &str| {
         env.get(k)
             .map(|v| v.trim().to_string())
@@ -367,7 +486,7 @@ fn settle(n: &mut Node) {
             let mode = get("N8N_RUNNERS_MODE");
             let parsed = mode.as_deref().map(RunnersMode::parse);
             n.runners_mode = Some(match parsed {
-                Some(m) => Sourced::new(m, format!("N8N_RUNNERS_MODE on {origin}")),
+                Some(m) => Sourced::new(m, src("N8N_RUNNERS_MODE")),
                 None => Sourced::new(RunnersMode::Internal, "n8n default"),
             });
             let external = parsed == Some(RunnersMode::External);
@@ -401,7 +520,13 @@ fn settle(n: &mut Node) {
                                 "N8N_CONCURRENCY_PRODUCTION_LIMIT={l} overrides --concurrency={f}"
                             ));
                         }
-                        Some(Sourced::new(l as u32, format!("N8N_CONCURRENCY_PRODUCTION_LIMIT on {origin} (overrides --concurrency)")))
+                        Some(Sourced::new(
+                            l as u32,
+                            format!(
+                                "{} (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency)",
+                                src("N8N_CONCURRENCY_PRODUCTION_LIMIT")
+                            ),
+                        ))
                     }
                     (_, Some(Ok(f))) => Some(Sourced::new(
                         f,
@@ -427,7 +552,7 @@ fn settle(n: &mut Node) {
         Role::Runner => {
             n.runner_limit = Some(
                 match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
-                    Some(l) => Sourced::new(l, format!("N8N_RUNNERS_MAX_CONCURRENCY on {origin}")),
+                    Some(l) => Sourced::new(l, src("N8N_RUNNERS_MAX_CONCURRENCY")),
                     None => Sourced::new(
                         n8n_defaults::RUNNER_LIMIT,
                         "n8n 2.x default (the docs say 5)",

@@ -218,6 +218,11 @@ pub fn read_text_file(path: &std::path::Path, max: u64, what: &str) -> Result<St
 /// snippet of the file the parser draws (it could show a secret), without quoted values, and
 /// without the library's own wording.
 pub fn yaml_error(origin: &str, e: &serde_saphyr::Error) -> String {
+    yaml_error_at(origin, e, 0)
+}
+
+/// [`yaml_error`] for a document that starts `line_offset` lines into its file.
+pub fn yaml_error_at(origin: &str, e: &serde_saphyr::Error, line_offset: usize) -> String {
     let msg = e.to_string();
     let mut first = msg
         .lines()
@@ -242,7 +247,7 @@ pub fn yaml_error(origin: &str, e: &serde_saphyr::Error) -> String {
     };
     let loc = e
         .location()
-        .map(|l| format!(":{}:{}", l.line(), l.column()))
+        .map(|l| format!(":{}:{}", l.line() as usize + line_offset, l.column()))
         .unwrap_or_default();
     format!("{origin}{loc}: not valid YAML for this file: {what}")
 }

@@ -3,7 +3,9 @@
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
 pub mod compose;
+pub mod k8s;
 
+use crate::error::BadInput;
 use crate::findings::{Finding, Severity};
 use crate::topology::{Facts, Node, Role, Topology};
 use serde::Serialize;
@@ -248,6 +250,63 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Reads `-f` inputs: compose files (merged in order, as Compose does) or Kubernetes
+/// manifests (`-` is standard input), recognised by their content. Returns the services and
+/// the input's label ("compose: a.yml", "kubernetes: rendered.yaml").
+pub fn load_files(files: &[PathBuf]) -> Result<(Vec<compose::Service>, String), BadInput> {
+    if files.is_empty() {
+        return Err(BadInput(
+            "give compose files or Kubernetes manifests with -f FILE (repeatable; - reads \
+             standard input)"
+                .into(),
+        ));
+    }
+    let mut manifests = Vec::new();
+    let mut compose_files = Vec::new();
+    for f in files {
+        let (text, shown) = k8s::read_input(f)?;
+        if k8s::looks_like_kubernetes(&text) {
+            manifests.push((text, shown));
+        } else if f.as_os_str() == "-" {
+            return Err(BadInput(
+                "standard input holds no Kubernetes objects (apiVersion and kind): give a \
+                 compose file by its path, so its .env and env_file can be found"
+                    .into(),
+            ));
+        } else {
+            compose_files.push(f.clone());
+        }
+    }
+    let label = |kind: &str, names: Vec<String>| format!("{kind}: {}", names.join(", "));
+    match (manifests.is_empty(), compose_files.is_empty()) {
+        (false, false) => Err(BadInput(
+            "-f mixes compose files and Kubernetes manifests: audit them separately".into(),
+        )),
+        (true, _) => {
+            let project = compose::load(&compose_files)?;
+            Ok((
+                project.services,
+                label(
+                    "compose",
+                    compose_files
+                        .iter()
+                        .map(|f| f.display().to_string())
+                        .collect(),
+                ),
+            ))
+        }
+        (false, true) => {
+            let mut services = Vec::new();
+            let mut names = Vec::new();
+            for (text, shown) in &manifests {
+                services.extend(k8s::load(shown, text)?.services);
+                names.push(shown.display().to_string());
+            }
+            Ok((services, label("kubernetes", names)))
+        }
+    }
+}
+
 /// Runner replicas and Σ runner limits attached to each n8n process, by name.
 type Attached<'a> = BTreeMap<&'a str, (u32, u32)>;
 
@@ -374,7 +433,9 @@ fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
         );
     } else {
         let listen = env(tn, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS").unwrap_or("127.0.0.1");
-        if listen != "0.0.0.0" && listen != "::" {
+        // A sidecar shares its pod's localhost: 127.0.0.1 reaches it.
+        let same_pod = crate::topology::same_pod(&r.facts, &tn.facts);
+        if listen != "0.0.0.0" && listen != "::" && !same_pod {
             out.push(
                 finding(RuleId::BrokerNotListeningForRunners, target, format!(
                     "{target}: N8N_RUNNERS_BROKER_LISTEN_ADDRESS is {listen}, so runner {} cannot connect",

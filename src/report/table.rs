@@ -216,6 +216,107 @@ pub fn topology_table(
     out
 }
 
+/// `n8ncap inspect -f`: the topology a compose file or manifest describes — roles, replicas
+/// (fixed, or min–max from an autoscaler), worker concurrency, runner pairing, runners mode,
+/// resources — with each setting's source as a numbered note under the table.
+pub fn manifest_table(t: &crate::topology::Topology) -> String {
+    use crate::topology::Role;
+    let mut table = Table::new();
+    table
+        .load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_header(vec![
+        "container",
+        "role",
+        "replicas",
+        "worker concurrency",
+        "runners",
+        "mode",
+        "resources",
+    ]);
+    let mut notes: Vec<String> = Vec::new();
+    let mut cite = |text: String| -> String {
+        let i = match notes.iter().position(|n| *n == text) {
+            Some(i) => i,
+            None => {
+                notes.push(text);
+                notes.len() - 1
+            }
+        };
+        format!("[{}]", i + 1)
+    };
+    for n in &t.nodes {
+        let k = n.facts.k8s.as_ref();
+        let replicas = match k.and_then(|k| k.autoscaler.as_ref()) {
+            Some(a) => format!("{}–{} {}", a.min, a.max, cite(a.by.clone())),
+            None if k.is_some_and(|k| !k.replicas_declared) => {
+                format!(
+                    "{} {}",
+                    n.facts.replicas,
+                    cite("replicas not set: Kubernetes runs 1".into())
+                )
+            }
+            None => n.facts.replicas.to_string(),
+        };
+        let conc = n
+            .worker_concurrency
+            .as_ref()
+            .map(|c| format!("{} {}", c.value, cite(c.source.clone())))
+            .unwrap_or_default();
+        let runners = match n.role {
+            Role::Runner => {
+                let l = n
+                    .runner_limit
+                    .as_ref()
+                    .map(|l| format!("limit {} {}", l.value, cite(l.source.clone())))
+                    .unwrap_or_default();
+                format!(
+                    "{l} → {}",
+                    n.attached_to.as_deref().unwrap_or("attached to nothing")
+                )
+            }
+            // The topology counts capacity over every replica; a pod has its share.
+            Role::Worker => n
+                .runner_capacity
+                .map(|c| format!("capacity {} per pod", c / n.facts.replicas.max(1)))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let mode = n
+            .runners_mode
+            .as_ref()
+            .map(|m| format!("{} {}", m.value.word(), cite(m.source.clone())))
+            .unwrap_or_default();
+        let resources = k
+            .and_then(|k| k.resources.clone())
+            .or_else(|| {
+                n.facts
+                    .memory_limit_bytes
+                    .map(|b| format!("memory limit {} MiB", b >> 20))
+            })
+            .unwrap_or_else(|| "none".into());
+        table.add_row(vec![
+            n.facts.name.clone(),
+            n.role.word().to_string(),
+            replicas,
+            conc,
+            runners,
+            mode,
+            resources,
+        ]);
+    }
+    let mut out = table.to_string();
+    for (i, n) in notes.iter().enumerate() {
+        out.push_str(&format!("\n[{}] {n}", i + 1));
+    }
+    for n in &t.nodes {
+        for note in &n.notes {
+            out.push_str(&format!("\nwarning: {}: {note}", n.facts.name));
+        }
+    }
+    out
+}
+
 /// `n8ncap audit`: severity, rule, service, message; why and fix under the table.
 pub fn audit_table(r: &crate::audit::Report) -> String {
     if r.findings.is_empty() {

@@ -1,0 +1,648 @@
+//! Kubernetes manifests — what `helm template` renders from the n8n charts — read into the same
+//! [`Facts`] as compose files and running containers, so the same rules run on them. What a
+//! container really gets is resolved the way the kubelet does: `command` + `args` (with
+//! `$(VAR)` expanded), `envFrom` (ConfigMaps and Secrets, in order) overridden by `env` (the
+//! last duplicate wins), `valueFrom` references, native sidecars (init containers with
+//! `restartPolicy: Always`), replicas from `spec.replicas` or the HPA / KEDA ScaledObject whose
+//! `scaleTargetRef` names the workload. A value from a Secret is known to exist and never read:
+//! not its plaintext, not its base64.
+//!
+//! Live clusters are not read here; a collector reading pods through the Kubernetes API would
+//! produce the same [`Facts`] (with [`K8sFacts`]) and reuse everything after this module.
+
+use super::compose::{parse_memory, Project, Service};
+use crate::error::BadInput;
+use crate::topology::{Autoscaler, Facts, K8sFacts, Probe, Trigger};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Largest manifest read (a rendered chart is a few hundred KB).
+pub const MAX_MANIFEST: u64 = 16 << 20;
+
+/// True when `text` holds Kubernetes objects (a document with `apiVersion` and `kind`) rather
+/// than a compose file.
+pub fn looks_like_kubernetes(text: &str) -> bool {
+    let mut api = false;
+    let mut kind = false;
+    for line in text.lines() {
+        if line.starts_with("---") {
+            if api && kind {
+                return true;
+            }
+            api = false;
+            kind = false;
+        }
+        api |= line.starts_with("apiVersion:");
+        kind |= line.starts_with("kind:");
+    }
+    api && kind
+}
+
+/// One YAML document of the stream and the line it starts on.
+struct Doc {
+    value: Value,
+    line: usize,
+    text: String,
+}
+
+fn split_docs(origin: &str, text: &str) -> Result<Vec<Doc>, BadInput> {
+    let mut docs = Vec::new();
+    let mut cur = String::new();
+    let mut start = 1;
+    let mut flush = |cur: &mut String, start: usize| -> Result<(), BadInput> {
+        if cur.trim().is_empty() {
+            cur.clear();
+            return Ok(());
+        }
+        let value: Value = serde_saphyr::from_str(cur)
+            .map_err(|e| BadInput(crate::util::yaml_error_at(origin, &e, start - 1)))?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str) == Some("List") => {
+                for item in o
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    docs.push(Doc {
+                        value: item.clone(),
+                        line: start,
+                        text: cur.clone(),
+                    });
+                }
+            }
+            Value::Object(_) => docs.push(Doc {
+                value,
+                line: start,
+                text: cur.clone(),
+            }),
+            _ => {
+                return Err(BadInput(format!(
+                    "{origin}:{start}: a Kubernetes document is a mapping with apiVersion and kind"
+                )))
+            }
+        }
+        cur.clear();
+        Ok(())
+    };
+    for (i, line) in text.lines().enumerate() {
+        if line == "---" || line.starts_with("--- ") || line.starts_with("---\t") {
+            flush(&mut cur, start)?;
+            start = i + 2;
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+    }
+    flush(&mut cur, start)?;
+    Ok(docs)
+}
+
+fn s<'a>(v: &'a Value, path: &str) -> Option<&'a str> {
+    v.pointer(path).and_then(Value::as_str)
+}
+
+fn name_of(v: &Value) -> String {
+    s(v, "/metadata/name").unwrap_or("").to_string()
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn u32_at(v: &Value, path: &str) -> Option<u32> {
+    v.pointer(path)
+        .and_then(|x| {
+            x.as_u64()
+                .or_else(|| x.as_str().and_then(|s| s.parse().ok()))
+        })
+        .map(|n| n.min(u32::MAX as u64) as u32)
+}
+
+/// The resources of the input that containers refer to.
+#[derive(Default)]
+struct Index {
+    config_maps: BTreeMap<String, Map<String, Value>>,
+    /// Secret name → its keys (values never read).
+    secrets: BTreeMap<String, Vec<String>>,
+    /// Service name → its selector.
+    services: Vec<(String, Map<String, Value>)>,
+    autoscalers: Vec<(String, String, Autoscaler)>,
+    namespace: Option<String>,
+}
+
+impl Index {
+    fn of(docs: &[Doc]) -> Index {
+        let mut ix = Index::default();
+        for d in docs {
+            let v = &d.value;
+            let name = name_of(v);
+            if ix.namespace.is_none() {
+                ix.namespace = s(v, "/metadata/namespace").map(str::to_string);
+            }
+            match s(v, "/kind").unwrap_or("") {
+                "ConfigMap" => {
+                    let data = v
+                        .get("data")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    ix.config_maps.insert(name, data);
+                }
+                "Secret" => {
+                    let mut keys: Vec<String> = ["data", "stringData"]
+                        .iter()
+                        .filter_map(|k| v.get(*k).and_then(Value::as_object))
+                        .flat_map(|m| m.keys().cloned())
+                        .collect();
+                    keys.sort();
+                    keys.dedup();
+                    ix.secrets.insert(name, keys);
+                }
+                "Service" => {
+                    if let Some(sel) = v.pointer("/spec/selector").and_then(Value::as_object) {
+                        ix.services.push((name, sel.clone()));
+                    }
+                }
+                "HorizontalPodAutoscaler" => {
+                    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
+                    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
+                    let mut triggers: Vec<Trigger> = v
+                        .pointer("/spec/metrics")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|m| Trigger {
+                            kind: match s(m, "/type") {
+                                Some("Resource") => {
+                                    s(m, "/resource/name").unwrap_or("resource").to_string()
+                                }
+                                Some("ContainerResource") => s(m, "/containerResource/name")
+                                    .unwrap_or("resource")
+                                    .to_string(),
+                                Some(other) => other.to_ascii_lowercase(),
+                                None => "unknown".into(),
+                            },
+                            ..Trigger::default()
+                        })
+                        .collect();
+                    if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() {
+                        triggers.push(Trigger {
+                            kind: "cpu".into(),
+                            ..Trigger::default()
+                        });
+                    }
+                    ix.autoscalers.push((
+                        target_kind.to_string(),
+                        target,
+                        Autoscaler {
+                            by: format!("HorizontalPodAutoscaler {name}"),
+                            min: u32_at(v, "/spec/minReplicas").unwrap_or(1),
+                            max: u32_at(v, "/spec/maxReplicas").unwrap_or(1),
+                            triggers,
+                            line: Some(d.line),
+                        },
+                    ));
+                }
+                "ScaledObject" => {
+                    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
+                    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
+                    let triggers = v
+                        .pointer("/spec/triggers")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|t| Trigger {
+                            kind: s(t, "/type").unwrap_or("unknown").to_string(),
+                            list_name: t.pointer("/metadata/listName").map(scalar),
+                            database: t.pointer("/metadata/databaseIndex").map(scalar),
+                        })
+                        .collect();
+                    ix.autoscalers.push((
+                        target_kind.to_string(),
+                        target,
+                        Autoscaler {
+                            by: format!("ScaledObject {name}"),
+                            min: u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
+                            max: u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
+                            triggers,
+                            line: Some(d.line),
+                        },
+                    ));
+                }
+                _ => {}
+            }
+        }
+        ix
+    }
+
+    /// Names by which other pods reach a pod with these labels: the Services selecting it.
+    fn hostnames(&self, labels: &Map<String, Value>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (svc, sel) in &self.services {
+            if !sel.is_empty() && sel.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+                out.push(svc.clone());
+                if let Some(ns) = &self.namespace {
+                    out.push(format!("{svc}.{ns}"));
+                    out.push(format!("{svc}.{ns}.svc"));
+                    out.push(format!("{svc}.{ns}.svc.cluster.local"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads a manifest (several documents, `List`s flattened) into services, one per container
+/// of each Deployment and StatefulSet.
+pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {
+    let origin = file.display().to_string();
+    let docs = split_docs(&origin, text)?;
+    let ix = Index::of(&docs);
+    let mut services = Vec::new();
+    for d in &docs {
+        let kind = s(&d.value, "/kind").unwrap_or("");
+        if !matches!(kind, "Deployment" | "StatefulSet") {
+            continue;
+        }
+        services.extend(workload(file, d, kind, &ix)?);
+    }
+    Ok(Project {
+        services,
+        files: vec![file.to_path_buf()],
+    })
+}
+
+fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
+    let v = &d.value;
+    let name = name_of(v);
+    let pod = v
+        .pointer("/spec/template/spec")
+        .cloned()
+        .unwrap_or_default();
+    let labels = v
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let declared = u32_at(v, "/spec/replicas");
+    let autoscaler = ix
+        .autoscalers
+        .iter()
+        .find(|(k, n, _)| *n == name && k == kind)
+        .map(|(_, _, a)| a.clone());
+    // Replicas counted at the most the workload can run: Σ pools at max replicas is what the
+    // database must allow; the autoscaler's range is kept for the findings that need it.
+    let replicas = match &autoscaler {
+        Some(a) => a.max.max(a.min),
+        None => declared.unwrap_or(1),
+    };
+    if replicas > 10_000 {
+        return Err(BadInput(format!(
+            "{}:{}: {kind} {name}: {replicas} replicas is beyond any deployment",
+            file.display(),
+            d.line
+        )));
+    }
+    let grace = pod
+        .get("terminationGracePeriodSeconds")
+        .and_then(Value::as_u64);
+    let mut containers: Vec<(&Value, bool)> = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (c, i > 0))
+        .collect();
+    containers.extend(
+        pod.get("initContainers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| s(c, "/restartPolicy") == Some("Always"))
+            .map(|c| (c, true)),
+    );
+    let hostnames = ix.hostnames(&labels);
+    let mut out = Vec::new();
+    for (c, sidecar) in containers {
+        let cname = s(c, "/name").unwrap_or("").to_string();
+        let origin = format!("container {cname} of {kind} {name}");
+        let mut f = Facts {
+            // Unique within the input: the workload, or workload/container for a second one.
+            name: if cname == name {
+                name.clone()
+            } else {
+                format!("{name}/{cname}")
+            },
+            service: Some(name.clone()),
+            image: s(c, "/image").unwrap_or("").to_string(),
+            origin: origin.clone(),
+            replicas,
+            hostnames: hostnames.clone(),
+            ..Facts::default()
+        };
+        let env = resolve_env(c, ix, &origin, &mut f);
+        f.command = ["command", "args"]
+            .iter()
+            .filter_map(|k| c.get(*k).and_then(Value::as_array))
+            .flatten()
+            .map(|a| expand_vars(&scalar(a), &env))
+            .collect();
+        let limits = c.pointer("/resources/limits");
+        f.memory_limit_bytes = limits
+            .and_then(|l| l.get("memory"))
+            .and_then(parse_quantity_bytes);
+        f.cpu_limit_cores = limits.and_then(|l| l.get("cpu")).and_then(parse_cpu);
+        let probes = ["livenessProbe", "readinessProbe", "startupProbe"]
+            .iter()
+            .filter_map(|k| {
+                c.get(*k).map(|p| Probe {
+                    kind: k.trim_end_matches("Probe").to_string(),
+                    http_path: s(p, "/httpGet/path").map(str::to_string),
+                })
+            })
+            .collect();
+        f.k8s = Some(K8sFacts {
+            workload_kind: kind.to_string(),
+            workload: name.clone(),
+            container: cname.clone(),
+            sidecar,
+            replicas_declared: declared.is_some(),
+            autoscaler: autoscaler.clone(),
+            termination_grace_period_s: grace,
+            probes,
+            resources: c.get("resources").map(resources_text),
+        });
+        let line = line_in(&d.text, &format!("name: {cname}"))
+            .map(|l| d.line + l - 1)
+            .unwrap_or(d.line);
+        out.push(Service {
+            facts: f,
+            file: file.to_path_buf(),
+            line,
+        });
+    }
+    Ok(out)
+}
+
+/// The 1-based line (within a document) of the first line containing `needle`.
+fn line_in(text: &str, needle: &str) -> Option<usize> {
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+}
+
+/// The environment the container gets: `envFrom` in order, then `env` (the last duplicate
+/// wins). Values of kept variables are recorded with their source; secrets by reference only.
+/// Returns the plain values known (for `$(VAR)` in args).
+fn resolve_env(c: &Value, ix: &Index, origin: &str, f: &mut Facts) -> BTreeMap<String, String> {
+    // name → (value if known and not secret, source, secret reference)
+    let mut env: BTreeMap<String, (Option<String>, String, Option<String>)> = BTreeMap::new();
+    for from in c
+        .get("envFrom")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let prefix = s(from, "/prefix").unwrap_or("");
+        if let Some(cm) = s(from, "/configMapRef/name") {
+            match ix.config_maps.get(cm) {
+                Some(data) => {
+                    for (k, v) in data {
+                        env.insert(
+                            format!("{prefix}{k}"),
+                            (
+                                Some(scalar(v)),
+                                format!("ConfigMap {cm} key {k} via envFrom"),
+                                None,
+                            ),
+                        );
+                    }
+                }
+                None => {
+                    f.env_sources.insert(
+                        format!("(envFrom ConfigMap {cm})"),
+                        "not in the input: its variables are unknown".into(),
+                    );
+                }
+            }
+        }
+        if let Some(sec) = s(from, "/secretRef/name") {
+            for k in ix.secrets.get(sec).into_iter().flatten() {
+                env.insert(
+                    format!("{prefix}{k}"),
+                    (
+                        None,
+                        format!("Secret {sec} key {k} via envFrom (value not read)"),
+                        Some(format!("{sec}/{k}")),
+                    ),
+                );
+            }
+        }
+    }
+    for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = s(e, "/name") else { continue };
+        let entry = if let Some(v) = e.get("value") {
+            (Some(scalar(v)), format!("env of {origin}"), None)
+        } else if let Some(r) = e.pointer("/valueFrom/configMapKeyRef") {
+            let (cm, key) = (s(r, "/name").unwrap_or(""), s(r, "/key").unwrap_or(""));
+            match ix.config_maps.get(cm).and_then(|d| d.get(key)) {
+                Some(v) => (
+                    Some(scalar(v)),
+                    format!("ConfigMap {cm} key {key} via valueFrom"),
+                    None,
+                ),
+                None => (
+                    None,
+                    format!("ConfigMap {cm} key {key} via valueFrom (not in the input)"),
+                    None,
+                ),
+            }
+        } else if let Some(r) = e.pointer("/valueFrom/secretKeyRef") {
+            let (sec, key) = (s(r, "/name").unwrap_or(""), s(r, "/key").unwrap_or(""));
+            (
+                None,
+                format!("Secret {sec} key {key} via valueFrom (value not read)"),
+                Some(format!("{sec}/{key}")),
+            )
+        } else if let Some(r) = e.pointer("/valueFrom/fieldRef/fieldPath") {
+            (None, format!("fieldRef {}", scalar(r)), None)
+        } else if e.pointer("/valueFrom/resourceFieldRef").is_some() {
+            (None, "resourceFieldRef".to_string(), None)
+        } else {
+            (Some(String::new()), format!("env of {origin}"), None)
+        };
+        env.insert(name.to_string(), entry);
+    }
+    let mut plain = BTreeMap::new();
+    let mut items: Vec<(String, Option<String>)> = Vec::new();
+    for (k, (v, source, secret)) in env {
+        f.env_sources.insert(k.clone(), source);
+        match secret {
+            Some(reference) => f.set_secret_reference(&k, &reference),
+            None => {
+                if let Some(v) = &v {
+                    plain.insert(k.clone(), v.clone());
+                }
+                items.push((k, v));
+            }
+        }
+    }
+    f.set_env(items.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
+    plain
+}
+
+/// `$(VAR)` in command and args, as the kubelet expands it (`$$` escapes; unknown stays).
+fn expand_vars(arg: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = arg;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(a) = after.strip_prefix('$') {
+            out.push('$');
+            rest = a;
+        } else if let Some(body) = after.strip_prefix('(') {
+            match body.find(')') {
+                Some(end) => {
+                    let name = &body[..end];
+                    match env.get(name) {
+                        Some(v) => out.push_str(v),
+                        None => {
+                            out.push_str("$(");
+                            out.push_str(name);
+                            out.push(')');
+                        }
+                    }
+                    rest = &body[end + 1..];
+                }
+                None => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A Kubernetes memory quantity ("512Mi", "1Gi", "1G", "1e9", "1048576") in bytes.
+pub fn parse_quantity_bytes(v: &Value) -> Option<u64> {
+    let t = scalar(v);
+    let t = t.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let mult = match unit {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "m" => 1e-3,
+        // Compose-style sizes ("512m" as bytes would be nonsense): fall back to that reader.
+        _ => return parse_memory(&Value::String(t.to_string())),
+    };
+    let b = n * mult;
+    (b.is_finite() && b >= 1.0 && b < 2f64.powi(63)).then_some(b as u64)
+}
+
+/// CPU cores from "500m", "2", "1.5".
+fn parse_cpu(v: &Value) -> Option<f64> {
+    let t = scalar(v);
+    let t = t.trim();
+    let cores = match t.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().ok()? / 1000.0,
+        None => t.parse::<f64>().ok()?,
+    };
+    (cores.is_finite() && cores > 0.0).then_some(cores)
+}
+
+fn resources_text(r: &Value) -> String {
+    let part = |k: &str| {
+        r.get(k).and_then(Value::as_object).map(|m| {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k} {}", scalar(v)))
+                .collect();
+            format!("{k}: {}", items.join(", "))
+        })
+    };
+    [part("requests"), part("limits")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Reads `-f` inputs: a path, or `-` for standard input (as `helm template … | n8ncap audit
+/// -f -`). Returns the text and the name to show for it.
+pub fn read_input(path: &Path) -> Result<(String, PathBuf), BadInput> {
+    if path == Path::new("-") {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_MANIFEST + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| BadInput(format!("cannot read standard input: {e}")))?;
+        if bytes.len() as u64 > MAX_MANIFEST {
+            return Err(BadInput(format!(
+                "standard input is larger than {} MiB: is it a rendered manifest?",
+                MAX_MANIFEST >> 20
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| BadInput("standard input is not UTF-8 text".into()))?;
+        return Ok((text, PathBuf::from("<stdin>")));
+    }
+    Ok((
+        crate::util::read_text_file(path, MAX_MANIFEST, "manifest")?,
+        path.to_path_buf(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_and_vars() {
+        let q = |t: &str| parse_quantity_bytes(&Value::String(t.into()));
+        assert_eq!(q("512Mi"), Some(512 << 20));
+        assert_eq!(q("1Gi"), Some(1 << 30));
+        assert_eq!(q("1G"), Some(1_000_000_000));
+        assert_eq!(q("2e9"), Some(2_000_000_000));
+        assert_eq!(q("-1Gi"), None);
+        assert_eq!(parse_cpu(&Value::String("500m".into())), Some(0.5));
+        let env: BTreeMap<String, String> = [("C".to_string(), "7".to_string())].into();
+        assert_eq!(expand_vars("--concurrency=$(C)", &env), "--concurrency=7");
+        assert_eq!(expand_vars("$(X) $$(C)", &env), "$(X) $(C)");
+    }
+
+    #[test]
+    fn documents_split_with_their_lines() {
+        let text = "# c\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n";
+        assert!(looks_like_kubernetes(text));
+        assert!(!looks_like_kubernetes("services:\n  n8n: {image: x}\n"));
+        let docs = split_docs("t", text).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!((docs[0].line, docs[1].line), (1, 7));
+        let err = split_docs("t.yaml", "a: 1\n---\nkind: [\n").err().unwrap();
+        assert!(err.0.starts_with("t.yaml:3"), "{}", err.0);
+    }
+}
