@@ -645,4 +645,71 @@ mod tests {
         let err = split_docs("t.yaml", "a: 1\n---\nkind: [\n").err().unwrap();
         assert!(err.0.starts_with("t.yaml:3"), "{}", err.0);
     }
+
+    #[test]
+    fn env_resolves_as_the_kubelet_does() {
+        let text = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm}
+data: {EXECUTIONS_MODE: queue, N8N_RUNNERS_MODE: internal, C: "12"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec}
+data: {N8N_ENCRYPTION_KEY: c2VjcmV0}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: w}
+spec:
+  template:
+    spec:
+      initContainers:
+        - name: runner
+          image: n8nio/runners:2.41.1
+          restartPolicy: Always
+          env: [{name: N8N_RUNNERS_TASK_BROKER_URI, value: "http://localhost:5679"}]
+        - name: migrate
+          image: busybox
+      containers:
+        - name: w
+          image: n8nio/n8n:2.41.1
+          args: ["worker", "--concurrency=$(C)"]
+          envFrom: [{configMapRef: {name: cm}}, {secretRef: {name: sec}}]
+          env:
+            - {name: N8N_RUNNERS_MODE, value: external}
+            - {name: N8N_RUNNERS_MAX_CONCURRENCY, value: "3"}
+            - {name: N8N_RUNNERS_MAX_CONCURRENCY, value: "4"}
+            - {name: C, valueFrom: {configMapKeyRef: {name: cm, key: C}}}
+"#;
+        let p = load(Path::new("t.yaml"), text).unwrap();
+        let names: Vec<&str> = p.services.iter().map(|s| s.facts.name.as_str()).collect();
+        // The native sidecar is a container of the pod; a plain init container is not.
+        assert_eq!(names, ["w", "w/runner"]);
+        let w = &p.services[0].facts;
+        // env overrides envFrom; the last duplicate wins; $(C) expands from the env.
+        assert_eq!(w.env["N8N_RUNNERS_MODE"], "external");
+        assert_eq!(w.env["N8N_RUNNERS_MAX_CONCURRENCY"], "4");
+        assert_eq!(w.env["EXECUTIONS_MODE"], "queue");
+        assert_eq!(w.command, ["worker", "--concurrency=12"]);
+        assert_eq!(
+            w.env_sources["EXECUTIONS_MODE"],
+            "ConfigMap cm key EXECUTIONS_MODE via envFrom"
+        );
+        // The secret is known by name and reference only.
+        assert!(w.env_names.contains(&"N8N_ENCRYPTION_KEY".to_string()));
+        assert!(!w.env.contains_key("N8N_ENCRYPTION_KEY"));
+        assert!(w.secret_fingerprints.contains_key("N8N_ENCRYPTION_KEY"));
+        let r = &p.services[1].facts;
+        assert!(r.k8s.as_ref().unwrap().sidecar);
+        // No replicas, no autoscaler: one pod, said so.
+        assert_eq!(w.replicas, 1);
+        assert!(!w.k8s.as_ref().unwrap().replicas_declared);
+        let t = crate::topology::Topology::build(p.services.into_iter().map(|s| s.facts).collect());
+        let runner = t.nodes.iter().find(|n| n.facts.name == "w/runner").unwrap();
+        assert_eq!(runner.attached_to.as_deref(), Some("w"));
+        let worker = t.nodes.iter().find(|n| n.facts.name == "w").unwrap();
+        assert_eq!(worker.worker_concurrency.as_ref().unwrap().value, 12);
+    }
 }

@@ -4,6 +4,7 @@
 
 pub mod compose;
 pub mod k8s;
+mod kubernetes;
 
 use crate::error::BadInput;
 use crate::findings::{Finding, Severity};
@@ -35,10 +36,20 @@ pub enum RuleId {
     RunnerImageMismatch,
     EncryptionKeyMismatch,
     DbConnectionsExhausted,
+    WorkerReplicasUnset,
+    WorkerScaling,
+    WorkerAutoscaledOnCpu,
+    AutoscalerWrongQueue,
+    GracePeriodTooShort,
+    WorkerProbeWithoutHealthCheck,
+    ReadinessOnHealthz,
+    HeapAboveMemoryLimit,
+    WorkerWithoutMemoryLimit,
+    DbConnectionBudget,
 }
 
 impl RuleId {
-    pub const ALL: [RuleId; 19] = [
+    pub const ALL: [RuleId; 29] = [
         RuleId::NotQueueMode,
         RuleId::ExternalModeWithoutRunner,
         RuleId::WorkerWithoutRunner,
@@ -58,6 +69,16 @@ impl RuleId {
         RuleId::RunnerImageMismatch,
         RuleId::EncryptionKeyMismatch,
         RuleId::DbConnectionsExhausted,
+        RuleId::WorkerReplicasUnset,
+        RuleId::WorkerScaling,
+        RuleId::WorkerAutoscaledOnCpu,
+        RuleId::AutoscalerWrongQueue,
+        RuleId::GracePeriodTooShort,
+        RuleId::WorkerProbeWithoutHealthCheck,
+        RuleId::ReadinessOnHealthz,
+        RuleId::HeapAboveMemoryLimit,
+        RuleId::WorkerWithoutMemoryLimit,
+        RuleId::DbConnectionBudget,
     ];
 
     pub fn id(&self) -> &'static str {
@@ -81,6 +102,16 @@ impl RuleId {
             RuleId::RunnerImageMismatch => "runner-image-mismatch",
             RuleId::EncryptionKeyMismatch => "encryption-key-mismatch",
             RuleId::DbConnectionsExhausted => "db-connections-exhausted",
+            RuleId::WorkerReplicasUnset => "worker-replicas-unset",
+            RuleId::WorkerScaling => "worker-scaling",
+            RuleId::WorkerAutoscaledOnCpu => "worker-autoscaled-on-cpu",
+            RuleId::AutoscalerWrongQueue => "autoscaler-wrong-queue",
+            RuleId::GracePeriodTooShort => "grace-period-too-short",
+            RuleId::WorkerProbeWithoutHealthCheck => "worker-probe-without-health-check",
+            RuleId::ReadinessOnHealthz => "readiness-on-healthz",
+            RuleId::HeapAboveMemoryLimit => "heap-above-memory-limit",
+            RuleId::WorkerWithoutMemoryLimit => "worker-without-memory-limit",
+            RuleId::DbConnectionBudget => "db-connection-budget",
         }
     }
 
@@ -105,6 +136,16 @@ impl RuleId {
             RuleId::RunnerImageMismatch => Severity::Warning,
             RuleId::EncryptionKeyMismatch => Severity::Error,
             RuleId::DbConnectionsExhausted => Severity::Error,
+            RuleId::WorkerReplicasUnset => Severity::Warning,
+            RuleId::WorkerScaling => Severity::Info,
+            RuleId::WorkerAutoscaledOnCpu => Severity::Warning,
+            RuleId::AutoscalerWrongQueue => Severity::Error,
+            RuleId::GracePeriodTooShort => Severity::Warning,
+            RuleId::WorkerProbeWithoutHealthCheck => Severity::Error,
+            RuleId::ReadinessOnHealthz => Severity::Warning,
+            RuleId::HeapAboveMemoryLimit => Severity::Warning,
+            RuleId::WorkerWithoutMemoryLimit => Severity::Warning,
+            RuleId::DbConnectionBudget => Severity::Info,
         }
     }
 
@@ -153,6 +194,16 @@ impl RuleId {
             RuleId::DbConnectionsExhausted => {
                 "Postgres pool size × n8n processes reaches max_connections"
             }
+            RuleId::WorkerReplicasUnset => "a worker workload without replicas and without an autoscaler runs one pod",
+            RuleId::WorkerScaling => "worker pods and slots at the autoscaler's minimum and maximum",
+            RuleId::WorkerAutoscaledOnCpu => "workers scaled on CPU or memory, not on the jobs waiting in Redis",
+            RuleId::AutoscalerWrongQueue => "a KEDA Redis trigger watches a list or database n8n does not use: it never fires",
+            RuleId::GracePeriodTooShort => "terminationGracePeriodSeconds shorter than n8n's (and the runners') graceful shutdown",
+            RuleId::WorkerProbeWithoutHealthCheck => "HTTP probes on a worker without QUEUE_HEALTH_CHECK_ACTIVE=true",
+            RuleId::ReadinessOnHealthz => "readiness probe on /healthz instead of /healthz/readiness",
+            RuleId::HeapAboveMemoryLimit => "--max-old-space-size in NODE_OPTIONS at or above the container's memory limit",
+            RuleId::WorkerWithoutMemoryLimit => "a worker container without a memory limit",
+            RuleId::DbConnectionBudget => "the Postgres connections n8n needs at the maximum replicas",
         }
     }
 
@@ -167,7 +218,7 @@ impl RuleId {
     }
 }
 
-fn finding(id: RuleId, subject: &str, title: String) -> Finding {
+pub(crate) fn finding(id: RuleId, subject: &str, title: String) -> Finding {
     Finding::new(id.id(), id.severity(), title).subject(subject)
 }
 
@@ -329,6 +380,7 @@ pub fn audit(
     metrics(&c, &mut out);
     encryption_key(&c, &mut out);
     database(&c, &mut out);
+    kubernetes::rules(&c, &mut out);
     let findings = out
         .into_iter()
         .map(|f| {

@@ -1,0 +1,258 @@
+//! Rules only Kubernetes manifests can break: replicas and autoscalers, probes, grace periods,
+//! memory limits against the Node heap, the database budget at the maximum replicas. They run
+//! on the same topology as every other rule and look at [`K8sFacts`] where the manifest said
+//! more than a compose file can. Fixes name the charts' values where one chart is known to cause
+//! the case (8gears' worker autoscaling, n8n's keda.worker).
+
+use super::{env, finding, is_true, Ctx, RuleId};
+use crate::findings::Finding;
+use crate::topology::{K8sFacts, Node, Role};
+
+/// n8n's own graceful shutdown (`N8N_GRACEFUL_SHUTDOWN_TIMEOUT`) and the runners'
+/// (`N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`), both 30 s by default; Kubernetes' default grace
+/// period is 30 s too.
+const N8N_SHUTDOWN_S: u64 = 30;
+const RUNNER_SHUTDOWN_S: u64 = 30;
+const K8S_DEFAULT_GRACE_S: u64 = 30;
+
+pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
+    let k8s = |n: &Node| n.facts.k8s.clone();
+    for n in c.n8n.iter().copied() {
+        let Some(k) = k8s(n) else { continue };
+        if n.role == Role::Worker {
+            worker_replicas(n, &k, out);
+            worker_probes(n, &k, out);
+            if n.facts.memory_limit_bytes.is_none() {
+                out.push(
+                    finding(RuleId::WorkerWithoutMemoryLimit, n.name(), format!(
+                        "{}: no memory limit on the worker container", n.name()
+                    ))
+                    .why("A worker holds every execution's data while it runs: without a limit one heavy workflow can take the node's memory, and the scheduler cannot place pods by it.")
+                    .fix("set resources.limits.memory on the worker container (and a request), sized from a memory sweep"),
+                );
+            }
+        }
+        readiness(n, &k, out);
+        grace_period(c, n, &k, out);
+    }
+    for n in &c.t.nodes {
+        if n.facts.k8s.is_some()
+            && matches!(
+                n.role,
+                Role::Main | Role::Worker | Role::Webhook | Role::Runner
+            )
+        {
+            heap_above_limit(n, out);
+        }
+    }
+    db_budget(c, out);
+}
+
+fn slots(n: &Node) -> u32 {
+    n.worker_concurrency.as_ref().map(|c| c.value).unwrap_or(10)
+}
+
+fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
+    let per_pod = slots(n);
+    let runner_per_pod = n.runner_capacity.map(|r| r / n.facts.replicas.max(1));
+    match &k.autoscaler {
+        None if !k.replicas_declared => out.push(
+            finding(RuleId::WorkerReplicasUnset, n.name(), format!(
+                "{}: {} {} has no replicas and no autoscaler targets it: Kubernetes runs 1 pod ({per_pod} slots)",
+                n.name(), k.workload_kind, k.workload
+            ))
+            .why("A chart that drops `replicas:` when autoscaling is switched on (8gears' worker.autoscaling.enabled) but renders no HorizontalPodAutoscaler leaves the workers at one pod, whatever was planned.")
+            .fix(format!(
+                "set spec.replicas on {} {} (8gears: worker.replicaCount with worker.autoscaling.enabled=false), or add a KEDA ScaledObject on the Redis list bull:jobs:wait targeting it",
+                k.workload_kind, k.workload
+            )),
+        ),
+        None => {}
+        Some(a) => {
+            let mut f = finding(RuleId::WorkerScaling, n.name(), format!(
+                "{}: {}–{} pods ({}) × {per_pod} slots = {}–{} worker slots{}",
+                n.name(), a.min, a.max, a.by,
+                a.min.saturating_mul(per_pod), a.max.saturating_mul(per_pod),
+                runner_per_pod.map(|r| format!("; runner capacity {r} per pod, {}–{} in all", a.min.saturating_mul(r), a.max.saturating_mul(r))).unwrap_or_default()
+            ))
+            .figure("min_pods", a.min as f64)
+            .figure("max_pods", a.max as f64)
+            .figure("slots_per_pod", per_pod as f64);
+            if a.min == 0 {
+                f = f.evidence("minimum 0 pods: the first job waits for a pod to start (KEDA scales from zero on the queue)".to_string());
+            }
+            out.push(f);
+            let queue_trigger = a.triggers.iter().any(|t| t.kind.starts_with("redis"));
+            let resource: Vec<&str> = a
+                .triggers
+                .iter()
+                .filter(|t| matches!(t.kind.as_str(), "cpu" | "memory"))
+                .map(|t| t.kind.as_str())
+                .collect();
+            if !resource.is_empty() && !queue_trigger {
+                out.push(
+                    finding(RuleId::WorkerAutoscaledOnCpu, n.name(), format!(
+                        "{}: {} scales the workers on {} — their load is the jobs waiting in Redis",
+                        n.name(), a.by, resource.join(" and ")
+                    ))
+                    .why("A worker waiting on runners, HTTP calls or the database uses little CPU while jobs pile up in bull:jobs:wait: the autoscaler stays at its minimum exactly when more workers are needed, and scales up on CPU-heavy bursts that slots would have absorbed.")
+                    .fix("scale workers on the queue: a KEDA ScaledObject with a redis trigger on listName bull:jobs:wait (n8n's chart: keda.worker), with runners scaling in the same pods"),
+                );
+            }
+            let prefix = env(n, "QUEUE_BULL_PREFIX").unwrap_or("bull");
+            let want_list = format!("{prefix}:jobs:wait");
+            let want_db = env(n, "QUEUE_BULL_REDIS_DB").unwrap_or("0");
+            for t in a.triggers.iter().filter(|t| t.kind == "redis") {
+                let list = t.list_name.as_deref().unwrap_or("");
+                let db = t.database.as_deref().unwrap_or("0");
+                if list != want_list || db.trim() != want_db.trim() {
+                    out.push(
+                        finding(RuleId::AutoscalerWrongQueue, n.name(), format!(
+                            "{}: {} watches list {list:?} in database {db}, but n8n queues jobs on {want_list:?} in database {want_db}",
+                            n.name(), a.by
+                        ))
+                        .why("The list KEDA reads stays empty: the trigger never fires and the workers never scale past the minimum.")
+                        .fix(format!("set the trigger's listName to {want_list} (QUEUE_BULL_PREFIX + \":jobs:wait\") and databaseIndex to {want_db} (QUEUE_BULL_REDIS_DB)")),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn worker_probes(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
+    let http: Vec<&str> = k
+        .probes
+        .iter()
+        .filter(|p| p.http_path.is_some())
+        .map(|p| p.kind.as_str())
+        .collect();
+    if !http.is_empty() && !is_true(env(n, "QUEUE_HEALTH_CHECK_ACTIVE")) {
+        out.push(
+            finding(RuleId::WorkerProbeWithoutHealthCheck, n.name(), format!(
+                "{}: HTTP {} probe(s) on a worker without QUEUE_HEALTH_CHECK_ACTIVE=true",
+                n.name(), http.join(" and ")
+            ))
+            .why("A worker serves /healthz only when QUEUE_HEALTH_CHECK_ACTIVE=true (on QUEUE_HEALTH_CHECK_PORT, 5678): the probes fail, the pod is never ready or is restarted in a loop, and its running executions are cut.")
+            .fix("set QUEUE_HEALTH_CHECK_ACTIVE=true on the worker (and QUEUE_HEALTH_CHECK_PORT to the probed port), or remove the HTTP probes"),
+        );
+    }
+}
+
+fn readiness(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
+    if k.probes
+        .iter()
+        .any(|p| p.kind == "readiness" && p.http_path.as_deref() == Some("/healthz"))
+    {
+        out.push(
+            finding(RuleId::ReadinessOnHealthz, n.name(), format!(
+                "{}: the readiness probe asks /healthz, which answers as soon as the process is up",
+                n.name()
+            ))
+            .why("n8n's /healthz/readiness answers 200 only once the database is connected and migrated and Redis is connected: on /healthz a pod takes traffic (or counts as ready in a rollout) before it can run anything.")
+            .fix("point readinessProbe.httpGet.path at /healthz/readiness (keep /healthz for liveness)"),
+        );
+    }
+}
+
+fn grace_period(c: &Ctx, n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
+    if !matches!(n.role, Role::Main | Role::Worker) {
+        return;
+    }
+    let secs = |name: &str, default: u64| {
+        env(n, name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let sidecar_runner = c
+        .runners
+        .iter()
+        .any(|r| r.facts.k8s.is_some() && crate::topology::same_pod(&r.facts, &n.facts));
+    let runner_s = if sidecar_runner {
+        c.runners
+            .iter()
+            .filter(|r| crate::topology::same_pod(&r.facts, &n.facts))
+            .filter_map(|r| env(r, "N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT"))
+            .filter_map(|v| v.parse::<u64>().ok())
+            .max()
+            .unwrap_or(RUNNER_SHUTDOWN_S)
+    } else {
+        0
+    };
+    let need = secs("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", N8N_SHUTDOWN_S) + runner_s;
+    let grace = k.termination_grace_period_s.unwrap_or(K8S_DEFAULT_GRACE_S);
+    if grace < need {
+        out.push(
+            finding(RuleId::GracePeriodTooShort, n.name(), format!(
+                "{}: terminationGracePeriodSeconds {grace}{} < {need} s, n8n's graceful shutdown{}",
+                n.name(),
+                if k.termination_grace_period_s.is_none() { " (Kubernetes' default)" } else { "" },
+                if runner_s > 0 { format!(" ({} s) plus its runner sidecar's ({runner_s} s)", need - runner_s) } else { String::new() }
+            ))
+            .figure("grace_period_s", grace as f64)
+            .figure("needed_s", need as f64)
+            .why("At a rollout or a scale-down Kubernetes kills the pod when the grace period ends: executions still running on the worker are cut and re-run or lost.")
+            .fix(format!("set terminationGracePeriodSeconds to at least {} on {} {}", need + 5, k.workload_kind, k.workload)),
+        );
+    }
+}
+
+/// `--max-old-space-size=N` (MiB) in NODE_OPTIONS.
+fn heap_mb(n: &Node) -> Option<u64> {
+    let opts = env(n, "NODE_OPTIONS")?;
+    opts.split_whitespace().find_map(|a| {
+        a.strip_prefix("--max-old-space-size=")
+            .or_else(|| a.strip_prefix("--max_old_space_size="))
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+fn heap_above_limit(n: &Node, out: &mut Vec<Finding>) {
+    let (Some(heap), Some(limit)) = (heap_mb(n), n.facts.memory_limit_bytes) else {
+        return;
+    };
+    let limit_mb = limit >> 20;
+    if heap >= limit_mb {
+        out.push(
+            finding(RuleId::HeapAboveMemoryLimit, n.name(), format!(
+                "{}: NODE_OPTIONS --max-old-space-size={heap} (MiB) ≥ the memory limit {limit_mb} MiB",
+                n.name()
+            ))
+            .figure("heap_mb", heap as f64)
+            .figure("limit_mb", limit_mb as f64)
+            .why("V8 grows the heap up to its own limit before it collects hard; the container's limit comes first, and the kernel kills the process (OOMKilled) instead of the garbage collector freeing memory.")
+            .fix(format!("keep --max-old-space-size about 75 % of the limit (≤ {} MiB here), or raise the memory limit", limit_mb * 3 / 4)),
+        );
+    }
+}
+
+fn db_budget(c: &Ctx, out: &mut Vec<Finding>) {
+    let users: Vec<&&Node> = c
+        .n8n
+        .iter()
+        .filter(|n| n.facts.k8s.is_some() && env(n, "DB_TYPE") == Some("postgresdb"))
+        .collect();
+    let has_pg = c.t.nodes.iter().any(|n| n.role == Role::Postgres);
+    if users.is_empty() || has_pg {
+        return;
+    }
+    let mut parts = Vec::new();
+    let mut total = 0u32;
+    for n in &users {
+        let pool = env(n, "DB_POSTGRESDB_POOL_SIZE")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(2);
+        let pods = n.facts.replicas;
+        total = total.saturating_add(pool.saturating_mul(pods));
+        parts.push(format!("{} {pods} × {pool}", n.name()));
+    }
+    out.push(
+        finding(RuleId::DbConnectionBudget, users[0].name(), format!(
+            "at the maximum replicas n8n opens up to {total} Postgres connections ({}): max_connections must allow that plus every other client",
+            parts.join(" + ")
+        ))
+        .figure("connections", total as f64)
+        .why("Each n8n process keeps a pool of DB_POSTGRESDB_POOL_SIZE connections (2 by default); the autoscaler's maximum multiplies it. Postgres is not in this input, so its max_connections cannot be checked here.")
+        .fix(format!("check the database's max_connections (SHOW max_connections) is above {total} plus headroom, or lower DB_POSTGRESDB_POOL_SIZE / the autoscalers' maximum")),
+    );
+}

@@ -1,0 +1,288 @@
+//! Kubernetes manifests rendered from the n8n Helm charts: `audit -f` and `inspect -f` read
+//! what the pods will run (envFrom, valueFrom, sidecars, autoscalers), each rule fires on its
+//! fixture (the rendered task-runners example with one change), the rendered charts give the
+//! findings the README lists, and no secret value — plain or base64 — reaches any output.
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn audit_ids(file: &str) -> BTreeSet<String> {
+    let out = Command::new(bin())
+        .args(["audit", "-f", file, "--format", "json"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{file}: {}", String::from_utf8_lossy(&out.stderr)));
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn set(ids: &[&str]) -> BTreeSet<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
+    assert!(audit_ids("fixtures/k8s/base-clean.yaml").is_empty());
+    let extra: &[(&str, &[&str])] = &[
+        ("worker-scaling", &[]),
+        ("autoscaler-wrong-queue", &["worker-scaling"]),
+        ("worker-autoscaled-on-cpu", &["worker-scaling"]),
+        (
+            "production-limit-overrides-concurrency",
+            &["runner-limit-below-worker-concurrency"],
+        ),
+    ];
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("fixtures/k8s/rules")).unwrap() {
+        let path = e.unwrap().path();
+        let rule = path.file_stem().unwrap().to_string_lossy().to_string();
+        let mut want = set(&[&rule]);
+        if let Some((_, more)) = extra.iter().find(|(r, _)| *r == rule) {
+            want.extend(set(more));
+        }
+        let file = format!("fixtures/k8s/rules/{rule}.yaml");
+        assert_eq!(audit_ids(&file), want, "{file}");
+        n += 1;
+    }
+    assert_eq!(n, 15);
+}
+
+#[test]
+fn rendered_charts_give_the_findings_the_readme_lists() {
+    for (file, ids) in [
+        (
+            "8gears-queue",
+            &[
+                "metrics-off",
+                "readiness-on-healthz",
+                "worker-probe-without-health-check",
+                "worker-without-memory-limit",
+                "db-connection-budget",
+            ][..],
+        ),
+        (
+            "community-queue-external",
+            &[
+                "runner-limit-below-worker-concurrency",
+                "production-limit-overrides-concurrency",
+                "metrics-off",
+                "worker-without-memory-limit",
+                "grace-period-too-short",
+                "db-connection-budget",
+            ],
+        ),
+        (
+            "official-keda-autoscaling",
+            &["metrics-off", "worker-scaling", "db-connection-budget"],
+        ),
+        ("official-minimal", &["metrics-off", "db-connection-budget"]),
+        (
+            "official-production-s3",
+            &[
+                "runner-limit-below-worker-concurrency",
+                "production-limit-overrides-concurrency",
+                "metrics-off",
+                "worker-scaling",
+                "worker-autoscaled-on-cpu",
+                "db-connection-budget",
+            ],
+        ),
+        (
+            "official-task-runners",
+            &["metrics-off", "db-connection-budget"],
+        ),
+    ] {
+        let got = audit_ids(&format!("fixtures/k8s/rendered/{file}.yaml"));
+        assert_eq!(got, set(ids), "{file}");
+    }
+}
+
+fn inspect_json(file: &str) -> serde_json::Value {
+    run_json(&[
+        "inspect",
+        "-f",
+        root().join(file).to_str().unwrap(),
+        "--json",
+    ])
+}
+
+fn node<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["topology"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["facts"]["name"] == name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+#[test]
+fn inspect_reads_what_the_pods_run_with_sources() {
+    // The community chart: worker.concurrency renders both --concurrency and the production
+    // limit; the runner's settings come through a ConfigMap by envFrom; runners are sidecars.
+    let v = inspect_json("fixtures/k8s/rendered/community-queue-external.yaml");
+    let w = node(&v, "n8n-worker");
+    assert_eq!(w["role"], "worker");
+    assert_eq!(w["worker_concurrency"]["value"], 10);
+    assert!(w["worker_concurrency"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency"));
+    assert_eq!(w["facts"]["replicas"], 2);
+    let r = node(&v, "n8n-worker/n8n-task-runners");
+    assert_eq!(r["role"], "runner");
+    assert_eq!(r["attached_to"], "n8n-worker");
+    assert_eq!(r["runner_limit"]["value"], 5);
+    assert_eq!(
+        r["runner_limit"]["source"],
+        "ConfigMap n8n-task-runners-configmap key N8N_RUNNERS_MAX_CONCURRENCY via envFrom"
+    );
+    assert_eq!(r["facts"]["k8s"]["sidecar"], true);
+    assert_eq!(v["model_settings"]["runner_limit"]["value"], 5);
+    assert_eq!(v["model_settings"]["workers"]["value"], 2);
+    // KEDA: 2–20 pods from the ScaledObject on bull:jobs:wait.
+    let v = inspect_json("fixtures/k8s/rendered/official-keda-autoscaling.yaml");
+    let a = &node(&v, "n8n-worker")["facts"]["k8s"]["autoscaler"];
+    assert_eq!((a["min"].as_u64(), a["max"].as_u64()), (Some(2), Some(20)));
+    assert_eq!(a["triggers"][0]["list_name"], "bull:jobs:wait");
+    // The table fits the settings and numbers its sources.
+    let out = Command::new(bin())
+        .args([
+            "inspect",
+            "-f",
+            "fixtures/k8s/rendered/official-task-runners.yaml",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("capacity 10 per pod"), "{text}");
+    assert!(
+        text.contains("[1] ConfigMap n8n key N8N_RUNNERS_MODE via valueFrom"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_sidecar_reaches_its_broker_on_localhost() {
+    // 127.0.0.1 as the broker's listen address is right for a sidecar: no finding.
+    let base = std::fs::read_to_string(root().join("fixtures/k8s/base-clean.yaml")).unwrap();
+    let text = base.replace(
+        "N8N_RUNNERS_BROKER_LISTEN_ADDRESS: \"0.0.0.0\"",
+        "N8N_RUNNERS_BROKER_LISTEN_ADDRESS: \"127.0.0.1\"",
+    );
+    assert_ne!(text, base);
+    let d = std::env::temp_dir().join(format!("n8ncap-k8s-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("local.yaml");
+    std::fs::write(&f, text).unwrap();
+    assert!(audit_ids(f.to_str().unwrap()).is_empty());
+}
+
+#[test]
+fn helm_template_pipes_into_audit_with_file_and_line() {
+    let text =
+        std::fs::read(root().join("fixtures/k8s/rules/grace-period-too-short.yaml")).unwrap();
+    let mut child = Command::new(bin())
+        .args(["audit", "-f", "-", "--format", "sarif"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "warnings only");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["ruleId"], "grace-period-too-short");
+    let loc = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "<stdin>");
+    // The worker's container line in the rendered file.
+    let line = loc["region"]["startLine"].as_u64().unwrap() as usize;
+    let at = String::from_utf8_lossy(&text)
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .to_string();
+    assert!(at.contains("name: n8n-worker"), "line {line}: {at}");
+}
+
+#[test]
+fn no_secret_value_reaches_any_output() {
+    // A Secret with a plain and a base64 value, and a secret-looking variable set inline.
+    let base = std::fs::read_to_string(root().join("fixtures/k8s/base-clean.yaml")).unwrap();
+    let planted = format!(
+        "{base}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: n8n-planted}}\n\
+         stringData: {{N8N_ENCRYPTION_KEY: planted-plain-77}}\n\
+         data: {{DB_POSTGRESDB_PASSWORD: cGxhbnRlZC1iNjQtODg=}}\n"
+    )
+    .replace(
+        "            - name: N8N_METRICS\n              value: \"true\"\n",
+        "            - name: N8N_METRICS\n              value: \"true\"\n\
+         \x20           - name: N8N_RUNNERS_AUTH_TOKEN\n              value: planted-inline-99\n\
+         \x20           - name: EXTRA\n              valueFrom:\n                secretKeyRef: {name: n8n-planted, key: N8N_ENCRYPTION_KEY}\n",
+    );
+    assert!(planted.contains("planted-inline-99"));
+    let d = std::env::temp_dir().join(format!("n8ncap-k8s-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("planted.yaml");
+    std::fs::write(&f, &planted).unwrap();
+    let f = f.to_str().unwrap();
+    for args in [
+        vec!["audit", "-f", f],
+        vec!["audit", "-f", f, "--format", "json"],
+        vec!["audit", "-f", f, "--format", "sarif"],
+        vec!["inspect", "-f", f],
+        vec!["inspect", "-f", f, "--json"],
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for secret in [
+            "planted-plain-77",
+            "cGxhbnRlZC1iNjQtODg=",
+            "planted-b64-88",
+            "planted-inline-99",
+        ] {
+            assert!(!all.contains(secret), "{args:?} shows {secret}");
+        }
+    }
+    // The inline token differs from the runners' secret reference: the audit says so by name.
+    assert!(audit_ids(f).contains("runner-token-mismatch"));
+}
+
+#[test]
+fn bad_manifests_are_refused_with_file_and_line() {
+    let d = std::env::temp_dir().join(format!("n8ncap-k8s-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("bad.yaml");
+    std::fs::write(
+        &f,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: [\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["audit", "-f", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yaml:7"), "{err}");
+}
