@@ -249,6 +249,19 @@ pub struct RecommendArgs {
     /// Print the recommendation as JSON.
     #[arg(long)]
     pub json: bool,
+    /// How to print the settings: a compose snippet, the values of n8n's Helm chart
+    /// (n8n-io/n8n-hosting), of the community chart (community-charts/helm-charts), or a
+    /// strategic merge patch for the worker Deployment.
+    #[arg(long, value_enum, default_value = "compose")]
+    pub format: RecommendFormat,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecommendFormat {
+    Compose,
+    HelmOfficial,
+    HelmCommunity,
+    K8s,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -467,8 +467,18 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rec)?);
     } else {
-        println!("{}", crate::report::text::recommendation(&rec));
-        println!("{}", crate::report::text::compose_snippet(&rec));
+        use crate::cli::RecommendFormat;
+        use crate::report::text;
+        println!("{}", text::recommendation(&rec));
+        println!(
+            "{}",
+            match a.format {
+                RecommendFormat::Compose => text::compose_snippet(&rec),
+                RecommendFormat::HelmOfficial => text::helm_official_values(&rec),
+                RecommendFormat::HelmCommunity => text::helm_community_values(&rec),
+                RecommendFormat::K8s => text::k8s_worker_patch(&rec),
+            }
+        );
     }
     Ok(error::EXIT_OK)
 }

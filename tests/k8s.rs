@@ -286,3 +286,46 @@ fn bad_manifests_are_refused_with_file_and_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.yaml:7"), "{err}");
 }
+
+#[test]
+fn recommendations_print_as_chart_values_and_a_patch() {
+    let args = [
+        "recommend",
+        "--break-point",
+        "120",
+        "--job-time",
+        "24s",
+        "--worker-concurrency",
+        "120",
+        "--runner-limit",
+        "10",
+        "--format",
+    ];
+    let yaml_of = |format: &str| -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.push(format);
+        let out = Command::new(bin()).args(&all).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        // The YAML block follows the recommendation's text, from its first comment line.
+        let start = text.find("\n# ").expect("a YAML block") + 1;
+        serde_saphyr::from_str(&text[start..]).unwrap_or_else(|e| panic!("{format}: {e}\n{text}"))
+    };
+    // 2/3 of 120 in flight: 80 slots on one worker, a runner capacity of 80 beside them.
+    let v = yaml_of("helm-official");
+    assert_eq!(v["queueMode"]["workerConcurrency"], 80);
+    assert_eq!(v["queueMode"]["workerReplicaCount"], 1);
+    assert_eq!(v["taskRunners"]["enabled"], true);
+    assert_eq!(
+        v["taskRunners"]["extraEnv"][0]["name"],
+        "N8N_RUNNERS_MAX_CONCURRENCY"
+    );
+    assert_eq!(v["taskRunners"]["extraEnv"][0]["value"], "80");
+    let v = yaml_of("helm-community");
+    assert_eq!(v["worker"]["concurrency"], 80);
+    assert_eq!(v["taskRunners"]["maxConcurrency"], 80);
+    let v = yaml_of("k8s");
+    let containers = &v["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers[0]["args"][1], "--concurrency=80");
+    assert_eq!(containers[1]["env"][1]["value"], "80");
+}

@@ -171,6 +171,78 @@ pub fn compose_snippet(r: &Recommendation) -> String {
     s
 }
 
+/// The runner settings as one sidecar per worker pod carries them: the charts run one runner
+/// per pod, so the capacity per worker goes on that one runner.
+fn one_runner_per_pod(r: &Recommendation) -> (u32, Option<String>) {
+    let cap = r.runner_capacity_per_worker;
+    let note = (r.runners_per_worker > 1).then(|| {
+        format!(
+            "# one runner sidecar per pod: N8N_RUNNERS_MAX_CONCURRENCY={cap} carries the {} runners × {} proposed\n",
+            r.runners_per_worker, r.runner_limit
+        )
+    });
+    (cap, note)
+}
+
+fn memory_line(r: &Recommendation, indent: &str) -> String {
+    r.runner_memory_limit_mb
+        .as_ref()
+        .map(|m| format!("{indent}limits:\n{indent}  memory: {}Mi\n", m.value))
+        .unwrap_or_default()
+}
+
+/// Values for n8n's own chart (n8n-io/n8n-hosting charts/n8n): queue mode, worker replicas and
+/// concurrency, a runner sidecar per pod with its limit and memory.
+pub fn helm_official_values(r: &Recommendation) -> String {
+    let (cap, note) = one_runner_per_pod(r);
+    format!(
+        "# values for n8n-io/n8n-hosting charts/n8n (helm upgrade … -f this.yaml)\n{}queueMode:\n  enabled: true\n  workerReplicaCount: {}\n  workerConcurrency: {}\ntaskRunners:\n  enabled: true\n  extraEnv:\n    - name: N8N_RUNNERS_MAX_CONCURRENCY\n      value: \"{cap}\"\n{}",
+        note.unwrap_or_default(),
+        r.workers,
+        r.worker_concurrency,
+        if r.runner_memory_limit_mb.is_some() {
+            format!("  resources:\n{}", memory_line(r, "    "))
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Values for the community chart (community-charts/helm-charts charts/n8n): its
+/// `worker.concurrency` renders both --concurrency and N8N_CONCURRENCY_PRODUCTION_LIMIT, and
+/// `taskRunners.maxConcurrency` (default 5) is the runner limit.
+pub fn helm_community_values(r: &Recommendation) -> String {
+    let (cap, note) = one_runner_per_pod(r);
+    format!(
+        "# values for community-charts/helm-charts charts/n8n\n{}worker:\n  mode: queue\n  count: {}\n  concurrency: {}\ntaskRunners:\n  mode: external\n  maxConcurrency: {cap}\n{}",
+        note.unwrap_or_default(),
+        r.workers,
+        r.worker_concurrency,
+        if r.runner_memory_limit_mb.is_some() {
+            format!("  resources:\n{}", memory_line(r, "    "))
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// A strategic merge patch for the worker Deployment (`kubectl patch deployment n8n-worker
+/// --patch-file …`); containers are matched by name — the official chart's names here.
+pub fn k8s_worker_patch(r: &Recommendation) -> String {
+    let (cap, note) = one_runner_per_pod(r);
+    format!(
+        "# kubectl patch deployment n8n-worker --patch-file worker-patch.yaml\n# (containers are matched by name: rename n8n-worker / task-runner to yours)\n{}spec:\n  replicas: {}\n  template:\n    spec:\n      containers:\n        - name: n8n-worker\n          args: [\"worker\", \"--concurrency={}\"]\n          env:\n            - name: N8N_RUNNERS_MODE\n              value: external\n            - name: N8N_CONCURRENCY_PRODUCTION_LIMIT\n              value: \"-1\"\n        - name: task-runner\n          env:\n            - name: N8N_RUNNERS_TASK_BROKER_URI\n              value: http://localhost:5679\n            - name: N8N_RUNNERS_MAX_CONCURRENCY\n              value: \"{cap}\"\n{}",
+        note.unwrap_or_default(),
+        r.workers,
+        r.worker_concurrency,
+        if r.runner_memory_limit_mb.is_some() {
+            format!("          resources:\n{}", memory_line(r, "            "))
+        } else {
+            String::new()
+        }
+    )
+}
+
 /// The adaptive sweep's search: each level chosen and why, and why each stage ended.
 pub fn search(summary: &crate::record::Summary) -> String {
     use crate::record::stage::StageEnd;
