@@ -58,7 +58,7 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         assert_eq!(audit_ids(&file), want, "{file}");
         n += 1;
     }
-    assert_eq!(n, 15);
+    assert_eq!(n, 16);
 }
 
 #[test]
@@ -328,4 +328,24 @@ fn recommendations_print_as_chart_values_and_a_patch() {
     let containers = &v["spec"]["template"]["spec"]["containers"];
     assert_eq!(containers[0]["args"][1], "--concurrency=80");
     assert_eq!(containers[1]["env"][1]["value"], "80");
+}
+
+#[test]
+fn eight_gears_worker_autoscaling_without_an_hpa_runs_one_worker() {
+    // With worker.autoscaling.enabled the 8gears chart leaves `replicas:` out of the worker
+    // Deployment and renders no HorizontalPodAutoscaler for it: this is that render.
+    let text =
+        std::fs::read_to_string(root().join("fixtures/k8s/rendered/8gears-queue.yaml")).unwrap();
+    let at = text.find("  name: n8n-worker\n").unwrap();
+    let i = at + text[at..].find("  replicas: 2\n").unwrap();
+    let autoscaled = format!("{}{}", &text[..i], &text[i + "  replicas: 2\n".len()..]);
+    let d = std::env::temp_dir().join(format!("n8ncap-k8s-8g-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join("8gears-autoscaling.yaml");
+    std::fs::write(&f, autoscaled).unwrap();
+    let ids = audit_ids(f.to_str().unwrap());
+    assert!(ids.contains("worker-replicas-unset"), "{ids:?}");
+    assert!(!audit_ids("fixtures/k8s/rendered/8gears-queue.yaml").contains("worker-replicas-unset"));
+    let v = inspect_json(f.to_str().unwrap());
+    assert_eq!(v["model_settings"]["workers"]["value"], 1);
 }

@@ -44,6 +44,9 @@ pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
         {
             heap_above_limit(n, out);
         }
+        if n.facts.k8s.is_some() && n.role == Role::Runner {
+            runner_memory_per_task(n, out);
+        }
     }
     db_budget(c, out);
 }
@@ -222,6 +225,34 @@ fn heap_above_limit(n: &Node, out: &mut Vec<Finding>) {
             .figure("limit_mb", limit_mb as f64)
             .why("V8 grows the heap up to its own limit before it collects hard; the container's limit comes first, and the kernel kills the process (OOMKilled) instead of the garbage collector freeing memory.")
             .fix(format!("keep --max-old-space-size about 75 % of the limit (≤ {} MiB here), or raise the memory limit", limit_mb * 3 / 4)),
+        );
+    }
+}
+
+/// MiB per task below which a runner's limit is mostly its idle base.
+const MIN_MB_PER_TASK: u64 = 16;
+
+fn runner_memory_per_task(n: &Node, out: &mut Vec<Finding>) {
+    let (Some(limit), Some(tasks)) = (
+        n.facts.memory_limit_bytes,
+        n.runner_limit.as_ref().map(|l| l.value),
+    ) else {
+        return;
+    };
+    let limit_mb = limit >> 20;
+    let base = crate::recommend::RUNNER_BASE_MB_ASSUMED as u64;
+    let per_task = limit_mb.saturating_sub(base) / u64::from(tasks.max(1));
+    if per_task < MIN_MB_PER_TASK {
+        out.push(
+            finding(RuleId::RunnerMemoryPerTask, n.name(), format!(
+                "{}: memory limit {limit_mb} MiB for {tasks} tasks leaves {per_task} MiB per task beyond an idle runner's ≈ {base} MiB",
+                n.name()
+            ))
+            .figure("limit_mb", limit_mb as f64)
+            .figure("tasks", tasks as f64)
+            .figure("mb_per_task", per_task as f64)
+            .why("A Code task holds the items it processes in the runner; with every task slot busy the runner reaches its limit and is OOMKilled, failing all its tasks at once.")
+            .fix("raise the runner's memory limit to tasks × per-task peak + ≈ 150 MiB (measure the peak with the memory profile), or lower N8N_RUNNERS_MAX_CONCURRENCY"),
         );
     }
 }

@@ -46,10 +46,11 @@ pub enum RuleId {
     HeapAboveMemoryLimit,
     WorkerWithoutMemoryLimit,
     DbConnectionBudget,
+    RunnerMemoryPerTask,
 }
 
 impl RuleId {
-    pub const ALL: [RuleId; 29] = [
+    pub const ALL: [RuleId; 30] = [
         RuleId::NotQueueMode,
         RuleId::ExternalModeWithoutRunner,
         RuleId::WorkerWithoutRunner,
@@ -79,6 +80,7 @@ impl RuleId {
         RuleId::HeapAboveMemoryLimit,
         RuleId::WorkerWithoutMemoryLimit,
         RuleId::DbConnectionBudget,
+        RuleId::RunnerMemoryPerTask,
     ];
 
     pub fn id(&self) -> &'static str {
@@ -112,6 +114,7 @@ impl RuleId {
             RuleId::HeapAboveMemoryLimit => "heap-above-memory-limit",
             RuleId::WorkerWithoutMemoryLimit => "worker-without-memory-limit",
             RuleId::DbConnectionBudget => "db-connection-budget",
+            RuleId::RunnerMemoryPerTask => "runner-memory-per-task",
         }
     }
 
@@ -146,6 +149,7 @@ impl RuleId {
             RuleId::HeapAboveMemoryLimit => Severity::Warning,
             RuleId::WorkerWithoutMemoryLimit => Severity::Warning,
             RuleId::DbConnectionBudget => Severity::Info,
+            RuleId::RunnerMemoryPerTask => Severity::Warning,
         }
     }
 
@@ -204,6 +208,9 @@ impl RuleId {
             RuleId::HeapAboveMemoryLimit => "--max-old-space-size in NODE_OPTIONS at or above the container's memory limit",
             RuleId::WorkerWithoutMemoryLimit => "a worker container without a memory limit",
             RuleId::DbConnectionBudget => "the Postgres connections n8n needs at the maximum replicas",
+            RuleId::RunnerMemoryPerTask => {
+                "a runner's memory limit leaves little room per task beyond an idle runner"
+            }
         }
     }
 
