@@ -722,7 +722,7 @@ fn metrics(c: &Ctx, out: &mut Vec<Finding>) {
                         n.name()
                     ),
                 )
-                .why("Jobs waiting in Redis and slots taken stay invisible.")
+                .why("Jobs waiting in Redis and slots taken stay invisible: n8n exposes the queue gauges only on main (workers never do), so main is the one place to turn them on.")
                 .fix(format!(
                     "set N8N_METRICS_INCLUDE_QUEUE_METRICS=true on {}",
                     n.name()
