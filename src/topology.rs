@@ -227,6 +227,10 @@ impl Facts {
 pub struct Node {
     pub facts: Facts,
     pub role: Role,
+    /// The signal the role was read from ("N8N_RUNNERS_TASK_BROKER_URI is set", "command:
+    /// worker", "image n8nio/runners").
+    #[serde(default)]
+    pub role_by: String,
     /// Workers: effective worker concurrency.
     pub worker_concurrency: Option<Sourced<u32>>,
     /// Runners: their limit; workers in internal mode: their internal runner's.
@@ -256,6 +260,13 @@ fn command_has(cmd: &[String], word: &str) -> bool {
 }
 
 pub fn classify(f: &Facts) -> Role {
+    classify_why(f).0
+}
+
+/// The role and the signal that decided it: the simulator's command, the runner's own variable
+/// or launcher, the command (`worker`, `webhook`), the image name (a hint only: custom images
+/// are named anything).
+pub fn classify_why(f: &Facts) -> (Role, &'static str) {
     let image = f.image.to_ascii_lowercase();
     let cmd = &f.command;
     let sim_role = cmd
@@ -264,32 +275,54 @@ pub fn classify(f: &Facts) -> Role {
         .and_then(|i| cmd.get(i + 1))
         .map(String::as_str);
     match sim_role {
-        Some("runner") => return Role::Runner,
-        Some("worker") => return Role::Worker,
-        Some("main") | Some("all") => return Role::Main,
+        Some("runner") => return (Role::Runner, "command: sim runner"),
+        Some("worker") => return (Role::Worker, "command: sim worker"),
+        Some("main") | Some("all") => return (Role::Main, "command: sim main"),
         _ => {}
     }
-    if image.contains("n8nio/runners") || cmd.iter().any(|a| a.contains("task-runner-launcher")) {
-        return Role::Runner;
+    // Only the runner launcher reads N8N_RUNNERS_TASK_BROKER_URI: whatever the image is
+    // called, a container with it is a runner.
+    if f.env_names
+        .iter()
+        .any(|n| n == "N8N_RUNNERS_TASK_BROKER_URI")
+    {
+        return (Role::Runner, "N8N_RUNNERS_TASK_BROKER_URI is set");
     }
-    let n8n = image.contains("n8n") || cmd.iter().any(|a| a == "n8n" || a.ends_with("/n8n"));
+    if cmd.iter().any(|a| a.contains("task-runner-launcher")) {
+        return (Role::Runner, "command: task-runner-launcher");
+    }
+    if image.contains("n8nio/runners") {
+        return (Role::Runner, "image n8nio/runners");
+    }
+    let n8n_cmd = cmd.iter().any(|a| a == "n8n" || a.ends_with("/n8n"));
+    let n8n =
+        n8n_cmd || image.contains("n8n") || f.env_names.iter().any(|n| n == "EXECUTIONS_MODE");
     if n8n {
         if command_has(cmd, "worker") {
-            return Role::Worker;
+            return (Role::Worker, "command: worker");
         }
         if command_has(cmd, "webhook") {
-            return Role::Webhook;
+            return (Role::Webhook, "command: webhook");
         }
-        return Role::Main;
+        return (
+            Role::Main,
+            if n8n_cmd {
+                "command: n8n"
+            } else if image.contains("n8n") {
+                "image n8n, no worker/webhook command"
+            } else {
+                "EXECUTIONS_MODE is set, no worker/webhook command"
+            },
+        );
     }
     let base = image.rsplit('/').next().unwrap_or(&image);
     if base.starts_with("redis") || base.starts_with("valkey") {
-        return Role::Redis;
+        return (Role::Redis, "image redis/valkey");
     }
     if base.starts_with("postgres") {
-        return Role::Postgres;
+        return (Role::Postgres, "image postgres");
     }
-    Role::Other
+    (Role::Other, "no n8n signal")
 }
 
 /// `--concurrency=N` or `--concurrency N` in a command line.
@@ -336,10 +369,11 @@ impl Topology {
         let mut nodes: Vec<Node> = facts
             .into_iter()
             .map(|f| {
-                let role = classify(&f);
+                let (role, why) = classify_why(&f);
                 Node {
                     facts: f,
                     role,
+                    role_by: why.to_string(),
                     worker_concurrency: None,
                     runner_limit: None,
                     runners_mode: None,

@@ -881,3 +881,38 @@ fn profile_errors_quote_no_secret_and_no_library_wording() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn a_custom_runner_image_is_a_runner_by_its_variables() {
+    let d = dir("customrunner");
+    for image in [
+        "ghcr.io/acme/n8n-runners-custom:2.41.1",
+        "evalsim/runners:local",
+    ] {
+        let f = write(
+            &d,
+            "c.yml",
+            &stack("", "").replace("image: n8nio/runners:2.41.1", &format!("image: {image}")),
+        );
+        let (code, v, err) = audit_json(&f);
+        // Only the tag comparison can differ (a custom image's tag is its own business).
+        let ids = finding_ids(&v);
+        assert!(
+            ids.iter().all(|i| i == "runner-image-mismatch"),
+            "{image}: {ids:?} {err}"
+        );
+        assert_eq!(code, Some(0), "{image}: {err}");
+        let out = run(&["inspect", "-f", &f, "--json"]);
+        let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let runner = t["topology"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["facts"]["name"] == "n8n-worker-runner")
+            .unwrap()
+            .clone();
+        assert_eq!(runner["role"], "runner");
+        assert_eq!(runner["role_by"], "N8N_RUNNERS_TASK_BROKER_URI is set");
+        assert_eq!(runner["attached_to"], "n8n-worker");
+    }
+}
