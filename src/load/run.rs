@@ -286,6 +286,18 @@ impl Sweep {
         steady: Option<Steady>,
     ) -> anyhow::Result<(StageEnd, bool)> {
         let (stage, rep) = self.stages[index].clone();
+        if self.opts.progress && !std::io::stderr().is_terminal() {
+            eprintln!(
+                "n8ncap: stage {}{} ({}) started",
+                index + 1,
+                if self.opts.adaptive.is_none() {
+                    format!("/{}", self.stages.len())
+                } else {
+                    String::new()
+                },
+                stage.label()
+            );
+        }
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
         let rec = Arc::new(StageRecorder::new(
@@ -360,6 +372,16 @@ impl Sweep {
         }
         if self.opts.progress && std::io::stderr().is_terminal() {
             eprint!("\r\x1b[2K");
+        } else if self.opts.progress {
+            // CI logs, `| tee`: one plain line per stage end instead of a progress bar.
+            eprintln!(
+                "n8ncap: stage {} ({}) ended: {} requests, {:.2} req/s{}",
+                index + 1,
+                result.label,
+                result.requests,
+                result.throughput_rps,
+                if result.valid { "" } else { ", invalid" }
+            );
         }
         if let Some(o) = self.opts.out.as_mut() {
             o.append_stage(&result)?;

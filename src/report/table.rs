@@ -166,10 +166,16 @@ pub fn topology_table(
                     None => format!("{l} → attached to nothing"),
                 }
             }
-            Role::Worker | Role::Main => n
+            Role::Worker => n
                 .runner_capacity
                 .map(|c| format!("capacity {c}"))
                 .unwrap_or_default(),
+            // Main runs only manual executions' Code (and none when they go to workers).
+            Role::Main => match n.runner_capacity {
+                Some(0) => "no runner (manual executions only)".into(),
+                Some(c) => format!("capacity {c} (manual executions)"),
+                None => String::new(),
+            },
             _ => String::new(),
         };
         let mode = n
