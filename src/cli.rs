@@ -29,6 +29,13 @@ pub enum Command {
     },
     /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
     Sweep(Box<SweepArgs>),
+    /// Print a shell completion script: `n8ncap completions bash > /etc/bash_completion.d/n8ncap`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `n8ncap man > n8ncap.1 && man ./n8ncap.1`.
+    Man,
     /// Show the deployment from the Docker API: roles, capacity settings with their sources,
     /// runner pairing, memory limits, current memory and CPU.
     Inspect {

@@ -83,6 +83,20 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             sim_command(s).await?;
             Ok(error::EXIT_OK)
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = crate::cli::Cli::command();
+            clap_complete::generate(shell, &mut cmd, "n8ncap", &mut std::io::stdout());
+            Ok(error::EXIT_OK)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            match clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut std::io::stdout()) {
+                // `n8ncap man | head` closes the pipe early: not an error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(error::EXIT_OK),
+            }
+        }
     }
 }
 

@@ -259,3 +259,31 @@ fn a_saved_sweep_is_diagnosed_again_with_settings_from_flags() {
         "flag --runner-limit"
     );
 }
+
+#[test]
+fn completions_and_the_man_page_cover_every_command() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = std::process::Command::new(bin())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for cmd in ["sweep", "audit", "inspect", "diagnose", "recommend"] {
+            assert!(text.contains(cmd), "{shell} lacks {cmd}");
+        }
+    }
+    let out = std::process::Command::new(bin())
+        .arg("man")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(".ie") && text.contains(".TH n8ncap 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("n8ncap\\-audit") || text.contains("audit"),
+        "{text}"
+    );
+}
