@@ -349,3 +349,37 @@ fn eight_gears_worker_autoscaling_without_an_hpa_runs_one_worker() {
     let v = inspect_json(f.to_str().unwrap());
     assert_eq!(v["model_settings"]["workers"]["value"], 1);
 }
+
+#[test]
+fn tables_fit_a_100_column_terminal() {
+    for args in [
+        [
+            "inspect",
+            "-f",
+            "fixtures/k8s/rendered/community-queue-external.yaml",
+        ],
+        [
+            "audit",
+            "-f",
+            "fixtures/k8s/rendered/official-production-s3.yaml",
+        ],
+        ["audit", "-f", "fixtures/k8s/rendered/8gears-queue.yaml"],
+        [
+            "inspect",
+            "-f",
+            "fixtures/k8s/rendered/official-production-s3.yaml",
+        ],
+    ] {
+        let out = Command::new(bin())
+            .args(args)
+            .env("COLUMNS", "100")
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "{args:?}: {widest} columns\n{text}");
+        assert!(text.lines().count() > 5);
+        assert!(!text.contains("{}"), "{text}");
+    }
+}

@@ -4,6 +4,51 @@
 use crate::record::StageResult;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
+/// A table that fits the terminal: its width when stdout is one, else `COLUMNS` when set (so
+/// `COLUMNS=100 n8ncap inspect | less` fits too); long cells wrap inside their column.
+fn fitted() -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|w| *w >= 40)
+    {
+        t.set_width(w);
+    }
+    t
+}
+
+/// `text` as lines of at most the table's width (when known), continuation lines indented by
+/// `indent` spaces; each line starts with a newline.
+fn wrapped(table: &Table, text: &str, indent: usize) -> String {
+    let Some(width) = table.width().map(usize::from).filter(|w| *w > indent + 20) else {
+        return format!("\n{text}");
+    };
+    let body = text.trim_start_matches(' ');
+    let mut out = String::new();
+    let mut line = " ".repeat(text.len() - body.len());
+    let mut fresh = true;
+    for word in body.split(' ').filter(|w| !w.is_empty()) {
+        let len = line.chars().count();
+        if !fresh && len + 1 + word.chars().count() > width {
+            out.push('\n');
+            out.push_str(&line);
+            line = " ".repeat(indent);
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    out.push('\n');
+    out.push_str(&line);
+    out
+}
+
 fn ms(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.1} s", v / 1000.0)
@@ -132,10 +177,7 @@ pub fn topology_table(
     stats: &[Option<crate::record::stage::ContainerStats>],
 ) -> String {
     use crate::topology::Role;
-    let mut table = Table::new();
-    table
-        .load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    let mut table = fitted();
     table.set_header(vec![
         "container",
         "role",
@@ -210,7 +252,11 @@ pub fn topology_table(
     let mut out = table.to_string();
     for n in &t.nodes {
         for note in &n.notes {
-            out.push_str(&format!("\nwarning: {}: {note}", n.facts.name));
+            out.push_str(&wrapped(
+                &table,
+                &format!("warning: {}: {note}", n.facts.name),
+                4,
+            ));
         }
         if n.role == Role::Runner && n.facts.memory_limit_bytes.is_none() {
             out.push_str(&format!(
@@ -227,10 +273,7 @@ pub fn topology_table(
 /// resources — with each setting's source as a numbered note under the table.
 pub fn manifest_table(t: &crate::topology::Topology) -> String {
     use crate::topology::Role;
-    let mut table = Table::new();
-    table
-        .load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    let mut table = fitted();
     table.set_header(vec![
         "container",
         "role",
@@ -313,11 +356,15 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     }
     let mut out = table.to_string();
     for (i, n) in notes.iter().enumerate() {
-        out.push_str(&format!("\n[{}] {n}", i + 1));
+        out.push_str(&wrapped(&table, &format!("[{}] {n}", i + 1), 4));
     }
     for n in &t.nodes {
         for note in &n.notes {
-            out.push_str(&format!("\nwarning: {}: {note}", n.facts.name));
+            out.push_str(&wrapped(
+                &table,
+                &format!("warning: {}: {note}", n.facts.name),
+                4,
+            ));
         }
     }
     out
@@ -328,9 +375,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
     if r.findings.is_empty() {
         return format!("{}: {} services, no findings.", r.input, r.services);
     }
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+    let mut t = fitted();
     t.set_header(vec!["severity", "rule", "service", "message"]);
     let mut sorted: Vec<&crate::audit::Located> = r.findings.iter().collect();
     sorted.sort_by_key(|l| std::cmp::Reverse(l.finding.severity));
@@ -360,10 +405,10 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
             f.subject.clone().unwrap_or_default()
         ));
         if let Some(w) = &f.why {
-            out.push_str(&format!("\n  why: {w}"));
+            out.push_str(&wrapped(&t, &format!("  why: {w}"), 7));
         }
         if let Some(x) = &f.fix {
-            out.push_str(&format!("\n  fix: {x}"));
+            out.push_str(&wrapped(&t, &format!("  fix: {x}"), 7));
         }
     }
     out
