@@ -26,7 +26,17 @@ pub async fn run(cfg: RunnerConfig) {
         match TcpStream::connect((host.as_str(), *port)).await {
             Ok(stream) => {
                 warned = false;
+                eprintln!(
+                    "n8ncap sim runner {}: connected to the task broker at {host}:{port} \
+                     (N8N_RUNNERS_MAX_CONCURRENCY={})",
+                    cfg.name, cfg.max_concurrency
+                );
                 session(&cfg, stream, permits.clone()).await;
+                eprintln!(
+                    "n8ncap sim runner {}: the task broker at {host}:{port} closed the \
+                     connection; reconnecting",
+                    cfg.name
+                );
             }
             Err(e) if !warned => {
                 eprintln!(
