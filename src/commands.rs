@@ -368,6 +368,76 @@ fn inspect_files(files: &[std::path::PathBuf], json: bool) -> anyhow::Result<i32
     Ok(error::EXIT_OK)
 }
 
+/// `sim n8n` plays the n8n command line in a compose stack: when QUEUE_BULL_REDIS_HOST names a
+/// real Redis (it answers PING), the queue lives there under Bull's keys, as in n8n; when it
+/// names the simulator's main (the stacks without a Redis service), main serves the queue. The
+/// Redis may start after this container: an unreachable host is retried for 20 s. Each
+/// decision is logged with the address.
+async fn sim_n8n_redis(
+    env: &dyn Fn(&str) -> Option<String>,
+    role: &str,
+) -> anyhow::Result<Option<RedisUrl>> {
+    use crate::wire::resp::{probe, Probe};
+    let Some(host) = env("QUEUE_BULL_REDIS_HOST").filter(|h| !h.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let port: u16 = crate::util::env_parse(env, "QUEUE_BULL_REDIS_PORT", 6379, "a port number")?;
+    let db: u32 = crate::util::env_parse(env, "QUEUE_BULL_REDIS_DB", 0, "a database number")?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut said = false;
+    loop {
+        match probe(&host, port).await {
+            Probe::Redis => {
+                eprintln!(
+                    "n8ncap sim n8n {role}: the queue is on Redis at {host}:{port} (db {db}, Bull's keys)"
+                );
+                return Ok(Some(RedisUrl::new(
+                    &host,
+                    port,
+                    env("QUEUE_BULL_REDIS_PASSWORD"),
+                    db,
+                )));
+            }
+            Probe::NotRedis => {
+                eprintln!(
+                    "n8ncap sim n8n {role}: {host}:{port} is not a Redis (no PONG): the queue is \
+                     the simulator's own, served by main"
+                );
+                return Ok(None);
+            }
+            Probe::Unreachable if role == "main" && crate::wire::resp::is_own_host(&host).await => {
+                eprintln!(
+                    "n8ncap sim n8n main: QUEUE_BULL_REDIS_HOST {host} is this container: main \
+                     serves the simulator's queue on port {port}"
+                );
+                return Ok(None);
+            }
+            Probe::Unreachable if std::time::Instant::now() >= deadline => {
+                eprintln!(
+                    "n8ncap sim n8n {role}: nothing answers at {host}:{port} after 20 s: the \
+                     queue is the simulator's own{}",
+                    if role == "main" {
+                        ", served here"
+                    } else {
+                        "; retrying main's queue"
+                    }
+                );
+                return Ok(None);
+            }
+            Probe::Unreachable => {
+                if !said {
+                    eprintln!(
+                        "n8ncap sim n8n {role}: waiting for QUEUE_BULL_REDIS_HOST {host}:{port} \
+                         to answer"
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
 async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
     use crate::audit;
     let report = if a.live {
@@ -568,10 +638,14 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                         }
                         None => None,
                     };
-                    sim::run_worker(config::WorkerConfig::from_env(&env, conc, overhead)?).await
+                    let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
+                    cfg.redis = sim_n8n_redis(&env, "worker").await?;
+                    sim::run_worker(cfg).await
                 }
                 None | Some("start") | Some("webhook") => {
-                    sim::run_main(config::MainConfig::from_env(&env, None, overhead)?).await
+                    let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
+                    cfg.redis = sim_n8n_redis(&env, "main").await?;
+                    sim::run_main(cfg).await
                 }
                 Some(other) => Err(BadInput(format!(
                     "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"

@@ -214,3 +214,61 @@ fn bad_redis_url_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("redis://"));
 }
+
+/// `sim n8n` (the n8n command line in a compose stack) finds the real Redis that
+/// QUEUE_BULL_REDIS_HOST names and keeps the queue there, as n8n does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_n8n_uses_the_redis_its_variables_name() {
+    let Some((_redis, rport)) = start_redis() else {
+        return;
+    };
+    let url = RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap();
+    let mut probe = wait_redis(&url).await;
+    let (http, health, broker) = (free_port(), free_port(), free_port());
+    let redis_env = || {
+        vec![
+            ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".to_string()),
+            ("QUEUE_BULL_REDIS_PORT", rport.to_string()),
+            ("EXECUTIONS_MODE", "queue".to_string()),
+        ]
+    };
+    let mut main_env = redis_env();
+    main_env.extend([
+        ("N8N_PORT", http.to_string()),
+        ("N8N_LISTEN_ADDRESS", "127.0.0.1".to_string()),
+    ]);
+    let _main = spawn_role(&["sim", "n8n"], &main_env);
+    let mut worker_env = redis_env();
+    worker_env.extend([
+        ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
+        ("N8N_RUNNERS_MODE", "external".to_string()),
+        ("N8N_RUNNERS_BROKER_PORT", broker.to_string()),
+    ]);
+    let _worker = spawn_role(&["sim", "n8n", "worker", "--concurrency=3"], &worker_env);
+    let _runner = spawn_role(
+        &["sim", "runner"],
+        &[(
+            "N8N_RUNNERS_TASK_BROKER_URI",
+            format!("http://127.0.0.1:{broker}"),
+        )],
+    );
+    wait_http_ok(&format!("http://127.0.0.1:{health}/healthz/readiness")).await;
+    let webhook = format!("http://127.0.0.1:{http}/webhook/load");
+    let profile = closed_profile(
+        &webhook,
+        &[2],
+        serde_json::json!({"sleep_ms": 100}),
+        "1s",
+        "3s",
+    );
+    let summary = sweep(profile, None).await;
+    let st = &summary.stages[0];
+    assert!(st.valid && st.ok > 5, "{st:?}");
+    // The jobs went through Redis under Bull's keys: their hashes are there.
+    let keys = probe.cmd(&["KEYS", "bull:jobs:*"]).await.unwrap();
+    let n = match keys {
+        n8ncap::wire::resp::Value::Array(a) => a.len(),
+        other => panic!("{other:?}"),
+    };
+    assert!(n > 0, "no Bull keys in Redis");
+}

@@ -19,6 +19,15 @@ pub struct RedisUrl {
 }
 
 impl RedisUrl {
+    pub fn new(host: &str, port: u16, password: Option<String>, db: u32) -> RedisUrl {
+        RedisUrl {
+            host: host.to_string(),
+            port,
+            password: password.filter(|p| !p.is_empty()),
+            db,
+        }
+    }
+
     pub fn parse(text: &str) -> Result<RedisUrl, BadInput> {
         let bad = || {
             BadInput(format!(
@@ -186,6 +195,53 @@ impl Conn {
             _ => anyhow::bail!("not a Redis reply: {quoted:?}"),
         }
     }
+}
+
+/// What answers at an address: a Redis server (PONG, or a refusal that only Redis words that
+/// way), something else, or nothing yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    Redis,
+    NotRedis,
+    Unreachable,
+}
+
+/// Sends one RESP `PING` to `host:port` and reads the first answer line (1 s each way).
+pub async fn probe(host: &str, port: u16) -> Probe {
+    let t = std::time::Duration::from_secs(1);
+    let Ok(Ok(mut stream)) = tokio::time::timeout(t, TcpStream::connect((host, port))).await else {
+        return Probe::Unreachable;
+    };
+    if stream.write_all(b"*1\r\n$4\r\nPING\r\n").await.is_err() {
+        return Probe::NotRedis;
+    }
+    let mut reader = tokio::io::AsyncReadExt::take(BufReader::new(stream), 256);
+    let mut line = Vec::new();
+    match tokio::time::timeout(t, reader.read_until(b'\n', &mut line)).await {
+        Ok(Ok(_)) if line.starts_with(b"+PONG") || line.starts_with(b"-NOAUTH") => Probe::Redis,
+        _ => Probe::NotRedis,
+    }
+}
+
+/// True when `host` resolves to an address of this machine (or container): a listener opened
+/// here accepts a connection made to it.
+pub async fn is_own_host(host: &str) -> bool {
+    let Ok(listener) = tokio::net::TcpListener::bind("0.0.0.0:0").await else {
+        return false;
+    };
+    let Ok(port) = listener.local_addr().map(|a| a.port()) else {
+        return false;
+    };
+    let Ok(addrs) = tokio::net::lookup_host((host, port)).await else {
+        return false;
+    };
+    for a in addrs {
+        let t = std::time::Duration::from_millis(300);
+        if let Ok(Ok(_)) = tokio::time::timeout(t, TcpStream::connect(a)).await {
+            return true;
+        }
+    }
+    false
 }
 
 /// Bounds on what a reply may announce: a line, a bulk string, an array, nesting.
