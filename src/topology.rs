@@ -294,6 +294,14 @@ pub fn classify_why(f: &Facts) -> (Role, &'static str) {
     if image.contains("n8nio/runners") {
         return (Role::Runner, "image n8nio/runners");
     }
+    // The image's own name before the repository's: `n8ncap-sim/redis` is a Redis.
+    let base = image.rsplit('/').next().unwrap_or(&image);
+    if base.starts_with("redis") || base.starts_with("valkey") {
+        return (Role::Redis, "image redis/valkey");
+    }
+    if base.starts_with("postgres") {
+        return (Role::Postgres, "image postgres");
+    }
     let n8n_cmd = cmd.iter().any(|a| a == "n8n" || a.ends_with("/n8n"));
     let n8n =
         n8n_cmd || image.contains("n8n") || f.env_names.iter().any(|n| n == "EXECUTIONS_MODE");
@@ -314,13 +322,6 @@ pub fn classify_why(f: &Facts) -> (Role, &'static str) {
                 "EXECUTIONS_MODE is set, no worker/webhook command"
             },
         );
-    }
-    let base = image.rsplit('/').next().unwrap_or(&image);
-    if base.starts_with("redis") || base.starts_with("valkey") {
-        return (Role::Redis, "image redis/valkey");
-    }
-    if base.starts_with("postgres") {
-        return (Role::Postgres, "image postgres");
     }
     (Role::Other, "no n8n signal")
 }

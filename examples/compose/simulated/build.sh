@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the simulated stack's three images locally, without a registry: the n8ncap binary and
+# the shared libraries `ldd` lists (glibc includes the resolver, so service names resolve) in
+# scratch images — n8n (entrypoint `n8ncap sim n8n`), runners (`n8ncap sim runner`) — and
+# redis-server from this machine (apt-get install redis-server) the same way.
+#
+# Usage: examples/compose/simulated/build.sh [N8NCAP_BINARY]
+#        (default: target/release/n8ncap, built if missing; TAG=local)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+bin="${1:-$root/target/release/n8ncap}"
+tag="${TAG:-local}"
+if [ ! -x "$bin" ]; then
+  (cd "$root" && cargo build --release --bin n8ncap)
+fi
+redis="$(command -v redis-server || true)"
+[ -n "$redis" ] || { echo "redis-server not found: apt-get install redis-server" >&2; exit 1; }
+ctx="$(mktemp -d)"
+trap 'rm -rf "$ctx"' EXIT
+
+# Copies a binary and the libraries it loads into $ctx/$2/rootfs.
+stage() {
+  local exe=$1 dest=$ctx/$2/rootfs target=$3
+  mkdir -p "$dest$(dirname "$target")"
+  cp "$exe" "$dest$target"
+  ldd "$exe" | grep -o '/[^ ]*' | while read -r lib; do
+    mkdir -p "$dest$(dirname "$lib")"
+    cp -L "$lib" "$dest$lib"
+  done
+}
+stage "$bin" sim /n8ncap
+stage "$redis" redis /usr/bin/redis-server
+cp "$here/Dockerfile" "$ctx/sim/Dockerfile"
+cp "$here/Dockerfile.redis" "$ctx/redis/Dockerfile"
+docker build -q --target n8n -t "n8ncap-sim/n8n:$tag" "$ctx/sim" >/dev/null
+docker build -q --target runners -t "n8ncap-sim/runners:$tag" "$ctx/sim" >/dev/null
+docker build -q -t "n8ncap-sim/redis:$tag" "$ctx/redis" >/dev/null
+echo "built n8ncap-sim/n8n:$tag, n8ncap-sim/runners:$tag, n8ncap-sim/redis:$tag"
