@@ -21,6 +21,13 @@ fn dashboard_is_valid_and_every_query_names_a_real_series() {
     assert_eq!(d["schemaVersion"], 39);
     assert!(d["title"].as_str().unwrap().contains("n8n"));
     assert_eq!(d["templating"]["list"][0]["current"]["value"], "Prometheus");
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(vars, ["datasource", "job", "namespace"]);
     let panels = d["panels"].as_array().unwrap();
     let ids: BTreeSet<u64> = panels.iter().map(|p| p["id"].as_u64().unwrap()).collect();
     assert_eq!(ids.len(), panels.len(), "panel ids are unique");
@@ -53,6 +60,13 @@ fn dashboard_is_valid_and_every_query_names_a_real_series() {
                 .filter(|w| w.starts_with("n8n_") || w.starts_with("n8ncap_"))
                 .collect();
             assert!(!names.is_empty(), "{expr}");
+            // Every series is scoped by the job and namespace variables.
+            assert_eq!(
+                expr.matches(r#"job=~"$job", namespace=~"$namespace""#)
+                    .count(),
+                names.len(),
+                "{expr}"
+            );
             for n in names {
                 assert!(
                     known.contains(n),

@@ -7,6 +7,51 @@ use serde_json::{json, Value};
 
 pub const SCHEMA_VERSION: u32 = 39;
 
+/// The label matchers every series is scoped by: two deployments in one Prometheus (two scrape
+/// jobs, or two namespaces) are never summed together. "All" is `.*`, which also matches a
+/// series without the label.
+const SCOPE: &str = r#"job=~"$job", namespace=~"$namespace""#;
+
+/// `expr` with [`SCOPE`] added to every n8n and n8ncap series in it.
+pub fn scoped(expr: &str) -> String {
+    let b = expr.as_bytes();
+    let mut out = String::with_capacity(expr.len() + 64);
+    let mut i = 0;
+    while i < b.len() {
+        let starts = (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+            && (expr[i..].starts_with("n8n_") || expr[i..].starts_with("n8ncap_"));
+        if !starts {
+            out.push(b[i] as char);
+            i += 1;
+            continue;
+        }
+        let end = expr[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .map_or(b.len(), |e| i + e);
+        out.push_str(&expr[i..end]);
+        match b.get(end) {
+            Some(b'{') if b.get(end + 1) == Some(&b'}') => {
+                out.push('{');
+                out.push_str(SCOPE);
+                i = end + 1;
+            }
+            Some(b'{') => {
+                out.push('{');
+                out.push_str(SCOPE);
+                out.push_str(", ");
+                i = end + 1;
+            }
+            _ => {
+                out.push('{');
+                out.push_str(SCOPE);
+                out.push('}');
+                i = end;
+            }
+        }
+    }
+    out
+}
+
 fn panel(
     id: u32,
     title: &str,
@@ -26,9 +71,27 @@ fn panel(
         "targets": targets.iter().enumerate().map(|(i, (expr, legend))| json!({
             "refId": ((b'A' + i as u8) as char).to_string(),
             "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "expr": expr,
+            "expr": scoped(expr),
             "legendFormat": legend,
         })).collect::<Vec<_>>(),
+    })
+}
+
+/// A query variable over a label's values, multi-select with "All" = `.*`.
+fn label_variable(name: &str, label: &str, query: &str) -> Value {
+    json!({
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+        "definition": query,
+        "refresh": 2,
+        "includeAll": true,
+        "multi": true,
+        "allValue": ".*",
+        "current": {"selected": true, "text": ["All"], "value": ["$__all"]},
+        "sort": 1,
     })
 }
 
@@ -155,13 +218,40 @@ pub fn dashboard(datasource: Option<&str>) -> Value {
         "tags": ["n8n", "queue mode", "n8ncap"],
         "time": {"from": "now-1h", "to": "now"},
         "refresh": "30s",
-        "templating": {"list": [{
-            "name": "datasource",
-            "label": "Prometheus",
-            "type": "datasource",
-            "query": "prometheus",
-            "current": current,
-        }]},
+        "templating": {"list": [
+            {
+                "name": "datasource",
+                "label": "Prometheus",
+                "type": "datasource",
+                "query": "prometheus",
+                "current": current,
+            },
+            label_variable("job", "Scrape job", "label_values(up, job)"),
+            label_variable("namespace", "Namespace", "label_values(up{job=~\"$job\"}, namespace)"),
+        ]},
         "panels": panels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scoped;
+
+    #[test]
+    fn every_series_is_scoped() {
+        let j = r#"job=~"$job", namespace=~"$namespace""#;
+        assert_eq!(
+            scoped("sum(n8ncap_worker_concurrency)"),
+            format!("sum(n8ncap_worker_concurrency{{{j}}})")
+        );
+        assert_eq!(
+            scoped("rate(n8n_process_cpu_seconds_total[1m])"),
+            format!("rate(n8n_process_cpu_seconds_total{{{j}}}[1m])")
+        );
+        assert_eq!(
+            scoped(r#"n8ncap_runner_limit{attached_to!=""} / on() n8n_x{}"#),
+            format!(r#"n8ncap_runner_limit{{{j}, attached_to!=""}} / on() n8n_x{{{j}}}"#)
+        );
+        assert_eq!(scoped("sum by (instance) (up)"), "sum by (instance) (up)");
+    }
 }
