@@ -198,6 +198,13 @@ async fn read_once(project: Option<&str>, job_time: Option<f64>) -> anyhow::Resu
 /// Serves `/metrics` until interrupted; the Docker read refreshes in the background.
 pub async fn run(cfg: ExporterConfig) -> anyhow::Result<()> {
     let listener = http::bind(cfg.listen, "the exporter (--listen)").await?;
+    if cfg.job_time.is_none() {
+        eprintln!(
+            "n8ncap exporter: no --job-time: n8ncap_theoretical_ceiling_per_second (and the \
+             dashboard's two ceiling panels) stay empty; give the time a job holds its slot, \
+             e.g. --job-time 3s (a sweep's diagnosis says it: service time S)"
+        );
+    }
     let current = Arc::new(Mutex::new(render(None, &[], cfg.job_time)));
     let cur = current.clone();
     let project = cfg.project.clone();

@@ -96,7 +96,7 @@ fn label_variable(name: &str, label: &str, query: &str) -> Value {
 }
 
 pub fn dashboard(datasource: Option<&str>) -> Value {
-    let panels = vec![
+    let mut panels = vec![
         panel(
             1,
             "Worker concurrency (slots)",
@@ -204,6 +204,16 @@ pub fn dashboard(datasource: Option<&str>) -> Value {
             "s",
         ),
     ];
+    // The ceiling needs the job time, which only the operator knows: say so where it shows.
+    for p in panels.iter_mut() {
+        if p["id"] == 4 || p["id"] == 5 {
+            p["description"] = json!(
+                "The ceiling series exists only when `n8ncap exporter` runs with --job-time \
+                 (the time a job holds its slot): min(runner capacity, worker concurrency) ÷ \
+                 job time. Without it this panel shows no ceiling."
+            );
+        }
+    }
     let current = match datasource {
         Some(n) => json!({"text": n, "value": n}),
         None => json!({}),
