@@ -48,7 +48,7 @@ async fn report_html_renders_its_charts_in_a_browser() {
                     "--body",
                     r#"{"sleep_ms":300}"#,
                     "--metrics",
-                    &format!("http://127.0.0.1:{port}/metrics"),
+                    &format!("main=http://127.0.0.1:{port}/metrics"),
                     "--scrape-interval",
                     "500ms",
                     "--worker-concurrency",
@@ -111,37 +111,92 @@ async fn report_html_renders_its_charts_in_a_browser() {
     let again = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(again.contains("<svg id=\"throughput\""));
 
+    // Series are named by role, not by URL; the diagnosis is structured.
+    assert!(
+        again.contains(">RSS main<") && !again.contains(">RSS 127.0.0.1"),
+        "role names"
+    );
+    assert!(again.contains(r#"<p class="verdict">"#) && again.contains(r#"class="finding sev-"#));
+    assert!(!again.contains("<h2>Diagnosis</h2><pre>"));
+
     let browser = chromium();
     if !require("chromium", browser.is_some(), "apt-get install chromium") {
         return;
     }
     let Some(browser) = browser else { return };
-    // Measure the rendered charts: a copy of the report with a probe that writes sizes into the DOM.
-    let probe = again.replace(
-        "</body>",
-        "<script>document.body.setAttribute('data-sizes', JSON.stringify([...document.querySelectorAll('svg.chart')].map(s => { const r = s.getBoundingClientRect(); return [s.id, Math.round(r.width), Math.round(r.height), s.querySelectorAll('.point,.series,.ceiling').length]; })));</script></body>",
-    );
+    // Measure the rendered page at a wide and a narrow window: a copy of the report with a probe
+    // that writes what it sees into the DOM.
+    let probe_js = r#"<script>
+const out = {inner: innerWidth, scroll: document.documentElement.scrollWidth, charts: []};
+const boxOf = e => e.getBoundingClientRect();
+const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+for (const s of document.querySelectorAll('svg.chart')) {
+  const r = boxOf(s);
+  const legends = [...s.querySelectorAll('.legend')].map(boxOf);
+  const labels = [...s.querySelectorAll('.ceiling-label')].map(boxOf);
+  const overlaps = labels.filter(l => legends.some(g => hit(l, g))).length;
+  const all = [...s.querySelectorAll('.series,.point')];
+  const lastModel = all.map((e, i) => e.matches('polyline.series:not(.measured)') ? i : -1).reduce((a, b) => Math.max(a, b), -1);
+  const firstPoint = all.findIndex(e => e.matches('.point'));
+  out.charts.push([s.id, Math.round(r.width), Math.round(r.height), s.querySelectorAll('.point,.series,.ceiling').length, legends.length, overlaps, firstPoint < 0 || firstPoint > lastModel]);
+}
+document.body.setAttribute('data-probe', JSON.stringify(out));
+</script></body>"#;
     let probe_path = dir.join("probe.html");
-    std::fs::write(&probe_path, probe).unwrap();
-    let dom = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(format!("file://{}", probe_path.display()))
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    let start = dom.find("data-sizes=\"").expect("probe ran") + "data-sizes=\"".len();
-    let end = start + dom[start..].find('"').unwrap();
-    let sizes: serde_json::Value =
-        serde_json::from_str(&dom[start..end].replace("&quot;", "\"")).unwrap();
-    let sizes = sizes.as_array().unwrap();
-    assert_eq!(sizes.len(), 4, "{sizes:?}");
-    for s in sizes {
-        let (w, h, drawn) = (
-            s[1].as_f64().unwrap(),
-            s[2].as_f64().unwrap(),
-            s[3].as_u64().unwrap(),
+    std::fs::write(&probe_path, again.replace("</body>", probe_js)).unwrap();
+    for (width, height) in [(1400, 1000), (800, 1000)] {
+        let dom = Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                &format!("--window-size={width},{height}"),
+                "--dump-dom",
+            ])
+            .arg(format!("file://{}", probe_path.display()))
+            .output()
+            .unwrap();
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        let start = dom.find("data-probe=\"").expect("probe ran") + "data-probe=\"".len();
+        let end = start + dom[start..].find('"').unwrap();
+        let p: serde_json::Value =
+            serde_json::from_str(&dom[start..end].replace("&quot;", "\"")).unwrap();
+        let inner = p["inner"].as_f64().unwrap();
+        assert!(
+            p["scroll"].as_f64().unwrap() <= inner,
+            "{width}: the page scrolls sideways: {p}"
         );
-        assert!(w >= 600.0 && h >= 250.0, "chart {} is {w}×{h}", s[0]);
-        assert!(drawn >= 2, "chart {} has {drawn} drawn marks", s[0]);
+        let charts = p["charts"].as_array().unwrap();
+        assert_eq!(charts.len(), 4, "{p}");
+        for c in charts {
+            let (w, h, drawn, legends, overlaps, on_top) = (
+                c[1].as_f64().unwrap(),
+                c[2].as_f64().unwrap(),
+                c[3].as_u64().unwrap(),
+                c[4].as_u64().unwrap(),
+                c[5].as_u64().unwrap(),
+                c[6].as_bool().unwrap(),
+            );
+            // The charts use the page's width (up to its 1200 px column), and stay in it.
+            let column = inner.min(1200.0) - 40.0;
+            assert!(
+                w <= inner && w >= 0.85 * column,
+                "{width}: chart {} is {w} px of {inner}",
+                c[0]
+            );
+            assert!(h >= 0.3 * w, "{width}: chart {} is {w}×{h}", c[0]);
+            assert!(drawn >= 2, "chart {} has {drawn} drawn marks", c[0]);
+            assert!(legends >= 1, "chart {} has no legend", c[0]);
+            assert_eq!(
+                overlaps, 0,
+                "{width}: chart {}: a ceiling label covers the legend",
+                c[0]
+            );
+            assert!(
+                on_top,
+                "chart {}: measured points are drawn under a model curve",
+                c[0]
+            );
+        }
     }
 }

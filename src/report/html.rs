@@ -9,11 +9,13 @@ use crate::record::{Diagnosis, LoadModel, Recommendation, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-const W: f64 = 720.0;
-const H: f64 = 300.0;
+/// The chart's drawing units (the SVG scales to the page width; text keeps its proportion).
+const W: f64 = 960.0;
+const H: f64 = 340.0;
 const ML: f64 = 64.0;
-const MR: f64 = 150.0;
-const MT: f64 = 20.0;
+const MR: f64 = 24.0;
+/// Above the plot: one row per legend line.
+const LEGEND_ROW: f64 = 18.0;
 const MB: f64 = 44.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -26,10 +28,13 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// How a series is drawn: measured data as points joined by a thin line (drawn on top), model
+/// curves dashed or dotted, observed gauges as lines.
 pub enum Mark {
     Line,
     Dots,
     Dashed,
+    Dotted,
 }
 
 pub struct Series {
@@ -72,6 +77,23 @@ fn fmt_num(v: f64) -> String {
 }
 
 impl Chart {
+    /// The legend's entries laid out left to right, wrapped: (x, row) of each.
+    fn legend_layout(&self) -> (Vec<(f64, usize)>, usize) {
+        let mut out = Vec::new();
+        let (mut x, mut row) = (ML, 0usize);
+        for ser in &self.series {
+            let w = 34.0 + 6.6 * ser.name.chars().count() as f64;
+            if x + w > W - MR && x > ML {
+                x = ML;
+                row += 1;
+            }
+            out.push((x, row));
+            x += w + 14.0;
+        }
+        let rows = if self.series.is_empty() { 0 } else { row + 1 };
+        (out, rows)
+    }
+
     pub fn svg(&self) -> String {
         let all_x = self
             .series
@@ -88,84 +110,113 @@ impl Chart {
             })
             .chain(self.hlines.iter().map(|h| h.0));
         let xmax = nice_max(all_x.fold(0.0, f64::max));
-        let ymax = nice_max(all_y.filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.05);
-        let (pw, ph) = (W - ML - MR, H - MT - MB);
+        let ymax = nice_max(all_y.filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.08);
+        let (legend, rows) = self.legend_layout();
+        let mt = 10.0 + LEGEND_ROW * rows as f64 + 8.0;
+        let (pw, ph) = (W - ML - MR, H - mt - MB);
         let sx = |x: f64| ML + x / xmax * pw;
-        let sy = |y: f64| MT + ph - (y / ymax).clamp(0.0, 1.05) * ph;
+        let sy = |y: f64| mt + ph - (y / ymax).clamp(0.0, 1.05) * ph;
+        let font = r#"font-family="sans-serif""#;
         let mut s = String::new();
         let _ = write!(
             s,
-            r#"<svg id="{}" class="chart" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{}">"#,
+            r#"<svg id="{}" class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {W} {H}" preserveAspectRatio="xMidYMid meet" role="img" aria-label="{}">"#,
             esc(&self.id),
             esc(&self.title)
         );
         let _ = write!(
             s,
-            r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>"##
+            r##"<rect x="{ML}" y="{mt}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>"##
         );
         for i in 0..=5 {
             let (xv, yv) = (xmax * i as f64 / 5.0, ymax * i as f64 / 5.0);
             let (x, y) = (sx(xv), sy(yv));
             let _ = write!(
                 s,
-                r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" font-size="11" text-anchor="end" font-family="sans-serif">{}</text><text x="{x}" y="{}" font-size="11" text-anchor="middle" font-family="sans-serif">{}</text>"##,
+                r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" font-size="12" text-anchor="end" {font}>{}</text><text x="{x}" y="{}" font-size="12" text-anchor="middle" {font}>{}</text>"##,
                 ML + pw,
                 ML - 6.0,
                 y + 4.0,
                 fmt_num(yv),
-                MT + ph + 16.0,
+                mt + ph + 16.0,
                 fmt_num(xv)
             );
         }
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" font-size="12" text-anchor="middle" font-family="sans-serif">{}</text><text x="14" y="{}" font-size="12" text-anchor="middle" font-family="sans-serif" transform="rotate(-90 14 {})">{}</text>"#,
+            r#"<text x="{}" y="{}" font-size="13" text-anchor="middle" {font}>{}</text><text x="14" y="{}" font-size="13" text-anchor="middle" {font} transform="rotate(-90 14 {})">{}</text>"#,
             ML + pw / 2.0,
             H - 8.0,
             esc(&self.x_label),
-            MT + ph / 2.0,
-            MT + ph / 2.0,
+            mt + ph / 2.0,
+            mt + ph / 2.0,
             esc(&self.y_label)
         );
-        for (i, (y, label)) in self.hlines.iter().enumerate() {
+        // Ceilings: a dashed line across the plot, labelled inside it at the right, above the
+        // line (below it when the previous label is too close), on a white halo.
+        let mut last_label_y = f64::NEG_INFINITY;
+        let mut hl: Vec<&(f64, String)> = self.hlines.iter().collect();
+        hl.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (i, (y, label)) in hl.into_iter().enumerate() {
             let c = COLORS[(i + 4) % COLORS.len()];
+            let ly = sy(*y);
+            let mut ty = ly - 5.0;
+            if ty - last_label_y < 14.0 {
+                ty = ly + 15.0;
+            }
+            last_label_y = ty;
             let _ = write!(
                 s,
-                r#"<line class="ceiling" x1="{ML}" x2="{}" y1="{}" y2="{}" stroke="{c}" stroke-dasharray="6 4"/><text x="{}" y="{}" font-size="11" fill="{c}" font-family="sans-serif">{}</text>"#,
+                r##"<line class="ceiling" x1="{ML}" x2="{}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="1.5" stroke-dasharray="8 5"/><text class="ceiling-label" x="{}" y="{ty}" font-size="12" text-anchor="end" fill="{c}" stroke="#fff" stroke-width="3" paint-order="stroke" {font}>{}</text>"##,
                 ML + pw,
-                sy(*y),
-                sy(*y),
-                ML + pw + 4.0,
-                sy(*y) + 4.0,
+                ML + pw - 6.0,
                 esc(label)
             );
         }
-        for (i, ser) in self.series.iter().enumerate() {
+        let dash = |m: &Mark| match m {
+            Mark::Dashed => r#" stroke-dasharray="7 4""#,
+            Mark::Dotted => r#" stroke-dasharray="2 4" stroke-linecap="round""#,
+            _ => "",
+        };
+        // Curves first, measured points last: the model never hides what was measured.
+        let order = self
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s.mark, Mark::Dots))
+            .chain(
+                self.series
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| matches!(s.mark, Mark::Dots)),
+            );
+        for (i, ser) in order {
             let c = COLORS[i % COLORS.len()];
+            let pts: Vec<String> = ser
+                .points
+                .iter()
+                .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+                .collect();
             match ser.mark {
-                Mark::Line | Mark::Dashed => {
-                    let pts: Vec<String> = ser
-                        .points
-                        .iter()
-                        .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-                        .collect();
-                    let dash = if matches!(ser.mark, Mark::Dashed) {
-                        r#" stroke-dasharray="3 3""#
-                    } else {
-                        ""
-                    };
+                Mark::Line | Mark::Dashed | Mark::Dotted => {
                     let _ = write!(
                         s,
-                        r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"/>"#,
+                        r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{} points="{}"/>"#,
+                        dash(&ser.mark),
                         pts.join(" ")
                     );
                 }
                 Mark::Dots => {
+                    let _ = write!(
+                        s,
+                        r#"<polyline class="series measured" fill="none" stroke="{c}" stroke-width="1.2" stroke-opacity="0.7" points="{}"/>"#,
+                        pts.join(" ")
+                    );
                     for (k, (x, y)) in ser.points.iter().enumerate() {
                         if let Some((lo, hi)) = ser.bars.get(k) {
                             let _ = write!(
                                 s,
-                                r#"<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" stroke="{c}"/>"#,
+                                r#"<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" stroke="{c}" stroke-width="1.5"/>"#,
                                 sx(*x),
                                 sy(*lo),
                                 sy(*hi)
@@ -173,20 +224,35 @@ impl Chart {
                         }
                         let _ = write!(
                             s,
-                            r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="4" fill="{c}"/>"#,
+                            r##"<circle class="point" cx="{:.1}" cy="{:.1}" r="5" fill="{c}" stroke="#fff" stroke-width="1.5"/>"##,
                             sx(*x),
                             sy(*y)
                         );
                     }
                 }
             }
+        }
+        // The legend above the plot: a sample of each series' mark and its name.
+        for (i, (ser, (x, row))) in self.series.iter().zip(legend).enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            let y = 10.0 + LEGEND_ROW * row as f64 + 9.0;
+            let sample = match ser.mark {
+                Mark::Dots => format!(
+                    r##"<line x1="{x}" x2="{}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="1.2"/><circle cx="{}" cy="{y}" r="4.5" fill="{c}" stroke="#fff"/>"##,
+                    x + 24.0,
+                    x + 12.0
+                ),
+                _ => format!(
+                    r#"<line x1="{x}" x2="{}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2"{}/>"#,
+                    x + 24.0,
+                    dash(&ser.mark)
+                ),
+            };
             let _ = write!(
                 s,
-                r#"<rect x="{}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{}" font-size="11" font-family="sans-serif">{}</text>"#,
-                ML + pw + 4.0,
-                H - MB - 14.0 * (self.series.len() - i) as f64,
-                ML + pw + 18.0,
-                H - MB - 14.0 * (self.series.len() - i) as f64 + 9.0,
+                r#"<g class="legend">{sample}<text x="{}" y="{}" font-size="12" {font}>{}</text></g>"#,
+                x + 30.0,
+                y + 4.0,
                 esc(&ser.name)
             );
         }
@@ -302,7 +368,7 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
                     .map(|p| (p.in_flight as f64, p.bound))
                     .collect(),
                 bars: Vec::new(),
-                mark: Mark::Line,
+                mark: Mark::Dashed,
             });
             thr.series.push(Series {
                 name: "model (MVA)".into(),
@@ -312,7 +378,7 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
                     .map(|p| (p.in_flight as f64, p.mva))
                     .collect(),
                 bars: Vec::new(),
-                mark: Mark::Dashed,
+                mark: Mark::Dotted,
             });
             thr.hlines.push((
                 cap.worker_bound,
@@ -470,7 +536,7 @@ fn page(
     let mut h = String::new();
     let _ = write!(
         h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:980px;margin:24px auto;color:#222}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}</style></head><body>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px;color:#222}}table{{border-collapse:collapse;font-size:13px;max-width:100%;display:block;overflow-x:auto}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;width:100%;height:auto;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}.verdict{{font-size:1.1em;font-weight:bold}}dl.figures{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}}dt{{font-weight:bold}}dd{{margin:0}}.finding{{border-left:4px solid #999;padding:2px 10px;margin:8px 0;background:#fafafa}}.sev-error{{border-color:#b00}}.sev-warning{{border-color:#d80}}.sev-info{{border-color:#28c}}.sev{{text-transform:uppercase;font-size:11px;font-weight:bold}}.why,.fix{{margin:2px 0;font-size:14px}}</style></head><body>"#,
         esc(&s.profile)
     );
     let _ = write!(
@@ -518,22 +584,77 @@ fn page(
     }
     h.push_str("</table>");
     if let Some(d) = d {
-        let _ = write!(
-            h,
-            "<h2>Diagnosis</h2><pre>{}</pre>",
-            esc(&super::text::diagnosis(d))
-        );
+        diagnosis_html(&mut h, d);
     }
     if let Some(r) = r {
+        let text = super::text::recommendation(r);
+        let mut lines = text.lines();
         let _ = write!(
             h,
-            "<h2>Recommendation</h2><pre>{}</pre><pre>{}</pre>",
-            esc(&super::text::recommendation(r)),
+            "<h2>Recommendation</h2><p><b>{}</b></p><ul>",
+            esc(lines
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("Recommendation: "))
+        );
+        for l in lines.filter(|l| !l.trim().is_empty()) {
+            let _ = write!(h, "<li>{}</li>", esc(l.trim()));
+        }
+        let _ = write!(
+            h,
+            "</ul><pre>{}</pre>",
             esc(&super::text::compose_snippet(r))
         );
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// The diagnosis as HTML: the verdict, the figures it rests on (settings, model, capacity, CPU,
+/// knee) as a definition list, then each finding with its severity, evidence, why and fix.
+fn diagnosis_html(h: &mut String, d: &Diagnosis) {
+    let _ = write!(
+        h,
+        r#"<h2>Diagnosis</h2><p class="verdict">{}</p><dl class="figures">"#,
+        esc(&d.verdict)
+    );
+    let text = super::text::diagnosis(d);
+    for line in text
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("Findings"))
+    {
+        if let Some((k, v)) = line.trim().split_once(": ") {
+            let _ = write!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+        }
+    }
+    h.push_str("</dl>");
+    if !d.findings.is_empty() {
+        h.push_str("<h3>Findings</h3>");
+    }
+    for f in &d.findings {
+        let sev = f.severity.word();
+        let _ = write!(
+            h,
+            r#"<div class="finding sev-{sev}"><p><span class="sev">{sev}</span> <code>{}</code> {}</p>"#,
+            esc(&f.id),
+            esc(&f.title)
+        );
+        if !f.evidence.is_empty() {
+            h.push_str("<ul>");
+            for e in &f.evidence {
+                let _ = write!(h, "<li>{}</li>", esc(e));
+            }
+            h.push_str("</ul>");
+        }
+        if let Some(w) = &f.why {
+            let _ = write!(h, r#"<p class="why">Why: {}</p>"#, esc(w));
+        }
+        if let Some(x) = &f.fix {
+            let _ = write!(h, r#"<p class="fix">Change: {}</p>"#, esc(x));
+        }
+        h.push_str("</div>");
+    }
 }
 
 fn short(s: &str) -> String {
