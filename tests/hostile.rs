@@ -916,3 +916,39 @@ fn a_custom_runner_image_is_a_runner_by_its_variables() {
         assert_eq!(runner["attached_to"], "n8n-worker");
     }
 }
+
+#[test]
+fn no_output_contains_an_unfilled_placeholder() {
+    // Fast 500s, garbage, a refused port and a slow timeout: every finding's text is filled in.
+    let fast_500 = canned_server(
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\n\r\n{}".to_vec(),
+        false,
+    );
+    let garbage = canned_server(b"garbage\r\n\r\n".to_vec(), true);
+    let refused = format!("http://127.0.0.1:{}/x", free_port());
+    for url in [fast_500.as_str(), garbage.as_str(), refused.as_str()] {
+        let out = run(&[
+            "sweep",
+            "--profile",
+            "smoke",
+            "--url",
+            url,
+            "--vus",
+            "1,2",
+            "--stage-duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--timeout",
+            "1s",
+            "--no-out",
+        ]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("Diagnosis"), "{text}");
+        assert!(!text.contains("{}"), "{url}: {text}");
+    }
+}
