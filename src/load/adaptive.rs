@@ -43,6 +43,10 @@ pub const AT_CEILING: f64 = 0.95;
 /// The knee is located when the bracket around it is this narrow (±10 %).
 pub const KNEE_PRECISION: f64 = 0.10;
 
+/// Batches before a level's interval is trusted: Student's t with 3 degrees of freedom (3.18)
+/// already widens the interval of so few; a noisy level needs many more to be narrow anyway.
+pub const MIN_BATCHES: usize = 4;
+
 /// Load growth until the first saturated level, and past the knee towards the failure point.
 const GROWTH: f64 = 2.0;
 const GROWTH_PAST_KNEE: f64 = 1.5;
@@ -290,15 +294,16 @@ impl Batches {
         }
     }
 
-    /// Relative half-width of the 95 % interval of the mean (Student's t), from ≥ 5 batches.
+    /// Relative half-width of the 95 % interval of the mean (Student's t), from
+    /// [`MIN_BATCHES`] batches on.
     pub fn relative_half_width(&self) -> Option<f64> {
         let e = self.interval()?;
         (e.mean > 0.0).then(|| (e.high - e.mean) / e.mean)
     }
 
-    /// The 95 % interval of the mean throughput (Student's t), from ≥ 5 batches.
+    /// The 95 % interval of the mean throughput (Student's t), from [`MIN_BATCHES`] batches on.
     pub fn interval(&self) -> Option<crate::record::Estimate> {
-        (self.means.len() >= 5).then(|| crate::record::Estimate::of(&self.means))
+        (self.means.len() >= MIN_BATCHES).then(|| crate::record::Estimate::of(&self.means))
     }
 
     /// The interval lies wholly above or below `threshold`.
