@@ -29,15 +29,8 @@ pub enum Command {
     },
     /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
     Sweep(Box<SweepArgs>),
-    /// Print a shell completion script: `n8ncap completions bash > /etc/bash_completion.d/n8ncap`.
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print the manual page (roff): `n8ncap man > n8ncap.1 && man ./n8ncap.1`.
-    Man,
-    /// Show the deployment from the Docker API: roles, capacity settings with their sources,
-    /// runner pairing, memory limits, current memory and CPU.
+    /// Show the deployment — from the Docker API, or from compose files / Kubernetes manifests
+    /// with -f: roles, capacity settings with their sources, runner pairing, replicas, limits.
     Inspect {
         /// Only the containers of this compose project.
         #[arg(long, conflicts_with = "files")]
@@ -76,8 +69,9 @@ pub enum Command {
         /// The results directory.
         dir: PathBuf,
     },
-    /// Check compose files (-f, merged in order) or the running containers (--live) for the
-    /// mistakes behind most queue-mode capacity incidents. Exit 1 when an error-level rule fires.
+    /// Check compose files (-f, merged in order), Kubernetes manifests (-f, `-` for stdin) or
+    /// the running containers (--live) for the mistakes behind most queue-mode capacity
+    /// incidents. Exit 1 when an error-level rule fires.
     Audit(AuditArgs),
     /// Name the limit that caps throughput in a saved sweep (results dir or summary.json).
     Diagnose(DiagnoseArgs),
@@ -86,6 +80,13 @@ pub enum Command {
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Print a shell completion script: `n8ncap completions bash > /etc/bash_completion.d/n8ncap`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `n8ncap man > n8ncap.1 && man ./n8ncap.1`.
+    Man,
 }
 
 /// What the model needs to know about the deployment and the job. Unknown limits are read from
