@@ -354,6 +354,11 @@ fn a_warmup_shorter_than_the_response_is_named() {
     assert_eq!(f.get("warmup_s"), Some(0.5));
     let d = run(&[closed(0, 20, 10.0)], settings(0.5, Some(15), Some(5)));
     assert!(!d.findings.iter().any(|f| f.id == "warmup-too-short"));
+    // One virtual user has no ramp: a short warm-up there is not named.
+    let mut one = closed(0, 1, 1.0);
+    one.warmup_s = 0.5;
+    let d = run(&[one], settings(1.0, Some(15), Some(5)));
+    assert!(!d.findings.iter().any(|f| f.id == "warmup-too-short"));
 }
 
 #[test]
