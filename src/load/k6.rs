@@ -180,14 +180,15 @@ struct Group {
     first: f64,
     last: f64,
     vus_max: f64,
-    points: Vec<(f64, f64, bool, bool)>, // (time, duration ms, failed, checks ok)
+    points: Vec<(f64, f64, bool, bool, u16)>, // (time, duration ms, failed, checks ok, status)
 }
 
 /// The points of a k6 JSON output that matter here, by metric.
 #[derive(Default)]
 struct Points {
     /// (time, scenario index, duration ms)
-    reqs: Vec<(f64, usize, f64)>,
+    /// (time, scenario, duration ms, HTTP status from the point's tags; 0: no response)
+    reqs: Vec<(f64, usize, f64, u16)>,
     scenarios: Vec<String>,
     checks: Vec<(f64, bool)>,
     fails: Vec<(f64, bool)>,
@@ -301,7 +302,11 @@ fn read_points(path: &Path) -> Result<Points, BadInput> {
                         )))
                     }
                 };
-                p.reqs.push((t, sc, value))
+                let status = data["tags"]
+                    .get("status")
+                    .and_then(|x| x.as_str().and_then(|s| s.parse().ok()).or(x.as_u64()))
+                    .map_or(0, |v| v.min(999) as u16);
+                p.reqs.push((t, sc, value, status))
             }
             "http_req_failed" => p.fails.push((t, value != 0.0)),
             "checks" => p.checks.push((t, value != 0.0)),
@@ -333,7 +338,7 @@ fn group(p: Points) -> Vec<(String, Group)> {
     let failed_at = |i: usize| fails_by_time.get(i).map(|f| f.1).unwrap_or(false);
     // Scenarios in the order they first sent a request.
     let mut order: Vec<usize> = Vec::new();
-    for (_, sc, _) in &reqs {
+    for (_, sc, _, _) in &reqs {
         if !order.contains(sc) {
             order.push(*sc);
         }
@@ -354,7 +359,7 @@ fn group(p: Points) -> Vec<(String, Group)> {
         }
     };
     let mut check_i = 0;
-    for (i, (t, sc, d)) in reqs.iter().enumerate() {
+    for (i, (t, sc, d, status)) in reqs.iter().enumerate() {
         while check_i < checks_by_time.len() && checks_by_time[check_i].0 < *t {
             check_i += 1;
         }
@@ -376,7 +381,7 @@ fn group(p: Points) -> Vec<(String, Group)> {
         }
         g.last = *t;
         g.vus_max = g.vus_max.max(level_at(*t));
-        g.points.push((*t, *d, failed_at(i), check_ok));
+        g.points.push((*t, *d, failed_at(i), check_ok, *status));
     }
     groups
 }
@@ -394,7 +399,7 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
     let mut h: Histogram<u32> =
         Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| BadInput(e.to_string()))?;
     let (mut n, mut bad, mut checks_ok) = (0u64, 0u64, 0u64);
-    for (t, d, f, c) in &g.points {
+    for (t, d, f, c, status) in &g.points {
         if *t < from {
             s.warmup_requests += 1;
             continue;
@@ -403,6 +408,12 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
         let _ = h.record(((d * 1000.0) as u64).clamp(1, 3_600_000_000));
         if *f {
             bad += 1;
+            // k6 tags a request that got no answer with status 0: a broken or refused
+            // connection, not an HTTP status.
+            match *status {
+                0 => s.errors.io += 1,
+                code => *s.errors.http_status.entry(code).or_insert(0) += 1,
+            }
         }
         if *c {
             checks_ok += 1;
@@ -411,8 +422,6 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
     s.window_s = (g.last - from).max(0.0);
     s.requests = n;
     s.ok = n - bad;
-    s.errors.http_status.insert(0, bad);
-    s.errors.http_status.retain(|_, v| *v > 0);
     s.error_rate = if n > 0 { bad as f64 / n as f64 } else { 0.0 };
     s.check_pass_rate = if n > 0 {
         checks_ok as f64 / n as f64
@@ -444,5 +453,31 @@ mod tests {
         let z = parse_time("2026-11-30T08:38:23.5+01:00").unwrap();
         assert!((z - 1_796_024_303.5).abs() < 1e-6, "{z}");
         assert!(parse_time("yesterday").is_none());
+    }
+
+    #[test]
+    fn failures_keep_their_status_and_no_answer_is_io() {
+        let point = |t: &str, metric: &str, value: u32, status: &str| {
+            format!(
+                "{{\"type\":\"Point\",\"metric\":\"{metric}\",\"data\":{{\"time\":\"2026-11-30T07:38:{t}Z\",\"value\":{value},\"tags\":{{\"status\":\"{status}\"}}}}}}\n"
+            )
+        };
+        let mut text = String::new();
+        for (i, status) in ["200", "503", "0", "200"].iter().enumerate() {
+            let t = format!("{:02}.0", 20 + i);
+            text.push_str(&point(&t, "http_req_duration", 100, status));
+            let failed = u32::from(*status != "200");
+            text.push_str(&point(&t, "http_req_failed", failed, status));
+        }
+        let path =
+            std::env::temp_dir().join(format!("n8ncap-k6-status-{}.json", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let stages = from_json(&path, 0.0).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let s = &stages[0];
+        assert_eq!((s.requests, s.ok), (4, 2));
+        assert_eq!(s.errors.http_status.get(&503), Some(&1));
+        assert_eq!(s.errors.io, 1);
+        assert!(!s.errors.http_status.contains_key(&0));
     }
 }
