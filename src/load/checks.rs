@@ -112,7 +112,11 @@ impl Threshold {
         } else {
             return Err(bad("has an unknown comparison"));
         };
-        let value: f64 = rhs.parse().map_err(|_| bad("does not end in a number"))?;
+        let value: f64 = rhs
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| bad("does not end in a finite number"))?;
         let agg = match lhs {
             "rate" => Aggregation::Rate,
             "avg" => Aggregation::Avg,
@@ -186,6 +190,18 @@ pub fn parse_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds_need_a_finite_number() {
+        for e in ["rate<NaN", "rate<inf", "rate<-inf", "p(95)<1e999"] {
+            let metric = if e.starts_with("p(") {
+                "http_req_duration"
+            } else {
+                "http_req_failed"
+            };
+            assert!(Threshold::parse(metric, e).is_err(), "{e}");
+        }
+    }
 
     #[test]
     fn thresholds_parse_as_k6_writes_them() {
