@@ -226,6 +226,16 @@ fn open_profiles_with_impossible_rates_are_refused() {
         );
         refused(&run(&["sweep", "--profile", &p, "--no-out"]), &[field]);
     }
+    let p = write(
+        &d,
+        "t.yaml",
+        "model: closed\nrequest: {url: 'http://127.0.0.1:1/x'}\nstages: [{vus: 1}]\n\
+         thresholds: {http_req_failed: ['rate<NaN']}\n",
+    );
+    refused(
+        &run(&["sweep", "--profile", &p, "--no-out"]),
+        &["http_req_failed", "finite"],
+    );
 }
 
 #[test]
