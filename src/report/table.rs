@@ -20,6 +20,31 @@ fn fitted() -> Table {
     t
 }
 
+/// Sources cited by number in a table's cells and listed under it: the cells stay short.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn cite(&mut self, text: &str) -> String {
+        let i = match self.0.iter().position(|n| n == text) {
+            Some(i) => i,
+            None => {
+                self.0.push(text.to_string());
+                self.0.len() - 1
+            }
+        };
+        format!("[{}]", i + 1)
+    }
+
+    fn render(&self, table: &Table) -> String {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, n)| wrapped(table, &format!("[{}] {n}", i + 1), 4))
+            .collect()
+    }
+}
+
 /// `text` as lines of at most the table's width (when known), continuation lines indented by
 /// `indent` spaces; each line starts with a newline.
 fn wrapped(table: &Table, text: &str, indent: usize) -> String {
@@ -190,18 +215,19 @@ pub fn topology_table(
         "CPU %",
     ]);
     let mib = |b: f64| format!("{:.0} MiB", b / 1024.0 / 1024.0);
+    let mut notes = Notes::default();
     for (i, n) in t.nodes.iter().enumerate() {
         let conc = n
             .worker_concurrency
             .as_ref()
-            .map(|c| format!("{} ({})", c.value, c.source))
+            .map(|c| format!("{} {}", c.value, notes.cite(&c.source)))
             .unwrap_or_default();
         let runner = match n.role {
             Role::Runner => {
                 let l = n
                     .runner_limit
                     .as_ref()
-                    .map(|l| format!("{} ({})", l.value, l.source))
+                    .map(|l| format!("{} {}", l.value, notes.cite(&l.source)))
                     .unwrap_or_default();
                 match &n.attached_to {
                     Some(w) => format!("{l} → {w}"),
@@ -250,6 +276,7 @@ pub fn topology_table(
         ]);
     }
     let mut out = table.to_string();
+    out.push_str(&notes.render(&table));
     for n in &t.nodes {
         for note in &n.notes {
             out.push_str(&wrapped(
@@ -283,26 +310,16 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         "mode",
         "resources",
     ]);
-    let mut notes: Vec<String> = Vec::new();
-    let mut cite = |text: String| -> String {
-        let i = match notes.iter().position(|n| *n == text) {
-            Some(i) => i,
-            None => {
-                notes.push(text);
-                notes.len() - 1
-            }
-        };
-        format!("[{}]", i + 1)
-    };
+    let mut notes = Notes::default();
     for n in &t.nodes {
         let k = n.facts.k8s.as_ref();
         let replicas = match k.and_then(|k| k.autoscaler.as_ref()) {
-            Some(a) => format!("{}–{} {}", a.min, a.max, cite(a.by.clone())),
+            Some(a) => format!("{}–{} {}", a.min, a.max, notes.cite(&a.by)),
             None if k.is_some_and(|k| !k.replicas_declared) => {
                 format!(
                     "{} {}",
                     n.facts.replicas,
-                    cite("replicas not set: Kubernetes runs 1".into())
+                    notes.cite("replicas not set: Kubernetes runs 1")
                 )
             }
             None => n.facts.replicas.to_string(),
@@ -310,14 +327,14 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         let conc = n
             .worker_concurrency
             .as_ref()
-            .map(|c| format!("{} {}", c.value, cite(c.source.clone())))
+            .map(|c| format!("{} {}", c.value, notes.cite(&c.source)))
             .unwrap_or_default();
         let runners = match n.role {
             Role::Runner => {
                 let l = n
                     .runner_limit
                     .as_ref()
-                    .map(|l| format!("limit {} {}", l.value, cite(l.source.clone())))
+                    .map(|l| format!("limit {} {}", l.value, notes.cite(&l.source)))
                     .unwrap_or_default();
                 format!(
                     "{l} → {}",
@@ -334,7 +351,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         let mode = n
             .runners_mode
             .as_ref()
-            .map(|m| format!("{} {}", m.value.word(), cite(m.source.clone())))
+            .map(|m| format!("{} {}", m.value.word(), notes.cite(&m.source)))
             .unwrap_or_default();
         let resources = k
             .and_then(|k| k.resources.clone())
@@ -355,9 +372,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         ]);
     }
     let mut out = table.to_string();
-    for (i, n) in notes.iter().enumerate() {
-        out.push_str(&wrapped(&table, &format!("[{}] {n}", i + 1), 4));
-    }
+    out.push_str(&notes.render(&table));
     for n in &t.nodes {
         for note in &n.notes {
             out.push_str(&wrapped(
