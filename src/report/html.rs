@@ -53,6 +53,8 @@ pub struct Chart {
     pub y_label: String,
     pub series: Vec<Series>,
     pub hlines: Vec<(f64, String)>,
+    /// A sentence under the title when the chart lacks data it would normally show, and why.
+    pub note: Option<String>,
 }
 
 fn nice_max(v: f64) -> f64 {
@@ -354,6 +356,7 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
             mark: Mark::Dots,
         }],
         hlines: Vec::new(),
+        note: None,
     };
     if let Some(d) = d {
         if let (Some(cap), false) = (
@@ -429,6 +432,7 @@ fn latency_chart(d: Option<&Diagnosis>, levels: &[Level]) -> Chart {
             },
         ],
         hlines: Vec::new(),
+        note: None,
     };
     if let Some(st) = d.and_then(|d| d.service_time.as_ref()) {
         lat.hlines.push((
@@ -468,7 +472,17 @@ fn slots_chart(d: Option<&Diagnosis>, levels: &[Level]) -> Chart {
             },
         ],
         hlines: Vec::new(),
+        note: None,
     };
+    if levels.iter().all(|l| l.slots_taken.is_none()) {
+        q.note = Some(
+            "No slots-taken or waiting figures: n8n's queue gauges were not watched, or were \
+             coarser than the stages (n8n refreshes them every N8N_METRICS_QUEUE_METRICS_INTERVAL, \
+             20 s by default). Set it lower (e.g. 1) and pass --queue-metrics-interval, or read the \
+             queue directly with --redis."
+                .into(),
+        );
+    }
     if let Some(c) = code_s {
         q.series.push(Series {
             name: "runner tasks (model: X × C)".into(),
@@ -497,6 +511,7 @@ fn memory_chart(timeline: &Timeline) -> Option<Chart> {
             y_label: "MiB".into(),
             series: Vec::new(),
             hlines: Vec::new(),
+            note: None,
         };
         for (name, (role, pts)) in &timeline.containers {
             m.series.push(Series {
@@ -536,7 +551,7 @@ fn page(
     let mut h = String::new();
     let _ = write!(
         h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px;color:#222}}table{{border-collapse:collapse;font-size:13px;max-width:100%;display:block;overflow-x:auto}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;width:100%;height:auto;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}.verdict{{font-size:1.1em;font-weight:bold}}dl.figures{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}}dt{{font-weight:bold}}dd{{margin:0}}.finding{{border-left:4px solid #999;padding:2px 10px;margin:8px 0;background:#fafafa}}.sev-error{{border-color:#b00}}.sev-warning{{border-color:#d80}}.sev-info{{border-color:#28c}}.sev{{text-transform:uppercase;font-size:11px;font-weight:bold}}.why,.fix{{margin:2px 0;font-size:14px}}</style></head><body>"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px;color:#222}}table{{border-collapse:collapse;font-size:13px;max-width:100%;display:block;overflow-x:auto}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;width:100%;height:auto;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}.verdict{{font-size:1.1em;font-weight:bold}}dl.figures{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}}dt{{font-weight:bold}}dd{{margin:0}}.finding{{border-left:4px solid #999;padding:2px 10px;margin:8px 0;background:#fafafa}}.sev-error{{border-color:#b00}}.sev-warning{{border-color:#d80}}.sev-info{{border-color:#28c}}.sev{{text-transform:uppercase;font-size:11px;font-weight:bold}}.why,.fix{{margin:2px 0;font-size:14px}}.note{{color:#555;font-size:14px;margin:0}}</style></head><body>"#,
         esc(&s.profile)
     );
     let _ = write!(
@@ -556,7 +571,11 @@ fn page(
         let _ = write!(h, "<h2>Verdict</h2><p><b>{}</b></p>", esc(&d.verdict));
     }
     for c in charts {
-        let _ = write!(h, "<h2>{}</h2>{}", esc(&c.title), c.svg());
+        let _ = write!(h, "<h2>{}</h2>", esc(&c.title));
+        if let Some(n) = &c.note {
+            let _ = write!(h, r#"<p class="note">{}</p>"#, esc(n));
+        }
+        h.push_str(&c.svg());
     }
     h.push_str("<h2>Stages</h2><table><tr><th>stage</th><th>load</th><th>valid</th><th>check %</th><th>error %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>new conns/req</th><th>slots taken</th><th>waiting</th></tr>");
     for st in &s.stages {
