@@ -116,9 +116,15 @@ impl Chart {
         let (legend, rows) = self.legend_layout();
         let mt = 10.0 + LEGEND_ROW * rows as f64 + 8.0;
         let (pw, ph) = (W - ML - MR, H - mt - MB);
-        let sx = |x: f64| ML + x / xmax * pw;
-        let sy = |y: f64| mt + ph - (y / ymax).clamp(0.0, 1.05) * ph;
-        let font = r#"font-family="sans-serif""#;
+        let f = Frame {
+            xmax,
+            ymax,
+            mt,
+            pw,
+            ph,
+        };
+        let (sx, sy) = (|x| f.sx(x), |y| f.sy(y));
+        let font = FONT;
         let mut s = String::new();
         let _ = write!(
             s,
@@ -154,14 +160,24 @@ impl Chart {
             mt + ph / 2.0,
             esc(&self.y_label)
         );
-        // Ceilings: a dashed line across the plot, labelled inside it at the right, above the
-        // line (below it when the previous label is too close), on a white halo.
+        self.ceilings(&f, &mut s);
+        self.marks(&f, &mut s);
+        self.legend(&legend, &mut s);
+        s.push_str("</svg>");
+        s
+    }
+
+    /// Ceilings: a dashed line across the plot, labelled inside it at the right, above the
+    /// line (below it when the previous label is too close), on a white halo.
+    fn ceilings(&self, f: &Frame, s: &mut String) {
+        let font = FONT;
+        let pw = f.pw;
         let mut last_label_y = f64::NEG_INFINITY;
         let mut hl: Vec<&(f64, String)> = self.hlines.iter().collect();
         hl.sort_by(|a, b| b.0.total_cmp(&a.0));
         for (i, (y, label)) in hl.into_iter().enumerate() {
             let c = COLORS[(i + 4) % COLORS.len()];
-            let ly = sy(*y);
+            let ly = f.sy(*y);
             let mut ty = ly - 5.0;
             if ty - last_label_y < 14.0 {
                 ty = ly + 15.0;
@@ -175,11 +191,10 @@ impl Chart {
                 esc(label)
             );
         }
-        let dash = |m: &Mark| match m {
-            Mark::Dashed => r#" stroke-dasharray="7 4""#,
-            Mark::Dotted => r#" stroke-dasharray="2 4" stroke-linecap="round""#,
-            _ => "",
-        };
+    }
+
+    /// The series: curves first, measured points (joined by a thin line) last.
+    fn marks(&self, f: &Frame, s: &mut String) {
         // Curves first, measured points last: the model never hides what was measured.
         let order = self
             .series
@@ -197,7 +212,7 @@ impl Chart {
             let pts: Vec<String> = ser
                 .points
                 .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+                .map(|(x, y)| format!("{:.1},{:.1}", f.sx(*x), f.sy(*y)))
                 .collect();
             match ser.mark {
                 Mark::Line | Mark::Dashed | Mark::Dotted => {
@@ -219,23 +234,27 @@ impl Chart {
                             let _ = write!(
                                 s,
                                 r#"<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" stroke="{c}" stroke-width="1.5"/>"#,
-                                sx(*x),
-                                sy(*lo),
-                                sy(*hi)
+                                f.sx(*x),
+                                f.sy(*lo),
+                                f.sy(*hi)
                             );
                         }
                         let _ = write!(
                             s,
                             r##"<circle class="point" cx="{:.1}" cy="{:.1}" r="5" fill="{c}" stroke="#fff" stroke-width="1.5"/>"##,
-                            sx(*x),
-                            sy(*y)
+                            f.sx(*x),
+                            f.sy(*y)
                         );
                     }
                 }
             }
         }
-        // The legend above the plot: a sample of each series' mark and its name.
-        for (i, (ser, (x, row))) in self.series.iter().zip(legend).enumerate() {
+    }
+
+    /// The legend above the plot: a sample of each series' mark and its name.
+    fn legend(&self, layout: &[(f64, usize)], s: &mut String) {
+        let font = FONT;
+        for (i, (ser, (x, row))) in self.series.iter().zip(layout.iter().copied()).enumerate() {
             let c = COLORS[i % COLORS.len()];
             let y = 10.0 + LEGEND_ROW * row as f64 + 9.0;
             let sample = match ser.mark {
@@ -258,8 +277,36 @@ impl Chart {
                 esc(&ser.name)
             );
         }
-        s.push_str("</svg>");
-        s
+    }
+}
+
+/// The plot area and the scales of a chart.
+struct Frame {
+    xmax: f64,
+    ymax: f64,
+    mt: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        ML + x / self.xmax * self.pw
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        self.mt + self.ph - (y / self.ymax).clamp(0.0, 1.05) * self.ph
+    }
+}
+
+const FONT: &str = r#"font-family="sans-serif""#;
+
+/// The stroke pattern of a curve: model curves dashed or dotted.
+fn dash(m: &Mark) -> &'static str {
+    match m {
+        Mark::Dashed => r#" stroke-dasharray="7 4""#,
+        Mark::Dotted => r#" stroke-dasharray="2 4" stroke-linecap="round""#,
+        _ => "",
     }
 }
 

@@ -45,6 +45,15 @@ impl Notes {
     }
 }
 
+/// Each node's notes as warning lines under a topology table.
+fn node_warnings(table: &Table, t: &crate::topology::Topology) -> String {
+    t.nodes
+        .iter()
+        .flat_map(|n| n.notes.iter().map(move |note| (n, note)))
+        .map(|(n, note)| wrapped(table, &format!("warning: {}: {note}", n.facts.name), 4))
+        .collect()
+}
+
 /// `text` as lines of at most the table's width (when known), continuation lines indented by
 /// `indent` spaces; each line starts with a newline.
 fn wrapped(table: &Table, text: &str, indent: usize) -> String {
@@ -277,14 +286,8 @@ pub fn topology_table(
     }
     let mut out = table.to_string();
     out.push_str(&notes.render(&table));
+    out.push_str(&node_warnings(&table, t));
     for n in &t.nodes {
-        for note in &n.notes {
-            out.push_str(&wrapped(
-                &table,
-                &format!("warning: {}: {note}", n.facts.name),
-                4,
-            ));
-        }
         if n.role == Role::Runner && n.facts.memory_limit_bytes.is_none() {
             out.push_str(&format!(
                 "\nwarning: {}: no memory limit on this runner — Code-node memory (Buffers) lands here",
@@ -373,15 +376,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     }
     let mut out = table.to_string();
     out.push_str(&notes.render(&table));
-    for n in &t.nodes {
-        for note in &n.notes {
-            out.push_str(&wrapped(
-                &table,
-                &format!("warning: {}: {note}", n.facts.name),
-                4,
-            ));
-        }
-    }
+    out.push_str(&node_warnings(&table, t));
     out
 }
 

@@ -184,10 +184,16 @@ fn one_runner_per_pod(r: &Recommendation) -> (u32, Option<String>) {
     (cap, note)
 }
 
-fn memory_line(r: &Recommendation, indent: &str) -> String {
+/// The runner's memory limit as a `resources:` block at `indent` (nothing when not proposed).
+fn resources_block(r: &Recommendation, indent: &str) -> String {
     r.runner_memory_limit_mb
         .as_ref()
-        .map(|m| format!("{indent}limits:\n{indent}  memory: {}Mi\n", m.value))
+        .map(|m| {
+            format!(
+                "{indent}resources:\n{indent}  limits:\n{indent}    memory: {}Mi\n",
+                m.value
+            )
+        })
         .unwrap_or_default()
 }
 
@@ -200,11 +206,7 @@ pub fn helm_official_values(r: &Recommendation) -> String {
         note.unwrap_or_default(),
         r.workers,
         r.worker_concurrency,
-        if r.runner_memory_limit_mb.is_some() {
-            format!("  resources:\n{}", memory_line(r, "    "))
-        } else {
-            String::new()
-        }
+        resources_block(r, "  ")
     )
 }
 
@@ -218,11 +220,7 @@ pub fn helm_community_values(r: &Recommendation) -> String {
         note.unwrap_or_default(),
         r.workers,
         r.worker_concurrency,
-        if r.runner_memory_limit_mb.is_some() {
-            format!("  resources:\n{}", memory_line(r, "    "))
-        } else {
-            String::new()
-        }
+        resources_block(r, "  ")
     )
 }
 
@@ -235,11 +233,7 @@ pub fn k8s_worker_patch(r: &Recommendation) -> String {
         note.unwrap_or_default(),
         r.workers,
         r.worker_concurrency,
-        if r.runner_memory_limit_mb.is_some() {
-            format!("          resources:\n{}", memory_line(r, "            "))
-        } else {
-            String::new()
-        }
+        resources_block(r, "          ")
     )
 }
 
