@@ -405,6 +405,9 @@ pub struct SimMainArgs {
     /// redis://127.0.0.1:6379.
     #[arg(long)]
     pub redis: Option<String>,
+    /// Another webhook path with its workflow's defaults (see `sim all --help`). Repeatable.
+    #[arg(long = "workflow", value_name = "PATH=JSON")]
+    pub workflows: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -453,4 +456,19 @@ pub struct SimAllArgs {
     /// Put the queue on this Redis (Bull's keys).
     #[arg(long)]
     pub redis: Option<String>,
+    /// queue (workers take the executions) or regular (main runs them, at most
+    /// N8N_CONCURRENCY_PRODUCTION_LIMIT at once, Code on its internal runner).
+    #[arg(long, value_enum, env = "EXECUTIONS_MODE", default_value = "queue")]
+    pub executions_mode: ExecutionsModeArg,
+    /// Another webhook path with its workflow's defaults, e.g.
+    /// --workflow notify='{"sleep_ms":300,"code":false}' (a workflow without a Code node).
+    /// Repeatable; /webhook/load (everything from the body) is always there.
+    #[arg(long = "workflow", value_name = "PATH=JSON")]
+    pub workflows: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecutionsModeArg {
+    Queue,
+    Regular,
 }

@@ -614,6 +614,9 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 config::MainConfig::from_env(&env, a.port, Duration::from_millis(a.overhead_ms))?;
             cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
             cfg.cpu = Duration::from_millis(a.cpu_ms);
+            for w in &a.workflows {
+                cfg.workflows.add(w)?;
+            }
             sim::run_main(cfg).await
         }
         SimCommand::Worker(a) => {
@@ -665,6 +668,10 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 None => config::runner_limit(&env)?,
             };
             let m = config::MetricsConfig::from_env(&env, true)?;
+            let mut workflows = config::Workflows::default();
+            for w in &a.workflows {
+                workflows.add(w)?;
+            }
             let listen = crate::util::env_parse(
                 &env,
                 "N8N_LISTEN_ADDRESS",
@@ -685,6 +692,9 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 worker_cpu: Duration::from_millis(a.cpu_ms),
                 main_cpu: Duration::from_millis(a.main_cpu_ms),
                 redis: a.redis.as_deref().map(RedisUrl::parse).transpose()?,
+                workflows,
+                regular: a.executions_mode == crate::cli::ExecutionsModeArg::Regular,
+                production_limit: config::production_limit(&env)?,
             })
             .await
         }

@@ -387,3 +387,35 @@ pub fn cores() -> f64 {
         .map(|n| n.get() as f64)
         .unwrap_or(1.0)
 }
+
+/// "10MB" (10⁷ bytes), "512KiB" (512 × 1024), "1GB", "1000" → bytes. Decimal units for KB/MB/GB
+/// as file sizes are usually written; binary ones with the "i".
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let n: f64 = s[..end]
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: write e.g. 10MB, 512KiB or 1000"))?;
+    let mult = match s[end..].trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}: use B, KB, MB, GB, KiB, MiB or GiB"
+            ))
+        }
+    };
+    let bytes = (n * mult).round();
+    if bytes.is_finite() && (0.0..9e15).contains(&bytes) {
+        Ok(bytes as u64)
+    } else {
+        Err(format!("{text:?} is not a size n8ncap can send"))
+    }
+}

@@ -186,7 +186,7 @@ async fn malformed_body_gets_400_at_once() {
         &stack.webhook_url,
         "POST",
         &Default::default(),
-        None,
+        &Default::default(),
         Duration::from_secs(5),
     )
     .await

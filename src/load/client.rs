@@ -50,7 +50,7 @@ impl Target {
         url: &str,
         method: &str,
         headers: &std::collections::BTreeMap<String, String>,
-        body: Option<&serde_json::Value>,
+        body: &super::body::Body,
         timeout: Duration,
     ) -> anyhow::Result<Target> {
         let parsed = crate::wire::url::HttpUrl::parse(url, "target URL")?;
@@ -84,18 +84,17 @@ impl Target {
                 .map_err(|_| BadInput(format!("header {k} has a value that is not valid")))?;
             map.insert(name, value);
         }
-        let body = match body {
-            Some(v) => {
-                if !map.contains_key(hyper::header::CONTENT_TYPE) {
-                    map.insert(
-                        hyper::header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
-                }
-                Bytes::from(serde_json::to_vec(v)?)
+        if let Some(ct) = &body.content_type {
+            if !map.contains_key(hyper::header::CONTENT_TYPE) {
+                map.insert(
+                    hyper::header::CONTENT_TYPE,
+                    HeaderValue::from_str(ct).map_err(|_| {
+                        BadInput(format!("content type {ct:?} is not a valid header value"))
+                    })?,
+                );
             }
-            None => Bytes::new(),
-        };
+        }
+        let body = body.bytes.clone();
         let path_and_query = parsed.path_and_query;
         let wire = Target::wire(&method, &path_and_query, &map, &body);
         Ok(Target {
@@ -210,6 +209,9 @@ impl Exchange {
 pub struct Connection {
     stream: Option<tls::Stream>,
     buf: BytesMut,
+    /// Where `stream` goes: a virtual user of a mix keeps its connection while the next
+    /// scenario is on the same server, and opens another when it is not.
+    peer: Option<(SocketAddr, bool)>,
 }
 
 /// How the response body is delimited.
@@ -262,13 +264,15 @@ impl Connection {
             }
         };
         self.stream = Some(stream);
+        self.peer = Some((target.addr, target.tls.is_some()));
         self.buf.clear();
         Ok((connecting, t1.elapsed()))
     }
 
     /// Sends one request; the caller measures blocked time and total latency around it.
     pub async fn exchange(&mut self, target: &Target) -> Exchange {
-        let reused = self.stream.is_some();
+        let reused =
+            self.stream.is_some() && self.peer == Some((target.addr, target.tls.is_some()));
         let ex = self.exchange_once(target).await;
         // A kept-alive connection the server closed while idle answers nothing at all: that
         // is not the server failing the request, so try once more on a new connection.
@@ -280,6 +284,10 @@ impl Connection {
 
     async fn exchange_once(&mut self, target: &Target) -> Exchange {
         let mut ex = Exchange::new();
+        let peer = (target.addr, target.tls.is_some());
+        if self.peer != Some(peer) {
+            self.stream = None;
+        }
         if self.stream.is_none() {
             ex.new_connection = true;
             match self.connect(target).await {

@@ -2,12 +2,16 @@
 //! model), what a good answer is (checks) and when a run fails (thresholds). The six profiles
 //! under `profiles/` are compiled in and picked by name; any other path is read from disk.
 
+use super::body::FileSpec;
 use crate::error::{bad_input, BadInput};
 use crate::util::parse_duration;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Most scenarios one profile may mix.
+pub const MAX_SCENARIOS: usize = 16;
 
 /// Highest arrival rate a stage may ask (per second).
 pub const MAX_RATE: f64 = 1e9;
@@ -32,7 +36,14 @@ pub struct Profile {
     #[serde(default)]
     pub description: String,
     pub model: LoadModel,
+    /// The request of a one-workflow profile; with `scenarios`, what they share (URL origin,
+    /// headers, timeout, TLS).
+    #[serde(default)]
     pub request: RequestSpec,
+    /// Several workflows at once, each with its share of the iterations (or of the arrival
+    /// rate in the open model). Stages apply to the mix.
+    #[serde(default)]
+    pub scenarios: Vec<ScenarioSpec>,
     pub stages: Vec<StageSpec>,
     /// Default steady-state duration of a stage ("30s").
     #[serde(default = "default_stage_duration")]
@@ -45,6 +56,9 @@ pub struct Profile {
     /// k6-style thresholds: metric → expressions (`rate<0.05`, `p(95)<60000`).
     #[serde(default = "default_thresholds")]
     pub thresholds: BTreeMap<String, Vec<String>>,
+    /// Where relative paths of the profile (body_file, files) start: its file's directory.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
 }
 
 fn default_stage_duration() -> String {
@@ -92,6 +106,100 @@ pub struct RequestSpec {
     /// https: accept any certificate (self-signed test hosts only).
     #[serde(default)]
     pub insecure: bool,
+    /// The body is this file's bytes (relative to the profile's directory).
+    #[serde(default)]
+    pub body_file: Option<String>,
+    /// A multipart/form-data upload of these files.
+    #[serde(default)]
+    pub files: Vec<FileSpec>,
+    /// Form fields sent with `files`.
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+impl Default for RequestSpec {
+    fn default() -> Self {
+        RequestSpec {
+            method: default_method(),
+            url: default_url(),
+            headers: BTreeMap::new(),
+            body: None,
+            timeout: default_timeout(),
+            ca_cert: None,
+            insecure: false,
+            body_file: None,
+            files: Vec::new(),
+            fields: BTreeMap::new(),
+        }
+    }
+}
+
+impl RequestSpec {
+    fn has_body(&self) -> bool {
+        self.body.is_some() || self.body_file.is_some() || !self.files.is_empty()
+    }
+}
+
+/// One workflow of a mix: its webhook, its share, its checks and, when its body does not say
+/// it (`sleep_ms`, `wait_ms`, `code`), what the workflow does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: String,
+    /// Share of the iterations (closed model) or of the arrival rate (open model), relative to
+    /// the other scenarios' weights.
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    pub request: ScenarioRequest,
+    /// Default: the profile's checks.
+    #[serde(default)]
+    pub checks: Option<Vec<Check>>,
+    /// Job time of the workflow (slot held), e.g. "1.5s".
+    #[serde(default)]
+    pub job_time: Option<String>,
+    /// Code time of the workflow (runner task held); "0s" for a workflow without a Code node.
+    #[serde(default)]
+    pub code_time: Option<String>,
+}
+
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// A scenario's request: the URL (a path such as `/webhook/orders` is joined to the profile's
+/// `request.url` origin) and what differs from the profile's request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRequest {
+    pub url: String,
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Added to (and over) the profile's headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
+    #[serde(default)]
+    pub body_file: Option<String>,
+    #[serde(default)]
+    pub files: Vec<FileSpec>,
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// A scenario with the profile's defaults applied and its weight turned into a share.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    /// weight ÷ Σ weights.
+    pub share: f64,
+    pub request: RequestSpec,
+    pub checks: Vec<Check>,
+    /// Declared job and Code times (s), when the profile gives them.
+    pub job_time_s: Option<f64>,
+    pub code_time_s: Option<f64>,
 }
 
 fn default_method() -> String {
@@ -215,7 +323,9 @@ impl Profile {
             ));
         }
         let text = crate::util::read_text_file(path, 1 << 20, "profile")?;
-        Profile::parse(&text, &path.display().to_string())
+        let mut p = Profile::parse(&text, &path.display().to_string())?;
+        p.base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(p)
     }
 
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<Profile> {
@@ -231,6 +341,14 @@ impl Profile {
         if let Some(u) = &o.url {
             self.request.url = u.clone();
         }
+        if let (Some(_), false) = (&o.body, self.scenarios.is_empty()) {
+            return bad_input(format!(
+                "--body sets the body of a one-request profile; {} has {} scenarios: edit their \
+                 bodies in the profile",
+                self.name,
+                self.scenarios.len()
+            ));
+        }
         if let Some(b) = &o.body {
             let v: serde_json::Value = serde_json::from_str(b).map_err(|e| {
                 BadInput(format!(
@@ -238,6 +356,9 @@ impl Profile {
                 ))
             })?;
             self.request.body = Some(v);
+            self.request.body_file = None;
+            self.request.files.clear();
+            self.request.fields.clear();
         }
         if let Some(t) = &o.timeout {
             self.request.timeout = t.clone();
@@ -393,6 +514,120 @@ impl Profile {
             ));
         }
         Ok(t)
+    }
+}
+
+/// The origin (`scheme://host:port`) of a URL, for joining a scenario's path to it.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+impl Profile {
+    /// The scenarios to run: the profile's own request as one scenario, or its `scenarios` with
+    /// the profile's request applied under them and their weights turned into shares.
+    pub fn scenarios(&self) -> anyhow::Result<Vec<Scenario>> {
+        if self.scenarios.is_empty() {
+            return Ok(vec![Scenario {
+                name: "default".into(),
+                share: 1.0,
+                request: self.request.clone(),
+                checks: self.checks.clone(),
+                job_time_s: None,
+                code_time_s: None,
+            }]);
+        }
+        let at = format!("profile {}", self.name);
+        if self.scenarios.len() > MAX_SCENARIOS {
+            return bad_input(format!(
+                "{at} has {} scenarios: at most {MAX_SCENARIOS}",
+                self.scenarios.len()
+            ));
+        }
+        if self.request.has_body() {
+            return bad_input(format!(
+                "{at}: request.body (or body_file, files) with scenarios: each scenario's workflow \
+                 has its own body — move it into the scenarios"
+            ));
+        }
+        let total: f64 = self.scenarios.iter().map(|s| s.weight).sum();
+        let mut out: Vec<Scenario> = Vec::new();
+        for (i, s) in self.scenarios.iter().enumerate() {
+            out.push(self.scenario(i, s, total)?);
+        }
+        Ok(out)
+    }
+
+    fn scenario(&self, i: usize, s: &ScenarioSpec, total: f64) -> anyhow::Result<Scenario> {
+        let at = format!("profile {}: scenarios[{i}]", self.name);
+        let name = s.name.trim();
+        if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+            return bad_input(format!("{at}.name must be 1 to 64 printable characters"));
+        }
+        if self.scenarios[..i].iter().any(|o| o.name.trim() == name) {
+            return bad_input(format!("{at}: the name {name:?} is used twice"));
+        }
+        if !(s.weight.is_finite() && s.weight > 0.0 && s.weight <= 1e6) {
+            return bad_input(format!(
+                "{at}.weight must be a number above 0 (a share relative to the other scenarios)"
+            ));
+        }
+        let r = &s.request;
+        let url = if r.url.starts_with('/') {
+            format!("{}{}", origin(&self.request.url), r.url)
+        } else {
+            r.url.clone()
+        };
+        let mut headers = self.request.headers.clone();
+        headers.extend(r.headers.clone());
+        let request = RequestSpec {
+            method: r
+                .method
+                .clone()
+                .unwrap_or_else(|| self.request.method.clone()),
+            url,
+            headers,
+            body: r.body.clone(),
+            timeout: r
+                .timeout
+                .clone()
+                .unwrap_or_else(|| self.request.timeout.clone()),
+            ca_cert: self.request.ca_cert.clone(),
+            insecure: self.request.insecure,
+            body_file: r.body_file.clone(),
+            files: r.files.clone(),
+            fields: r.fields.clone(),
+        };
+        let secs = |field: &str, v: &Option<String>| -> anyhow::Result<Option<f64>> {
+            v.as_deref()
+                .map(|t| {
+                    crate::util::parse_duration(t)
+                        .map(|d| d.as_secs_f64())
+                        .map_err(|e| BadInput(format!("{at}.{field}: {e}")).into())
+                })
+                .transpose()
+        };
+        let job_time_s = secs("job_time", &s.job_time)?;
+        let code_time_s = secs("code_time", &s.code_time)?;
+        if let (Some(j), Some(c)) = (job_time_s, code_time_s) {
+            if c > j {
+                return bad_input(format!(
+                    "{at}: code_time ({c} s) is longer than job_time ({j} s): the Code node runs \
+                     inside the job"
+                ));
+            }
+        }
+        Ok(Scenario {
+            name: name.to_string(),
+            share: s.weight / total,
+            request,
+            checks: s.checks.clone().unwrap_or_else(|| self.checks.clone()),
+            job_time_s,
+            code_time_s,
+        })
     }
 }
 

@@ -10,7 +10,10 @@ use super::profile::{Check, LoadModel, Profile, Stage};
 use super::stats::{Agg, Sample, StageRecorder};
 use crate::record::dir::ResultsDir;
 use crate::record::observation::Observer;
-use crate::record::stage::{CheckResult, QueueObserved, StageResult, ThresholdMetric};
+use crate::record::stage::{
+    CheckResult, QueueObserved, ScenarioResult, StageResult, ThresholdMetric,
+};
+use crate::record::summary::ScenarioInfo;
 use crate::record::Summary;
 use std::future::Future;
 use std::io::{IsTerminal, Write};
@@ -83,9 +86,46 @@ pub enum Ending {
     Interrupted,
 }
 
-struct Shared {
+/// One scenario as the virtual users send it.
+struct ScenarioRun {
     target: Target,
     checks: Vec<Check>,
+    /// Where its checks start in the stage's list of checks.
+    check_offset: usize,
+}
+
+/// A scenario's name and its checks' names, for its figures.
+#[derive(Clone)]
+struct ScenarioNames {
+    name: String,
+    checks: Vec<String>,
+}
+
+/// Scenario indices in the order iterations take them: a smooth weighted round-robin of
+/// [`SCHEDULE_LEN`] slots, so every run of that many iterations has each scenario's share to
+/// the slot, without randomness.
+const SCHEDULE_LEN: usize = 1000;
+
+fn schedule(shares: &[f64]) -> Vec<u16> {
+    let mut current = vec![0.0f64; shares.len()];
+    (0..SCHEDULE_LEN)
+        .map(|_| {
+            for (c, s) in current.iter_mut().zip(shares) {
+                *c += s;
+            }
+            let best = (0..current.len())
+                .max_by(|a, b| current[*a].total_cmp(&current[*b]).then(b.cmp(a)))
+                .unwrap_or(0);
+            current[best] -= 1.0;
+            best as u16
+        })
+        .collect()
+}
+
+struct Shared {
+    scenarios: Vec<ScenarioRun>,
+    schedule: Vec<u16>,
+    next_iteration: AtomicU64,
     recorder: RwLock<Arc<StageRecorder>>,
     stop: AtomicBool,
     live_done: AtomicU64,
@@ -98,6 +138,15 @@ impl Shared {
             Ok(r) => r.clone(),
             Err(p) => p.into_inner().clone(),
         }
+    }
+
+    /// The scenario the next iteration runs.
+    fn pick(&self) -> usize {
+        let k = self.next_iteration.fetch_add(1, Ordering::Relaxed) as usize;
+        self.schedule
+            .get(k % self.schedule.len().max(1))
+            .map(|i| *i as usize)
+            .unwrap_or(0)
     }
 
     fn set_current(&self, rec: Arc<StageRecorder>) {
@@ -113,16 +162,19 @@ impl Shared {
     fn finish(
         &self,
         rec: &StageRecorder,
-        shard: usize,
+        (shard, scenario): (usize, usize),
         ex: &super::client::Exchange,
         (blocked, started, counted_at): (Duration, Instant, Option<Instant>),
     ) {
         let now = Instant::now();
+        let Some(sc) = self.scenarios.get(scenario) else {
+            return;
+        };
         let mut results = [false; MAX_CHECKS];
-        let n = self.checks.len().min(results.len());
+        let n = sc.checks.len().min(results.len());
         let mut json = None;
         if let Ok((status, body)) = &ex.result {
-            for (i, c) in self.checks.iter().take(n).enumerate() {
+            for (i, c) in sc.checks.iter().take(n).enumerate() {
                 results[i] = run_check(c, *status, body, &mut json);
             }
         }
@@ -136,6 +188,7 @@ impl Shared {
         }
         rec.record(
             shard,
+            (scenario, sc.check_offset),
             &Sample {
                 exchange: ex,
                 blocked,
@@ -187,6 +240,71 @@ struct Sweep {
     vus: VirtualUsers,
     run_start: Instant,
     total_time: Duration,
+    /// Every check of the stage, scenario by scenario.
+    check_names: Vec<String>,
+    /// Per scenario of a mix (one entry for a one-request profile).
+    names: Vec<ScenarioNames>,
+}
+
+/// Builds each scenario's body and target (a missing file or a bad URL fails here, before any
+/// load) and what the summary records of it.
+async fn prepare_scenarios(
+    profile: &Profile,
+) -> anyhow::Result<(Vec<ScenarioRun>, Vec<ScenarioInfo>)> {
+    let timeout_of = |t: &str| -> anyhow::Result<Duration> {
+        let mut p = profile.clone();
+        p.request.timeout = t.to_string();
+        p.timeout()
+    };
+    let mut runs = Vec::new();
+    let mut infos = Vec::new();
+    let mut offset = 0;
+    for (i, sc) in profile.scenarios()?.into_iter().enumerate() {
+        if sc.checks.len() > MAX_CHECKS {
+            return crate::error::bad_input(format!(
+                "a profile (or scenario) may have at most {MAX_CHECKS} checks"
+            ));
+        }
+        let r = &sc.request;
+        let at = match profile.scenarios.is_empty() {
+            true => format!("profile {}: request", profile.name),
+            false => format!("profile {}: scenarios[{i}].request", profile.name),
+        };
+        let body = super::body::build(&super::body::BodySource {
+            json: r.body.as_ref(),
+            file: r.body_file.as_deref(),
+            files: &r.files,
+            fields: &r.fields,
+            base: &profile.base_dir,
+            at: &at,
+        })?;
+        let mut target = Target::new(
+            &r.url,
+            &r.method,
+            &r.headers,
+            &body,
+            timeout_of(&r.timeout)?,
+        )
+        .await?;
+        target.set_tls(r.ca_cert.as_deref().map(std::path::Path::new), r.insecure)?;
+        infos.push(ScenarioInfo {
+            name: sc.name.clone(),
+            method: target.method.to_string(),
+            url: target.url.clone(),
+            share: sc.share,
+            body: r.body.clone(),
+            body_info: body.info.clone(),
+            job_time_s: sc.job_time_s,
+            code_time_s: sc.code_time_s,
+        });
+        runs.push(ScenarioRun {
+            target,
+            check_offset: offset,
+            checks: sc.checks,
+        });
+        offset += runs.last().map(|r| r.checks.len()).unwrap_or(0);
+    }
+    Ok((runs, infos))
 }
 
 /// Runs the sweep. `interrupt` resolving (Ctrl-C) ends the current stage as partial.
@@ -226,30 +344,29 @@ impl Sweep {
             .flat_map(|s| (0..repeat).map(move |r| (s.clone(), r)))
             .collect();
         let thresholds = checks::parse_all(&profile.thresholds)?;
-        if profile.checks.len() > MAX_CHECKS {
-            return crate::error::bad_input(format!(
-                "a profile may have at most {MAX_CHECKS} checks"
-            ));
+        let (runs, infos) = prepare_scenarios(profile).await?;
+        let mut names = Vec::new();
+        let mut check_names = Vec::new();
+        for (run, info) in runs.iter().zip(&infos) {
+            let checks: Vec<String> = run.checks.iter().map(Check::name).collect();
+            check_names.extend(checks.iter().map(|c| match runs.len() {
+                1 => c.clone(),
+                _ => format!("{}: {c}", info.name),
+            }));
+            names.push(ScenarioNames {
+                name: info.name.clone(),
+                checks,
+            });
         }
-        let mut target = Target::new(
-            &profile.request.url,
-            &profile.request.method,
-            &profile.request.headers,
-            profile.request.body.as_ref(),
-            profile.timeout()?,
-        )
-        .await?;
-        target.set_tls(
-            profile.request.ca_cert.as_deref().map(std::path::Path::new),
-            profile.request.insecure,
-        )?;
         let shared = Arc::new(Shared {
-            target,
-            checks: profile.checks.clone(),
+            schedule: schedule(&infos.iter().map(|i| i.share).collect::<Vec<_>>()),
+            scenarios: runs,
+            next_iteration: AtomicU64::new(0),
             recorder: RwLock::new(Arc::new(StageRecorder::new(
                 Instant::now(),
                 Duration::ZERO,
-                profile.checks.len(),
+                check_names.len(),
+                &[],
             ))),
             stop: AtomicBool::new(false),
             live_done: AtomicU64::new(0),
@@ -261,6 +378,14 @@ impl Sweep {
             &profile.request.url,
             profile.request.body.clone(),
         );
+        if infos.len() > 1 {
+            summary.url = infos
+                .iter()
+                .map(|i| i.url.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            summary.scenarios = infos;
+        }
         summary.settings = opts.settings.clone();
         summary.host = opts.host.clone();
         let total_time = stages.iter().map(|(s, _)| s.duration).sum();
@@ -274,6 +399,8 @@ impl Sweep {
             vus: VirtualUsers::default(),
             run_start: Instant::now(),
             total_time,
+            check_names,
+            names,
         })
     }
 
@@ -300,10 +427,15 @@ impl Sweep {
         }
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
+        let per_scenario: Vec<usize> = match self.names.len() {
+            1 => Vec::new(),
+            _ => self.names.iter().map(|n| n.checks.len()).collect(),
+        };
         let rec = Arc::new(StageRecorder::new(
             stage_start,
             stage.warmup,
-            self.shared.checks.len(),
+            self.check_names.len(),
+            &per_scenario,
         ));
         self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
@@ -338,7 +470,8 @@ impl Sweep {
             }
         }
         stage_tasks.abort_all();
-        let agg = rec.total(self.shared.checks.len());
+        let agg = rec.total(self.check_names.len());
+        let scenario_aggs = rec.scenario_totals();
         let window = ended.saturating_duration_since(rec.warmup_until);
         let seen = self
             .opts
@@ -354,10 +487,12 @@ impl Sweep {
                 dropped: rec.dropped(),
                 window,
                 partial: matches!(end, StageEnd::Interrupted),
+                check_names: &self.check_names,
             },
             &self.thresholds,
             seen.as_ref().and_then(|s| s.queue.clone()),
         );
+        result.scenarios = scenario_results(&result, &self.names, &scenario_aggs);
         result.repeat = rep;
         result.ended_by = Some(end);
         if let Some(seen) = seen {
@@ -593,12 +728,16 @@ async fn closed_vu(shared: Arc<Shared>, id: u32, retired: Arc<AtomicBool>) {
         if shared.stop.load(Ordering::Relaxed) || retired.load(Ordering::Relaxed) {
             return;
         }
+        let scenario = shared.pick();
+        let Some(sc) = shared.scenarios.get(scenario) else {
+            return;
+        };
         let started = Instant::now();
-        let ex = conn.exchange(&shared.target).await;
+        let ex = conn.exchange(&sc.target).await;
         let refused = ex.result.is_err() && ex.new_connection;
         shared.finish(
             &shared.current(),
-            id as usize,
+            (id as usize, scenario),
             &ex,
             (Duration::ZERO, started, None),
         );
@@ -663,7 +802,11 @@ async fn open_scheduler(
                 let sh = shared.clone();
                 let pool = pool.clone();
                 let rec = rec.clone();
+                let scenario = shared.pick();
                 inflight.spawn(async move {
+                    let Some(sc) = sh.scenarios.get(scenario) else {
+                        return;
+                    };
                     let got = Instant::now();
                     let mut conn = pool
                         .idle
@@ -671,10 +814,10 @@ async fn open_scheduler(
                         .ok()
                         .and_then(|mut i| i.pop())
                         .unwrap_or_default();
-                    let ex = conn.exchange(&sh.target).await;
+                    let ex = conn.exchange(&sc.target).await;
                     sh.finish(
                         &rec,
-                        k as usize,
+                        (k as usize, scenario),
                         &ex,
                         (
                             got.saturating_duration_since(intended),
@@ -742,6 +885,80 @@ struct StageInput<'a> {
     dropped: u64,
     window: Duration,
     partial: bool,
+    check_names: &'a [String],
+}
+
+/// The pass rate of a stage's checks: passes ÷ evaluations (1 when nothing was checked but
+/// something completed, 0 when nothing completed).
+fn check_pass_rate(agg: &Agg) -> f64 {
+    let passes: u64 = agg.check_passes.iter().sum();
+    let evaluations = passes + agg.check_fails.iter().sum::<u64>();
+    match (evaluations, agg.requests) {
+        (0, 0) => 0.0,
+        (0, _) => 1.0,
+        _ => passes as f64 / evaluations as f64,
+    }
+}
+
+fn check_results(names: &[String], agg: &Agg) -> Vec<CheckResult> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| CheckResult {
+            name: name.clone(),
+            passes: agg.check_passes.get(i).copied().unwrap_or(0),
+            fails: agg.check_fails.get(i).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// Each scenario's figures: its part of the stage's throughput is the stage's throughput ×
+/// its share of the good answers, so the parts add up to the whole (the closed model's
+/// throughput comes from Little's law over all requests).
+fn scenario_results(
+    stage: &StageResult,
+    names: &[ScenarioNames],
+    aggs: &[Agg],
+) -> Vec<ScenarioResult> {
+    let good = |a: &Agg| a.ok.saturating_sub(a.errors.check_failed);
+    let all_good: u64 = aggs.iter().map(good).sum();
+    let all_requests: u64 = aggs.iter().map(|a| a.requests).sum();
+    let rate_per_request = if stage.requests > 0 {
+        stage.request_rate / stage.requests as f64
+    } else {
+        0.0
+    };
+    names
+        .iter()
+        .zip(aggs)
+        .map(|(n, a)| ScenarioResult {
+            name: n.name.clone(),
+            requests: a.requests,
+            ok: a.ok,
+            throughput_rps: if all_good > 0 {
+                stage.throughput_rps * good(a) as f64 / all_good as f64
+            } else {
+                0.0
+            },
+            request_rate: a.requests as f64 * rate_per_request,
+            share: if all_requests > 0 {
+                a.requests as f64 / all_requests as f64
+            } else {
+                0.0
+            },
+            latency: a.latency_summary(),
+            error_rate: if a.requests > 0 {
+                a.errors.http_failed() as f64 / a.requests as f64
+            } else {
+                0.0
+            },
+            errors: a.errors.clone(),
+            checks: check_results(&n.checks, a),
+            check_pass_rate: check_pass_rate(a),
+            bytes_sent: a.bytes_sent,
+            bytes_received: a.bytes_received,
+        })
+        .collect()
 }
 
 fn stage_result(
@@ -757,6 +974,7 @@ fn stage_result(
         dropped,
         window,
         partial,
+        check_names,
     } = input;
     let window_s = window.as_secs_f64();
     let per_s = |n: u64| {
@@ -766,17 +984,6 @@ fn stage_result(
             0.0
         }
     };
-    let evaluations: u64 =
-        agg.check_passes.iter().sum::<u64>() + agg.check_fails.iter().sum::<u64>();
-    let check_pass_rate = if evaluations == 0 {
-        if agg.requests == 0 {
-            0.0
-        } else {
-            1.0
-        }
-    } else {
-        agg.check_passes.iter().sum::<u64>() as f64 / evaluations as f64
-    };
     let http_failed = agg.errors.http_failed();
     let error_rate = if agg.requests == 0 {
         0.0
@@ -785,7 +992,7 @@ fn stage_result(
     };
     let good = agg.ok.saturating_sub(agg.errors.check_failed);
     let stage_thresholds = evaluate(thresholds, agg, window_s, dropped);
-    let invalid_reasons = invalid_reasons(profile, thresholds, agg, (window_s, dropped));
+    let invalid_reasons = invalid_reasons(thresholds, agg, (window_s, dropped));
     StageResult {
         index,
         repeat: 0,
@@ -820,17 +1027,8 @@ fn stage_result(
         phases: agg.phases(),
         error_rate,
         errors: agg.errors.clone(),
-        checks: profile
-            .checks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| CheckResult {
-                name: c.name(),
-                passes: agg.check_passes[i],
-                fails: agg.check_fails[i],
-            })
-            .collect(),
-        check_pass_rate,
+        checks: check_results(check_names, agg),
+        check_pass_rate: check_pass_rate(agg),
         dropped_iterations: dropped,
         new_connections: agg.new_connections,
         new_conns_per_request: if agg.requests == 0 {
@@ -851,13 +1049,14 @@ fn stage_result(
         containers: Vec::new(),
         memory_by_role: Vec::new(),
         ended_by: None,
+        scenarios: Vec::new(),
+        ramp: None,
     }
 }
 
 /// Why a stage's figures are not results: nothing completed, or the error and check
 /// thresholds failed (k6's defaults when the profile has none).
 fn invalid_reasons(
-    profile: &Profile,
     thresholds: &[Threshold],
     agg: &Agg,
     (window_s, dropped): (f64, u64),
@@ -880,7 +1079,7 @@ fn invalid_reasons(
         if !v.iter().any(|t| t.metric == ThresholdMetric::HttpReqFailed) {
             v.extend(Threshold::parse("http_req_failed", "rate<0.05").ok());
         }
-        if !v.iter().any(|t| t.metric == ThresholdMetric::Checks) && !profile.checks.is_empty() {
+        if !v.iter().any(|t| t.metric == ThresholdMetric::Checks) && !agg.check_passes.is_empty() {
             v.extend(Threshold::parse("checks", "rate>0.99").ok());
         }
         v

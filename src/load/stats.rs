@@ -111,6 +111,76 @@ impl Agg {
         self.checks_failed_on_cut_body += o.checks_failed_on_cut_body;
     }
 
+    /// Adds one request; its check outcomes go from `check_offset` on. A warm-up request is
+    /// only counted.
+    pub fn add(&mut self, s: &Sample<'_>, check_offset: usize, warm: bool) {
+        let a = self;
+        if warm {
+            a.warmup_requests += 1;
+            return;
+        }
+        let ex = s.exchange;
+        a.requests += 1;
+        a.bytes_sent = a.bytes_sent.saturating_add(ex.bytes_sent);
+        a.bytes_received = a.bytes_received.saturating_add(ex.bytes_received);
+        if ex.new_connection {
+            a.new_connections += 1;
+            record(&mut a.connecting, ex.connecting);
+            if !ex.tls_handshaking.is_zero() {
+                record(&mut a.tls, ex.tls_handshaking);
+            }
+        }
+        record(&mut a.latency, s.latency);
+        a.latency_sum_s += s.latency.as_secs_f64();
+        record(&mut a.blocked, s.blocked);
+        match &ex.result {
+            Ok((status, _)) => {
+                record(&mut a.sending, ex.sending);
+                record(&mut a.waiting, ex.waiting);
+                record(&mut a.receiving, ex.receiving);
+                if *status >= 400 {
+                    *a.errors.http_status.entry(*status).or_insert(0) += 1;
+                } else {
+                    a.ok += 1;
+                }
+            }
+            Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
+            Err(Failure::ConnectOther) => a.errors.connect_other += 1,
+            Err(Failure::Tls) => a.errors.tls += 1,
+            Err(Failure::Timeout) => a.errors.timeout += 1,
+            Err(Failure::Io) => a.errors.io += 1,
+        }
+        let http_ok = matches!(&ex.result, Ok((st, _)) if *st < 400);
+        let mut all_passed = true;
+        for (i, passed) in s.checks.iter().enumerate() {
+            let counts = if *passed {
+                &mut a.check_passes
+            } else {
+                all_passed = false;
+                &mut a.check_fails
+            };
+            if let Some(c) = counts.get_mut(check_offset + i) {
+                *c += 1;
+            }
+        }
+        if http_ok && !all_passed {
+            a.errors.check_failed += 1;
+        }
+        if ex.body_cut {
+            a.bodies_cut += 1;
+            if !all_passed {
+                a.checks_failed_on_cut_body += 1;
+            }
+        }
+    }
+
+    /// A copy (histograms included).
+    pub fn clone_counts(&self) -> Agg {
+        let mut c = Agg::new(self.check_passes.len());
+        c.merge(self);
+        c
+    }
+
     pub fn latency_summary(&self) -> Option<Latency> {
         summarize(&self.latency)
     }
@@ -165,15 +235,27 @@ pub struct StageRecorder {
     pub started: Instant,
     pub warmup_until: Instant,
     shards: Vec<Mutex<Agg>>,
+    /// One per scenario when the profile mixes several (each with its own checks).
+    scenarios: Vec<Mutex<Agg>>,
     dropped: std::sync::atomic::AtomicU64,
 }
 
 impl StageRecorder {
-    pub fn new(started: Instant, warmup: Duration, checks: usize) -> StageRecorder {
+    /// `scenario_checks`: the checks of each scenario of a mix (empty for one request).
+    pub fn new(
+        started: Instant,
+        warmup: Duration,
+        checks: usize,
+        scenario_checks: &[usize],
+    ) -> StageRecorder {
         StageRecorder {
             started,
             warmup_until: started + warmup,
             shards: (0..SHARDS).map(|_| Mutex::new(Agg::new(checks))).collect(),
+            scenarios: scenario_checks
+                .iter()
+                .map(|n| Mutex::new(Agg::new(*n)))
+                .collect(),
             dropped: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -187,64 +269,33 @@ impl StageRecorder {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub fn record(&self, shard: usize, s: &Sample<'_>, now: Instant) {
-        let Ok(mut a) = self.shards[shard % SHARDS].lock() else {
-            return;
-        };
-        if now < self.warmup_until {
-            a.warmup_requests += 1;
-            return;
+    /// Records one request of scenario `scenario`, whose checks start at `check_offset` in the
+    /// stage's list.
+    pub fn record(
+        &self,
+        shard: usize,
+        (scenario, check_offset): (usize, usize),
+        s: &Sample<'_>,
+        now: Instant,
+    ) {
+        let warm = now < self.warmup_until;
+        if let Ok(mut a) = self.shards[shard % SHARDS].lock() {
+            a.add(s, check_offset, warm);
         }
-        let ex = s.exchange;
-        a.requests += 1;
-        a.bytes_sent = a.bytes_sent.saturating_add(ex.bytes_sent);
-        a.bytes_received = a.bytes_received.saturating_add(ex.bytes_received);
-        if ex.new_connection {
-            a.new_connections += 1;
-            record(&mut a.connecting, ex.connecting);
-            if !ex.tls_handshaking.is_zero() {
-                record(&mut a.tls, ex.tls_handshaking);
-            }
+        if let Some(Ok(mut a)) = self.scenarios.get(scenario).map(|m| m.lock()) {
+            a.add(s, 0, warm);
         }
-        record(&mut a.latency, s.latency);
-        a.latency_sum_s += s.latency.as_secs_f64();
-        record(&mut a.blocked, s.blocked);
-        match &ex.result {
-            Ok((status, _)) => {
-                record(&mut a.sending, ex.sending);
-                record(&mut a.waiting, ex.waiting);
-                record(&mut a.receiving, ex.receiving);
-                if *status >= 400 {
-                    *a.errors.http_status.entry(*status).or_insert(0) += 1;
-                } else {
-                    a.ok += 1;
-                }
-            }
-            Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
-            Err(Failure::ConnectOther) => a.errors.connect_other += 1,
-            Err(Failure::Tls) => a.errors.tls += 1,
-            Err(Failure::Timeout) => a.errors.timeout += 1,
-            Err(Failure::Io) => a.errors.io += 1,
-        }
-        let http_ok = matches!(&ex.result, Ok((st, _)) if *st < 400);
-        let mut all_passed = true;
-        for (i, passed) in s.checks.iter().enumerate() {
-            if *passed {
-                a.check_passes[i] += 1;
-            } else {
-                a.check_fails[i] += 1;
-                all_passed = false;
-            }
-        }
-        if http_ok && !all_passed {
-            a.errors.check_failed += 1;
-        }
-        if ex.body_cut {
-            a.bodies_cut += 1;
-            if !all_passed {
-                a.checks_failed_on_cut_body += 1;
-            }
-        }
+    }
+
+    /// Each scenario's aggregate (empty for a one-request profile).
+    pub fn scenario_totals(&self) -> Vec<Agg> {
+        self.scenarios
+            .iter()
+            .map(|m| match m.lock() {
+                Ok(a) => a.clone_counts(),
+                Err(p) => p.into_inner().clone_counts(),
+            })
+            .collect()
     }
 
     /// Steady-window requests so far, the good ones, and their latency sum (s) — cheap enough

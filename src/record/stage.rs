@@ -311,6 +311,40 @@ pub struct StageResult {
     /// Why the stage ended (the adaptive sweep ends a stage when it is steady).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<StageEnd>,
+    /// A profile with several scenarios: each one's figures (they add up to the stage's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioResult>,
+    /// A window of a closed-model ramp (k6's `ramping-vus`): the virtual users moved from
+    /// `from` to `to` during it, so it is no load level; `vus` is their mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+}
+
+/// Virtual users at the start and end of a ramp window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ramp {
+    pub from: u32,
+    pub to: u32,
+}
+
+/// One scenario's figures in a stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    /// This scenario's part of the stage's throughput (good answers per second).
+    pub throughput_rps: f64,
+    pub request_rate: f64,
+    /// Share of the stage's requests.
+    pub share: f64,
+    pub latency: Option<Latency>,
+    pub error_rate: f64,
+    pub errors: ErrorCounts,
+    pub checks: Vec<CheckResult>,
+    pub check_pass_rate: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
 }
 
 impl StageResult {
@@ -355,6 +389,8 @@ impl StageResult {
             containers: Vec::new(),
             memory_by_role: Vec::new(),
             ended_by: None,
+            scenarios: Vec::new(),
+            ramp: None,
         }
     }
 

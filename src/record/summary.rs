@@ -33,6 +33,42 @@ pub struct Host {
     pub shares_client_cpu: bool,
 }
 
+/// What a built body holds, as the summary records it (never the bytes themselves).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BodyInfo {
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub field: String,
+    pub filename: String,
+    pub bytes: u64,
+}
+
+/// One scenario of a mix as the run recorded it: never a header value or file content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub method: String,
+    /// Redacted (no user:password).
+    pub url: String,
+    /// Share of the iterations (closed model) or of the arrival rate (open model).
+    pub share: f64,
+    /// A JSON body (the example workflow reads `sleep_ms`, `wait_ms`, `code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
+    /// Size of the body and the files it uploads.
+    pub body_info: BodyInfo,
+    /// Job and Code time the profile declares for the workflow (s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_time_s: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
@@ -46,6 +82,9 @@ pub struct Summary {
     pub model: LoadModel,
     pub url: String,
     pub body: Option<serde_json::Value>,
+    /// A profile with several scenarios: what each sent, its share and what its workflow does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioInfo>,
     pub stages: Vec<StageResult>,
     /// Thresholds over every stage's steady window together (as k6 evaluates them).
     pub thresholds: Vec<ThresholdResult>,
@@ -94,6 +133,7 @@ impl Summary {
             model,
             url: crate::wire::url::redact(url),
             body,
+            scenarios: Vec::new(),
             stages: Vec::new(),
             thresholds: Vec::new(),
             thresholds_passed: true,

@@ -98,8 +98,11 @@ pub struct MainConfig {
     pub listen: SocketAddr,
     /// The queue endpoint workers connect to (see [`queue_address`]).
     pub queue_listen: SocketAddr,
-    /// The webhook path the workflow registers (the example workflow uses `load`).
-    pub webhook_path: String,
+    /// The workflows main has registered, by webhook path, each with the defaults of what it
+    /// does (`load`: everything from the body, as the example workflow).
+    pub workflows: Workflows,
+    /// `EXECUTIONS_MODE=regular`: main runs every execution itself.
+    pub regular: Option<RegularConfig>,
     pub metrics: MetricsConfig,
     /// Time main spends on each execution outside any worker slot (webhook handling, saving).
     pub overhead: Duration,
@@ -115,14 +118,16 @@ pub struct MainConfig {
 
 impl MainConfig {
     pub fn from_env(env: Env, port: Option<u16>, overhead: Duration) -> Result<Self, BadInput> {
-        if let Some(mode) = env("EXECUTIONS_MODE") {
-            if !mode.is_empty() && mode != "queue" {
+        let regular = match env("EXECUTIONS_MODE").as_deref().map(str::trim) {
+            // The simulator's compose stacks are queue-mode stacks; n8n's own default is regular.
+            None | Some("") | Some("queue") => None,
+            Some("regular") => Some(RegularConfig::from_env(env)?),
+            Some(other) => {
                 return Err(BadInput(format!(
-                    "EXECUTIONS_MODE={mode:?}: the simulator is an n8n in queue mode; set \
-                     EXECUTIONS_MODE=queue or unset it"
-                )));
+                    "EXECUTIONS_MODE={other:?} is not an executions mode: use queue or regular"
+                )))
             }
-        }
+        };
         let ip = listen_ip(env, "N8N_LISTEN_ADDRESS", "0.0.0.0")?;
         let port = match port {
             Some(p) => p,
@@ -132,7 +137,8 @@ impl MainConfig {
         Ok(Self {
             listen: SocketAddr::new(ip, port),
             queue_listen: SocketAddr::new(ip, queue_port),
-            webhook_path: "load".into(),
+            workflows: Workflows::default(),
+            regular,
             metrics: MetricsConfig::from_env(env, false)?,
             overhead,
             cpu: Duration::ZERO,
@@ -140,6 +146,98 @@ impl MainConfig {
             redis: None,
             bull_prefix: bull_prefix(env),
         })
+    }
+}
+
+/// Webhook path → what its workflow does unless the body says otherwise (JobSpec fields).
+#[derive(Debug, Clone)]
+pub struct Workflows(
+    pub std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+);
+
+impl Default for Workflows {
+    fn default() -> Self {
+        Workflows(std::collections::BTreeMap::from([(
+            "load".to_string(),
+            serde_json::Map::new(),
+        )]))
+    }
+}
+
+impl Workflows {
+    /// Adds `path=JSON` (a `--workflow` flag): e.g. `orders={"sleep_ms":200,"code":false}`.
+    pub fn add(&mut self, spec: &str) -> Result<(), BadInput> {
+        let (path, json) = spec.split_once('=').ok_or_else(|| {
+            BadInput(format!(
+                "--workflow {spec:?}: write PATH=JSON, e.g. orders='{{\"sleep_ms\":200,\"code\":false}}'"
+            ))
+        })?;
+        let path = path.trim().trim_start_matches('/');
+        if path.is_empty()
+            || !path
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        {
+            return Err(BadInput(format!(
+                "--workflow {spec:?}: the path must be letters, digits, - _ . / (the part after /webhook/)"
+            )));
+        }
+        let defaults = match serde_json::from_str::<serde_json::Value>(json) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => {
+                return Err(BadInput(format!(
+                    "--workflow {path}: {json:?} is not a JSON object such as {{\"sleep_ms\":200}}"
+                )))
+            }
+        };
+        if let Err(e) = serde_json::from_value::<super::wire::JobSpec>(serde_json::Value::Object(
+            defaults.clone(),
+        )) {
+            return Err(BadInput(format!("--workflow {path}: {e}")));
+        }
+        self.0.insert(path.to_string(), defaults);
+        Ok(())
+    }
+}
+
+/// Regular mode: main runs the executions, at most `N8N_CONCURRENCY_PRODUCTION_LIMIT` at once
+/// (-1, the default: no limit), its Code nodes on an internal runner of
+/// `N8N_RUNNERS_MAX_CONCURRENCY` tasks, all of its JavaScript on one thread.
+#[derive(Debug, Clone)]
+pub struct RegularConfig {
+    pub production_limit: Option<u32>,
+    pub runner_limit: u32,
+    /// Time each execution spends besides its own work (loading and saving it).
+    pub overhead: Duration,
+    /// CPU each execution burns on main's JavaScript thread (what a worker burns in queue mode).
+    pub cpu: Duration,
+}
+
+impl RegularConfig {
+    pub fn from_env(env: Env) -> Result<Self, BadInput> {
+        Ok(RegularConfig {
+            production_limit: production_limit(env)?,
+            runner_limit: runner_limit(env)?,
+            overhead: Duration::ZERO,
+            cpu: Duration::ZERO,
+        })
+    }
+}
+
+/// `N8N_CONCURRENCY_PRODUCTION_LIMIT`: None for -1 (n8n's default, no limit).
+pub fn production_limit(env: Env) -> Result<Option<u32>, BadInput> {
+    let v: i64 = env_parse(
+        env,
+        "N8N_CONCURRENCY_PRODUCTION_LIMIT",
+        -1,
+        "a whole number (-1 for no limit)",
+    )?;
+    match v {
+        -1 => Ok(None),
+        1..=100_000 => Ok(Some(v as u32)),
+        _ => Err(BadInput(format!(
+            "N8N_CONCURRENCY_PRODUCTION_LIMIT={v}: use -1 (off) or a number from 1 to 100000"
+        ))),
     }
 }
 
@@ -195,22 +293,9 @@ impl WorkerConfig {
         concurrency_flag: Option<u32>,
         overhead: Duration,
     ) -> Result<Self, BadInput> {
-        let production_limit: i64 = env_parse(
-            env,
-            "N8N_CONCURRENCY_PRODUCTION_LIMIT",
-            -1,
-            "a whole number (-1 for no limit)",
-        )?;
-        let concurrency = if production_limit != -1 {
-            if production_limit < 1 {
-                return Err(BadInput(format!(
-                    "N8N_CONCURRENCY_PRODUCTION_LIMIT={production_limit}: use -1 (off) or a \
-                     number of at least 1"
-                )));
-            }
-            production_limit as u32
-        } else {
-            concurrency_flag.unwrap_or(10)
+        let concurrency = match production_limit(env)? {
+            Some(limit) => limit,
+            None => concurrency_flag.unwrap_or(10),
         };
         if concurrency == 0 {
             return Err(BadInput(

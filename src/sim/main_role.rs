@@ -77,6 +77,8 @@ struct State {
     lag: LagMonitor,
     started: SystemTime,
     js: super::cpu::JsThread,
+    /// Regular mode: main runs the executions itself.
+    regular: Option<super::regular::Executor>,
 }
 
 /// Addresses a started main listens on.
@@ -90,10 +92,11 @@ pub struct MainAddrs {
 /// Binds main's ports (failing fast with a clear message) and spawns its tasks into `tasks`.
 pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<MainAddrs> {
     let http_listener = http::bind(cfg.listen, "n8n main (N8N_PORT)").await?;
-    // With a real Redis the queue lives there; main must not take its port.
-    let queue_listener = match cfg.redis {
-        Some(_) => None,
-        None => Some(
+    // With a real Redis the queue lives there; main must not take its port. In regular mode
+    // there is no queue at all.
+    let queue_listener = match (&cfg.redis, &cfg.regular) {
+        (Some(_), _) | (_, Some(_)) => None,
+        (None, None) => Some(
             http::bind(
                 cfg.queue_listen,
                 "the simulated queue (QUEUE_BULL_REDIS_PORT)",
@@ -120,7 +123,11 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
         snapshot: Mutex::new(QueueSnapshot::default()),
         durations: Mutex::new(Default::default()),
         redis: tokio::sync::Mutex::new(None),
-        js: super::cpu::JsThread::start("main", cfg.cpu),
+        js: super::cpu::JsThread::start(
+            "main",
+            cfg.cpu + cfg.regular.as_ref().map(|r| r.cpu).unwrap_or_default(),
+        ),
+        regular: cfg.regular.clone().map(super::regular::Executor::new),
         cfg,
         lag,
         started: SystemTime::now(),
@@ -129,7 +136,12 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
     tasks.spawn(async move {
         http::serve(http_listener, move |req| handle_http(st.clone(), req)).await
     });
-    match state.cfg.redis.clone() {
+    match state
+        .cfg
+        .redis
+        .clone()
+        .filter(|_| state.cfg.regular.is_none())
+    {
         Some(url) => {
             // The queue is Redis: jobs go to Bull's wait list, outcomes come back on a channel.
             let conn = Conn::open(&url).await?;
@@ -204,14 +216,15 @@ async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
         (&Method::GET, "/healthz") => json(StatusCode::OK, &j!({"status": "ok"})),
         (_, p) if p.starts_with("/webhook/") => {
             let hook = &p["/webhook/".len()..];
-            if req.method() != Method::POST || hook != st.cfg.webhook_path {
-                return json(
+            let defaults = st.cfg.workflows.0.get(hook).cloned();
+            match defaults {
+                Some(d) if req.method() == Method::POST => webhook(st, req, d).await,
+                _ => json(
                     StatusCode::NOT_FOUND,
                     &j!({"code": 404, "message": format!(
                         "The requested webhook \"{} {}\" is not registered.", req.method(), hook)}),
-                );
+                ),
             }
-            webhook(st, req).await
         }
         _ => json(
             StatusCode::NOT_FOUND,
@@ -220,8 +233,22 @@ async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
     }
 }
 
-async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
-    let body = match req.into_body().collect().await {
+/// Largest request body the simulated webhook reads.
+const MAX_WEBHOOK_BODY: usize = 1 << 30;
+
+async fn webhook(
+    st: Arc<State>,
+    req: Request<Incoming>,
+    defaults: serde_json::Map<String, serde_json::Value>,
+) -> Resp {
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let limited = http_body_util::Limited::new(req.into_body(), MAX_WEBHOOK_BODY);
+    // The body stays in main's memory until the execution is answered, as an upload does.
+    let body = match limited.collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             return json(
@@ -230,24 +257,26 @@ async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
             )
         }
     };
-    let spec: JobSpec = if body.iter().all(u8::is_ascii_whitespace) {
-        JobSpec::default()
-    } else {
-        match serde_json::from_slice(&body) {
-            Ok(s) => s,
-            Err(e) => {
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    &j!({"code": 400, "message": format!("Unexpected token in JSON: {e}")}),
-                )
-            }
-        }
+    let intake = match super::intake::parse(content_type.as_deref(), &body, &defaults) {
+        Ok(i) => i,
+        Err(why) => return json(StatusCode::BAD_REQUEST, &j!({"code": 400, "message": why})),
     };
+    let spec = intake.spec;
     // Webhook handling and execution bookkeeping on main, outside any worker slot.
     if !st.cfg.overhead.is_zero() {
         tokio::time::sleep(st.cfg.overhead).await;
     }
     st.js.run(st.cfg.cpu).await;
+    if let Some(exec) = &st.regular {
+        let e = exec.run(&st.js, spec).await;
+        let id = st.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut w) = st.waiters.lock() {
+            w.insert(id, tx);
+        }
+        finish(&st, id, e.ok, e.duration_s, e.result, e.error);
+        return answer(rx.await.ok(), intake.files, body.len());
+    }
     let id = st.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     if let Ok(mut w) = st.waiters.lock() {
@@ -266,15 +295,27 @@ async fn webhook(st: Arc<State>, req: Request<Incoming>) -> Resp {
     } else {
         enqueue(&st, QueuedJob { id, spec });
     }
-    match rx.await {
-        Ok(Outcome {
+    answer(rx.await.ok(), intake.files, body.len())
+}
+
+/// The respond node's answer: the workflow's result, with what the upload carried.
+fn answer(outcome: Option<Outcome>, files: u64, body_bytes: usize) -> Resp {
+    match outcome {
+        Some(Outcome {
             ok: true, result, ..
-        }) => json(StatusCode::OK, &result.unwrap_or_else(|| j!({"ok": true}))),
-        Ok(Outcome { error, .. }) => json(
+        }) => {
+            let mut v = result.unwrap_or_else(|| j!({"ok": true}));
+            if files > 0 {
+                v["files"] = j!(files);
+                v["received_bytes"] = j!(body_bytes);
+            }
+            json(StatusCode::OK, &v)
+        }
+        Some(Outcome { error, .. }) => json(
             StatusCode::INTERNAL_SERVER_ERROR,
             &j!({"code": 0, "message": "Error in workflow", "hint": error}),
         ),
-        Err(_) => json(
+        None => json(
             StatusCode::INTERNAL_SERVER_ERROR,
             &j!({"code": 0, "message": "Execution was lost"}),
         ),
@@ -493,7 +534,8 @@ fn render_metrics(st: &State) -> String {
     e.family("version_info", "gauge", "n8n version info.");
     e.sample("version_info", &SIM_VERSION.labels(), 1.0);
     e.end_family();
-    if st.cfg.metrics.queue_metrics {
+    // Regular mode has no queue, so no queue metrics.
+    if st.cfg.metrics.queue_metrics && st.cfg.regular.is_none() {
         let s = st.snapshot.lock().map(|s| *s).unwrap_or_default();
         e.single(
             "scaling_mode_queue_jobs_waiting",

@@ -8,8 +8,10 @@
 pub mod bull;
 pub mod config;
 pub mod cpu;
+pub mod intake;
 pub mod main_role;
 pub mod process;
+pub mod regular;
 pub mod rendezvous;
 pub mod runner;
 pub mod wire;
@@ -64,6 +66,13 @@ pub struct StackConfig {
     pub main_cpu: Duration,
     /// Queue on this Redis (Bull's key names) instead of main's simulated queue.
     pub redis: Option<crate::wire::resp::RedisUrl>,
+    /// Webhook paths main registers, each with its workflow's defaults.
+    pub workflows: config::Workflows,
+    /// `EXECUTIONS_MODE=regular`: no workers; main runs the executions, at most
+    /// `production_limit` at once (None: n8n's -1, no limit), Code on an internal runner of
+    /// `runner_limit` tasks.
+    pub regular: bool,
+    pub production_limit: Option<u32>,
 }
 
 impl Default for StackConfig {
@@ -82,6 +91,9 @@ impl Default for StackConfig {
             worker_cpu: Duration::ZERO,
             main_cpu: Duration::ZERO,
             redis: None,
+            workflows: config::Workflows::default(),
+            regular: false,
+            production_limit: None,
         }
     }
 }
@@ -110,7 +122,13 @@ impl Stack {
             MainConfig {
                 listen: SocketAddr::new(cfg.listen, cfg.port),
                 queue_listen: SocketAddr::new(loopback, 0),
-                webhook_path: "load".into(),
+                workflows: cfg.workflows.clone(),
+                regular: cfg.regular.then(|| config::RegularConfig {
+                    production_limit: cfg.production_limit,
+                    runner_limit: cfg.runner_limit,
+                    overhead: cfg.overhead - cfg.overhead / 2,
+                    cpu: cfg.worker_cpu,
+                }),
                 metrics: metrics.clone(),
                 overhead: cfg.overhead / 2,
                 cpu: cfg.main_cpu,
@@ -122,7 +140,8 @@ impl Stack {
         )
         .await?;
         let mut worker_metrics_urls = Vec::new();
-        for w in 0..cfg.workers {
+        let workers = if cfg.regular { 0 } else { cfg.workers };
+        for w in 0..workers {
             let name = format!("worker-{}", w + 1);
             let addrs = worker::start(
                 WorkerConfig {
@@ -202,13 +221,16 @@ pub async fn fetch_runner_count(url: &str) -> anyhow::Result<usize> {
 /// `n8ncap sim main`: runs until interrupted.
 pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
+    let regular = cfg.regular.clone();
     let a = main_role::start(cfg, &mut tasks).await?;
     println!(
-        "n8ncap sim main: webhook http://{}/webhook/load, queue {}",
+        "n8ncap sim main: webhook http://{}/webhook/load, {}",
         a.http,
-        a.queue
-            .map(|q| q.to_string())
-            .unwrap_or_else(|| "on Redis".into())
+        match (regular, a.queue) {
+            (Some(r), _) => regular_words(r.production_limit, r.runner_limit),
+            (None, Some(q)) => format!("queue {q}"),
+            (None, None) => "queue on Redis".into(),
+        }
     );
     wait_forever(tasks).await
 }
@@ -246,10 +268,17 @@ pub async fn run_runner(cfg: RunnerConfig) -> anyhow::Result<()> {
 pub async fn run_all(cfg: StackConfig) -> anyhow::Result<()> {
     let stack = Stack::start(cfg).await?;
     let c = &stack.config;
-    println!(
-        "n8ncap sim all: {} worker(s) × concurrency {}, {} runner(s) per worker × limit {}",
-        c.workers, c.worker_concurrency, c.runners_per_worker, c.runner_limit
-    );
+    if c.regular {
+        println!(
+            "n8ncap sim all: {}",
+            regular_words(c.production_limit, c.runner_limit)
+        );
+    } else {
+        println!(
+            "n8ncap sim all: {} worker(s) × concurrency {}, {} runner(s) per worker × limit {}",
+            c.workers, c.worker_concurrency, c.runners_per_worker, c.runner_limit
+        );
+    }
     println!("  webhook: POST {}", stack.webhook_url);
     println!("  main metrics: {}/metrics", stack.main_url);
     for u in &stack.worker_metrics_urls {
@@ -257,6 +286,16 @@ pub async fn run_all(cfg: StackConfig) -> anyhow::Result<()> {
     }
     let _ = tokio::signal::ctrl_c().await;
     Ok(())
+}
+
+fn regular_words(production_limit: Option<u32>, runner_limit: u32) -> String {
+    format!(
+        "regular mode: main runs the executions, production limit {}, internal runner limit \
+         {runner_limit}",
+        production_limit
+            .map(|l| l.to_string())
+            .unwrap_or_else(|| "none (-1)".into())
+    )
 }
 
 async fn wait_forever(mut tasks: JoinSet<()>) -> anyhow::Result<()> {

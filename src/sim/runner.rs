@@ -96,7 +96,8 @@ async fn session(cfg: &RunnerConfig, stream: TcpStream, permits: Arc<Semaphore>)
     tasks.abort_all();
 }
 
-async fn run_task(id: u64, sleep_ms: u64, alloc_mb: u64) -> BrokerMsg {
+/// Runs one Code task: allocates and touches `alloc_mb` MiB, sleeps `sleep_ms`.
+pub(crate) async fn run_task(id: u64, sleep_ms: u64, alloc_mb: u64) -> BrokerMsg {
     let t0 = Instant::now();
     let bytes = alloc_mb.saturating_mul(MIB);
     // Buffer.alloc(n, 1): allocate and write every byte, so the pages are really resident.

@@ -11,17 +11,42 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 /// What a webhook call asks the workflow to do (the body the profiles send).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct JobSpec {
-    /// Code-node work: holds a worker slot and a runner task.
+    /// Code-node work: holds a worker slot and a runner task — or, with `code: false`, the
+    /// slot only (a workflow whose nodes wait or compute without a Code node).
     #[serde(default)]
     pub sleep_ms: u64,
+    /// The workflow has a Code node (default). Without one it never takes a runner task.
+    #[serde(default = "has_code")]
+    pub code: bool,
     /// An external call before the Code node: holds a worker slot only.
     #[serde(default)]
     pub wait_ms: u64,
     /// MiB the Code node allocates and touches (in the runner process).
     #[serde(default)]
     pub alloc_mb: u64,
+    /// Bytes of binary data the webhook received (set by main from a multipart upload, never
+    /// from the body): the worker loads them while the job runs, as n8n reads binary data
+    /// back from its store.
+    #[serde(default)]
+    pub binary_bytes: u64,
+}
+
+fn has_code() -> bool {
+    true
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            sleep_ms: 0,
+            code: true,
+            wait_ms: 0,
+            alloc_mb: 0,
+            binary_bytes: 0,
+        }
+    }
 }
 
 /// Messages between main (the queue) and a worker.

@@ -264,10 +264,25 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         }
         // Loading the execution and running the workflow's own JavaScript: one thread, queued.
         st.js.run(st.cfg.cpu).await;
+        // Binary data read back from its store: held in the worker while the job runs.
+        let binary = load_binary(spec.binary_bytes);
         if spec.wait_ms > 0 {
             tokio::time::sleep(Duration::from_millis(spec.wait_ms)).await;
         }
-        request_task(st, spec.sleep_ms, spec.alloc_mb).await
+        let r = if spec.code {
+            request_task(st, spec.sleep_ms, spec.alloc_mb).await
+        } else {
+            // No Code node: the workflow's own time holds the slot and no runner task.
+            tokio::time::sleep(Duration::from_millis(spec.sleep_ms)).await;
+            Ok(TaskResult {
+                ok: true,
+                slept_ms: spec.sleep_ms,
+                allocated: 0,
+                error: None,
+            })
+        };
+        drop(binary);
+        r
     }
     .await;
     let duration_s = t0.elapsed().as_secs_f64();
@@ -281,6 +296,8 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
                 "slept_ms": r.slept_ms,
                 "allocated": r.allocated,
                 "allocErr": null,
+                "code": spec.code,
+                "binary_bytes": spec.binary_bytes,
             })),
             error: None,
         },
@@ -299,6 +316,20 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
             error: Some(e),
         },
     }
+}
+
+/// Most binary data one simulated job loads (a hostile upload cannot make the worker allocate
+/// more).
+const MAX_BINARY: u64 = 1 << 30;
+
+/// Allocates and touches `bytes` (one write per page, so they count in RSS).
+pub(crate) fn load_binary(bytes: u64) -> Vec<u8> {
+    let n = bytes.min(MAX_BINARY) as usize;
+    let mut v = vec![0u8; n];
+    for b in v.iter_mut().step_by(4096) {
+        *b = 1;
+    }
+    v
 }
 
 /// Asks the broker for a runner task and waits for its result.
