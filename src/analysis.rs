@@ -5,9 +5,10 @@
 
 use crate::diagnose::{self, Inputs};
 use crate::error::BadInput;
+use crate::model::mix::Kind;
 use crate::model::settings::{Settings, Sourced};
 use crate::recommend;
-use crate::record::summary::Host;
+use crate::record::summary::{Host, ScenarioInfo};
 use crate::record::{Diagnosis, Recommendation, StageResult, Summary};
 use std::path::Path;
 
@@ -110,6 +111,36 @@ pub fn host_facts(url: &str, docker_cores: Option<f64>) -> Host {
     }
 }
 
+/// The workflows of a mix as the model sees them: job and Code time as the profile declares
+/// them, else as the body says (`sleep_ms`, `wait_ms`, `code`). None when a scenario's job is
+/// unknown (the mix's mean job cannot be formed) or the profile had no scenarios.
+pub fn mix_kinds(scenarios: &[ScenarioInfo]) -> Option<Vec<Kind>> {
+    if scenarios.is_empty() {
+        return None;
+    }
+    scenarios
+        .iter()
+        .map(|sc| {
+            let body = Settings::from_body(sc.body.as_ref());
+            let job = sc.job_time_s.or(body.job_time.map(|j| j.value))?;
+            let code = sc
+                .code_time_s
+                .or(body
+                    .code_time
+                    .map(|c| c.value)
+                    .filter(|_| sc.job_time_s.is_none()))
+                .unwrap_or(job)
+                .min(job);
+            Some(Kind {
+                name: sc.name.clone(),
+                share: sc.share,
+                wait_s: job - code,
+                code_s: code,
+            })
+        })
+        .collect()
+}
+
 /// Diagnoses a summary with the given settings (flags first, then the settings the run read
 /// before the load, then the request body), proposes settings, and stores both in the summary.
 pub fn analyze(
@@ -117,13 +148,16 @@ pub fn analyze(
     flags: Settings,
     task_request_timeout_s: Option<f64>,
 ) -> (Diagnosis, Result<Recommendation, String>) {
+    let mix = mix_kinds(&summary.scenarios).unwrap_or_default();
     let settings = flags
         .or(summary.settings.clone().unwrap_or_default())
+        .or(Settings::from_mix(&mix))
         .or(Settings::from_body(summary.body.as_ref()));
     let inputs = Inputs {
         settings,
         task_request_timeout_s,
         host: summary.host.clone().unwrap_or_default(),
+        mix,
     };
     let d = diagnose::diagnose(&summary.stages, &inputs);
     let rec = recommend::recommend(&d, None);

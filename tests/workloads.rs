@@ -3,7 +3,10 @@
 
 mod common;
 
+use n8ncap::analysis::analyze;
 use n8ncap::load::profile::Profile;
+use n8ncap::model::settings::Sourced;
+use n8ncap::model::Limit;
 use n8ncap::sim::{config::Workflows, Stack, StackConfig};
 use std::time::Duration;
 
@@ -24,15 +27,26 @@ async fn stack_with_notify(c: u32, r: u32) -> Stack {
     .expect("stack starts")
 }
 
+/// Scenarios `code` (a Code node of `ms`) and `notify` (no Code node, as long) with these
+/// weights; a weight of 0 leaves the scenario out.
 fn mix_profile(origin: &str, code_weight: u32, other_weight: u32, vus: &[u32], ms: u64) -> Profile {
     let stages: Vec<String> = vus.iter().map(|v| format!("{{vus: {v}}}")).collect();
-    let text = format!(
+    let mut text = format!(
         "model: closed\nrequest: {{url: {origin}, timeout: 30s}}\nwarmup: 1s\nstage_duration: 4s\n\
-         stages: [{}]\nscenarios:\n\
-         - {{name: code, weight: {code_weight}, request: {{url: /webhook/load, body: {{sleep_ms: {ms}}}}}}}\n\
-         - {{name: notify, weight: {other_weight}, request: {{url: /webhook/notify, body: {{sleep_ms: {ms}}}}}}}\n",
+         stages: [{}]\nscenarios:\n",
         stages.join(", ")
     );
+    // The profile declares that `notify`'s workflow has no Code node (n8ncap cannot see it).
+    for (name, path, w, extra) in [
+        ("code", "load", code_weight, ""),
+        ("notify", "notify", other_weight, ", code_time: 0s"),
+    ] {
+        if w > 0 {
+            text += &format!(
+                "- {{name: {name}, weight: {w}{extra}, request: {{url: /webhook/{path}, body: {{sleep_ms: {ms}}}}}}}\n"
+            );
+        }
+    }
     Profile::parse(&text, "mix-test").expect("the mix profile parses")
 }
 
@@ -71,4 +85,91 @@ async fn a_70_30_mix_reports_per_scenario_figures_that_add_up_to_the_total() {
     // The Code workflow answers that it ran Code; the other that it did not.
     assert_eq!(s.scenarios.len(), 2);
     assert_eq!(s.scenarios[1].share, 0.7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multipart_upload_of_a_10_mb_file_succeeds_with_its_bytes_counted() {
+    let stack = Stack::start(StackConfig {
+        queue_metrics_interval: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await
+    .expect("stack starts");
+    let text = format!(
+        "model: closed\nwarmup: 0s\nstage_duration: 3s\nstages: [{{vus: 2}}]\n\
+         request:\n  url: {}\n  timeout: 30s\n  fields: {{sleep_ms: '50'}}\n  files: [{{field: data, size: 10MB}}]\n\
+         checks: [{{status: 200}}, {{json: files, equals: 1}}, {{json: binary_bytes, equals: 10000000}}]\n",
+        stack.webhook_url
+    );
+    let p = Profile::parse(&text, "upload-test").expect("parses");
+    let s = common::sweep(p, None).await;
+    let st = &s.stages[0];
+    assert!(st.valid, "{:?}", st.invalid_reasons);
+    assert!(st.requests >= 2, "{} uploads", st.requests);
+    assert_eq!(st.check_pass_rate, 1.0);
+    // Every request carried the file and its multipart framing (under 1 KiB per request).
+    let per_request = st.bytes_sent as f64 / st.requests as f64;
+    assert!(
+        (10_000_000.0..10_002_000.0).contains(&per_request),
+        "{per_request} bytes sent per request"
+    );
+    assert!(st.bytes_received > 0);
+    assert_eq!(s.body, None);
+}
+
+/// Same stack (5 slots, runner limit 3), two loads: all Code is runner-bound (3 ÷ 0.3 s = 10/s
+/// under 5 ÷ 0.32 s = 15.6/s); 30 % Code needs runners for 0.09 s per execution on average
+/// (3 ÷ 0.09 = 33/s) and is worker-bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdicts() {
+    let settings = n8ncap::model::settings::Settings {
+        workers: Some(Sourced::new(1, "test")),
+        worker_concurrency: Some(Sourced::new(5, "test")),
+        runner_limit: Some(Sourced::new(3, "test")),
+        runners_per_worker: Some(Sourced::new(1, "test")),
+        ..Default::default()
+    };
+    let stack = stack_with_notify(5, 3).await;
+    let mut all_code = common::sweep(mix_profile(&stack.main_url, 1, 0, &[1, 12], 300), None).await;
+    let (d, _) = analyze(&mut all_code, settings.clone(), None);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
+    assert!(
+        (x - 10.0).abs() < 1.5,
+        "all Code: {x:.2}/s, expected 3 ÷ 0.3 s = 10/s"
+    );
+
+    // The first sweep's last jobs (12 in flight, 3 at a time) end before the second starts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut mix = common::sweep(mix_profile(&stack.main_url, 3, 7, &[1, 12], 300), None).await;
+    let (d, rec) = analyze(&mut mix, settings, None);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
+    assert!(
+        (x - 15.6).abs() < 2.0,
+        "mix: {x:.2}/s, expected 5 ÷ 0.32 s = 15.6/s"
+    );
+    let code_time = d
+        .settings
+        .code_time
+        .as_ref()
+        .expect("the mix's code time")
+        .value;
+    assert!((code_time - 0.09).abs() < 1e-9, "Σ w·C = {code_time}");
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "mix-consumption")
+        .expect("the mix's consumption is named");
+    assert!((f.get("notify_share").unwrap() - 0.7).abs() < 1e-9);
+    // Slots: notify holds 70 % of the executions for as long as code does: 70 % of the slots.
+    assert!((f.get("notify_worker_slots").unwrap() - 0.7).abs() < 0.01);
+    // The recommendation raises worker concurrency for this mix.
+    let rec = rec.expect("a recommendation");
+    assert!(rec.worker_concurrency >= 5, "{:?}", rec);
 }

@@ -9,6 +9,7 @@
 
 pub mod cpu;
 pub mod levels;
+pub mod mix;
 pub mod observed;
 pub mod validity;
 pub mod verdict;
@@ -32,6 +33,8 @@ pub struct Inputs {
     /// Task request timeout (s) when known; n8n's default otherwise.
     pub task_request_timeout_s: Option<f64>,
     pub host: cpu::Host,
+    /// The workflows of a mix (empty for one workflow).
+    pub mix: Vec<crate::model::mix::Kind>,
 }
 
 pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
@@ -85,6 +88,11 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     } else {
         v
     };
+    let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
+    let v = Verdict {
+        text: v.text + mix_words.as_deref().unwrap_or(""),
+        ..v
+    };
     observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 
@@ -123,6 +131,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         curve,
         cpu,
         findings,
+        mix,
     }
 }
 

@@ -71,6 +71,7 @@ pub fn run(stages: &[StageResult], s: Settings) -> Diagnosis {
                 cores: Some(Sourced::new(2.0, "test")),
                 shares_client_cpu: true,
             },
+            mix: Vec::new(),
         },
     )
 }

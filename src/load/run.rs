@@ -378,12 +378,15 @@ impl Sweep {
             &profile.request.url,
             profile.request.body.clone(),
         );
-        if infos.len() > 1 {
+        if !profile.scenarios.is_empty() {
             summary.url = infos
                 .iter()
                 .map(|i| i.url.as_str())
                 .collect::<Vec<_>>()
                 .join(" ");
+            if let [one] = infos.as_slice() {
+                summary.body = one.body.clone();
+            }
             summary.scenarios = infos;
         }
         summary.settings = opts.settings.clone();

@@ -75,6 +75,31 @@ impl Settings {
         })
     }
 
+    /// The job and Code times of a mix: the share-weighted means of its kinds.
+    pub fn from_mix(kinds: &[super::mix::Kind]) -> Settings {
+        if kinds.is_empty() {
+            return Settings::default();
+        }
+        let job = super::mix::mean_job(kinds);
+        let source = match kinds {
+            [one] => format!("profile scenario {}", one.name),
+            _ => format!(
+                "mix of {} workflows: Σ share × time ({})",
+                kinds.len(),
+                kinds
+                    .iter()
+                    .map(|k| format!("{} {:.0} %", k.name, k.share * 100.0))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Settings {
+            job_time: Some(Sourced::new(job.job_time(), source.clone())),
+            code_time: Some(Sourced::new(job.code_s, source)),
+            ..Settings::default()
+        }
+    }
+
     /// The only place the settings become ceilings: needs the job time, worker concurrency and
     /// runner limit.
     pub fn capacity(&self, overhead_s: f64) -> Option<Capacity> {
@@ -98,16 +123,24 @@ impl Settings {
         self
     }
 
-    /// What the request body of a sweep says about the job: `sleep_ms` is Code time,
-    /// `wait_ms` the external wait, `alloc_mb` the per-task memory.
+    /// What the request body of a sweep says about the job: `sleep_ms` is Code time (slot
+    /// time only with `"code": false`, a workflow without a Code node), `wait_ms` the external
+    /// wait, `alloc_mb` the per-task memory.
     pub fn from_body(body: Option<&serde_json::Value>) -> Settings {
         let num = |k: &str| body.and_then(|b| b.get(k)).and_then(|v| v.as_f64());
         let sleep = num("sleep_ms");
         let wait = num("wait_ms").unwrap_or(0.0);
+        let has_code = body
+            .and_then(|b| b.get("code"))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true);
         Settings {
             job_time: sleep
                 .map(|s| Sourced::new((s + wait) / 1000.0, "request body (sleep_ms + wait_ms)")),
-            code_time: sleep.map(|s| Sourced::new(s / 1000.0, "request body (sleep_ms)")),
+            code_time: sleep.map(|s| match has_code {
+                true => Sourced::new(s / 1000.0, "request body (sleep_ms)"),
+                false => Sourced::new(0.0, "request body (code: false, no Code node)"),
+            }),
             task_memory_mb: num("alloc_mb")
                 .filter(|m| *m > 0.0)
                 .map(|m| Sourced::new(m, "request body (alloc_mb)")),

@@ -153,4 +153,7 @@ pub struct Diagnosis {
     /// CPU per site at the highest valid level with CPU data.
     pub cpu: Vec<CpuUse>,
     pub findings: Vec<Finding>,
+    /// A mix of workflows: each one's share of the executions, the slots and the runner tasks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<crate::model::mix::KindUse>,
 }
