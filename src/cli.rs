@@ -115,6 +115,12 @@ pub struct SettingsArgs {
     /// n8n's default 60 when not given).
     #[arg(long)]
     pub task_request_timeout: Option<f64>,
+    /// EXECUTIONS_MODE of the deployment: regular = main runs every execution (no workers).
+    #[arg(long, value_enum)]
+    pub executions_mode: Option<ExecutionsModeArg>,
+    /// Regular mode: N8N_CONCURRENCY_PRODUCTION_LIMIT (-1 = no limit, n8n's default).
+    #[arg(long, allow_hyphen_values = true, requires = "executions_mode")]
+    pub production_limit: Option<i64>,
 }
 
 /// Largest worker count, concurrency or runner limit a flag may give.
@@ -157,7 +163,9 @@ impl SettingsArgs {
             }
         }
         self.task_request_timeout()?;
+        let mode = self.mode_settings()?;
         Ok(Settings {
+            executions_mode: None,
             workers: positive("workers", self.workers)?,
             worker_concurrency: positive("worker-concurrency", self.worker_concurrency)?,
             runner_limit: positive("runner-limit", self.runner_limit)?,
@@ -178,7 +186,43 @@ impl SettingsArgs {
             }),
             job_time,
             task_memory_mb: None,
-        })
+        }
+        .or(mode))
+    }
+
+    /// `--executions-mode` and `--production-limit`: regular mode's one process and slots.
+    fn mode_settings(&self) -> anyhow::Result<Settings> {
+        use crate::model::settings::ExecutionsMode;
+        match (self.executions_mode, self.production_limit) {
+            (Some(ExecutionsModeArg::Regular), limit) => {
+                let limit = match limit {
+                    None | Some(-1) => None,
+                    Some(l) if (1..=MAX_SETTING as i64).contains(&l) => Some(l as u32),
+                    Some(l) => {
+                        return Err(BadInput(format!(
+                            "--production-limit {l}: use -1 (no limit) or 1 to {MAX_SETTING}"
+                        ))
+                        .into())
+                    }
+                };
+                Ok(Settings::regular(limit, "flag --executions-mode regular"))
+            }
+            (Some(ExecutionsModeArg::Queue), Some(_)) => Err(BadInput(
+                "--production-limit is regular mode's limit; in queue mode give \
+                 --worker-concurrency (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides each worker's \
+                 --concurrency)"
+                    .into(),
+            )
+            .into()),
+            (Some(ExecutionsModeArg::Queue), None) => Ok(Settings {
+                executions_mode: Some(Sourced::new(
+                    ExecutionsMode::Queue,
+                    "flag --executions-mode queue",
+                )),
+                ..Settings::default()
+            }),
+            (None, _) => Ok(Settings::default()),
+        }
     }
 
     /// `--task-request-timeout`, checked.

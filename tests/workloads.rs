@@ -173,3 +173,64 @@ async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdic
     let rec = rec.expect("a recommendation");
     assert!(rec.worker_concurrency >= 5, "{:?}", rec);
 }
+
+/// Regular mode: main runs the executions, 4 at once (N8N_CONCURRENCY_PRODUCTION_LIMIT), its
+/// internal runner 10: 4 ÷ 0.34 s ≈ 11.8 req/s, named as the production limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as_such() {
+    let stack = Stack::start(StackConfig {
+        regular: true,
+        production_limit: Some(4),
+        runner_limit: 10,
+        queue_metrics_interval: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await
+    .expect("stack starts");
+    assert!(
+        stack.worker_metrics_urls.is_empty(),
+        "no workers in regular mode"
+    );
+    let mut p = common::closed_profile(
+        &stack.webhook_url,
+        &[1, 12],
+        serde_json::json!({"sleep_ms": 300}),
+        "1s",
+        "4s",
+    );
+    p.name = "regular".into();
+    let mut s = common::sweep(p, Some(format!("{}/metrics", stack.main_url))).await;
+    // No queue in regular mode: main serves no queue gauges.
+    assert!(s
+        .stages
+        .iter()
+        .all(|st| st.queue.as_ref().is_none_or(|q| q.samples == 0)));
+    let settings = n8ncap::model::settings::Settings::regular(Some(4), "test");
+    let (d, rec) = analyze(&mut s, settings, None);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::ProductionLimit),
+        "{}",
+        d.verdict
+    );
+    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
+    assert!(
+        (x - 11.8).abs() < 1.5,
+        "{x:.2}/s, expected 4 ÷ 0.34 s ≈ 11.8/s"
+    );
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "production-limit-caps")
+        .expect("the production limit is named");
+    let in_progress = f.get("executions_in_progress").expect("X × S");
+    assert!(
+        (in_progress - 4.0).abs() < 0.5,
+        "{in_progress:.2} in progress of 4"
+    );
+    let rec = rec.expect("a recommendation");
+    assert!(
+        rec.worker_concurrency > 4,
+        "the production limit is raised: {rec:?}"
+    );
+}

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod levels;
 pub mod mix;
 pub mod observed;
+pub mod regular;
 pub mod validity;
 pub mod verdict;
 
@@ -88,6 +89,9 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     } else {
         v
     };
+    if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
+        regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
+    }
     let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
     let v = Verdict {
         text: v.text + mix_words.as_deref().unwrap_or(""),

@@ -58,6 +58,7 @@ pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
         job_time: Some(Sourced::new(job_s, "test")),
         code_time: Some(Sourced::new(job_s, "test")),
         task_memory_mb: None,
+        executions_mode: None,
     }
 }
 

@@ -396,6 +396,37 @@ fn named_limit(
                 cpu: None,
             }
         }
+        Limit::WorkerConcurrency if s.is_regular() => {
+            findings.push(
+                base(Finding::new(
+                    "production-limit-caps",
+                    Severity::Warning,
+                    format!("The production limit caps throughput at {x:.2} req/s: main runs {c} executions at once (regular mode)"),
+                ))
+                .evidence(format!(
+                    "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of N8N_CONCURRENCY_PRODUCTION_LIMIT {c}{}; {at}",
+                    x * st,
+                    pct(u_w),
+                    src(&s.worker_concurrency)
+                ))
+                .evidence(format!(
+                    "the internal runner's {r} tasks ÷ Code time {:.2} s = {:.2} req/s leave room; executions beyond the limit wait in main's concurrency queue, not in Redis",
+                    job.code_s, cap.runner_bound
+                ))
+                .why("In regular mode one process runs every execution: the production limit is its only slot count, and its one JavaScript thread is the next ceiling.")
+                .fix(format!(
+                    "raise N8N_CONCURRENCY_PRODUCTION_LIMIT on main (now {c}) while main's CPU has room; past one core, switch to queue mode (EXECUTIONS_MODE=queue, Redis, workers each with a runner)"
+                )),
+            );
+            Verdict {
+                limit: Some(Limit::ProductionLimit),
+                text: format!(
+                    "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
+                    cap.worker_bound, cap.runner_bound
+                ),
+                cpu: None,
+            }
+        }
         Limit::WorkerConcurrency => {
             findings.push(
                 base(Finding::new(

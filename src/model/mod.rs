@@ -93,6 +93,8 @@ pub enum Limit {
     NoRunner,
     /// CPU: one process (a Node process runs its JavaScript on one core) or the host.
     Cpu,
+    /// Regular mode: `N8N_CONCURRENCY_PRODUCTION_LIMIT` executions at once in main.
+    ProductionLimit,
 }
 
 impl Limit {
@@ -103,6 +105,7 @@ impl Limit {
             Limit::Both => "worker concurrency and runner limit (equal)",
             Limit::NoRunner => "no runner attached",
             Limit::Cpu => "CPU",
+            Limit::ProductionLimit => "production limit (regular mode)",
         }
     }
 }

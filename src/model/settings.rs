@@ -22,9 +22,21 @@ impl<T> Sourced<T> {
     }
 }
 
+/// `EXECUTIONS_MODE`: `queue` (workers take executions from Redis) or `regular` (n8n's
+/// default: main runs every execution itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionsMode {
+    Queue,
+    Regular,
+}
+
 /// The deployment and workload as far as they are known.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
+    /// Queue or regular mode; unknown is taken as queue mode (what n8ncap is for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executions_mode: Option<Sourced<ExecutionsMode>>,
     pub workers: Option<Sourced<u32>>,
     /// Per worker.
     pub worker_concurrency: Option<Sourced<u32>>,
@@ -40,6 +52,34 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Regular mode as the model sees it: one process (main) runs every execution, its slots
+    /// are `N8N_CONCURRENCY_PRODUCTION_LIMIT` (None: -1, no limit), its Code nodes go to its
+    /// internal runner (`runner_limit`, n8n's default when not given).
+    pub fn regular(production_limit: Option<u32>, source: &str) -> Settings {
+        Settings {
+            executions_mode: Some(Sourced::new(ExecutionsMode::Regular, source)),
+            workers: Some(Sourced::new(1, "regular mode: main runs every execution")),
+            worker_concurrency: production_limit.map(|l| {
+                Sourced::new(
+                    l,
+                    format!("N8N_CONCURRENCY_PRODUCTION_LIMIT ({source}): regular mode's slots"),
+                )
+            }),
+            runners_per_worker: Some(Sourced::new(1, "regular mode: main's internal runner")),
+            runner_limit: Some(Sourced::new(
+                super::n8n_defaults::RUNNER_LIMIT,
+                "n8n 2.x default for main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY unset)",
+            )),
+            ..Settings::default()
+        }
+    }
+
+    pub fn is_regular(&self) -> bool {
+        self.executions_mode
+            .as_ref()
+            .is_some_and(|m| m.value == ExecutionsMode::Regular)
+    }
+
     /// Workers (1 when not known: one worker is what a deployment without one more has).
     pub fn worker_count(&self) -> u32 {
         self.workers.as_ref().map(|w| w.value).unwrap_or(1).max(1)
@@ -113,6 +153,7 @@ impl Settings {
 
     /// Fills what `self` lacks from `other` (flags first, then what the run knows).
     pub fn or(mut self, other: Settings) -> Settings {
+        self.executions_mode = self.executions_mode.or(other.executions_mode);
         self.workers = self.workers.or(other.workers);
         self.worker_concurrency = self.worker_concurrency.or(other.worker_concurrency);
         self.runner_limit = self.runner_limit.or(other.runner_limit);

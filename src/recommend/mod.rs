@@ -238,7 +238,7 @@ fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
     let s_time = job.service_time();
     match (d.capping_limit, d.cpu_limit.as_ref()) {
         (Some(Limit::RunnerLimit), _) => Ok(pair(current, current, job)),
-        (Some(Limit::WorkerConcurrency | Limit::Both), _) => {
+        (Some(Limit::WorkerConcurrency | Limit::Both | Limit::ProductionLimit), _) => {
             let worker_cpu =
                 cpu::per_role_bound(&d.cpu, Role::Worker).map(|b| b / current.workers as f64);
             let target = match worker_cpu {
@@ -293,6 +293,10 @@ fn raise_cpu(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Pl
                 .max(1),
             ..current
         }),
+        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(format!(
+            "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
+            site.cpu_s_per_execution
+        )),
         (CpuSite::Process, Some(Role::Main)) => Err(format!(
             "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
             site.cpu_s_per_execution
@@ -476,10 +480,17 @@ fn notes(
             plan.runner_limit * plan.runners_per_worker
         ));
     }
-    notes.push(format!(
-        "add workers in pairs with their runners: each new worker needs {} runner(s) whose N8N_RUNNERS_TASK_BROKER_URI points at it",
-        plan.runners_per_worker
-    ));
+    if s.is_regular() {
+        notes.push(format!(
+            "regular mode: worker concurrency here is N8N_CONCURRENCY_PRODUCTION_LIMIT on main ({}), runner limit main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY on main, {}); more than one worker means queue mode (EXECUTIONS_MODE=queue, Redis)",
+            plan.worker_concurrency, plan.runner_limit
+        ));
+    } else {
+        notes.push(format!(
+            "add workers in pairs with their runners: each new worker needs {} runner(s) whose N8N_RUNNERS_TASK_BROKER_URI points at it",
+            plan.runners_per_worker
+        ));
+    }
     if s.task_memory_mb.is_none() {
         notes.push(
             "runner memory limit: tasks × per-task peak + idle base — not measured in this run (sweep with the memory profile, or give alloc_mb in the body)"
