@@ -7,7 +7,7 @@
 //! variable is kept as a name. Secrets therefore never enter this data.
 
 use crate::model::n8n_defaults;
-use crate::model::settings::{Settings, Sourced};
+use crate::model::settings::{ExecutionsMode, Settings, Sourced};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -23,6 +23,7 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "N8N_RUNNERS_BROKER_LISTEN_ADDRESS",
     "N8N_RUNNERS_TASK_REQUEST_TIMEOUT",
     "N8N_RUNNERS_TASK_TIMEOUT",
+    "N8N_DEFAULT_BINARY_DATA_MODE",
     "N8N_RUNNERS_MAX_OLD_SPACE_SIZE",
     "N8N_METRICS",
     "N8N_METRICS_PREFIX",
@@ -241,6 +242,16 @@ pub struct Node {
     /// Workers and main: Σ limits of runners attached (or of the internal runners), over all
     /// the node's replicas; a replica's share is this ÷ replicas.
     pub runner_capacity: Option<u32>,
+    /// n8n processes: `EXECUTIONS_MODE` (n8n's default is regular).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executions_mode: Option<Sourced<ExecutionsMode>>,
+    /// Main in regular mode: `N8N_CONCURRENCY_PRODUCTION_LIMIT` (None: -1, no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub production_limit: Option<Sourced<u32>>,
+    /// n8n processes: where binary data goes (`N8N_DEFAULT_BINARY_DATA_MODE`; n8n 2.x defaults
+    /// to `database` in queue mode, `filesystem` in regular mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_data_mode: Option<Sourced<String>>,
     pub notes: Vec<String>,
 }
 
@@ -380,6 +391,9 @@ impl Topology {
                     runners_mode: None,
                     attached_to: None,
                     runner_capacity: None,
+                    executions_mode: None,
+                    production_limit: None,
+                    binary_data_mode: None,
                     notes: Vec::new(),
                 }
             })
@@ -455,6 +469,35 @@ impl Topology {
         Topology { nodes }
     }
 
+    /// A deployment without workers whose main runs in regular mode: main is the one process
+    /// that runs executions, its production limit the slots, its runners the runner capacity.
+    pub fn regular_settings(&self) -> Option<Settings> {
+        let main = self.nodes.iter().find(|n| n.role == Role::Main)?;
+        let mode = main.executions_mode.as_ref()?;
+        if mode.value != ExecutionsMode::Regular {
+            return None;
+        }
+        let mut s = Settings::regular(
+            main.production_limit.as_ref().map(|l| l.value),
+            &format!("Docker: {}", mode.source),
+        );
+        if let Some(l) = &main.production_limit {
+            s.worker_concurrency = Some(Sourced::new(
+                l.value,
+                format!("{} (regular mode: main's slots)", l.source),
+            ));
+        }
+        if let Some(cap) = main.runner_capacity.filter(|c| *c > 0) {
+            s.runner_limit = Some(Sourced::new(
+                cap,
+                format!("Docker: runner capacity of {}", main.facts.name),
+            ));
+        } else if let Some(r) = &main.runner_limit {
+            s.runner_limit = Some(r.clone());
+        }
+        Some(s)
+    }
+
     pub fn workers(&self) -> impl Iterator<Item = &Node> {
         self.nodes.iter().filter(|n| n.role == Role::Worker)
     }
@@ -463,7 +506,7 @@ impl Topology {
     pub fn model_settings(&self) -> Settings {
         let workers: Vec<&Node> = self.workers().collect();
         if workers.is_empty() {
-            return Settings::default();
+            return self.regular_settings().unwrap_or_default();
         }
         let count: u32 = workers
             .iter()
@@ -516,6 +559,30 @@ fn settle(n: &mut Node) {
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
+    if matches!(n.role, Role::Worker | Role::Main | Role::Webhook) {
+        let exec = match get("EXECUTIONS_MODE").as_deref() {
+            Some("queue") => Sourced::new(ExecutionsMode::Queue, src("EXECUTIONS_MODE")),
+            Some(_) => Sourced::new(ExecutionsMode::Regular, src("EXECUTIONS_MODE")),
+            None => Sourced::new(
+                ExecutionsMode::Regular,
+                "n8n default (EXECUTIONS_MODE unset)",
+            ),
+        };
+        n.binary_data_mode = Some(match get("N8N_DEFAULT_BINARY_DATA_MODE") {
+            Some(m) => Sourced::new(m, src("N8N_DEFAULT_BINARY_DATA_MODE")),
+            None if exec.value == ExecutionsMode::Queue => {
+                Sourced::new("database".to_string(), "n8n 2.x default in queue mode")
+            }
+            None => Sourced::new("filesystem".to_string(), "n8n 2.x default in regular mode"),
+        });
+        if n.role == Role::Main && exec.value == ExecutionsMode::Regular {
+            n.production_limit = get("N8N_CONCURRENCY_PRODUCTION_LIMIT")
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|l| *l > 0)
+                .map(|l| Sourced::new(l, src("N8N_CONCURRENCY_PRODUCTION_LIMIT")));
+        }
+        n.executions_mode = Some(exec);
+    }
     match n.role {
         Role::Worker | Role::Main | Role::Webhook => {
             let mode = get("N8N_RUNNERS_MODE");

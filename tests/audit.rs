@@ -93,12 +93,14 @@ fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
         Some("queue")
     );
     assert!(!worker.facts.image.contains("${"), "{}", worker.facts.image);
+    // Without a worker, n8n's own default: regular mode, recognised as such.
     let ids = rule_ids(&[base.join("withPostgres/docker-compose.yml")]);
     assert_eq!(
         ids,
         BTreeSet::from([
             "runner-without-memory-limit".to_string(),
-            "metrics-off".to_string()
+            "metrics-off".to_string(),
+            "regular-mode".to_string()
         ])
     );
 }

@@ -47,10 +47,12 @@ pub enum RuleId {
     WorkerWithoutMemoryLimit,
     DbConnectionBudget,
     RunnerMemoryPerTask,
+    RegularMode,
+    BinaryDataFilesystemInQueueMode,
 }
 
 impl RuleId {
-    pub const ALL: [RuleId; 30] = [
+    pub const ALL: [RuleId; 32] = [
         RuleId::NotQueueMode,
         RuleId::ExternalModeWithoutRunner,
         RuleId::WorkerWithoutRunner,
@@ -81,6 +83,8 @@ impl RuleId {
         RuleId::WorkerWithoutMemoryLimit,
         RuleId::DbConnectionBudget,
         RuleId::RunnerMemoryPerTask,
+        RuleId::RegularMode,
+        RuleId::BinaryDataFilesystemInQueueMode,
     ];
 
     pub fn id(&self) -> &'static str {
@@ -98,6 +102,8 @@ impl RuleId {
             RuleId::RunnerWithoutMemoryLimit => "runner-without-memory-limit",
             RuleId::MemoryLimitOnWorkerNotRunner => "memory-limit-on-worker-not-runner",
             RuleId::ProductionLimitOverridesConcurrency => "production-limit-overrides-concurrency",
+            RuleId::RegularMode => "regular-mode",
+            RuleId::BinaryDataFilesystemInQueueMode => "binary-data-filesystem-in-queue-mode",
             RuleId::QueueWorkerConcurrencyNoop => "queue-worker-concurrency-noop",
             RuleId::MetricsOff => "metrics-off",
             RuleId::QueueMetricsOff => "queue-metrics-off",
@@ -150,6 +156,8 @@ impl RuleId {
             RuleId::WorkerWithoutMemoryLimit => Severity::Warning,
             RuleId::DbConnectionBudget => Severity::Info,
             RuleId::RunnerMemoryPerTask => Severity::Warning,
+            RuleId::RegularMode => Severity::Info,
+            RuleId::BinaryDataFilesystemInQueueMode => Severity::Error,
         }
     }
 
@@ -210,6 +218,12 @@ impl RuleId {
             RuleId::DbConnectionBudget => "the Postgres connections n8n needs at the maximum replicas",
             RuleId::RunnerMemoryPerTask => {
                 "a runner's memory limit leaves little room per task beyond an idle runner"
+            }
+            RuleId::RegularMode => {
+                "regular mode: main runs every execution, capped by N8N_CONCURRENCY_PRODUCTION_LIMIT and one core"
+            }
+            RuleId::BinaryDataFilesystemInQueueMode => {
+                "N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode, which n8n does not support"
             }
         }
     }
@@ -378,6 +392,8 @@ pub fn audit(
     let c = Ctx::new(&t);
     let mut out = Vec::new();
     queue_mode(&c, &mut out);
+    regular_mode(&c, &mut out);
+    binary_data(&c, &mut out);
     runner_exists(&c, &mut out);
     let attached = runner_pairing(&c, &mut out);
     runner_memory(&c, &mut out);
@@ -421,6 +437,60 @@ fn queue_mode(c: &Ctx, out: &mut Vec<Finding>) {
                     .fix(format!("set EXECUTIONS_MODE=queue on {}", n.name())),
                 );
             }
+        }
+    }
+}
+
+/// No workers and main not in queue mode: a regular-mode deployment (n8n's default).
+fn regular_mode(c: &Ctx, out: &mut Vec<Finding>) {
+    if c.has_workers {
+        return;
+    }
+    for n in c.n8n.iter().filter(|n| n.role == Role::Main) {
+        if env(n, "EXECUTIONS_MODE") == Some("queue") {
+            continue;
+        }
+        let limit = match env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT") {
+            Some(v) if v != "-1" => {
+                format!("N8N_CONCURRENCY_PRODUCTION_LIMIT={v} executions at once")
+            }
+            _ => "no production limit (-1): as many executions as arrive".to_string(),
+        };
+        out.push(
+            finding(RuleId::RegularMode, n.name(), format!(
+                "{}: regular mode (EXECUTIONS_MODE {}): main runs every execution — {limit}, all of their JavaScript on one core",
+                n.name(),
+                env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set".into())
+            ))
+            .why("One Node process runs every execution: past one core, no setting raises throughput; queue mode spreads executions over workers.")
+            .fix("to scale past one process: EXECUTIONS_MODE=queue with Redis on main and workers, workers each with a runner (n8ncap recommend --format compose)"),
+        );
+    }
+}
+
+/// n8n does not support filesystem binary data in queue mode: a worker cannot read a file
+/// another process wrote (n8n docs, "Handle binary data").
+fn binary_data(c: &Ctx, out: &mut Vec<Finding>) {
+    let queue = c.has_workers
+        || c.n8n
+            .iter()
+            .any(|n| env(n, "EXECUTIONS_MODE") == Some("queue"));
+    if !queue {
+        return;
+    }
+    for n in c.n8n.iter() {
+        if env(n, "N8N_DEFAULT_BINARY_DATA_MODE") == Some("filesystem") {
+            out.push(
+                finding(RuleId::BinaryDataFilesystemInQueueMode, n.name(), format!(
+                    "{}: N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode: n8n does not support it",
+                    n.name()
+                ))
+                .why("Main writes an upload to its own disk; the worker that runs the execution cannot read it.")
+                .fix(format!(
+                    "remove N8N_DEFAULT_BINARY_DATA_MODE on {} (n8n 2.x defaults to database in queue mode) or set database or s3",
+                    n.name()
+                )),
+            );
         }
     }
 }

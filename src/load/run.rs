@@ -473,6 +473,7 @@ impl Sweep {
             }
         }
         stage_tasks.abort_all();
+        rec.close();
         let agg = rec.total(self.check_names.len());
         let scenario_aggs = rec.scenario_totals();
         let window = ended.saturating_duration_since(rec.warmup_until);

@@ -238,6 +238,9 @@ pub struct StageRecorder {
     /// One per scenario when the profile mixes several (each with its own checks).
     scenarios: Vec<Mutex<Agg>>,
     dropped: std::sync::atomic::AtomicU64,
+    /// Closed once the stage is read: a request is recorded in its shard and its scenario
+    /// together or not at all, so the scenarios add up to the stage.
+    closed: std::sync::RwLock<bool>,
 }
 
 impl StageRecorder {
@@ -257,6 +260,15 @@ impl StageRecorder {
                 .map(|n| Mutex::new(Agg::new(*n)))
                 .collect(),
             dropped: std::sync::atomic::AtomicU64::new(0),
+            closed: std::sync::RwLock::new(false),
+        }
+    }
+
+    /// Takes no more requests (those being recorded finish first).
+    pub fn close(&self) {
+        match self.closed.write() {
+            Ok(mut c) => *c = true,
+            Err(p) => *p.into_inner() = true,
         }
     }
 
@@ -278,6 +290,12 @@ impl StageRecorder {
         s: &Sample<'_>,
         now: Instant,
     ) {
+        let Ok(closed) = self.closed.read() else {
+            return;
+        };
+        if *closed {
+            return;
+        }
         let warm = now < self.warmup_until;
         if let Ok(mut a) = self.shards[shard % SHARDS].lock() {
             a.add(s, check_offset, warm);

@@ -45,6 +45,12 @@ impl Notes {
     }
 }
 
+fn regular(n: &crate::topology::Node) -> bool {
+    n.executions_mode
+        .as_ref()
+        .is_some_and(|m| m.value == crate::model::settings::ExecutionsMode::Regular)
+}
+
 /// Each node's notes as warning lines under a topology table.
 fn node_warnings(table: &Table, t: &crate::topology::Topology) -> String {
     t.nodes
@@ -52,6 +58,47 @@ fn node_warnings(table: &Table, t: &crate::topology::Topology) -> String {
         .flat_map(|n| n.notes.iter().map(move |note| (n, note)))
         .map(|(n, note)| wrapped(table, &format!("warning: {}: {note}", n.facts.name), 4))
         .collect()
+}
+
+/// Under a topology table: main's executions mode and where binary data goes, when known.
+fn mode_lines(table: &Table, t: &crate::topology::Topology) -> String {
+    use crate::model::settings::ExecutionsMode;
+    use crate::topology::Role;
+    let mut out = String::new();
+    for n in t.nodes.iter().filter(|n| n.role == Role::Main) {
+        if let Some(m) = n.executions_mode.as_ref() {
+            let line = match m.value {
+                ExecutionsMode::Regular => format!(
+                    "note: {}: regular mode ({}): main runs every execution itself; production limit {}",
+                    n.facts.name,
+                    m.source,
+                    n.production_limit
+                        .as_ref()
+                        .map(|l| format!("{} ({})", l.value, l.source))
+                        .unwrap_or_else(|| "none (N8N_CONCURRENCY_PRODUCTION_LIMIT -1)".into())
+                ),
+                ExecutionsMode::Queue => format!("note: {}: queue mode ({})", n.facts.name, m.source),
+            };
+            out.push_str(&wrapped(table, &line, 4));
+        }
+        if let Some(b) = n.binary_data_mode.as_ref() {
+            let why = match b.value.as_str() {
+                "database" => ": uploads are written to the database and read back by the process that runs the execution",
+                "filesystem" => ": uploads are files under N8N_BINARY_DATA_STORAGE_PATH (not shared between processes)",
+                "s3" => ": uploads go to S3",
+                _ => "",
+            };
+            out.push_str(&wrapped(
+                table,
+                &format!(
+                    "note: {}: binary data mode {} ({}){why}",
+                    n.facts.name, b.value, b.source
+                ),
+                4,
+            ));
+        }
+    }
+    out
 }
 
 /// `text` as lines of at most the table's width (when known), continuation lines indented by
@@ -247,6 +294,10 @@ pub fn topology_table(
                 .runner_capacity
                 .map(|c| format!("capacity {c}"))
                 .unwrap_or_default(),
+            Role::Main if n.production_limit.is_some() || regular(n) => n
+                .runner_capacity
+                .map(|c| format!("capacity {c} (every execution: regular mode)"))
+                .unwrap_or_default(),
             // Main runs only manual executions' Code (and none when they go to workers).
             Role::Main => match n.runner_capacity {
                 Some(0) => "no runner (manual executions only)".into(),
@@ -286,6 +337,7 @@ pub fn topology_table(
     }
     let mut out = table.to_string();
     out.push_str(&notes.render(&table));
+    out.push_str(&mode_lines(&table, t));
     out.push_str(&node_warnings(&table, t));
     for n in &t.nodes {
         if n.role == Role::Runner && n.facts.memory_limit_bytes.is_none() {
@@ -376,6 +428,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     }
     let mut out = table.to_string();
     out.push_str(&notes.render(&table));
+    out.push_str(&mode_lines(&table, t));
     out.push_str(&node_warnings(&table, t));
     out
 }
