@@ -234,3 +234,58 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         "the production limit is raised: {rec:?}"
     );
 }
+
+/// k6's ramping-vus: windows while the users move, held steps as levels; a ramp that never
+/// holds is said to be too fast to read a level from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramp_is_measured_per_window_and_diagnosed_from_its_held_steps() {
+    let stack = Stack::start(StackConfig {
+        queue_metrics_interval: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await
+    .expect("stack starts");
+    let text = format!(
+        "model: closed\nwarmup: 1s\nramp_window: 1s\nstart_vus: 0\n\
+         request: {{url: {}, body: {{sleep_ms: 100}}, timeout: 30s}}\n\
+         stages: [{{target: 4, duration: 2s}}, {{target: 4, duration: 3s}}, {{target: 0, duration: 1s}}]\n",
+        stack.webhook_url
+    );
+    let p = Profile::parse(&text, "ramp-test").expect("parses");
+    let mut s = common::sweep(p, None).await;
+    let labels: Vec<&str> = s.stages.iter().map(|st| st.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["ramp 0→2", "ramp 2→4", "4 in flight", "ramp 4→0"],
+        "windows and the held step"
+    );
+    let up = s.stages[1].ramp.expect("a ramp window");
+    assert_eq!((up.from, up.to), (2, 4));
+    assert!(s.stages.iter().all(|st| st.requests > 0));
+    // The held step: 4 users, 0.14 s per request → about 28 req/s.
+    let held = &s.stages[2];
+    assert!(
+        (held.throughput_rps - 4.0 / 0.14).abs() < 5.0,
+        "{}",
+        held.throughput_rps
+    );
+    let (d, _) = analyze(&mut s, Default::default(), None);
+    assert_eq!(d.levels.len(), 1, "only the held step is a level");
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "ramp-windows")
+        .expect("the windows are named");
+    assert_eq!(f.get("ramp_windows"), Some(3.0));
+    assert_eq!(f.get("held_steps"), Some(1.0));
+
+    let text = text.replace("{target: 4, duration: 3s}, ", "");
+    let mut s = common::sweep(Profile::parse(&text, "ramp-only").unwrap(), None).await;
+    let (d, _) = analyze(&mut s, Default::default(), None);
+    assert!(d.levels.is_empty());
+    assert!(
+        d.findings.iter().any(|f| f.id == "ramp-too-fast"),
+        "{:?}",
+        d.findings
+    );
+}

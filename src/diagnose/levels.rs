@@ -34,6 +34,11 @@ pub fn group(stages: &[StageResult]) -> Vec<Level> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < stages.len() {
+        // A ramp window is no load level (see `ramp`).
+        if stages[i].ramp.is_some() {
+            i += 1;
+            continue;
+        }
         let level = stages[i].level();
         let mut j = i + 1;
         while j < stages.len() && stages[j].level() == level && stages[j].repeat > 0 {

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod levels;
 pub mod mix;
 pub mod observed;
+pub mod ramp;
 pub mod regular;
 pub mod validity;
 pub mod verdict;
@@ -98,6 +99,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         ..v
     };
     observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
+    ramp::findings(stages, &levels, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 
     let x_max = capacity.map(|c| {

@@ -17,13 +17,16 @@ pub const MAX_SCENARIOS: usize = 16;
 pub const MAX_RATE: f64 = 1e9;
 
 /// Built-in profiles, by name.
-pub const BUILTIN: [(&str, &str); 6] = [
+pub const BUILTIN: [(&str, &str); 9] = [
     ("smoke", include_str!("../../profiles/smoke.yaml")),
     ("baseline", include_str!("../../profiles/baseline.yaml")),
     ("steady", include_str!("../../profiles/steady.yaml")),
     ("breakpoint", include_str!("../../profiles/breakpoint.yaml")),
     ("memory", include_str!("../../profiles/memory.yaml")),
     ("arrival", include_str!("../../profiles/arrival.yaml")),
+    ("mix", include_str!("../../profiles/mix.yaml")),
+    ("binary", include_str!("../../profiles/binary.yaml")),
+    ("ramp", include_str!("../../profiles/ramp.yaml")),
 ];
 
 pub use crate::record::LoadModel;
@@ -56,9 +59,22 @@ pub struct Profile {
     /// k6-style thresholds: metric → expressions (`rate<0.05`, `p(95)<60000`).
     #[serde(default = "default_thresholds")]
     pub thresholds: BTreeMap<String, Vec<String>>,
+    /// Ramping stages (`target`): the virtual users at the start (k6's `startVUs`, default 1).
+    #[serde(default = "default_start_vus")]
+    pub start_vus: u32,
+    /// Ramping stages: the length of each window measured while the load moves.
+    #[serde(default = "default_ramp_window")]
+    pub ramp_window: String,
     /// Where relative paths of the profile (body_file, files) start: its file's directory.
     #[serde(skip)]
     pub base_dir: PathBuf,
+}
+
+fn default_start_vus() -> u32 {
+    1
+}
+fn default_ramp_window() -> String {
+    "5s".into()
 }
 
 fn default_stage_duration() -> String {
@@ -218,6 +234,11 @@ pub struct StageSpec {
     /// Closed model: virtual users (= requests in flight).
     #[serde(default)]
     pub vus: Option<u32>,
+    /// Closed model, as k6's `ramping-vus`: move the virtual users linearly from the previous
+    /// stage's target (or `start_vus`) to this one over `duration`; the same target as before
+    /// holds the step.
+    #[serde(default)]
+    pub target: Option<u32>,
     /// Open model: arrivals per second at the start of the stage.
     #[serde(default)]
     pub rate: Option<f64>,
@@ -271,10 +292,15 @@ pub struct Stage {
     pub duration: Duration,
     #[serde(with = "secs")]
     pub warmup: Duration,
+    /// A window of a ramp: the virtual users move from `from` to `to` during it.
+    pub ramp: Option<crate::record::stage::Ramp>,
 }
 
 impl Stage {
     pub fn label(&self) -> String {
+        if let Some(r) = self.ramp {
+            return format!("ramp {}→{}", r.from, r.to);
+        }
         match (self.vus, self.rate) {
             (Some(v), _) => format!("{v} in flight"),
             (None, Some(r)) => match self.ramp_to {
@@ -416,6 +442,9 @@ impl Profile {
         if self.stages.is_empty() {
             return bad_input(format!("profile {} has no stages", self.name));
         }
+        if self.stages.iter().any(|s| s.target.is_some()) {
+            return self.resolve_ramp(default_warmup);
+        }
         let mut out = Vec::new();
         for (i, s) in self.stages.iter().enumerate() {
             let duration = match &s.duration {
@@ -498,7 +527,85 @@ impl Profile {
                 }),
                 duration,
                 warmup: warmup.min(duration / 2),
+                ramp: None,
             });
+        }
+        Ok(out)
+    }
+
+    /// k6's `ramping-vus`: a stage whose target differs from the one before becomes windows of
+    /// `ramp_window` measured while the users move; a stage that keeps the target is a held
+    /// step (a load level, with the profile's warm-up).
+    fn resolve_ramp(&self, warmup: Duration) -> anyhow::Result<Vec<Stage>> {
+        let at = format!("profile {}", self.name);
+        if self.model != LoadModel::Closed {
+            return bad_input(format!(
+                "{at}: `target` stages ramp virtual users (closed model); for arrival rates use \
+                 `rate` and `ramp_to`"
+            ));
+        }
+        let window = parse_duration(&self.ramp_window)
+            .map_err(|e| BadInput(format!("{at}: ramp_window: {e}")))?
+            .max(Duration::from_millis(500));
+        let max = crate::record::stage::MAX_IN_FLIGHT;
+        let mut prev = self.start_vus;
+        let mut out = Vec::new();
+        for (i, s) in self.stages.iter().enumerate() {
+            let here = format!("{at}: stage {}", i + 1);
+            let (Some(target), None, None) = (s.target, s.vus, s.rate) else {
+                return bad_input(format!(
+                    "{here}: a ramping profile gives every stage a `target` and a `duration` (and no vus or rate)"
+                ));
+            };
+            if target > max || prev > max {
+                return bad_input(format!("{here}: target must be at most {max}"));
+            }
+            let duration = match &s.duration {
+                Some(d) => {
+                    parse_duration(d).map_err(|e| BadInput(format!("{here}: duration: {e}")))?
+                }
+                None => return bad_input(format!("{here}: a ramping stage needs a `duration`")),
+            };
+            if duration.is_zero() {
+                return bad_input(format!("{here} has no duration"));
+            }
+            if target == prev {
+                // A held step; a pause at 0 users measures nothing and is skipped.
+                if target > 0 {
+                    out.push(Stage {
+                        vus: Some(target),
+                        rate: None,
+                        ramp_to: None,
+                        max_vus: None,
+                        duration,
+                        warmup: warmup.min(duration / 2),
+                        ramp: None,
+                    });
+                }
+                continue;
+            }
+            let n = (duration.as_secs_f64() / window.as_secs_f64())
+                .ceil()
+                .max(1.0) as u32;
+            let vus_at = |k: u32| prev as f64 + (target as f64 - prev as f64) * k as f64 / n as f64;
+            for k in 0..n {
+                let (from, to) = (vus_at(k).round() as u32, vus_at(k + 1).round() as u32);
+                out.push(Stage {
+                    vus: Some(((vus_at(k) + vus_at(k + 1)) / 2.0).round().max(1.0) as u32),
+                    rate: None,
+                    ramp_to: None,
+                    max_vus: None,
+                    duration: duration / n,
+                    warmup: Duration::ZERO,
+                    ramp: Some(crate::record::stage::Ramp { from, to }),
+                });
+            }
+            prev = target;
+        }
+        if out.is_empty() {
+            return bad_input(format!(
+                "{at}: every stage holds 0 virtual users: nothing to run"
+            ));
         }
         Ok(out)
     }
@@ -652,6 +759,35 @@ mod tests {
         assert_eq!(vus, vec![15, 30, 50, 80, 120]);
         let arrival = Profile::load("arrival").unwrap();
         assert_eq!(arrival.model, LoadModel::Open);
+        let mix = Profile::load("mix").unwrap().scenarios().unwrap();
+        assert_eq!(mix.len(), 2);
+        assert!((mix[0].share - 0.7).abs() < 1e-12);
+        assert_eq!(mix[1].request.url, "http://127.0.0.1:5678/webhook/load");
+        assert_eq!(mix[0].code_time_s, Some(0.0));
+    }
+
+    #[test]
+    fn a_five_step_ramp_becomes_windows_and_held_steps() {
+        let stages = Profile::load("ramp").unwrap().resolve_stages().unwrap();
+        let held: Vec<u32> = stages
+            .iter()
+            .filter(|s| s.ramp.is_none())
+            .filter_map(|s| s.vus)
+            .collect();
+        assert_eq!(held, [5, 10, 20, 40, 60]);
+        // 30 s ramps in 10 s windows: 3 up to each step, 3 down.
+        assert_eq!(stages.iter().filter(|s| s.ramp.is_some()).count(), 18);
+        let first = stages[0].ramp.unwrap();
+        assert_eq!((first.from, first.to), (0, 2));
+        let last = stages.last().unwrap().ramp.unwrap();
+        assert_eq!((last.from, last.to), (20, 0));
+        let total: Duration = stages.iter().map(|s| s.duration).sum();
+        assert_eq!(total, Duration::from_secs(480));
+        // Ramps and fixed levels do not mix; ramps are closed-model.
+        let bad = "model: closed\nstages: [{target: 3, duration: 1s}, {vus: 2}]";
+        assert!(Profile::parse(bad, "b").unwrap().resolve_stages().is_err());
+        let open = "model: open\nstages: [{target: 3, duration: 1s}]";
+        assert!(Profile::parse(open, "o").unwrap().resolve_stages().is_err());
     }
 
     #[test]

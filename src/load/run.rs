@@ -443,9 +443,10 @@ impl Sweep {
         self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
         match self.opts.profile.model {
-            LoadModel::Closed => self
-                .vus
-                .resize(&self.shared, stage.vus.unwrap_or(1) as usize),
+            LoadModel::Closed => {
+                let n = stage.ramp.map(|r| r.from).or(stage.vus).unwrap_or(1);
+                self.vus.resize(&self.shared, n as usize)
+            }
             LoadModel::Open => {
                 stage_tasks.spawn(open_scheduler(
                     self.shared.clone(),
@@ -458,9 +459,13 @@ impl Sweep {
         if let Some(o) = self.opts.observer.as_mut() {
             o.begin_stage(index, stage_start + stage.warmup);
         }
-        let mut end = self
-            .wait_stage(index, &stage, (stage_start, &rec), interrupt, steady)
-            .await;
+        let mut end = match stage.ramp {
+            Some(r) => self.ramp_stage(r, &stage, stage_start, interrupt).await,
+            None => {
+                self.wait_stage(index, &stage, (stage_start, &rec), interrupt, steady)
+                    .await
+            }
+        };
         let ended = Instant::now();
         if end != StageEnd::Interrupted && !stage_tasks.is_empty() {
             // Open model: the arrivals this stage started finish and count in it, for at most
@@ -609,6 +614,32 @@ impl Sweep {
         }
     }
 
+    /// A ramp window: moves the virtual users linearly from `from` to `to` over the stage, ten
+    /// times a second (users removed finish their request first, as k6's graceful ramp-down).
+    async fn ramp_stage(
+        &mut self,
+        r: crate::record::stage::Ramp,
+        stage: &Stage,
+        stage_start: Instant,
+        interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> StageEnd {
+        let total = stage.duration.as_secs_f64().max(1e-3);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = interrupt.as_mut() => return StageEnd::Interrupted,
+                _ = tick.tick() => {
+                    let f = (stage_start.elapsed().as_secs_f64() / total).min(1.0);
+                    let n = r.from as f64 + (r.to as f64 - r.from as f64) * f;
+                    self.vus.resize(&self.shared, n.round() as usize);
+                    if f >= 1.0 {
+                        return StageEnd::Duration;
+                    }
+                }
+            }
+        }
+    }
+
     /// The adaptive search: runs the level the search asks for until it stops, the budget is
     /// spent or the run is interrupted.
     async fn run_adaptive(
@@ -665,8 +696,10 @@ impl Sweep {
                 max_vus: None,
                 duration: Duration::ZERO,
                 warmup: Duration::ZERO,
+                ramp: None,
             });
             stage.vus = Some(n);
+            stage.ramp = None;
             stage.warmup = warmup;
             // A level that counts slots only needs the queue gauges to refresh twice.
             let counting = (2 * self.opts.queue_metrics_interval).max(Duration::from_secs(3));
@@ -1012,7 +1045,7 @@ fn stage_result(
         partial,
         requests: agg.requests,
         ok: agg.ok,
-        throughput_rps: match (profile.model, stage.vus) {
+        throughput_rps: match (profile.model, stage.vus.filter(|_| stage.ramp.is_none())) {
             // Little's law: in a closed loop N = X × R̄, exactly. Counting completions in the
             // window is quantized when jobs finish in batches (a deterministic stack finishes
             // all its slots together); N ÷ R̄ is not.
@@ -1054,7 +1087,7 @@ fn stage_result(
         memory_by_role: Vec::new(),
         ended_by: None,
         scenarios: Vec::new(),
-        ramp: None,
+        ramp: stage.ramp,
     }
 }
 

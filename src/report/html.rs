@@ -649,6 +649,7 @@ fn page(
         );
     }
     h.push_str("</table>");
+    scenarios_html(&mut h, s);
     if let Some(d) = d {
         diagnosis_html(&mut h, d);
     }
@@ -674,6 +675,61 @@ fn page(
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// A mix: what each scenario sent, then its figures per stage (they add up to the stage's).
+fn scenarios_html(h: &mut String, s: &Summary) {
+    if s.scenarios.len() < 2 {
+        return;
+    }
+    h.push_str("<h2>Scenarios</h2><table><tr><th>scenario</th><th>request</th><th>share %</th><th>body</th></tr>");
+    for sc in &s.scenarios {
+        let files: Vec<String> = sc
+            .body_info
+            .files
+            .iter()
+            .map(|f| format!("{} ({} bytes)", f.filename, f.bytes))
+            .collect();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{} {}</td><td>{:.1}</td><td>{} bytes{}</td></tr>",
+            esc(&sc.name),
+            esc(&sc.method),
+            esc(&sc.url),
+            sc.share * 100.0,
+            sc.body_info.bytes,
+            if files.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", esc(&files.join(", ")))
+            }
+        );
+    }
+    h.push_str("</table><table><tr><th>stage</th><th>scenario</th><th>requests</th><th>share %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>error %</th><th>check %</th><th>bytes sent</th><th>bytes received</th></tr>");
+    for st in &s.stages {
+        for c in &st.scenarios {
+            let lat = |f: fn(&crate::record::stage::Latency) -> f64| match &c.latency {
+                Some(l) => format!("{:.0}", f(l)),
+                None => "—".into(),
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+                st.index + 1,
+                esc(&c.name),
+                c.requests,
+                c.share * 100.0,
+                c.throughput_rps,
+                lat(|l| l.p50_ms),
+                lat(|l| l.p95_ms),
+                c.error_rate * 100.0,
+                c.check_pass_rate * 100.0,
+                c.bytes_sent,
+                c.bytes_received
+            );
+        }
+    }
+    h.push_str("</table>");
 }
 
 /// The diagnosis as HTML: the verdict, the figures it rests on (settings, model, capacity, CPU,

@@ -161,6 +161,12 @@ pub fn stages_table(stages: &[StageResult]) -> String {
     if open {
         header.push("dropped");
     }
+    // Uploads: what each request carried.
+    let per_request = |s: &StageResult| s.bytes_sent as f64 / s.requests.max(1) as f64;
+    let uploads = stages.iter().any(|s| per_request(s) >= 10_000.0);
+    if uploads {
+        header.push("sent/req");
+    }
     if has_queue {
         header.push("slots taken");
         header.push("waiting");
@@ -173,7 +179,7 @@ pub fn stages_table(stages: &[StageResult]) -> String {
                 s.index + 1,
                 if s.partial { " (partial)" } else { "" }
             )),
-            Cell::new(if open {
+            Cell::new(if open || s.ramp.is_some() {
                 s.label.clone()
             } else {
                 s.vus.map(|v| v.to_string()).unwrap_or_default()
@@ -199,6 +205,9 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         if open {
             row.push(Cell::new(s.dropped_iterations.to_string()));
         }
+        if uploads {
+            row.push(Cell::new(bytes(per_request(s))));
+        }
         if has_queue {
             match &s.queue {
                 Some(q) if q.samples > 0 => {
@@ -220,7 +229,15 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         }
     }
     let mut out = t.to_string();
+    out.push_str(&scenarios_table(stages));
     let mut notes = Vec::new();
+    if stages.iter().any(|s| s.ramp.is_some()) {
+        notes.push(
+            "ramp rows: measured while the virtual users moved — not load levels (their req/s is \
+             completions ÷ window); only held steps are judged."
+                .into(),
+        );
+    }
     for s in stages.iter().filter(|s| !s.valid) {
         notes.push(format!(
             "stage {} is invalid: {} — its latency is not a result.",
@@ -250,6 +267,69 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         out.push_str(&n);
     }
     out
+}
+
+fn bytes(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{:.1} MB", v / 1e6),
+        v if v >= 1e3 => format!("{:.1} kB", v / 1e3),
+        v => format!("{v:.0} B"),
+    }
+}
+
+/// A mix: each scenario's figures per stage (they add up to the stage's row above).
+fn scenarios_table(stages: &[StageResult]) -> String {
+    if stages.iter().all(|s| s.scenarios.len() < 2) {
+        return String::new();
+    }
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(vec![
+        "stage",
+        "scenario",
+        "share %",
+        "req/s",
+        "p50",
+        "p95",
+        "error %",
+        "check %",
+        "sent/req",
+        "received/req",
+    ]);
+    for s in stages {
+        for c in &s.scenarios {
+            let per = |b: u64| {
+                bytes(if c.requests > 0 {
+                    b as f64 / c.requests as f64
+                } else {
+                    0.0
+                })
+            };
+            let (p50, p95) = match &c.latency {
+                Some(l) if s.valid => (ms(l.p50_ms), ms(l.p95_ms)),
+                _ => ("—".into(), "—".into()),
+            };
+            t.add_row(vec![
+                (s.index + 1).to_string(),
+                c.name.clone(),
+                format!("{:.1}", c.share * 100.0),
+                format!("{:.2}", c.throughput_rps),
+                p50,
+                p95,
+                format!("{:.1}", c.error_rate * 100.0),
+                format!("{:.1}", c.check_pass_rate * 100.0),
+                per(c.bytes_sent),
+                per(c.bytes_received),
+            ]);
+        }
+    }
+    for i in 2..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("\nper scenario:\n{t}")
 }
 
 /// `n8ncap inspect`: one row per container with its role, capacity settings and their sources.

@@ -156,11 +156,15 @@ pub struct Workflows(
 );
 
 impl Default for Workflows {
+    /// `load` (the example workflow: everything from the body) and `notify` (a workflow
+    /// without a Code node, as the `mix` profile expects).
     fn default() -> Self {
-        Workflows(std::collections::BTreeMap::from([(
-            "load".to_string(),
-            serde_json::Map::new(),
-        )]))
+        let mut notify = serde_json::Map::new();
+        notify.insert("code".into(), serde_json::Value::Bool(false));
+        Workflows(std::collections::BTreeMap::from([
+            ("load".to_string(), serde_json::Map::new()),
+            ("notify".to_string(), notify),
+        ]))
     }
 }
 
