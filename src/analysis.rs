@@ -49,6 +49,20 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
         st.check(&format!("stages[{i}]"))
             .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
     }
+    for (i, sc) in summary.scenarios.iter().enumerate() {
+        let times = [sc.job_time_s, sc.code_time_s];
+        let good = (0.0..=1.0).contains(&sc.share)
+            && times.iter().flatten().all(|t| {
+                t.is_finite() && (0.0..=crate::util::MAX_DURATION.as_secs_f64()).contains(t)
+            });
+        if !good {
+            return Err(BadInput(format!(
+                "{}: scenarios[{i}]: share must be from 0 to 1 and job_time_s, code_time_s from 0 to 30 days",
+                file.display()
+            ))
+            .into());
+        }
+    }
     if !summary.schema.starts_with("n8ncap.summary/") {
         return Err(BadInput(format!(
             "{} has schema {:?}, not {}",

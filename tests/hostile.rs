@@ -962,3 +962,93 @@ fn no_output_contains_an_unfilled_placeholder() {
         assert!(!text.contains("{}"), "{url}: {text}");
     }
 }
+
+#[test]
+fn mixes_uploads_and_ramps_that_cannot_run_are_refused_naming_the_field() {
+    let d = dir("mixes");
+    let sc = |s: &str| {
+        format!(
+            "model: closed\nrequest: {{url: 'http://127.0.0.1:1'}}\nstages: [{{vus: 1}}]\nscenarios:\n{s}"
+        )
+    };
+    let cases: Vec<(String, &[&str])> = vec![
+        (sc("- {name: a, weight: 0, request: {url: /x}}\n"), &["scenarios[0].weight"]),
+        (sc("- {name: a, weight: .nan, request: {url: /x}}\n"), &["scenarios[0].weight"]),
+        (
+            sc("- {name: a, request: {url: /x}}\n- {name: a, request: {url: /y}}\n"),
+            &["scenarios[1]", "used twice"],
+        ),
+        (sc("- {name: '', request: {url: /x}}\n"), &["scenarios[0].name"]),
+        (
+            sc("- {name: a, request: {url: /x, body: {}, files: [{size: 1kB}]}}\n"),
+            &["scenarios[0].request", "one of body"],
+        ),
+        (
+            sc("- {name: a, request: {url: /x, files: [{size: 10XB}]}}\n"),
+            &["files[0].size", "unit"],
+        ),
+        (
+            sc("- {name: a, request: {url: /x, files: [{size: 5GB}]}}\n"),
+            &["files[0].size", "MiB"],
+        ),
+        (
+            sc("- {name: a, request: {url: /x, files: [{path: /no/such/file}]}}\n"),
+            &["files[0]", "/no/such/file"],
+        ),
+        (
+            sc("- {name: a, request: {url: /x, files: [{path: /dev/zero}]}}\n"),
+            &["/dev/zero", "not a regular file"],
+        ),
+        (
+            sc("- {name: a, request: {url: /x, fields: {k: v}}}\n"),
+            &["fields", "files"],
+        ),
+        (
+            sc("- {name: a, job_time: 1s, code_time: 2s, request: {url: /x}}\n"),
+            &["code_time", "job_time"],
+        ),
+        (sc("- {name: a, request: {url: /x, colour: red}}\n"), &[":5:", "unknown field"]),
+        (
+            "model: closed\nrequest: {url: 'http://127.0.0.1:1', body: {a: 1}}\nstages: [{vus: 1}]\n\
+             scenarios: [{name: a, request: {url: /x}}]\n"
+                .to_string(),
+            &["request.body", "scenarios"],
+        ),
+        (
+            format!(
+                "model: closed\nrequest: {{url: 'http://127.0.0.1:1'}}\nstages: [{{vus: 1}}]\nscenarios:\n{}",
+                (0..17)
+                    .map(|i| format!("- {{name: s{i}, request: {{url: /x}}}}\n"))
+                    .collect::<String>()
+            ),
+            &["17 scenarios", "at most 16"],
+        ),
+        (
+            "model: closed\nrequest: {url: 'http://127.0.0.1:1/x'}\nstages: [{target: 3}]\n".into(),
+            &["stage 1", "duration"],
+        ),
+        (
+            "model: closed\nrequest: {url: 'http://127.0.0.1:1/x'}\nstages: [{target: 3, duration: 1s}, {vus: 2}]\n"
+                .into(),
+            &["stage 2", "target"],
+        ),
+        (
+            "model: closed\nrequest: {url: 'http://127.0.0.1:1/x'}\nstages: [{target: 99999999, duration: 1s}]\n"
+                .into(),
+            &["target", "at most"],
+        ),
+        (
+            "model: open\nrequest: {url: 'http://127.0.0.1:1/x'}\nstages: [{target: 3, duration: 1s}]\n".into(),
+            &["target", "closed model"],
+        ),
+    ];
+    for (text, names) in &cases {
+        let p = write(&d, "p.yaml", text);
+        refused(&run(&["sweep", "--profile", &p, "--no-out"]), names);
+    }
+    // --body cannot say which scenario it is for.
+    refused(
+        &run(&["sweep", "--profile", "mix", "--body", "{}", "--no-out"]),
+        &["--body", "2 scenarios"],
+    );
+}

@@ -289,3 +289,159 @@ async fn a_ramp_is_measured_per_window_and_diagnosed_from_its_held_steps() {
         d.findings
     );
 }
+
+/// Regular mode whose one JavaScript thread is the limit (100 ms of CPU per execution on main,
+/// no production limit): CPU at main caps near 10/s, and the diagnosis says what the queue-mode
+/// stack would need instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
+    let stack = Stack::start(StackConfig {
+        regular: true,
+        production_limit: None,
+        runner_limit: 20,
+        worker_cpu: Duration::from_millis(100),
+        ..Default::default()
+    })
+    .await
+    .expect("stack starts");
+    let endpoints = vec![n8ncap::observe::watch::Endpoint {
+        url: format!("{}/metrics", stack.main_url),
+        role: Some(n8ncap::record::Role::Main),
+    }];
+    let profile = common::closed_profile(
+        &stack.webhook_url,
+        &[1, 10],
+        serde_json::json!({"sleep_ms": 300}),
+        "2s",
+        "6s",
+    );
+    let host = n8ncap::record::summary::Host {
+        shares_client_cpu: false,
+        ..n8ncap::analysis::host_facts(&profile.request.url, None)
+    };
+    let observer =
+        n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(500), None)
+            .await;
+    let (mut s, _) = n8ncap::load::run::run_sweep(
+        n8ncap::load::run::SweepOptions {
+            observer,
+            settings: Some(n8ncap::model::settings::Settings::regular(None, "test")),
+            host: Some(host),
+            ..n8ncap::load::run::SweepOptions::new(profile)
+        },
+        std::future::pending(),
+    )
+    .await
+    .expect("sweep runs");
+    let (d, rec) = analyze(&mut s, Default::default(), None);
+    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    assert_eq!(
+        d.cpu_limit.as_ref().and_then(|c| c.role),
+        Some(n8ncap::record::Role::Main)
+    );
+    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
+    assert!((x - 10.0).abs() < 1.5, "{x:.2}/s, one core ÷ 0.1 s");
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "queue-mode-lifts-cpu")
+        .expect("queue mode is proposed");
+    // Twice today's ~10/s at ≈ 0.077 s of worker CPU each: 2 workers.
+    assert_eq!(f.get("queue_mode_workers"), Some(2.0), "{f:?}");
+    assert!(f.get("queue_mode_intake_bound_per_s").unwrap() > 2.0 * x);
+    // No setting of a regular-mode main raises its CPU: the plan says so instead of guessing.
+    assert!(rec.is_err(), "{rec:?}");
+}
+
+/// The same mix, through the command line: swept into a results directory, diagnosed again
+/// from it; a damaged scenario in the saved summary is refused with its field.
+#[test]
+fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
+    let port = common::free_port();
+    let _sim = common::spawn_role(
+        &[
+            "sim",
+            "all",
+            "--port",
+            &port.to_string(),
+            "--concurrency",
+            "5",
+            "--runner-limit",
+            "3",
+        ],
+        &[("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into())],
+    );
+    let d = std::env::temp_dir().join(format!("n8ncap-mix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let profile = d.join("mix.yaml");
+    std::fs::write(
+        &profile,
+        "model: closed\nrequest: {url: 'http://127.0.0.1:1', timeout: 30s}\nwarmup: 1s\n\
+         stage_duration: 4s\nstages: [{vus: 1}, {vus: 12}]\nscenarios:\n\
+         - {name: code, weight: 3, request: {url: /webhook/load, body: {sleep_ms: 300}}}\n\
+         - {name: notify, weight: 7, code_time: 0s, request: {url: /webhook/notify, body: {sleep_ms: 300}}}\n",
+    )
+    .unwrap();
+    // The simulator takes a moment to listen.
+    let url = format!("http://127.0.0.1:{port}");
+    for _ in 0..50 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out_dir = d.join("run");
+    let out = std::process::Command::new(common::bin())
+        .args([
+            "sweep",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--url",
+            &url,
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--worker-concurrency",
+            "5",
+            "--runner-limit",
+            "3",
+            "--workers",
+            "1",
+            "--runners-per-worker",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = common::run_json(&["diagnose", out_dir.to_str().unwrap(), "--json"]);
+    let d_json = &v["diagnosis"];
+    assert_eq!(
+        d_json["capping_limit"], "worker_concurrency",
+        "{}",
+        d_json["verdict"]
+    );
+    let mix = d_json["mix"]
+        .as_array()
+        .expect("the mix is in the diagnosis");
+    assert_eq!(mix.len(), 2);
+    assert_eq!(mix[1]["runner_share"], 0.0);
+    assert!((d_json["settings"]["code_time"]["value"].as_f64().unwrap() - 0.09).abs() < 1e-9);
+
+    let summary = out_dir.join("summary.json");
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    saved["scenarios"][0]["share"] = serde_json::json!(5.0);
+    let damaged = d.join("damaged.json");
+    std::fs::write(&damaged, saved.to_string()).unwrap();
+    let out = std::process::Command::new(common::bin())
+        .args(["diagnose", damaged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("scenarios[0]"));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -489,6 +489,28 @@ impl StageResult {
                 nonneg(&format!("queue.{name}"), v)?;
             }
         }
+        for (i, c) in self.scenarios.iter().enumerate() {
+            let name = |f: &str| format!("scenarios[{i}].{f}");
+            nonneg(&name("throughput_rps"), c.throughput_rps)?;
+            nonneg(&name("request_rate"), c.request_rate)?;
+            share(&name("share"), c.share)?;
+            share(&name("error_rate"), c.error_rate)?;
+            share(&name("check_pass_rate"), c.check_pass_rate)?;
+            if c.ok > c.requests || c.requests > self.requests {
+                return Err(format!(
+                    "{at}.{}: ok {} of {} requests in a stage of {}: figures a measurement cannot have",
+                    name("requests"),
+                    c.ok,
+                    c.requests,
+                    self.requests
+                ));
+            }
+        }
+        if let Some(r) = self.ramp {
+            if r.from.max(r.to) > MAX_IN_FLIGHT {
+                return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}"));
+            }
+        }
         Ok(())
     }
 }
