@@ -114,3 +114,64 @@ const K6_JSON: &str = concat!(
     r#"{"type":"Point","metric":"http_req_duration","data":{"time":"2026-11-30T07:38:25.4Z","value":1001.5,"tags":{"scenario":"b"}}}"#,
     "\n",
 );
+
+proptest! {
+    /// Any upload n8ncap builds — files of any content (boundary look-alikes included), any
+    /// fields — is read back by the simulated webhook with the same files and bytes; any damage
+    /// to it is a refusal or a reading, never a panic.
+    #[test]
+    fn uploads_round_trip_through_the_simulated_webhook(
+        files in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3000), 1..4),
+        // Not one of the workflow's own fields (sleep_ms, code, …), which must be numbers.
+        field in "x[a-z]{1,7}",
+        value in "[ -~]{0,40}",
+        cut in any::<usize>(),
+    ) {
+        use n8ncap::load::body::{build, BodySource, FileSpec};
+        let dir = std::env::temp_dir().join(format!("n8ncap-fuzz-up-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut specs = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            // Some content holds what a boundary looks like.
+            let mut content = f.clone();
+            if i == 0 {
+                content.extend_from_slice(b"\r\n--n8ncap-boundary-00000000");
+            }
+            let name = format!("f{i}.bin");
+            std::fs::write(dir.join(&name), &content).unwrap();
+            specs.push(FileSpec {
+                field: "data".into(),
+                path: Some(name),
+                size: None,
+                filename: None,
+                content_type: "application/octet-stream".into(),
+            });
+        }
+        let fields = std::collections::BTreeMap::from([(field.clone(), value.clone())]);
+        let body = build(&BodySource {
+            json: None,
+            file: None,
+            files: &specs,
+            fields: &fields,
+            base: &dir,
+            at: "fuzz",
+        })
+        .unwrap();
+        let total: u64 = body.info.files.iter().map(|f| f.bytes).sum();
+        let got = n8ncap::sim::intake::parse(
+            body.content_type.as_deref(),
+            &body.bytes,
+            &serde_json::Map::new(),
+        )
+        .unwrap();
+        prop_assert_eq!(got.files, files.len() as u64);
+        prop_assert_eq!(got.binary_bytes, total);
+        // Cut anywhere: an answer either way, no panic.
+        let at = cut % body.bytes.len();
+        let _ = n8ncap::sim::intake::parse(
+            body.content_type.as_deref(),
+            &body.bytes[..at],
+            &serde_json::Map::new(),
+        );
+    }
+}

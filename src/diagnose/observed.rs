@@ -22,6 +22,7 @@ pub fn findings(
     queue_backlog(levels, stages, out);
     ceiling_reached(levels, out);
     memory_in_runner(stages, out);
+    upload_memory(stages, out);
     containers_gone(stages, out);
     connection_churn(stages, out);
     load_generator(stages, out);
@@ -115,6 +116,52 @@ fn ceiling_reached(levels: &[Level], out: &mut Vec<Finding>) {
         out.push(f);
         return;
     }
+}
+
+/// Requests at least this large are uploads whose bytes the n8n processes hold.
+const UPLOAD_BYTES: f64 = 100_000.0;
+
+/// Uploads: what main and the workers held while files passed through, against the bytes in
+/// flight (n8n 2.x in queue mode writes binary data to the database; main receives it, the
+/// worker that runs the execution reads it back).
+fn upload_memory(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let per_request = |s: &StageResult| s.bytes_sent as f64 / s.requests.max(1) as f64;
+    let Some(s) = stages
+        .iter()
+        .filter(|s| per_request(s) >= UPLOAD_BYTES && !s.memory_by_role.is_empty())
+        .max_by(|a, b| a.vus.unwrap_or(0).cmp(&b.vus.unwrap_or(0)))
+    else {
+        return;
+    };
+    let in_flight_bytes = per_request(s) * s.vus.unwrap_or(1) as f64;
+    let main = role_growth(s, Role::Main);
+    let worker = role_growth(s, Role::Worker);
+    let mut f = Finding::new(
+        "upload-memory",
+        Severity::Info,
+        format!(
+            "Stage {}: uploads of {:.1} MB each, {:.0} MB in flight; main grew {}, the workers {}",
+            s.index + 1,
+            per_request(s) / 1e6,
+            in_flight_bytes / 1e6,
+            main.map(|m| format!("{:.0} MiB", m / MIB)).unwrap_or_else(|| "(not watched)".into()),
+            worker.map(|w| format!("{:.0} MiB", w / MIB)).unwrap_or_else(|| "(not watched)".into()),
+        ),
+    )
+    .figure("upload_bytes", per_request(s))
+    .figure("bytes_in_flight", in_flight_bytes)
+    .why("A file passes through main (the webhook receives it) and the worker that runs the execution (it reads the binary data back): both need memory for the uploads in flight, not only the runner.");
+    if let Some(m) = main {
+        f = f.figure("main_growth_mib", m / MIB);
+    }
+    if let Some(w) = worker {
+        f = f.figure("worker_growth_mib", w / MIB);
+    }
+    out.push(f.evidence(format!(
+        "{} requests sent {:.0} MB in the window",
+        s.requests,
+        s.bytes_sent as f64 / 1e6
+    )));
 }
 
 fn role_growth(s: &StageResult, role: Role) -> Option<f64> {

@@ -461,3 +461,81 @@ fn a_reached_worker_concurrency_caps_even_with_the_runner_limit_unknown() {
     let d = run(&[closed(0, 20, 4.7)], settings(1.0, None, Some(5)));
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
 }
+
+#[test]
+fn uploads_say_what_main_and_the_workers_held() {
+    let mut s = closed(0, 4, 2.0);
+    s.bytes_sent = s.requests * 10_000_000;
+    let mib = 1024.0 * 1024.0;
+    s.memory_by_role = vec![
+        crate::record::stage::RoleMemory {
+            role: Role::Main,
+            containers: 1,
+            baseline_bytes: 200.0 * mib,
+            mean_bytes: 230.0 * mib,
+            max_bytes: 250.0 * mib,
+        },
+        crate::record::stage::RoleMemory {
+            role: Role::Worker,
+            containers: 1,
+            baseline_bytes: 300.0 * mib,
+            mean_bytes: 320.0 * mib,
+            max_bytes: 340.0 * mib,
+        },
+    ];
+    let d = run(&[s], settings(1.0, Some(10), Some(10)));
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "upload-memory")
+        .expect("uploads named");
+    assert_eq!(f.get("bytes_in_flight"), Some(40_000_000.0));
+    assert_eq!(f.get("main_growth_mib"), Some(50.0));
+    assert_eq!(f.get("worker_growth_mib"), Some(40.0));
+}
+
+#[test]
+fn a_ramp_without_a_held_step_is_too_fast_to_read() {
+    let mut stages: Vec<StageResult> = (0..4).map(|i| closed(i, 2 + 2 * i as u32, 5.0)).collect();
+    for (i, s) in stages.iter_mut().enumerate() {
+        s.ramp = Some(crate::record::stage::Ramp {
+            from: 2 * i as u32,
+            to: 2 * i as u32 + 4,
+        });
+    }
+    let d = run(&stages, settings(1.0, Some(10), Some(10)));
+    assert!(d.levels.is_empty());
+    assert!(d.capping_limit.is_none());
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "ramp-too-fast")
+        .expect("named");
+    assert_eq!(f.get("too_fast_windows"), Some(4.0));
+    // With one held step after the ramp, that step is the level the diagnosis reads.
+    stages.push(closed(4, 8, 5.0));
+    let d = run(&stages, settings(1.0, Some(10), Some(10)));
+    assert_eq!(d.levels.len(), 1);
+    assert!(d.findings.iter().any(|f| f.id == "ramp-windows"));
+}
+
+#[test]
+fn a_regular_mode_main_at_its_production_limit_is_named_as_such() {
+    // Production limit 4, 1 s jobs: 4 in flight at 3.85/s with 40 ms overhead, 8 in flight flat.
+    let mut s = Settings::regular(Some(4), "test");
+    s.job_time = Some(Sourced::new(1.0, "test"));
+    s.code_time = Some(Sourced::new(1.0, "test"));
+    let d = run(&[closed(0, 1, 1.0 / 1.04), closed(1, 8, 3.85)], s);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::ProductionLimit),
+        "{}",
+        d.verdict
+    );
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "production-limit-caps")
+        .expect("named");
+    assert!((f.get("executions_in_progress").unwrap() - 4.0).abs() < 0.1);
+}
