@@ -445,3 +445,24 @@ fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("scenarios[0]"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The open model splits each stage's arrival rate by weight: every scenario has its own rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_mix_splits_the_arrival_rate_by_weight() {
+    let stack = stack_with_notify(20, 20).await;
+    let text = format!(
+        "model: open\nrequest: {{url: {}, timeout: 30s}}\nwarmup: 1s\nstage_duration: 4s\n\
+         stages: [{{rate: 40}}]\nscenarios:\n\
+         - {{name: code, weight: 1, request: {{url: /webhook/load, body: {{sleep_ms: 50}}}}}}\n\
+         - {{name: notify, weight: 3, request: {{url: /webhook/notify, body: {{sleep_ms: 50}}}}}}\n",
+        stack.main_url
+    );
+    let s = common::sweep(Profile::parse(&text, "open-mix").unwrap(), None).await;
+    let st = &s.stages[0];
+    let (code, notify) = (&st.scenarios[0], &st.scenarios[1]);
+    assert_eq!(code.requests + notify.requests, st.requests);
+    // 3 s of window at 40/s: 10/s and 30/s.
+    assert!((code.request_rate - 10.0).abs() < 2.0, "{}", code.request_rate);
+    assert!((notify.request_rate - 30.0).abs() < 4.0, "{}", notify.request_rate);
+    assert!((code.share - 0.25).abs() < 0.03);
+}
