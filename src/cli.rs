@@ -166,6 +166,7 @@ impl SettingsArgs {
         let mode = self.mode_settings()?;
         Ok(Settings {
             executions_mode: None,
+            binary_data_mode: None,
             workers: positive("workers", self.workers)?,
             worker_concurrency: positive("worker-concurrency", self.worker_concurrency)?,
             runner_limit: positive("runner-limit", self.runner_limit)?,

@@ -504,6 +504,18 @@ impl Topology {
 
     /// The model's settings, when workers agree (the model takes one value per setting).
     pub fn model_settings(&self) -> Settings {
+        let binary_data_mode = self
+            .nodes
+            .iter()
+            .find(|n| n.role == Role::Main)
+            .and_then(|m| m.binary_data_mode.clone());
+        Settings {
+            binary_data_mode,
+            ..self.capacity_settings()
+        }
+    }
+
+    fn capacity_settings(&self) -> Settings {
         let workers: Vec<&Node> = self.workers().collect();
         if workers.is_empty() {
             return self.regular_settings().unwrap_or_default();

@@ -233,6 +233,16 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         rec.worker_concurrency > 4,
         "the production limit is raised: {rec:?}"
     );
+    assert!(rec.regular_mode);
+    let snippet = n8ncap::report::text::compose_snippet(&rec);
+    assert!(
+        snippet.contains(&format!(
+            "N8N_CONCURRENCY_PRODUCTION_LIMIT={}",
+            rec.worker_concurrency
+        )),
+        "{snippet}"
+    );
+    assert!(!snippet.contains("worker --concurrency"), "{snippet}");
 }
 
 /// k6's ramping-vus: windows while the users move, held steps as levels; a ramp that never
@@ -462,7 +472,15 @@ async fn an_open_mix_splits_the_arrival_rate_by_weight() {
     let (code, notify) = (&st.scenarios[0], &st.scenarios[1]);
     assert_eq!(code.requests + notify.requests, st.requests);
     // 3 s of window at 40/s: 10/s and 30/s.
-    assert!((code.request_rate - 10.0).abs() < 2.0, "{}", code.request_rate);
-    assert!((notify.request_rate - 30.0).abs() < 4.0, "{}", notify.request_rate);
+    assert!(
+        (code.request_rate - 10.0).abs() < 2.0,
+        "{}",
+        code.request_rate
+    );
+    assert!(
+        (notify.request_rate - 30.0).abs() < 4.0,
+        "{}",
+        notify.request_rate
+    );
     assert!((code.share - 0.25).abs() < 0.03);
 }

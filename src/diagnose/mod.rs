@@ -99,6 +99,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         ..v
     };
     observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
+    observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
     ramp::findings(stages, &levels, &mut findings);
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 

@@ -22,7 +22,6 @@ pub fn findings(
     queue_backlog(levels, stages, out);
     ceiling_reached(levels, out);
     memory_in_runner(stages, out);
-    upload_memory(stages, out);
     containers_gone(stages, out);
     connection_churn(stages, out);
     load_generator(stages, out);
@@ -124,7 +123,11 @@ const UPLOAD_BYTES: f64 = 100_000.0;
 /// Uploads: what main and the workers held while files passed through, against the bytes in
 /// flight (n8n 2.x in queue mode writes binary data to the database; main receives it, the
 /// worker that runs the execution reads it back).
-fn upload_memory(stages: &[StageResult], out: &mut Vec<Finding>) {
+pub fn upload_memory(
+    stages: &[StageResult],
+    binary_data_mode: Option<&crate::model::settings::Sourced<String>>,
+    out: &mut Vec<Finding>,
+) {
     let per_request = |s: &StageResult| s.bytes_sent as f64 / s.requests.max(1) as f64;
     let Some(s) = stages
         .iter()
@@ -156,6 +159,9 @@ fn upload_memory(stages: &[StageResult], out: &mut Vec<Finding>) {
     }
     if let Some(w) = worker {
         f = f.figure("worker_growth_mib", w / MIB);
+    }
+    if let Some(m) = binary_data_mode {
+        f = f.evidence(format!("binary data mode: {} ({})", m.value, m.source));
     }
     out.push(f.evidence(format!(
         "{} requests sent {:.0} MB in the window",

@@ -59,6 +59,7 @@ pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
         code_time: Some(Sourced::new(job_s, "test")),
         task_memory_mb: None,
         executions_mode: None,
+        binary_data_mode: None,
     }
 }
 

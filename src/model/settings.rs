@@ -49,6 +49,10 @@ pub struct Settings {
     pub code_time: Option<Sourced<f64>>,
     /// Per-task memory the Code node allocates (MiB).
     pub task_memory_mb: Option<Sourced<f64>>,
+    /// Where binary data goes (`N8N_DEFAULT_BINARY_DATA_MODE` of main, or n8n's default for
+    /// the executions mode), when the deployment was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_data_mode: Option<Sourced<String>>,
 }
 
 impl Settings {
@@ -161,6 +165,7 @@ impl Settings {
         self.job_time = self.job_time.or(other.job_time);
         self.code_time = self.code_time.or(other.code_time);
         self.task_memory_mb = self.task_memory_mb.or(other.task_memory_mb);
+        self.binary_data_mode = self.binary_data_mode.or(other.binary_data_mode);
         self
     }
 

@@ -403,6 +403,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         current_ceiling: s.capacity(job.overhead_s).map(|c| c.ceiling),
         measured_capacity: ctx.measured,
         notes,
+        regular_mode: s.is_regular(),
     })
 }
 

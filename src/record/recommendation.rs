@@ -46,4 +46,8 @@ pub struct Recommendation {
     /// Capacity measured in the run, jobs/s.
     pub measured_capacity: Option<f64>,
     pub notes: Vec<String>,
+    /// Regular mode: worker concurrency is main's production limit, runner limit its internal
+    /// runner's, and there is one process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub regular_mode: bool,
 }

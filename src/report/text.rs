@@ -152,9 +152,25 @@ pub fn recommendation(r: &Recommendation) -> String {
     s
 }
 
+/// Regular mode has no worker to configure: main's two variables, as an env list.
+fn regular_env(r: &Recommendation) -> String {
+    format!(
+        "# regular mode: no workers — set on the n8n (main) container's env\n- name: N8N_CONCURRENCY_PRODUCTION_LIMIT\n  value: \"{}\"\n- name: N8N_RUNNERS_MAX_CONCURRENCY\n  value: \"{}\"\n",
+        r.worker_concurrency, r.runner_capacity_per_worker
+    )
+}
+
 /// The settings as compose `environment` / `command` lines.
 pub fn compose_snippet(r: &Recommendation) -> String {
     let mut s = String::new();
+    if r.regular_mode {
+        let _ = write!(
+            s,
+            "# n8n main, regular mode: it runs every execution\nn8n:\n  environment:\n    - N8N_CONCURRENCY_PRODUCTION_LIMIT={}\n    - N8N_RUNNERS_MAX_CONCURRENCY={}\n",
+            r.worker_concurrency, r.runner_capacity_per_worker
+        );
+        return s;
+    }
     let _ = write!(
         s,
         "# n8n worker (each of {})\nn8n-worker:\n  command: worker --concurrency={}\n  environment:\n    - N8N_RUNNERS_MODE=external\n    - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0\n",
@@ -200,6 +216,9 @@ fn resources_block(r: &Recommendation, indent: &str) -> String {
 /// Values for n8n's own chart (n8n-io/n8n-hosting charts/n8n): queue mode, worker replicas and
 /// concurrency, a runner sidecar per pod with its limit and memory.
 pub fn helm_official_values(r: &Recommendation) -> String {
+    if r.regular_mode {
+        return regular_env(r);
+    }
     let (cap, note) = one_runner_per_pod(r);
     format!(
         "# values for n8n-io/n8n-hosting charts/n8n (helm upgrade … -f this.yaml)\n{}queueMode:\n  enabled: true\n  workerReplicaCount: {}\n  workerConcurrency: {}\ntaskRunners:\n  enabled: true\n  extraEnv:\n    - name: N8N_RUNNERS_MAX_CONCURRENCY\n      value: \"{cap}\"\n{}",
@@ -214,6 +233,9 @@ pub fn helm_official_values(r: &Recommendation) -> String {
 /// `worker.concurrency` renders both --concurrency and N8N_CONCURRENCY_PRODUCTION_LIMIT, and
 /// `taskRunners.maxConcurrency` (default 5) is the runner limit.
 pub fn helm_community_values(r: &Recommendation) -> String {
+    if r.regular_mode {
+        return regular_env(r);
+    }
     let (cap, note) = one_runner_per_pod(r);
     format!(
         "# values for community-charts/helm-charts charts/n8n\n{}worker:\n  mode: queue\n  count: {}\n  concurrency: {}\ntaskRunners:\n  mode: external\n  maxConcurrency: {cap}\n{}",
@@ -227,6 +249,9 @@ pub fn helm_community_values(r: &Recommendation) -> String {
 /// A strategic merge patch for the worker Deployment (`kubectl patch deployment n8n-worker
 /// --patch-file …`); containers are matched by name — the official chart's names here.
 pub fn k8s_worker_patch(r: &Recommendation) -> String {
+    if r.regular_mode {
+        return regular_env(r);
+    }
     let (cap, note) = one_runner_per_pod(r);
     format!(
         "# kubectl patch deployment n8n-worker --patch-file worker-patch.yaml\n# (containers are matched by name: rename n8n-worker / task-runner to yours)\n{}spec:\n  replicas: {}\n  template:\n    spec:\n      containers:\n        - name: n8n-worker\n          args: [\"worker\", \"--concurrency={}\"]\n          env:\n            - name: N8N_RUNNERS_MODE\n              value: external\n            - name: N8N_CONCURRENCY_PRODUCTION_LIMIT\n              value: \"-1\"\n        - name: task-runner\n          env:\n            - name: N8N_RUNNERS_TASK_BROKER_URI\n              value: http://localhost:5679\n            - name: N8N_RUNNERS_MAX_CONCURRENCY\n              value: \"{cap}\"\n{}",
