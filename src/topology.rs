@@ -554,23 +554,9 @@ impl Topology {
     }
 }
 
-/// Reads a node's own settings from its facts.
-fn settle(n: &mut Node) {
-    let origin = n.facts.origin.clone();
-    let env = n.facts.env.clone();
-    let sources = n.facts.env_sources.clone();
-    // Where a variable is set: its recorded source (a ConfigMap key, a Secret), else the node.
-    let src = |k: &str| {
-        sources
-            .get(k)
-            .cloned()
-            .unwrap_or_else(|| format!("{k} on {origin}"))
-    };
-    let get = |k: &str| {
-        env.get(k)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
+/// An n8n process's executions mode, binary data mode and (main in regular mode) production
+/// limit, each with where it came from.
+fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
     if matches!(n.role, Role::Worker | Role::Main | Role::Webhook) {
         let exec = match get("EXECUTIONS_MODE").as_deref() {
             Some("queue") => Sourced::new(ExecutionsMode::Queue, src("EXECUTIONS_MODE")),
@@ -595,6 +581,26 @@ fn settle(n: &mut Node) {
         }
         n.executions_mode = Some(exec);
     }
+}
+
+/// Reads a node's own settings from its facts.
+fn settle(n: &mut Node) {
+    let origin = n.facts.origin.clone();
+    let env = n.facts.env.clone();
+    let sources = n.facts.env_sources.clone();
+    // Where a variable is set: its recorded source (a ConfigMap key, a Secret), else the node.
+    let src = |k: &str| {
+        sources
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| format!("{k} on {origin}"))
+    };
+    let get = |k: &str| {
+        env.get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    settle_modes(n, &get, &src);
     match n.role {
         Role::Worker | Role::Main | Role::Webhook => {
             let mode = get("N8N_RUNNERS_MODE");

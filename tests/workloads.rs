@@ -5,10 +5,30 @@ mod common;
 
 use n8ncap::analysis::analyze;
 use n8ncap::load::profile::Profile;
+use n8ncap::model::settings::Settings;
 use n8ncap::model::settings::Sourced;
 use n8ncap::model::Limit;
+use n8ncap::record::Summary;
 use n8ncap::sim::{config::Workflows, Stack, StackConfig};
 use std::time::Duration;
+
+type Judged = (
+    n8ncap::record::Diagnosis,
+    Result<n8ncap::record::Recommendation, String>,
+);
+
+/// Diagnoses `s` and checks the named limit and the measured ceiling (`x` ± `tol` per s).
+fn judged(s: &mut Summary, settings: Settings, limit: Limit, x: f64, tol: f64) -> Judged {
+    let (d, rec) = analyze(s, settings, None);
+    assert_eq!(d.capping_limit, Some(limit), "{}", d.verdict);
+    let got = d.measured_ceiling.as_ref().expect("a ceiling").mean;
+    assert!(
+        (got - x).abs() < tol,
+        "{got:.2}/s, expected {x:.2}/s: {}",
+        d.verdict
+    );
+    (d, rec)
+}
 
 /// A stack with a second webhook, `notify`, whose workflow has no Code node.
 async fn stack_with_notify(c: u32, r: u32) -> Stack {
@@ -122,7 +142,7 @@ async fn a_multipart_upload_of_a_10_mb_file_succeeds_with_its_bytes_counted() {
 /// (3 ÷ 0.09 = 33/s) and is worker-bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdicts() {
-    let settings = n8ncap::model::settings::Settings {
+    let settings = Settings {
         workers: Some(Sourced::new(1, "test")),
         worker_concurrency: Some(Sourced::new(5, "test")),
         runner_limit: Some(Sourced::new(3, "test")),
@@ -131,29 +151,20 @@ async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdic
     };
     let stack = stack_with_notify(5, 3).await;
     let mut all_code = common::sweep(mix_profile(&stack.main_url, 1, 0, &[1, 12], 300), None).await;
-    let (d, _) = analyze(&mut all_code, settings.clone(), None);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
-    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
-    assert!(
-        (x - 10.0).abs() < 1.5,
-        "all Code: {x:.2}/s, expected 3 ÷ 0.3 s = 10/s"
+    // 3 runner tasks ÷ 0.3 s = 10/s.
+    let _ = judged(
+        &mut all_code,
+        settings.clone(),
+        Limit::RunnerLimit,
+        10.0,
+        1.5,
     );
 
     // The first sweep's last jobs (12 in flight, 3 at a time) end before the second starts.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut mix = common::sweep(mix_profile(&stack.main_url, 3, 7, &[1, 12], 300), None).await;
-    let (d, rec) = analyze(&mut mix, settings, None);
-    assert_eq!(
-        d.capping_limit,
-        Some(Limit::WorkerConcurrency),
-        "{}",
-        d.verdict
-    );
-    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
-    assert!(
-        (x - 15.6).abs() < 2.0,
-        "mix: {x:.2}/s, expected 5 ÷ 0.32 s = 15.6/s"
-    );
+    // 5 slots ÷ 0.32 s = 15.6/s.
+    let (d, rec) = judged(&mut mix, settings, Limit::WorkerConcurrency, 15.6, 2.0);
     let code_time = d
         .settings
         .code_time
@@ -205,19 +216,9 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         .stages
         .iter()
         .all(|st| st.queue.as_ref().is_none_or(|q| q.samples == 0)));
-    let settings = n8ncap::model::settings::Settings::regular(Some(4), "test");
-    let (d, rec) = analyze(&mut s, settings, None);
-    assert_eq!(
-        d.capping_limit,
-        Some(Limit::ProductionLimit),
-        "{}",
-        d.verdict
-    );
-    let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
-    assert!(
-        (x - 11.8).abs() < 1.5,
-        "{x:.2}/s, expected 4 ÷ 0.34 s ≈ 11.8/s"
-    );
+    // 4 at once ÷ 0.34 s ≈ 11.8/s.
+    let settings = Settings::regular(Some(4), "test");
+    let (d, rec) = judged(&mut s, settings, Limit::ProductionLimit, 11.8, 1.5);
     let f = d
         .findings
         .iter()
@@ -335,7 +336,7 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     let (mut s, _) = n8ncap::load::run::run_sweep(
         n8ncap::load::run::SweepOptions {
             observer,
-            settings: Some(n8ncap::model::settings::Settings::regular(None, "test")),
+            settings: Some(Settings::regular(None, "test")),
             host: Some(host),
             ..n8ncap::load::run::SweepOptions::new(profile)
         },
@@ -343,14 +344,13 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     )
     .await
     .expect("sweep runs");
-    let (d, rec) = analyze(&mut s, Default::default(), None);
-    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    // One core ÷ 0.1 s of CPU per execution = 10/s.
+    let (d, rec) = judged(&mut s, Default::default(), Limit::Cpu, 10.0, 1.5);
     assert_eq!(
         d.cpu_limit.as_ref().and_then(|c| c.role),
         Some(n8ncap::record::Role::Main)
     );
     let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;
-    assert!((x - 10.0).abs() < 1.5, "{x:.2}/s, one core ÷ 0.1 s");
     let f = d
         .findings
         .iter()

@@ -397,35 +397,7 @@ fn named_limit(
             }
         }
         Limit::WorkerConcurrency if s.is_regular() => {
-            findings.push(
-                base(Finding::new(
-                    "production-limit-caps",
-                    Severity::Warning,
-                    format!("The production limit caps throughput at {x:.2} req/s: main runs {c} executions at once (regular mode)"),
-                ))
-                .evidence(format!(
-                    "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of N8N_CONCURRENCY_PRODUCTION_LIMIT {c}{}; {at}",
-                    x * st,
-                    pct(u_w),
-                    src(&s.worker_concurrency)
-                ))
-                .evidence(format!(
-                    "the internal runner's {r} tasks ÷ Code time {:.2} s = {:.2} req/s leave room; executions beyond the limit wait in main's concurrency queue, not in Redis",
-                    job.code_s, cap.runner_bound
-                ))
-                .why("In regular mode one process runs every execution: the production limit is its only slot count, and its one JavaScript thread is the next ceiling.")
-                .fix(format!(
-                    "raise N8N_CONCURRENCY_PRODUCTION_LIMIT on main (now {c}) while main's CPU has room; past one core, switch to queue mode (EXECUTIONS_MODE=queue, Redis, workers each with a runner)"
-                )),
-            );
-            Verdict {
-                limit: Some(Limit::ProductionLimit),
-                text: format!(
-                    "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
-                    cap.worker_bound, cap.runner_bound
-                ),
-                cpu: None,
-            }
+            production_limit(base, (s, cap, job), ceiling, &at, findings)
         }
         Limit::WorkerConcurrency => {
             findings.push(
@@ -482,6 +454,54 @@ fn named_limit(
                 cpu: None,
             }
         }
+    }
+}
+
+/// Regular mode at its production limit: main's slots are what caps.
+fn production_limit(
+    base: impl Fn(Finding) -> Finding,
+    (s, cap, job): (&Settings, &Capacity, Job),
+    ceiling: &Ceiling,
+    at: &str,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let x = ceiling.x.mean;
+    let st = ceiling.s;
+    let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
+    let u_w = x * st / c.max(1) as f64;
+    let src = s
+        .worker_concurrency
+        .as_ref()
+        .map(|v| format!(" ({})", v.source))
+        .unwrap_or_default();
+    findings.push(
+        base(Finding::new(
+            "production-limit-caps",
+            Severity::Warning,
+            format!("The production limit caps throughput at {x:.2} req/s: main runs {c} executions at once (regular mode)"),
+        ))
+        .evidence(format!(
+            "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of N8N_CONCURRENCY_PRODUCTION_LIMIT {c}{}; {at}",
+            x * st,
+            pct(u_w),
+            src
+        ))
+        .evidence(format!(
+            "the internal runner's {r} tasks ÷ Code time {:.2} s = {:.2} req/s leave room; executions beyond the limit wait in main's concurrency queue, not in Redis",
+            job.code_s, cap.runner_bound
+        ))
+        .why("In regular mode one process runs every execution: the production limit is its only slot count, and its one JavaScript thread is the next ceiling.")
+        .fix(format!(
+            "raise N8N_CONCURRENCY_PRODUCTION_LIMIT on main (now {c}) while main's CPU has room; past one core, switch to queue mode (EXECUTIONS_MODE=queue, Redis, workers each with a runner)"
+        )),
+    );
+    Verdict {
+        limit: Some(Limit::ProductionLimit),
+        text: format!(
+            "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
+            cap.worker_bound, cap.runner_bound
+        ),
+        cpu: None,
     }
 }
 

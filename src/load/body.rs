@@ -146,7 +146,8 @@ struct Part {
     bytes: Vec<u8>,
 }
 
-fn multipart(src: &BodySource<'_>) -> Result<Body, BadInput> {
+/// The files of an upload, read or generated, with their total size.
+fn read_parts(src: &BodySource<'_>) -> Result<(Vec<Part>, u64), BadInput> {
     let at = src.at;
     let mut parts = Vec::new();
     let mut total = 0u64;
@@ -204,6 +205,12 @@ fn multipart(src: &BodySource<'_>) -> Result<Body, BadInput> {
             bytes,
         });
     }
+    Ok((parts, total))
+}
+
+fn multipart(src: &BodySource<'_>) -> Result<Body, BadInput> {
+    let at = src.at;
+    let (parts, total) = read_parts(src)?;
     for k in src.fields.keys() {
         if k.is_empty() || k.contains(['"', '\r', '\n']) {
             return Err(BadInput(format!(
