@@ -647,7 +647,10 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
                 }
                 None | Some("start") | Some("webhook") => {
                     let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
-                    cfg.redis = sim_n8n_redis(&env, "main").await?;
+                    // Regular mode has no queue: nothing to wait for.
+                    if cfg.regular.is_none() {
+                        cfg.redis = sim_n8n_redis(&env, "main").await?;
+                    }
                     sim::run_main(cfg).await
                 }
                 Some(other) => Err(BadInput(format!(

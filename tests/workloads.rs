@@ -356,8 +356,10 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
         .iter()
         .find(|f| f.id == "queue-mode-lifts-cpu")
         .expect("queue mode is proposed");
-    // Twice today's ~10/s at ≈ 0.077 s of worker CPU each: 2 workers.
-    assert_eq!(f.get("queue_mode_workers"), Some(2.0), "{f:?}");
+    // Twice today's ~10/s at ≈ 0.077 s of worker CPU each: 2 workers (3 if the measured CPU
+    // per execution came out high on a loaded machine) — more than the one process of today.
+    let workers = f.get("queue_mode_workers").expect("workers");
+    assert!((2.0..=3.0).contains(&workers), "{f:?}");
     assert!(f.get("queue_mode_intake_bound_per_s").unwrap() > 2.0 * x);
     // No setting of a regular-mode main raises its CPU: the plan says so instead of guessing.
     assert!(rec.is_err(), "{rec:?}");
