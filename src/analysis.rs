@@ -96,8 +96,35 @@ pub fn k6_summary(
         "",
         body,
     );
+    s.scenarios = k6_mix(&stages);
     s.stages = stages;
     Ok(s)
+}
+
+/// k6 scenarios that ran at once: each one's share of the requests, with its job unknown
+/// (measured at 1 in flight when the run has such a level, else given by flags).
+fn k6_mix(stages: &[StageResult]) -> Vec<ScenarioInfo> {
+    let mut names: Vec<(String, u64)> = Vec::new();
+    for c in stages.iter().flat_map(|s| s.scenarios.iter()) {
+        match names.iter_mut().find(|(n, _)| *n == c.name) {
+            Some(e) => e.1 += c.requests,
+            None => names.push((c.name.clone(), c.requests)),
+        }
+    }
+    let total: u64 = names.iter().map(|n| n.1).sum();
+    names
+        .into_iter()
+        .map(|(name, n)| ScenarioInfo {
+            url: format!("k6 scenario {name}"),
+            name,
+            method: String::new(),
+            share: n as f64 / total.max(1) as f64,
+            body: None,
+            body_info: Default::default(),
+            job_time_s: None,
+            code_time_s: None,
+        })
+        .collect()
 }
 
 /// True when the URL's host is on this machine: n8ncap then shares the host's CPU.

