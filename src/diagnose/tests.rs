@@ -499,6 +499,7 @@ fn uploads_say_what_main_and_the_workers_held() {
 fn a_ramp_without_a_held_step_is_too_fast_to_read() {
     let mut stages: Vec<StageResult> = (0..4).map(|i| closed(i, 2 + 2 * i as u32, 5.0)).collect();
     for (i, s) in stages.iter_mut().enumerate() {
+        s.warmup_s = 0.0;
         s.ramp = Some(crate::record::stage::Ramp {
             from: 2 * i as u32,
             to: 2 * i as u32 + 4,
@@ -506,6 +507,8 @@ fn a_ramp_without_a_held_step_is_too_fast_to_read() {
     }
     let d = run(&stages, settings(1.0, Some(10), Some(10)));
     assert!(d.levels.is_empty());
+    // A window has no warm-up by design: no warmup-too-short for it.
+    assert!(!d.findings.iter().any(|f| f.id == "warmup-too-short"));
     assert!(d.capping_limit.is_none());
     let f = d
         .findings

@@ -42,11 +42,13 @@ pub fn findings(
 }
 
 /// A window that opens before the first responses at this load came back is not steady. One
-/// virtual user has no ramp to mix in (its requests follow each other from the first).
+/// virtual user has no ramp to mix in (its requests follow each other from the first); a
+/// ramp window is moving load by design (see `ramp`).
 fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
     let Some(s) = stages.iter().find(|s| {
         s.valid
             && s.vus != Some(1)
+            && s.ramp.is_none()
             && s.latency
                 .as_ref()
                 .is_some_and(|l| s.warmup_s + 1e-9 < l.p50_ms / 1000.0)
