@@ -405,6 +405,8 @@ fn live_audit_finds_the_same_problems_on_running_containers() {
         "encryption-key-mismatch",
         "runner-limit-on-wrong-container",
         "memory-limit-on-worker-not-runner",
+        "regular-mode",
+        "binary-data-filesystem-in-queue-mode",
     ];
     let mut cleanup = Cleanup(Vec::new(), Vec::new());
     for fx in fixtures {
