@@ -627,7 +627,7 @@ impl Profile {
 /// The origin (`scheme://host:port`) of a URL, for joining a scenario's path to it.
 fn origin(url: &str) -> &str {
     let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
-    match url[after_scheme..].find('/') {
+    match url[after_scheme..].find(['/', '?', '#']) {
         Some(i) => &url[..after_scheme + i],
         None => url,
     }
@@ -764,6 +764,26 @@ mod tests {
         assert!((mix[0].share - 0.7).abs() < 1e-12);
         assert_eq!(mix[1].request.url, "http://127.0.0.1:5678/webhook/load");
         assert_eq!(mix[0].code_time_s, Some(0.0));
+    }
+
+    #[test]
+    fn scenario_paths_join_the_origin_of_the_profile_s_url() {
+        assert_eq!(origin("http://h:5678/webhook/load"), "http://h:5678");
+        assert_eq!(origin("https://h?x=1"), "https://h");
+        assert_eq!(origin("http://h"), "http://h");
+        let p = Profile::parse(
+            "model: closed\nrequest: {url: 'http://n8n:5678/webhook/x', headers: {a: '1'}}\n\
+             stages: [{vus: 1}]\nscenarios:\n\
+             - {name: one, request: {url: /webhook/one, headers: {b: '2'}}}\n\
+             - {name: two, weight: 3, request: {url: 'http://other:1/y'}}\n",
+            "t",
+        )
+        .unwrap();
+        let sc = p.scenarios().unwrap();
+        assert_eq!(sc[0].request.url, "http://n8n:5678/webhook/one");
+        assert_eq!(sc[0].request.headers.len(), 2);
+        assert_eq!(sc[1].request.url, "http://other:1/y");
+        assert_eq!((sc[0].share, sc[1].share), (0.25, 0.75));
     }
 
     #[test]
