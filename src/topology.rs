@@ -561,6 +561,11 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
         let exec = match get("EXECUTIONS_MODE").as_deref() {
             Some("queue") => Sourced::new(ExecutionsMode::Queue, src("EXECUTIONS_MODE")),
             Some(_) => Sourced::new(ExecutionsMode::Regular, src("EXECUTIONS_MODE")),
+            // n8ncap's simulator is a queue-mode stand-in unless told otherwise.
+            None if n.facts.command.iter().any(|a| a == "sim") => Sourced::new(
+                ExecutionsMode::Queue,
+                "simulator default (EXECUTIONS_MODE unset)",
+            ),
             None => Sourced::new(
                 ExecutionsMode::Regular,
                 "n8n default (EXECUTIONS_MODE unset)",
@@ -700,6 +705,45 @@ mod tests {
         };
         f.set_env(env.iter().map(|(k, v)| (*k, Some(*v))));
         f
+    }
+
+    #[test]
+    fn a_main_without_workers_and_queue_mode_is_regular_unless_it_is_the_simulator() {
+        let t = Topology::build(vec![facts(
+            "n8n",
+            "n8nio/n8n:2.41.1",
+            &[],
+            &[("N8N_CONCURRENCY_PRODUCTION_LIMIT", "4")],
+        )]);
+        let s = t.model_settings();
+        assert!(s.is_regular());
+        assert_eq!(s.worker_concurrency.map(|c| c.value), Some(4));
+        assert_eq!(s.runner_limit.map(|r| r.value), Some(10));
+        assert_eq!(
+            s.binary_data_mode.map(|b| b.value).as_deref(),
+            Some("filesystem")
+        );
+        let sim = Topology::build(vec![facts(
+            "sim",
+            "n8ncap",
+            &["/n8ncap", "sim", "all"],
+            &[],
+        )]);
+        assert!(!sim.model_settings().is_regular());
+        let queue = Topology::build(vec![facts(
+            "n8n",
+            "n8nio/n8n:2.41.1",
+            &[],
+            &[("EXECUTIONS_MODE", "queue")],
+        )]);
+        assert!(!queue.model_settings().is_regular());
+        assert_eq!(
+            queue.nodes[0]
+                .binary_data_mode
+                .as_ref()
+                .map(|b| b.value.as_str()),
+            Some("database")
+        );
     }
 
     #[test]

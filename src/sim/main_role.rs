@@ -305,9 +305,9 @@ fn answer(outcome: Option<Outcome>, files: u64, body_bytes: usize) -> Resp {
             ok: true, result, ..
         }) => {
             let mut v = result.unwrap_or_else(|| j!({"ok": true}));
-            if files > 0 {
-                v["files"] = j!(files);
-                v["received_bytes"] = j!(body_bytes);
+            if let (true, Some(o)) = (files > 0, v.as_object_mut()) {
+                o.insert("files".into(), j!(files));
+                o.insert("received_bytes".into(), j!(body_bytes));
             }
             json(StatusCode::OK, &v)
         }
