@@ -460,7 +460,10 @@ impl Sweep {
             o.begin_stage(index, stage_start + stage.warmup);
         }
         let mut end = match stage.ramp {
-            Some(r) => self.ramp_stage(r, &stage, stage_start, interrupt).await,
+            Some(r) => {
+                self.ramp_stage(r, (index, &stage), stage_start, interrupt)
+                    .await
+            }
             None => {
                 self.wait_stage(index, &stage, (stage_start, &rec), interrupt, steady)
                     .await
@@ -619,16 +622,23 @@ impl Sweep {
     async fn ramp_stage(
         &mut self,
         r: crate::record::stage::Ramp,
-        stage: &Stage,
+        (index, stage): (usize, &Stage),
         stage_start: Instant,
         interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
     ) -> StageEnd {
         let total = stage.duration.as_secs_f64().max(1e-3);
+        let show_progress = self.opts.progress && std::io::stderr().is_terminal();
         let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut ticks = 0u64;
         loop {
             tokio::select! {
                 _ = interrupt.as_mut() => return StageEnd::Interrupted,
                 _ = tick.tick() => {
+                    ticks += 1;
+                    if show_progress && ticks % 10 == 1 {
+                        let (n, run_start, total_time) = (self.stages.len(), self.run_start, self.total_time);
+                        progress_line(&self.shared, index, n, stage, run_start, total_time);
+                    }
                     let f = (stage_start.elapsed().as_secs_f64() / total).min(1.0);
                     let n = r.from as f64 + (r.to as f64 - r.from as f64) * f;
                     self.vus.resize(&self.shared, n.round() as usize);
