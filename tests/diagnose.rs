@@ -351,16 +351,6 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     })
     .await
     .unwrap();
-    let endpoints = vec![
-        n8ncap::observe::watch::Endpoint {
-            url: format!("{}/metrics", stack.main_url),
-            role: Some(n8ncap::record::Role::Main),
-        },
-        n8ncap::observe::watch::Endpoint {
-            url: stack.worker_metrics_urls[0].clone(),
-            role: Some(n8ncap::record::Role::Worker),
-        },
-    ];
     let profile = closed_profile(
         &stack.webhook_url,
         &[1, 10],
@@ -368,26 +358,17 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
         "2s",
         "7s",
     );
-    // The simulator runs in this test's process: its roles report their own thread's CPU, and
-    // the process CPU (which contains them) is not added to the host's again.
-    let host = n8ncap::record::summary::Host {
-        shares_client_cpu: false,
-        ..n8ncap::analysis::host_facts(&profile.request.url, None)
-    };
-    let observer =
-        n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(500), None)
-            .await;
-    let (mut s, _) = n8ncap::load::run::run_sweep(
-        n8ncap::load::run::SweepOptions {
-            observer,
-            settings: Some(known(15, 20)),
-            host: Some(host),
-            ..n8ncap::load::run::SweepOptions::new(profile)
-        },
-        std::future::pending(),
-    )
-    .await
-    .unwrap();
+    let endpoints = vec![
+        (
+            format!("{}/metrics", stack.main_url),
+            n8ncap::record::Role::Main,
+        ),
+        (
+            stack.worker_metrics_urls[0].clone(),
+            n8ncap::record::Role::Worker,
+        ),
+    ];
+    let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
     assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
     let site = d.cpu_limit.as_ref().unwrap();

@@ -315,10 +315,6 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     })
     .await
     .expect("stack starts");
-    let endpoints = vec![n8ncap::observe::watch::Endpoint {
-        url: format!("{}/metrics", stack.main_url),
-        role: Some(n8ncap::record::Role::Main),
-    }];
     let profile = common::closed_profile(
         &stack.webhook_url,
         &[1, 10],
@@ -326,24 +322,13 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
         "2s",
         "6s",
     );
-    let host = n8ncap::record::summary::Host {
-        shares_client_cpu: false,
-        ..n8ncap::analysis::host_facts(&profile.request.url, None)
-    };
-    let observer =
-        n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(500), None)
-            .await;
-    let (mut s, _) = n8ncap::load::run::run_sweep(
-        n8ncap::load::run::SweepOptions {
-            observer,
-            settings: Some(Settings::regular(None, "test")),
-            host: Some(host),
-            ..n8ncap::load::run::SweepOptions::new(profile)
-        },
-        std::future::pending(),
+    let main = format!("{}/metrics", stack.main_url);
+    let mut s = common::sweep_cpu_watched(
+        profile,
+        vec![(main, n8ncap::record::Role::Main)],
+        Settings::regular(None, "test"),
     )
-    .await
-    .expect("sweep runs");
+    .await;
     // One core ÷ 0.1 s of CPU per execution = 10/s.
     let (d, rec) = judged(&mut s, Default::default(), Limit::Cpu, 10.0, 1.5);
     assert_eq!(

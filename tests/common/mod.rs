@@ -209,3 +209,39 @@ pub fn build_image(tag: &str, entrypoint: &[&str]) {
     );
     let _ = std::fs::remove_dir_all(&ctx);
 }
+
+/// A sweep of an in-process simulated stack with CPU watched at these role-labelled endpoints
+/// every 0.5 s. The simulator runs in the test's process: its roles report their own thread's
+/// CPU, and the process CPU (which contains them) is not added to the host's again.
+pub async fn sweep_cpu_watched(
+    profile: Profile,
+    endpoints: Vec<(String, n8ncap::record::Role)>,
+    settings: n8ncap::model::settings::Settings,
+) -> Summary {
+    let host = n8ncap::record::summary::Host {
+        shares_client_cpu: false,
+        ..n8ncap::analysis::host_facts(&profile.request.url, None)
+    };
+    let endpoints = endpoints
+        .into_iter()
+        .map(|(url, role)| n8ncap::observe::watch::Endpoint {
+            url,
+            role: Some(role),
+        })
+        .collect();
+    let observer =
+        n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(500), None)
+            .await;
+    let (s, _) = run_sweep(
+        SweepOptions {
+            observer,
+            settings: Some(settings),
+            host: Some(host),
+            ..SweepOptions::new(profile)
+        },
+        std::future::pending(),
+    )
+    .await
+    .expect("sweep runs");
+    s
+}
