@@ -1009,6 +1009,10 @@ fn mixes_uploads_and_ramps_that_cannot_run_are_refused_naming_the_field() {
         ),
         (sc("- {name: a, request: {url: /x, colour: red}}\n"), &[":5:", "unknown field"]),
         (
+            sc("- {name: a, request: {url: /x, timeout: 0s}}\n"),
+            &["scenarios[0].request.timeout", "more than 0"],
+        ),
+        (
             "model: closed\nrequest: {url: 'http://127.0.0.1:1', body: {a: 1}}\nstages: [{vus: 1}]\n\
              scenarios: [{name: a, request: {url: /x}}]\n"
                 .to_string(),

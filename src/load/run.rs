@@ -8,6 +8,7 @@ use super::checks::{self, run_check, Aggregation, Threshold, ThresholdResult};
 use super::client::{Connection, Target};
 use super::profile::{Check, LoadModel, Profile, Stage};
 use super::stats::{Agg, Sample, StageRecorder};
+use crate::error::BadInput;
 use crate::record::dir::ResultsDir;
 use crate::record::observation::Observer;
 use crate::record::stage::{
@@ -251,10 +252,16 @@ struct Sweep {
 async fn prepare_scenarios(
     profile: &Profile,
 ) -> anyhow::Result<(Vec<ScenarioRun>, Vec<ScenarioInfo>)> {
-    let timeout_of = |t: &str| -> anyhow::Result<Duration> {
-        let mut p = profile.clone();
-        p.request.timeout = t.to_string();
-        p.timeout()
+    // A scenario's own timeout is checked as the profile's is, and named by its place.
+    let timeout_of = |t: &str, at: &str| -> anyhow::Result<Duration> {
+        if profile.scenarios.is_empty() {
+            return profile.timeout();
+        }
+        match crate::util::parse_duration(t) {
+            Ok(d) if d >= Duration::from_millis(1) => Ok(d),
+            Ok(_) => Err(BadInput(format!("{at}.timeout must be more than 0")).into()),
+            Err(e) => Err(BadInput(format!("{at}.timeout: {e}")).into()),
+        }
     };
     let mut runs = Vec::new();
     let mut infos = Vec::new();
@@ -283,7 +290,7 @@ async fn prepare_scenarios(
             &r.method,
             &r.headers,
             &body,
-            timeout_of(&r.timeout)?,
+            timeout_of(&r.timeout, &at)?,
         )
         .await?;
         target.set_tls(r.ca_cert.as_deref().map(std::path::Path::new), r.insecure)?;
