@@ -114,36 +114,42 @@ impl Agg {
     /// Adds one request; its check outcomes go from `check_offset` on. A warm-up request is
     /// only counted.
     pub fn add(&mut self, s: &Sample<'_>, check_offset: usize, warm: bool) {
-        let a = self;
         if warm {
-            a.warmup_requests += 1;
+            self.warmup_requests += 1;
             return;
         }
+        self.add_outcome(s, check_offset);
+        let ex = s.exchange;
+        if ex.new_connection {
+            self.new_connections += 1;
+            record(&mut self.connecting, ex.connecting);
+            if !ex.tls_handshaking.is_zero() {
+                record(&mut self.tls, ex.tls_handshaking);
+            }
+        }
+        record(&mut self.blocked, s.blocked);
+        if ex.result.is_ok() {
+            record(&mut self.sending, ex.sending);
+            record(&mut self.waiting, ex.waiting);
+            record(&mut self.receiving, ex.receiving);
+        }
+    }
+
+    /// What a scenario's figures need of a request — outcome, latency, checks, bytes — without
+    /// the phase histograms only the stage reports.
+    pub fn add_outcome(&mut self, s: &Sample<'_>, check_offset: usize) {
+        let a = self;
         let ex = s.exchange;
         a.requests += 1;
         a.bytes_sent = a.bytes_sent.saturating_add(ex.bytes_sent);
         a.bytes_received = a.bytes_received.saturating_add(ex.bytes_received);
-        if ex.new_connection {
-            a.new_connections += 1;
-            record(&mut a.connecting, ex.connecting);
-            if !ex.tls_handshaking.is_zero() {
-                record(&mut a.tls, ex.tls_handshaking);
-            }
-        }
         record(&mut a.latency, s.latency);
         a.latency_sum_s += s.latency.as_secs_f64();
-        record(&mut a.blocked, s.blocked);
         match &ex.result {
-            Ok((status, _)) => {
-                record(&mut a.sending, ex.sending);
-                record(&mut a.waiting, ex.waiting);
-                record(&mut a.receiving, ex.receiving);
-                if *status >= 400 {
-                    *a.errors.http_status.entry(*status).or_insert(0) += 1;
-                } else {
-                    a.ok += 1;
-                }
+            Ok((status, _)) if *status >= 400 => {
+                *a.errors.http_status.entry(*status).or_insert(0) += 1
             }
+            Ok(_) => a.ok += 1,
             Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
             Err(Failure::ConnectOther) => a.errors.connect_other += 1,
             Err(Failure::Tls) => a.errors.tls += 1,
@@ -300,8 +306,8 @@ impl StageRecorder {
         if let Ok(mut a) = self.shards[shard % SHARDS].lock() {
             a.add(s, check_offset, warm);
         }
-        if let Some(Ok(mut a)) = self.scenarios.get(scenario).map(|m| m.lock()) {
-            a.add(s, 0, warm);
+        if let (false, Some(Ok(mut a))) = (warm, self.scenarios.get(scenario).map(|m| m.lock())) {
+            a.add_outcome(s, 0);
         }
     }
 
