@@ -178,14 +178,14 @@ pub fn mix_kinds(scenarios: &[ScenarioInfo], stages: &[StageResult]) -> Option<V
                 .job_time_s
                 .or(body.job_time.as_ref().map(|j| j.value))
                 .or_else(|| at_one(&sc.name))?;
-            let no_code = sc.body.as_ref().and_then(|b| b.get("code")) == Some(&false.into());
+            // A body's sleep_ms describes the body's job, not a declared one; "no Code node"
+            // holds for any job.
             let code = sc
                 .code_time_s
-                .or(no_code.then_some(0.0))
                 .or(body
                     .code_time
                     .map(|c| c.value)
-                    .filter(|_| sc.job_time_s.is_none()))
+                    .filter(|c| *c == 0.0 || sc.job_time_s.is_none()))
                 .unwrap_or(job)
                 .min(job);
             Some(Kind {

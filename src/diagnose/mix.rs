@@ -39,6 +39,7 @@ pub fn consumption(
         })
         .collect();
     let top = ranked[0];
+    let mean = mix::mean_job(kinds);
     let mut f = Finding::new(
         "mix-consumption",
         Severity::Info,
@@ -52,8 +53,8 @@ pub fn consumption(
     .evidence(format!("{resource} by workflow: {}", words.join("; ")))
     .evidence(format!(
         "mean job of the mix: Code time Σ w·C = {:.3} s, slot time Σ w·S = {:.3} s (overhead included)",
-        mix::mean_job(kinds).code_s,
-        mix::mean_job(kinds).job_time() + overhead_s
+        mean.code_s,
+        mean.job_time() + overhead_s
     ))
     .why("A mix needs runner capacity only for the share of its executions that run Code: the same settings can be runner-bound for one mix and worker-bound for another.");
     for u in &uses {

@@ -183,10 +183,14 @@ impl Settings {
         Settings {
             job_time: sleep
                 .map(|s| Sourced::new((s + wait) / 1000.0, "request body (sleep_ms + wait_ms)")),
-            code_time: sleep.map(|s| match has_code {
-                true => Sourced::new(s / 1000.0, "request body (sleep_ms)"),
-                false => Sourced::new(0.0, "request body (code: false, no Code node)"),
-            }),
+            // Without a Code node there is no Code time, whatever the job's length.
+            code_time: match has_code {
+                true => sleep.map(|s| Sourced::new(s / 1000.0, "request body (sleep_ms)")),
+                false => Some(Sourced::new(
+                    0.0,
+                    "request body (code: false, no Code node)",
+                )),
+            },
             task_memory_mb: num("alloc_mb")
                 .filter(|m| *m > 0.0)
                 .map(|m| Sourced::new(m, "request body (alloc_mb)")),
