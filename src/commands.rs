@@ -141,6 +141,10 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         ca_cert: a.ca_cert.clone(),
         insecure: a.insecure,
     })?;
+    // Everything the profile says is checked before anything is created or sent.
+    let planned = profile.resolve_stages()?;
+    profile.scenarios()?;
+    profile.require_target()?;
     let queue_metrics_interval = match Duration::try_from_secs_f64(a.queue_metrics_interval) {
         Ok(d) if a.queue_metrics_interval > 0.0 && d <= crate::util::MAX_DURATION => d,
         _ => {
@@ -203,6 +207,34 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
     )
     .await;
     let profile_model = profile.model;
+    eprintln!(
+        "n8ncap: load goes to {} (profile {}: {}{})",
+        crate::wire::url::redact(&profile.request.url),
+        profile.name,
+        if a.adaptive {
+            "adaptive levels".to_string()
+        } else {
+            format!(
+                "{} stage{}, {:.0} s",
+                planned.len() * a.repeat.max(1) as usize,
+                if planned.len() * a.repeat.max(1) as usize == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                planned
+                    .iter()
+                    .map(|s| s.duration.as_secs_f64())
+                    .sum::<f64>()
+                    * a.repeat.max(1) as f64
+            )
+        },
+        if profile.scenarios.is_empty() {
+            String::new()
+        } else {
+            format!(", {} scenarios", profile.scenarios.len())
+        }
+    );
     let opts = SweepOptions {
         profile,
         out,

@@ -381,6 +381,26 @@ pub fn own_cpu_seconds() -> f64 {
     (tick(11) + tick(12)) / 100.0
 }
 
+/// CPU seconds every core of this machine spent busy (all but idle and I/O wait) since boot,
+/// from the first line of /proc/stat (USER_HZ = 100, as for [`own_cpu_seconds`]); None where
+/// the file is absent or unreadable.
+pub fn host_busy_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    if ticks.len() < 5 || ticks.iter().any(|t| !t.is_finite() || *t < 0.0) {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest is inside user already).
+    let busy: f64 = ticks.iter().take(8).sum::<f64>() - ticks[3] - ticks[4];
+    Some(busy.max(0.0) / 100.0)
+}
+
 /// Cores this process may run on (1 when unknown).
 pub fn cores() -> f64 {
     std::thread::available_parallelism()

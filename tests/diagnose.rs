@@ -6,6 +6,7 @@ use common::*;
 use n8ncap::analysis::analyze;
 use n8ncap::model::settings::{Settings, Sourced};
 use n8ncap::model::Limit;
+use n8ncap::record::diagnosis::CpuSite;
 use n8ncap::record::Summary;
 use n8ncap::sim::{Stack, StackConfig};
 use std::time::Duration;
@@ -338,8 +339,12 @@ fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
 }
 
 /// A simulated worker that burns 100 ms of CPU per execution on its one JavaScript thread, with
-/// slots and runners out of the way (worker 15, runner 20, 0.3 s Code): the worker's CPU caps
-/// at ≈ 10 executions/s, and the plan adds workers, each with its runner.
+/// slots and runners out of the way (worker 15, runner 20, 0.3 s Code): CPU caps. On an idle
+/// machine the worker's core binds at ≈ 10 executions/s and the plan adds workers, each with its
+/// runner; on a busy one (other tests, a build, a CPU hog beside the suite) the worker cannot get
+/// its core and the host's CPU binds, measured from /proc/stat, and no setting is proposed.
+/// Either way the CPU per execution (thread CPU time) is what contention cannot change, and the
+/// site named allows what was measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     let stack = Stack::start(StackConfig {
@@ -371,21 +376,48 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
     assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
-    let site = d.cpu_limit.as_ref().unwrap();
-    assert_eq!(site.role, Some(n8ncap::record::Role::Worker));
+    let worker = d
+        .cpu
+        .iter()
+        .find(|u| u.site == CpuSite::Process && u.role == Some(n8ncap::record::Role::Worker))
+        .expect("the worker's CPU measured");
     assert!(
-        within(site.cpu_s_per_execution, 0.1, 0.2),
+        within(worker.cpu_s_per_execution, 0.1, 0.2),
         "CPU per execution {}",
-        site.cpu_s_per_execution
+        worker.cpu_s_per_execution
     );
-    assert!(within(
-        d.measured_ceiling.as_ref().unwrap().mean,
-        10.0,
-        0.15
-    ));
-    let rec = rec.expect("a plan");
-    assert!(rec.workers >= 2, "{rec:?}");
-    assert!(rec.cpu_measured);
-    assert!(rec.predicted_throughput > d.measured_ceiling.as_ref().unwrap().mean);
-    assert!(rec.runners_per_worker >= 1);
+    let ceiling = d.measured_ceiling.as_ref().unwrap().mean;
+    let site = d.cpu_limit.as_ref().unwrap();
+    eprintln!(
+        "CPU binds at {} ({:.2} of {:.1} cores): allows {:.2}/s, measured {ceiling:.2}/s",
+        site.name, site.cores_used, site.usable_cores.value, site.bound_per_s
+    );
+    assert!(
+        within(site.bound_per_s, ceiling, 0.15),
+        "{} allows {} for {ceiling} measured",
+        site.name,
+        site.bound_per_s
+    );
+    match site.site {
+        CpuSite::Process => {
+            assert_eq!(site.role, Some(n8ncap::record::Role::Worker));
+            assert!(within(ceiling, 10.0, 0.15), "{ceiling}");
+            let rec = rec.expect("a plan");
+            assert!(rec.workers >= 2, "{rec:?}");
+            assert!(rec.cpu_measured);
+            assert!(rec.predicted_throughput > ceiling);
+            assert!(rec.runners_per_worker >= 1);
+        }
+        CpuSite::Host => {
+            // The worker got less than its core because the host's were busy.
+            assert!(
+                site.cores_used >= 0.85 * site.usable_cores.value,
+                "{site:?}"
+            );
+            assert!(worker.cores_used < 0.85, "{worker:?}");
+            assert!(ceiling < 10.0 * 1.15, "{ceiling}");
+            let why = rec.expect_err("no setting raises the host's CPU");
+            assert!(why.contains("host"), "{why}");
+        }
+    }
 }

@@ -208,7 +208,14 @@ async fn redis_going_away_leaves_gaps_and_the_sweep_goes_on() {
 #[test]
 fn bad_redis_url_exits_2() {
     let out = Command::new(bin())
-        .args(["sweep", "--redis", "localhost:6379", "--no-out"])
+        .args([
+            "sweep",
+            "--url",
+            "http://127.0.0.1:1/webhook/load",
+            "--redis",
+            "localhost:6379",
+            "--no-out",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -398,6 +398,8 @@ fn bad_results_directory_fails_before_any_load() {
             "sweep",
             "--profile",
             "smoke",
+            "--url",
+            "http://127.0.0.1:1/webhook/load",
             "--out",
             "/proc/definitely/not/writable",
         ])
@@ -566,4 +568,87 @@ async fn the_sweep_drives_any_observer_through_its_trait() {
     );
     assert_eq!(s.stages[0].queue.as_ref().unwrap().active_mean, 2.0);
     assert_eq!(s.stages[1].queue.as_ref().unwrap().active_mean, 4.0);
+}
+
+/// A load tool never chooses its target: no --url and a built-in profile is refused before
+/// anything is created or sent, naming the flag.
+#[test]
+fn a_sweep_without_a_target_is_refused() {
+    let dir = tempdir("notarget");
+    for profile in ["steady", "mix"] {
+        let out = Command::new(bin())
+            .args([
+                "sweep",
+                "--profile",
+                profile,
+                "--out",
+                dir.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{profile}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--url"), "{err}");
+        assert!(!dir.exists(), "nothing is created for a refused sweep");
+    }
+}
+
+/// Nothing listens: the virtual users back off (10 ms doubling to 0.5 s) instead of making
+/// hundreds of thousands of refused connections, and a stage interrupted in its warm-up shows
+/// the warm-up's error share (all failed), not 0.
+#[test]
+fn refused_connections_back_off_and_an_interrupted_warmup_keeps_its_error_share() {
+    let url = format!("http://127.0.0.1:{}/webhook/load", free_port());
+    let out = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--stage-duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--no-out",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary JSON");
+    let stage = &s["stages"][0];
+    let requests = stage["requests"].as_u64().unwrap();
+    // Per user: 10 + 20 + 40 + … + 500 ms pauses, about 10 tries in 2 s.
+    assert!((4..=60).contains(&requests), "{requests} refused requests");
+    assert_eq!(stage["errors"]["connect_refused"].as_u64(), Some(requests));
+    assert_eq!(stage["error_rate"].as_f64(), Some(1.0));
+
+    let child = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &url,
+            "--vus",
+            "2",
+            "--stage-duration",
+            "30s",
+            "--warmup",
+            "20s",
+            "--no-out",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    send_sigint(child.id());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary JSON");
+    let stage = &s["stages"][0];
+    assert_eq!(stage["partial"], true);
+    assert_eq!(stage["requests"].as_u64(), Some(0));
+    assert!(stage["warmup_requests"].as_u64().unwrap() > 0);
+    assert_eq!(stage["error_rate"].as_f64(), Some(1.0));
 }

@@ -152,6 +152,18 @@ fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Opt
         );
         name.push_str(" and n8ncap itself");
     }
+    // This machine's busy CPU, when it is n8n's host, counts every process on it: n8n, n8ncap
+    // and whatever else shares the cores (another load, a build). Observed processes can only
+    // be part of it.
+    let measured: Vec<f64> = used
+        .iter()
+        .filter_map(|s| s.host_cpu_percent)
+        .map(|p| p / 100.0)
+        .collect();
+    if measured.len() == used.len() && !measured.is_empty() && mean(&measured) > total {
+        total = mean(&measured).min(cores.value * HOST_MARGIN);
+        name = "host: every process on this machine (/proc/stat)".to_string();
+    }
     Some(site_use(
         CpuSite::Host,
         None,
@@ -161,6 +173,10 @@ fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Opt
         Sourced::new(cores.value, cores.source.clone()),
     ))
 }
+
+/// A host's busy CPU read above its cores by more than this factor is a reading error, and is
+/// cut to it (timer skew between two readings of a counter).
+const HOST_MARGIN: f64 = 1.05;
 
 /// The site whose CPU binds: the saturated one that allows the least.
 pub fn binding(uses: &[CpuUse]) -> Option<&CpuUse> {

@@ -221,8 +221,9 @@ pub struct Scenario {
 fn default_method() -> String {
     "POST".into()
 }
+/// No target unless the user names one: a load tool never chooses where its load goes.
 fn default_url() -> String {
-    "http://127.0.0.1:5678/webhook/load".into()
+    String::new()
 }
 fn default_timeout() -> String {
     "120s".into()
@@ -361,6 +362,33 @@ impl Profile {
             p.name = origin.to_string();
         }
         Ok(p)
+    }
+
+    /// Refuses a profile that names no target: `--url`, the profile's `request.url`, or an
+    /// absolute URL in every scenario. The built-in profiles name none.
+    pub fn require_target(&self) -> anyhow::Result<()> {
+        let relative = self
+            .scenarios
+            .iter()
+            .any(|s| s.request.url.starts_with('/'));
+        let named = if self.scenarios.is_empty() {
+            !self.request.url.trim().is_empty()
+        } else {
+            !self.request.url.trim().is_empty() || !relative
+        };
+        if named {
+            return Ok(());
+        }
+        bad_input(format!(
+            "no target: give --url with the webhook to load (e.g. --url \
+             http://127.0.0.1:5678/webhook/load{}), or a profile file whose request.url names \
+             it; n8ncap never chooses a target",
+            if relative {
+                format!(": profile {}'s scenario paths join its origin", self.name)
+            } else {
+                String::new()
+            }
+        ))
     }
 
     pub fn apply(&mut self, o: &Overrides) -> anyhow::Result<()> {
@@ -759,7 +787,17 @@ mod tests {
         assert_eq!(vus, vec![15, 30, 50, 80, 120]);
         let arrival = Profile::load("arrival").unwrap();
         assert_eq!(arrival.model, LoadModel::Open);
-        let mix = Profile::load("mix").unwrap().scenarios().unwrap();
+        let mut mix = Profile::load("mix").unwrap();
+        // No built-in profile names a target: the user's --url does.
+        assert!(mix.require_target().is_err());
+        assert!(Profile::load("steady").unwrap().require_target().is_err());
+        mix.apply(&Overrides {
+            url: Some("http://127.0.0.1:5678".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        mix.require_target().unwrap();
+        let mix = mix.scenarios().unwrap();
         assert_eq!(mix.len(), 2);
         assert!((mix[0].share - 0.7).abs() < 1e-12);
         assert_eq!(mix[1].request.url, "http://127.0.0.1:5678/webhook/load");

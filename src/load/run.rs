@@ -245,6 +245,8 @@ struct Sweep {
     check_names: Vec<String>,
     /// Per scenario of a mix (one entry for a one-request profile).
     names: Vec<ScenarioNames>,
+    /// The target is on loopback: this machine is n8n's host, so its busy CPU is recorded.
+    target_is_local: bool,
 }
 
 /// Builds each scenario's body and target (a missing file or a bad URL fails here, before any
@@ -399,6 +401,8 @@ impl Sweep {
         summary.settings = opts.settings.clone();
         summary.host = opts.host.clone();
         let total_time = stages.iter().map(|(s, _)| s.duration).sum();
+        let target_is_local = crate::wire::url::HttpUrl::parse(&profile.request.url, "URL")
+            .is_ok_and(|u| u.is_loopback());
         Ok(Sweep {
             opts,
             stages,
@@ -411,6 +415,7 @@ impl Sweep {
             total_time,
             check_names,
             names,
+            target_is_local,
         })
     }
 
@@ -437,6 +442,7 @@ impl Sweep {
         }
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
+        let host_start = crate::util::host_busy_cpu_seconds();
         let per_scenario: Vec<usize> = match self.names.len() {
             1 => Vec::new(),
             _ => self.names.iter().map(|n| n.checks.len()).collect(),
@@ -523,6 +529,11 @@ impl Sweep {
         if wall > 0.0 {
             result.client_cpu_percent =
                 100.0 * (crate::util::own_cpu_seconds() - cpu_start).max(0.0) / wall;
+            if self.target_is_local {
+                if let (Some(a), Some(b)) = (host_start, crate::util::host_busy_cpu_seconds()) {
+                    result.host_cpu_percent = Some(100.0 * (b - a).max(0.0) / wall);
+                }
+            }
         }
         if self.opts.progress && std::io::stderr().is_terminal() {
             eprint!("\r\x1b[2K");
@@ -776,8 +787,14 @@ fn finish_summary(summary: &mut Summary, totals: &[Agg], thresholds: &[Threshold
     summary.thresholds_passed = summary.thresholds.iter().all(|t| t.passed);
 }
 
+/// First pause after a refused connection; it doubles with each refusal in a row.
+const REFUSED_BACKOFF_FIRST: Duration = Duration::from_millis(10);
+/// Longest pause after refusals in a row: a target that comes up is found within this.
+const REFUSED_BACKOFF_MAX: Duration = Duration::from_millis(500);
+
 async fn closed_vu(shared: Arc<Shared>, id: u32, retired: Arc<AtomicBool>) {
     let mut conn = Connection::new();
+    let mut refusals = 0u32;
     loop {
         if shared.stop.load(Ordering::Relaxed) || retired.load(Ordering::Relaxed) {
             return;
@@ -796,9 +813,16 @@ async fn closed_vu(shared: Arc<Shared>, id: u32, retired: Arc<AtomicBool>) {
             (Duration::ZERO, started, None),
         );
         if refused {
-            // A refused connection returns in microseconds; yield so one user cannot starve
-            // the runtime. The failures still count at full speed, as k6 would count them.
-            tokio::task::yield_now().await;
+            // A refused connection returns in microseconds: nothing listens there. Back off
+            // (10 ms doubling to 0.5 s) instead of spinning a million refusals a minute; every
+            // refusal still counts as a failure.
+            let pause = REFUSED_BACKOFF_FIRST
+                .saturating_mul(1 << refusals.min(10))
+                .min(REFUSED_BACKOFF_MAX);
+            refusals = refusals.saturating_add(1);
+            tokio::time::sleep(pause).await;
+        } else {
+            refusals = 0;
         }
     }
 }
@@ -1040,7 +1064,13 @@ fn stage_result(
     };
     let http_failed = agg.errors.http_failed();
     let error_rate = if agg.requests == 0 {
-        0.0
+        // Nothing reached the steady window (a stage interrupted in its warm-up): the share
+        // that failed is the warm-up's, not 0.
+        if agg.warmup_requests > 0 {
+            agg.warmup_failed as f64 / agg.warmup_requests as f64
+        } else {
+            0.0
+        }
     } else {
         http_failed as f64 / agg.requests as f64
     };
@@ -1095,6 +1125,7 @@ fn stage_result(
         bodies_cut: agg.bodies_cut,
         warmup_requests: agg.warmup_requests,
         client_cpu_percent: 0.0,
+        host_cpu_percent: None,
         valid: invalid_reasons.is_empty(),
         invalid_reasons,
         thresholds: stage_thresholds,

@@ -49,6 +49,9 @@ pub struct Agg {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub warmup_requests: u64,
+    /// Warm-up requests with no answer or a status ≥ 400: the error share of a stage that
+    /// ended (interrupted) before its steady window had a request.
+    pub warmup_failed: u64,
     /// Σ latency of the steady window's requests (s): batch means for the adaptive sweep.
     pub latency_sum_s: f64,
     /// Answers longer than the body n8ncap keeps, and those of them whose checks failed.
@@ -75,6 +78,7 @@ impl Agg {
             bytes_sent: 0,
             bytes_received: 0,
             warmup_requests: 0,
+            warmup_failed: 0,
             latency_sum_s: 0.0,
             bodies_cut: 0,
             checks_failed_on_cut_body: 0,
@@ -107,6 +111,7 @@ impl Agg {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.warmup_requests += o.warmup_requests;
+        self.warmup_failed += o.warmup_failed;
         self.bodies_cut += o.bodies_cut;
         self.checks_failed_on_cut_body += o.checks_failed_on_cut_body;
     }
@@ -116,6 +121,9 @@ impl Agg {
     pub fn add(&mut self, s: &Sample<'_>, check_offset: usize, warm: bool) {
         if warm {
             self.warmup_requests += 1;
+            if !matches!(&s.exchange.result, Ok((status, _)) if *status < 400) {
+                self.warmup_failed += 1;
+            }
             return;
         }
         self.add_outcome(s, check_offset);

@@ -295,6 +295,11 @@ pub struct StageResult {
     /// the load generator itself may be the bottleneck.
     #[serde(default)]
     pub client_cpu_percent: f64,
+    /// Busy CPU of the whole machine n8ncap ran on during the stage, in % of one core (every
+    /// process: n8n, n8ncap, and anything else running there). Recorded only when the target is
+    /// on loopback, so this machine is n8n's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu_percent: Option<f64>,
     /// False when the stage's error or check figures fail: its latency is not a result.
     pub valid: bool,
     pub invalid_reasons: Vec<String>,
@@ -381,6 +386,7 @@ impl StageResult {
             bodies_cut: 0,
             warmup_requests: 0,
             client_cpu_percent: 0.0,
+            host_cpu_percent: None,
             valid: true,
             invalid_reasons: Vec::new(),
             thresholds: Vec::new(),
@@ -450,7 +456,11 @@ impl StageResult {
         }
         share("error_rate", self.error_rate)?;
         share("check_pass_rate", self.check_pass_rate)?;
-        for (name, v) in [("rate", self.rate), ("ramp_to", self.ramp_to)] {
+        for (name, v) in [
+            ("rate", self.rate),
+            ("ramp_to", self.ramp_to),
+            ("host_cpu_percent", self.host_cpu_percent),
+        ] {
             if let Some(v) = v {
                 nonneg(name, v)?;
             }
