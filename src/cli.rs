@@ -319,7 +319,8 @@ pub enum RecommendFormat {
 
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
-    /// Profile name (smoke, baseline, steady, breakpoint, memory, arrival) or path to a YAML file.
+    /// Profile name (smoke, baseline, steady, breakpoint, memory, arrival, mix, binary, ramp) or
+    /// path to a YAML file. The built-in profiles name no target: give --url.
     #[arg(long, short = 'p', default_value = "steady")]
     pub profile: String,
     /// Webhook URL (overrides the profile's).

@@ -102,21 +102,15 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
 
 async fn demo(json: bool) -> anyhow::Result<i32> {
     if !json {
-        println!("{}\n", crate::demo::intro());
+        let intro = crate::demo::intro();
+        let width = crate::report::width::output_width();
+        println!("{}\n", crate::report::width::fold(&intro, width));
     }
     let out = crate::demo::run_demo(!json).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&out.summary)?);
     } else {
-        println!(
-            "{}",
-            crate::report::table::stages_table(&out.summary.stages)
-        );
-        println!("\n{}", crate::report::text::diagnosis(&out.diagnosis));
-        match &out.recommendation {
-            Ok(r) => println!("{}", crate::report::text::recommendation(r)),
-            Err(why) => println!("No recommendation: {why}"),
-        }
+        print_run(&out.summary, &out.diagnosis, &out.recommendation);
     }
     Ok(match out.ending {
         // The demo's own signal listener has the signal; SIGTERM and SIGINT both end it here.
@@ -309,32 +303,14 @@ fn adaptive_options(
     }))
 }
 
-/// The stage table, the diagnosis, the recommendation (or why there is none) and the failed
-/// thresholds.
+/// The stage table, the k6-style block (thresholds ✓/✗ among it), the diagnosis and the
+/// recommendation (or why there is none).
 fn print_run(
     summary: &crate::record::Summary,
     d: &crate::record::Diagnosis,
     rec: &Result<crate::record::Recommendation, String>,
 ) {
-    println!("{}", crate::report::table::stages_table(&summary.stages));
-    if !summary.search.is_empty() {
-        println!("{}", crate::report::text::search(summary));
-    }
-    println!("\n{}", crate::report::text::diagnosis(d));
-    match rec {
-        Ok(r) => println!("{}", crate::report::text::recommendation(r)),
-        Err(why) => println!("No recommendation: {why}"),
-    }
-    for t in summary.thresholds.iter().filter(|t| !t.passed) {
-        println!(
-            "threshold failed: {} {} (observed {})",
-            t.metric.name(),
-            t.expr,
-            t.observed
-                .map(|v| format!("{v:.4}"))
-                .unwrap_or_else(|| "nothing".into())
-        );
-    }
+    println!("{}", crate::report::text::run(summary, d, rec));
 }
 
 async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {

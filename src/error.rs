@@ -12,6 +12,8 @@ pub const EXIT_THRESHOLD: i32 = 99;
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// SIGTERM (128 + 15), as shells report it.
 pub const EXIT_TERMINATED: i32 = 143;
+/// SIGHUP (the terminal closed): 128 + 1, as shells report it.
+pub const EXIT_HANGUP: i32 = 129;
 
 /// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
 /// Maps to exit code 2.

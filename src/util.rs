@@ -121,8 +121,36 @@ pub fn env_bool(
     }
 }
 
-/// The signals that end a run early: Ctrl-C (SIGINT) and SIGTERM (`timeout`, `docker stop`,
-/// Kubernetes). Installed once, at the start of a command, so a signal that arrives while the
+/// Waits for a signal that asks the process to stop — SIGINT (Ctrl-C), SIGTERM (`docker stop`,
+/// Kubernetes, `timeout`) or SIGHUP (the terminal closed, an SSH session dropped) — and returns
+/// the shell's exit code for it (130, 143, 129).
+pub async fn stop_signal() -> i32 {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let wait = |kind: SignalKind| async move {
+            match signal(kind) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => crate::error::EXIT_INTERRUPTED,
+            _ = wait(SignalKind::terminate()) => crate::error::EXIT_TERMINATED,
+            _ = wait(SignalKind::hangup()) => crate::error::EXIT_HANGUP,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        crate::error::EXIT_INTERRUPTED
+    }
+}
+
+/// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
 /// run is still being prepared is kept and ends the first stage at once.
 #[derive(Clone)]
 pub struct Interrupt {
@@ -134,24 +162,10 @@ impl Interrupt {
     pub fn install() -> Interrupt {
         let (tx, rx) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
-            #[cfg(unix)]
-            let term = async {
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(mut s) => {
-                        s.recv().await;
-                    }
-                    Err(_) => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(not(unix))]
-            let term = std::future::pending::<()>();
-            let code = tokio::select! {
-                _ = tokio::signal::ctrl_c() => crate::error::EXIT_INTERRUPTED,
-                _ = term => crate::error::EXIT_TERMINATED,
-            };
+            let code = stop_signal().await;
             let _ = tx.send(Some(code));
             // A second signal ends the process at once, as the shells' convention has it.
-            let _ = tokio::signal::ctrl_c().await;
+            let _ = stop_signal().await;
             std::process::exit(code);
         });
         Interrupt { rx }
@@ -162,7 +176,7 @@ impl Interrupt {
         let _ = self.rx.wait_for(|c| c.is_some()).await;
     }
 
-    /// The exit code of the signal that arrived: 130 (SIGINT) or 143 (SIGTERM).
+    /// The exit code of the signal that arrived: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
     pub fn exit_code(&self) -> i32 {
         (*self.rx.borrow()).unwrap_or(crate::error::EXIT_INTERRUPTED)
     }
@@ -437,5 +451,63 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Ok(bytes as u64)
     } else {
         Err(format!("{text:?} is not a size n8ncap can send"))
+    }
+}
+
+/// `text` with every control character (C0, DEL, C1: escape sequences, carriage returns, bells)
+/// written as a visible escape, so a string from outside — a container name, an image tag, a
+/// compose key — can never clear the screen, set the title or forge a line of a table.
+pub fn escape_control(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Levenshtein distance of two short strings (a key and the one it resembles).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(escape_control("worker-1"), "worker-1");
+        assert_eq!(
+            escape_control("a\u{1b}[2Jb\u{7}\r\u{9b}"),
+            "a\\u{1b}[2Jb\\u{7}\\r\\u{9b}"
+        );
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("service", "services"), 1);
+        assert_eq!(edit_distance("servces", "services"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("volumes", "volumes"), 0);
     }
 }

@@ -294,6 +294,30 @@ fn unreadable_input_exits_2_with_file_line_and_column() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("compose file or manifest /nonexistent.yml"),
+        "{err}"
+    );
+    // A typo in a top-level key is refused as Compose refuses it, naming the key it resembles
+    // (it used to audit as 0 services, no findings, exit 0).
+    let typo = d.join("typo.yml");
+    std::fs::write(
+        &typo,
+        "x-common: {}\nservice:\n  n8n:\n    image: n8nio/n8n\n",
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["audit", "-f", typo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("typo.yml:2"), "{err}");
+    assert!(
+        err.contains("`service:`") && err.contains("`services:`"),
+        "{err}"
+    );
     let out = Command::new(bin()).args(["audit"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

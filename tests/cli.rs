@@ -286,3 +286,15 @@ fn completions_and_the_man_page_cover_every_command() {
         "{text}"
     );
 }
+
+#[test]
+fn sweep_help_names_every_built_in_profile() {
+    let out = Command::new(bin())
+        .args(["sweep", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for (name, _) in n8ncap::load::profile::BUILTIN {
+        assert!(help.contains(name), "{name} is not in sweep --help");
+    }
+}

@@ -243,3 +243,36 @@ async fn runner_with_the_wrong_token_is_refused_and_tasks_time_out() {
     assert_eq!(st.ok, 0);
     assert!(st.errors.http_status.get(&500).copied().unwrap_or(0) >= 1);
 }
+
+/// As PID 1 of a container the simulator gets SIGTERM from `docker stop` and
+/// `docker-compose down`: it stops at once, as n8n does, instead of waiting for SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_stops_on_sigterm_and_sighup() {
+    for signal in ["-TERM", "-HUP"] {
+        let port = free_port();
+        let mut child = spawn_role(
+            &["sim", "all", "--port", &port.to_string()],
+            &[("N8N_LISTEN_ADDRESS", "127.0.0.1".into())],
+        );
+        wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
+        let sent = std::time::Instant::now();
+        let ok = std::process::Command::new("kill")
+            .args([signal, &child.0.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let mut exited = None;
+        while sent.elapsed() < Duration::from_secs(3) {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                exited = Some(status);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            exited.is_some(),
+            "{signal}: still running 3 s after the signal"
+        );
+    }
+}

@@ -652,3 +652,42 @@ fn refused_connections_back_off_and_an_interrupted_warmup_keeps_its_error_share(
     assert!(stage["warmup_requests"].as_u64().unwrap() > 0);
     assert_eq!(stage["error_rate"].as_f64(), Some(1.0));
 }
+
+/// A closed terminal (SIGHUP) ends a sweep as Ctrl-C does: exit 129, the run saved.
+#[test]
+fn a_hangup_keeps_what_was_measured() {
+    let dir = tempdir("hangup");
+    let url = format!("http://127.0.0.1:{}/webhook/load", free_port());
+    let child = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &url,
+            "--vus",
+            "1",
+            "--stage-duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let ok = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["interrupted"], true);
+    assert_eq!(summary["stages"][0]["partial"], true);
+    assert!(summary["stages"][0]["requests"].as_u64().unwrap() > 0);
+}

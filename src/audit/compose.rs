@@ -101,14 +101,40 @@ fn read_yaml(path: &Path) -> Result<(Value, String), BadInput> {
     let text = crate::util::read_text_file(path, MAX_FILE, "compose file")?;
     let v: Value = serde_saphyr::from_str(&text)
         .map_err(|e| BadInput(crate::util::yaml_error(&path.display().to_string(), &e)))?;
-    if !v.is_object() {
+    let Some(top) = v.as_object() else {
         return Err(BadInput(format!(
             "{}: a compose file is a mapping with a `services:` key",
             path.display()
         )));
+    };
+    // Compose refuses a top-level key it does not know (`service:` for `services:` would
+    // otherwise audit as an empty project with no findings).
+    if let Some(key) = top
+        .keys()
+        .find(|k| !TOP_LEVEL.contains(&k.as_str()) && !k.starts_with("x-"))
+    {
+        let near = TOP_LEVEL
+            .iter()
+            .min_by_key(|t| crate::util::edit_distance(key, t))
+            .filter(|t| crate::util::edit_distance(key, t) <= 3)
+            .map(|t| format!(" — did you mean `{t}:`?"))
+            .unwrap_or_default();
+        return Err(BadInput(format!(
+            "{}:{}: `{}:` is not a compose top-level key{near} (Compose knows {}, and x-… \
+             extensions)",
+            path.display(),
+            line_of(&text, &format!("{key}:")),
+            crate::wire::url::truncate(&crate::util::escape_control(key), 40),
+            TOP_LEVEL.join(", ")
+        )));
     }
     Ok((v, text))
 }
+
+/// The top-level keys of the Compose specification.
+const TOP_LEVEL: [&str; 8] = [
+    "version", "name", "services", "networks", "volumes", "configs", "secrets", "include",
+];
 
 /// Largest compose or env file read (real ones are a few KB).
 const MAX_FILE: u64 = 4 << 20;

@@ -611,7 +611,7 @@ pub fn read_input(path: &Path) -> Result<(String, PathBuf), BadInput> {
         return Ok((text, PathBuf::from("<stdin>")));
     }
     Ok((
-        crate::util::read_text_file(path, MAX_MANIFEST, "manifest")?,
+        crate::util::read_text_file(path, MAX_MANIFEST, "compose file or manifest")?,
         path.to_path_buf(),
     ))
 }

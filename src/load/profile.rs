@@ -377,6 +377,14 @@ impl Profile {
             !self.request.url.trim().is_empty() || !relative
         };
         if named {
+            // A target that cannot be parsed is refused here, before anything is printed,
+            // created or sent.
+            for url in std::iter::once(self.request.url.as_str())
+                .chain(self.scenarios.iter().map(|s| s.request.url.as_str()))
+                .filter(|u| !u.trim().is_empty() && !u.starts_with('/'))
+            {
+                crate::wire::url::HttpUrl::parse(url, "target URL")?;
+            }
             return Ok(());
         }
         bad_input(format!(

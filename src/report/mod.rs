@@ -6,3 +6,4 @@ pub mod html;
 pub mod sarif;
 pub mod table;
 pub mod text;
+pub mod width;

@@ -4,19 +4,13 @@
 use crate::record::StageResult;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
-/// A table that fits the terminal: its width when stdout is one, else `COLUMNS` when set (so
-/// `COLUMNS=100 n8ncap inspect | less` fits too); long cells wrap inside their column.
+/// A table that fits the output's width (see [`super::width`]): the terminal's, `COLUMNS`, or
+/// 100 columns when piped; long cells wrap inside their column.
 fn fitted() -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
-    if let Some(w) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|w| *w >= 40)
-    {
-        t.set_width(w);
-    }
+    t.set_width(super::width::output_width().min(u16::MAX as usize) as u16);
     t
 }
 
@@ -130,6 +124,15 @@ fn wrapped(table: &Table, text: &str, indent: usize) -> String {
     out
 }
 
+/// Milliseconds as a bare number, for a column whose header carries the unit.
+fn bare_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 fn ms(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.1} s", v / 1000.0)
@@ -141,9 +144,7 @@ fn ms(v: f64) -> String {
 }
 
 pub fn stages_table(stages: &[StageResult]) -> String {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    let mut t = fitted();
     let has_queue = stages.iter().any(|s| s.queue.is_some());
     let open = stages.iter().any(|s| s.rate.is_some());
     let mut header = vec![
@@ -151,12 +152,12 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         if open { "arrivals/s" } else { "in flight" },
         "valid",
         "check %",
-        "error %",
+        "err %",
         "req/s",
-        "p50",
-        "p95",
-        "p99",
-        "new conns/req",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "conns/req",
     ];
     if open {
         header.push("dropped");
@@ -168,7 +169,7 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         header.push("sent/req");
     }
     if has_queue {
-        header.push("slots taken");
+        header.push("slots");
         header.push("waiting");
     }
     t.set_header(header);
@@ -191,9 +192,9 @@ pub fn stages_table(stages: &[StageResult]) -> String {
         ];
         match (&s.latency, s.valid) {
             (Some(l), true) => {
-                row.push(Cell::new(ms(l.p50_ms)));
-                row.push(Cell::new(ms(l.p95_ms)));
-                row.push(Cell::new(ms(l.p99_ms)));
+                row.push(Cell::new(bare_ms(l.p50_ms)));
+                row.push(Cell::new(bare_ms(l.p95_ms)));
+                row.push(Cell::new(bare_ms(l.p99_ms)));
             }
             _ => {
                 for _ in 0..3 {
@@ -257,8 +258,8 @@ pub fn stages_table(stages: &[StageResult]) -> String {
     }
     if stages.iter().any(|s| s.queue.is_some()) {
         notes.push(
-            "slots taken = n8n_scaling_mode_queue_jobs_active: worker slots held, not Code tasks \
-             running in a runner."
+            "slots = n8n_scaling_mode_queue_jobs_active: worker slots taken, not Code tasks running \
+             in a runner; waiting = jobs in Redis."
                 .into(),
         );
     }
@@ -282,9 +283,7 @@ fn scenarios_table(stages: &[StageResult]) -> String {
     if stages.iter().all(|s| s.scenarios.len() < 2) {
         return String::new();
     }
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
+    let mut t = fitted();
     t.set_header(vec![
         "stage",
         "scenario",

@@ -306,3 +306,115 @@ pub fn search(summary: &crate::record::Summary) -> String {
     }
     s
 }
+
+/// Everything a run prints for a person, in order: the stage table, the k6-style end-of-run
+/// block, the search trace, the diagnosis and the recommendation (or why there is none),
+/// folded to the output's width.
+pub fn run(
+    summary: &crate::record::Summary,
+    d: &Diagnosis,
+    rec: &Result<Recommendation, String>,
+) -> String {
+    let mut s = super::table::stages_table(&summary.stages);
+    s.push('\n');
+    s.push_str(&k6_block(summary));
+    if !summary.search.is_empty() {
+        let _ = write!(s, "\n{}", search(summary));
+    }
+    let _ = write!(s, "\n\n{}", diagnosis(d));
+    match rec {
+        Ok(r) => s.push_str(&recommendation(r)),
+        Err(why) => {
+            let _ = write!(s, "No recommendation: {why}");
+        }
+    }
+    super::width::fold(s.trim_end(), super::width::output_width())
+}
+
+/// The end-of-run figures k6 users look for: each threshold ✓/✗, each named check with its
+/// passes and fails, the response-time distribution per stage (avg, min, med, max, p90, p95),
+/// requests (iterations) and data sent and received.
+pub fn k6_block(summary: &crate::record::Summary) -> String {
+    let stages = &summary.stages;
+    let mut s = String::new();
+    for t in &summary.thresholds {
+        let _ = writeln!(
+            s,
+            "  {} {} {} (observed {})",
+            if t.passed { "✓" } else { "✗" },
+            t.metric.name(),
+            t.expr,
+            t.observed
+                .map(|v| format!("{v:.4}"))
+                .unwrap_or_else(|| "nothing".into())
+        );
+    }
+    let mut checks: Vec<(String, u64, u64)> = Vec::new();
+    for c in stages.iter().flat_map(|st| st.checks.iter()) {
+        match checks.iter_mut().find(|(n, _, _)| *n == c.name) {
+            Some(e) => {
+                e.1 += c.passes;
+                e.2 += c.fails;
+            }
+            None => checks.push((c.name.clone(), c.passes, c.fails)),
+        }
+    }
+    for (name, passes, fails) in &checks {
+        let total = (passes + fails).max(1) as f64;
+        let _ = writeln!(
+            s,
+            "  {} check {} — {:.2} % ✓ {passes} ✗ {fails}",
+            if *fails == 0 { "✓" } else { "✗" },
+            crate::util::escape_control(name),
+            100.0 * *passes as f64 / total
+        );
+    }
+    for st in stages {
+        if let Some(l) = &st.latency {
+            let _ = writeln!(
+                s,
+                "  http_req_duration stage {}{}: avg={} min={} med={} max={} p(90)={} p(95)={}",
+                st.index + 1,
+                if st.valid { "" } else { " (invalid)" },
+                dur(l.mean_ms),
+                dur(l.min_ms),
+                dur(l.p50_ms),
+                dur(l.max_ms),
+                dur(l.p90_ms),
+                dur(l.p95_ms)
+            );
+        }
+    }
+    let requests: u64 = stages
+        .iter()
+        .map(|st| st.requests + st.warmup_requests)
+        .sum();
+    let window: u64 = stages.iter().map(|st| st.requests).sum();
+    let failed: u64 = stages.iter().map(|st| st.requests - st.ok).sum();
+    let sent: u64 = stages.iter().map(|st| st.bytes_sent).sum();
+    let received: u64 = stages.iter().map(|st| st.bytes_received).sum();
+    let _ = writeln!(
+        s,
+        "  iterations {requests} ({window} in steady windows, {failed} failed) · data sent {} · received {}",
+        bytes(sent),
+        bytes(received)
+    );
+    s
+}
+
+fn dur(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2}s", ms / 1000.0)
+    } else {
+        format!("{ms:.1}ms")
+    }
+}
+
+fn bytes(b: u64) -> String {
+    match b as f64 {
+        v if v >= 1e9 => format!("{:.1} GB", v / 1e9),
+        v if v >= 1e6 => format!("{:.1} MB", v / 1e6),
+        v if v >= 1e3 => format!("{:.1} kB", v / 1e3),
+        v => format!("{v:.0} B"),
+    }
+}

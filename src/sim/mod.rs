@@ -284,7 +284,9 @@ pub async fn run_all(cfg: StackConfig) -> anyhow::Result<()> {
     for u in &stack.worker_metrics_urls {
         println!("  worker metrics: {u}");
     }
-    let _ = tokio::signal::ctrl_c().await;
+    // SIGTERM too: as PID 1 of a container (`docker stop`, `docker-compose down`) the
+    // simulator stops at once, as n8n does.
+    crate::util::stop_signal().await;
     Ok(())
 }
 
@@ -300,7 +302,7 @@ fn regular_words(production_limit: Option<u32>, runner_limit: u32) -> String {
 
 async fn wait_forever(mut tasks: JoinSet<()>) -> anyhow::Result<()> {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = crate::util::stop_signal() => Ok(()),
         _ = tasks.join_next() => anyhow::bail!("a simulator task stopped unexpectedly"),
     }
 }
