@@ -268,11 +268,13 @@ pub struct DiagnoseArgs {
     /// A k6 `--summary-export` file (the whole run as one load level).
     #[arg(long, conflicts_with_all = ["input", "k6_json"])]
     pub k6_summary: Option<PathBuf>,
-    /// A k6 `--out json` file: stages per scenario (or per VU level over time).
-    #[arg(long, conflicts_with = "input")]
+    /// A k6 `--out json` (or `--out csv`) file of any executor: held VU steps and held
+    /// arrival rates are the levels, ramps between them are windows.
+    #[arg(long, conflicts_with = "input", visible_alias = "k6-csv")]
     pub k6_json: Option<PathBuf>,
-    /// Warm-up left out at the start of each stage of a k6 JSON output.
-    #[arg(long, default_value = "5s")]
+    /// Least warm-up left out at the start of each level of a k6 time series ("auto": two p50
+    /// responses, at least 1 s; a given value is raised to one p50).
+    #[arg(long, default_value = "auto")]
     pub k6_warmup: String,
     /// The JSON body the k6 script sent (to read sleep_ms/wait_ms as job time), e.g. '{"sleep_ms":3000}'.
     #[arg(long)]

@@ -501,7 +501,13 @@ async fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
     let mut summary = diagnose_input(&a)?;
     let (d, rec) = analyze(&mut summary, flags, task_request_timeout);
     if a.json {
-        let out = serde_json::json!({"diagnosis": d, "recommendation": rec.ok()});
+        // The stages read (a k6 time series: its held steps, rates and ramp windows) with the
+        // judgement, so what was judged can be checked.
+        let out = serde_json::json!({
+            "diagnosis": d,
+            "recommendation": rec.ok(),
+            "stages": summary.stages,
+        });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_run(&summary, &d, &rec);
@@ -519,10 +525,16 @@ fn diagnose_input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
             a.body.as_deref(),
         ),
         (None, None, Some(k)) => {
-            let warm = crate::util::parse_duration(&a.k6_warmup)
-                .map_err(|e| BadInput(format!("--k6-warmup: {e}")))?;
+            let warm = match a.k6_warmup.trim() {
+                "auto" => None,
+                w => Some(
+                    crate::util::parse_duration(w)
+                        .map_err(|e| BadInput(format!("--k6-warmup: {e} (or \"auto\")")))?
+                        .as_secs_f64(),
+                ),
+            };
             crate::analysis::k6_summary(
-                crate::load::k6::from_json(k, warm.as_secs_f64())?,
+                crate::load::k6::from_json(k, warm)?,
                 &k.display().to_string(),
                 a.body.as_deref(),
             )

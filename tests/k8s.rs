@@ -165,6 +165,8 @@ fn inspect_reads_what_the_pods_run_with_sources() {
             "-f",
             "fixtures/k8s/rendered/official-task-runners.yaml",
         ])
+        // Wide enough that no cell folds: this checks what the table says, not its layout.
+        .env("COLUMNS", "200")
         .current_dir(root())
         .output()
         .unwrap();

@@ -12,7 +12,7 @@
 use crate::model::settings::{Settings, Sourced};
 use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::{Level, SaturationSign};
-use crate::record::{Estimate, LoadLevel, StageResult};
+use crate::record::{Estimate, LoadLevel, LoadModel, StageResult};
 
 pub use crate::model::SATURATION_RATIO;
 
@@ -69,7 +69,15 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         .iter()
         .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
         .collect();
-    let throughput = Estimate::of(&xs);
+    // One window with its own interval (k6 time series) keeps it; repeats give Student's t.
+    let throughput = match used.as_slice() {
+        [one] => match one.throughput_ci {
+            Some(ci) => Estimate::with_interval(one.throughput_rps, ci),
+            None => Estimate::of(&xs),
+        },
+        _ => Estimate::of(&xs),
+    };
+    let impossible = used.iter().find_map(|s| impossible(s));
     let mean_ms = mean_over(&|s| s.latency.as_ref().map(|l| l.mean_ms));
     let in_flight = match level {
         LoadLevel::InFlight(n) => n as f64,
@@ -94,7 +102,7 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
     Level {
         level,
         stages: (first..first + group.len()).collect(),
-        valid: !kept.is_empty() && kept.iter().all(|s| s.valid),
+        valid: !kept.is_empty() && kept.iter().all(|s| s.valid) && impossible.is_none(),
         throughput,
         mean_ms,
         p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
@@ -106,7 +114,68 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         in_flight,
         response_ratio: None,
         saturated_by,
+        impossible,
     }
+}
+
+/// Little's law over a window is exact up to the requests its edges cut: at most one per
+/// virtual user (N of the n counted), plus [`LITTLE_TOLERANCE`] for the mean's noise and the
+/// gaps between a user's iterations.
+pub const LITTLE_TOLERANCE: f64 = 0.10;
+
+/// Why a stage's figures cannot be true, if they cannot:
+/// - closed: more completions than N users allow at the fastest response (X ≤ N ÷ R_min); in
+///   flight (X × R̄) above N; or, with iteration figures, X_iter × R̄_iter away from N;
+/// - open: arrivals − completions ≠ backlog growth (the window's books).
+pub fn impossible(s: &StageResult) -> Option<String> {
+    if s.ramp.is_some() || s.requests == 0 || s.window_s <= 0.0 {
+        return None;
+    }
+    if let Some(f) = &s.flow {
+        let lhs = f.arrivals as i64 - f.completions as i64;
+        let rhs = f.backlog_end as i64 - f.backlog_start as i64;
+        return (lhs != rhs).then(|| {
+            format!(
+                "arrivals {} − completions {} = {lhs}, but the backlog grew by {rhs} ({} → {}):                  the window's books do not balance",
+                f.arrivals, f.completions, f.backlog_start, f.backlog_end
+            )
+        });
+    }
+    let (LoadModel::Closed, Some(n)) = (s.model, s.vus) else {
+        return None;
+    };
+    let lat = s.latency.as_ref()?;
+    let n = n.max(1) as f64;
+    let x = s.request_rate;
+    let tol = LITTLE_TOLERANCE + n / s.requests as f64;
+    let r_min = lat.min_ms / 1000.0;
+    if r_min > 0.0 && x * r_min > n * (1.0 + tol) {
+        return Some(format!(
+            "{x:.2} req/s from {n:.0} in flight needs responses of {:.3} s at most, but the              fastest took {r_min:.3} s (X ≤ N ÷ R_min = {:.2} req/s)",
+            n / x,
+            n / r_min
+        ));
+    }
+    let r = lat.mean_ms / 1000.0;
+    if x * r > n * (1.0 + tol) {
+        return Some(format!(
+            "X × R̄ = {x:.2} req/s × {r:.3} s = {:.1} in flight, more than the {n:.0} users              (Little's law; tolerance {:.0} %)",
+            x * r,
+            tol * 100.0
+        ));
+    }
+    if let Some(it) = s.iterations {
+        let l = it.per_s * it.mean_s;
+        if (l / n - 1.0).abs() > tol {
+            return Some(format!(
+                "iterations {:.2}/s × {:.3} s = {l:.1} in flight, not the {n:.0} users                  (Little's law; tolerance {:.0} %)",
+                it.per_s,
+                it.mean_s,
+                tol * 100.0
+            ));
+        }
+    }
+    None
 }
 
 /// The service time S and n8n's fixed overhead: measured at 1 in flight (mean response), else

@@ -21,7 +21,8 @@ pub fn findings(
         .iter()
         .find(|l| l.valid && l.level == LoadLevel::InFlight(1))
         .and_then(|l| l.p50_ms);
-    for s in stages.iter().filter(|s| !s.valid) {
+    // A ramp window is no level: its figures are reported, not judged.
+    for s in stages.iter().filter(|s| !s.valid && s.ramp.is_none()) {
         if let Some(f) = timeout_signature(s, timeout_s) {
             out.push(f);
         } else if let Some(f) = fast_failures(s, baseline_p50) {

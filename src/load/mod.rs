@@ -7,6 +7,7 @@ pub mod body;
 pub mod checks;
 pub mod client;
 pub mod k6;
+pub mod k6series;
 pub mod profile;
 pub mod run;
 pub mod stats;

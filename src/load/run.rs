@@ -1136,6 +1136,9 @@ fn stage_result(
         ended_by: None,
         scenarios: Vec::new(),
         ramp: stage.ramp,
+        flow: None,
+        throughput_ci: None,
+        iterations: None,
     }
 }
 

@@ -11,6 +11,9 @@ pub struct Sourced<T> {
     /// "flag --runner-limit", "request body (sleep_ms)", "simulator configuration",
     /// "inferred from the measured ceiling", "n8n default", a container or compose file.
     pub source: String,
+    /// An inferred value's 95 % interval (from the throughput's), before rounding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
 }
 
 impl<T> Sourced<T> {
@@ -18,6 +21,36 @@ impl<T> Sourced<T> {
         Sourced {
             value,
             source: source.into(),
+            interval: None,
+        }
+    }
+}
+
+impl Sourced<u32> {
+    /// An inferred whole number from its estimate and interval: the one integer inside the
+    /// interval when there is exactly one, else the nearest to the estimate — and the source
+    /// says which, with the interval ("runner limit 5 (4.8–5.2, inferred)").
+    pub fn inferred(estimate: f64, interval: [f64; 2], source: impl Into<String>) -> Self {
+        let [lo, hi] = [interval[0].min(estimate), interval[1].max(estimate)];
+        let whole: Vec<u32> =
+            ((lo.ceil().max(1.0) as u32)..=(hi.floor().max(0.0) as u32)).collect();
+        let (value, note) = match whole.as_slice() {
+            [one] => (*one, String::new()),
+            [] => (
+                estimate.round().max(1.0) as u32,
+                format!(
+                    "; no whole number lies in {lo:.1}–{hi:.1}: something besides this limit costs"
+                ),
+            ),
+            _ => (
+                estimate.round().max(1.0) as u32,
+                format!("; anywhere from {} to {}", whole[0], whole[whole.len() - 1]),
+            ),
+        };
+        Sourced {
+            value,
+            source: format!("{} ({lo:.1}–{hi:.1}, inferred{note})", source.into()),
+            interval: Some([lo, hi]),
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct Level {
     pub response_ratio: Option<f64>,
     /// Empty when the level is below the ceiling.
     pub saturated_by: Vec<SaturationSign>,
+    /// Why the level is left out of the judgement although its checks passed: its figures
+    /// break Little's law (X × R̄ ≈ N, X ≤ N ÷ R_min) or an open window's books do not balance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impossible: Option<String>,
 }
 
 impl Level {

@@ -44,9 +44,26 @@ impl Estimate {
         }
     }
 
-    /// "3.33 req/s" or "3.33 req/s (95 % CI 3.30–3.36, 3 stages)".
+    /// One sample with the 95 % interval measured inside it (a window's batch means).
+    pub fn with_interval(x: f64, [low, high]: [f64; 2]) -> Estimate {
+        Estimate {
+            mean: x,
+            low: low.min(x),
+            high: high.max(x),
+            n: 1,
+            samples: vec![x],
+        }
+    }
+
+    /// "3.33 req/s", "3.33 req/s (95 % CI 3.30–3.36, 3 stages)" or, for one window with its
+    /// own interval, "3.33 req/s (95 % CI 3.30–3.36)".
     pub fn describe(&self, unit: &str) -> String {
-        if self.n < 2 {
+        if self.n < 2 && self.high - self.low > 1e-9 {
+            format!(
+                "{:.2} {unit} (95 % CI {:.2}–{:.2})",
+                self.mean, self.low, self.high
+            )
+        } else if self.n < 2 {
             format!("{:.2} {unit}", self.mean)
         } else {
             format!(

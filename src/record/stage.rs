@@ -323,6 +323,45 @@ pub struct StageResult {
     /// `from` to `to` during it, so it is no load level; `vus` is their mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// Open model: what arrived, what completed and what was left over, counted by time
+    /// (arrivals by intended start, completions by completion time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
+    /// 95 % interval of `throughput_rps` from the window itself (batch means over the window,
+    /// widened by the one response per virtual user a window edge can cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_ci: Option<[f64; 2]>,
+    /// k6: iterations started per second in the window and their mean duration (s). With think
+    /// time or several requests per iteration, Little's law holds for iterations, not requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<IterationFigures>,
+}
+
+/// Iterations of a k6 level: started per second in the window, and their mean duration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IterationFigures {
+    pub per_s: f64,
+    pub mean_s: f64,
+}
+
+/// An open-model window's books: `arrivals − completions = backlog_end − backlog_start`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Flow {
+    /// Offered per second: arrivals (and dropped arrivals) ÷ window.
+    pub offered_per_s: f64,
+    /// Requests whose intended start fell in the window.
+    pub arrivals: u64,
+    /// Requests that finished in the window, whenever they started.
+    pub completions: u64,
+    /// Requests started before the window and still running at its start: inherited.
+    pub backlog_start: u64,
+    /// Requests started before the window's end and still running then.
+    pub backlog_end: u64,
+    /// (backlog_end − backlog_start) ÷ window: how fast the queue grew.
+    pub backlog_growth_per_s: f64,
+    /// Requests that started in the window and finished after it: the stage's latency includes
+    /// them (measured from their intended start).
+    pub late: u64,
 }
 
 /// Virtual users at the start and end of a ramp window.
@@ -397,6 +436,9 @@ impl StageResult {
             ended_by: None,
             scenarios: Vec::new(),
             ramp: None,
+            flow: None,
+            throughput_ci: None,
+            iterations: None,
         }
     }
 
