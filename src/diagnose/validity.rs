@@ -40,6 +40,33 @@ pub fn findings(
             .fix("fix the failures first; a stage with failing checks is never reported as a good latency"),
         );
     }
+    for l in levels {
+        let Some(why) = &l.impossible else { continue };
+        let mut f = Finding::new(
+            "level-impossible",
+            Severity::Warning,
+            format!(
+                "{} is left out: its figures break Little's law, so they are not a measurement",
+                l.level.words()
+            ),
+        )
+        .evidence(why.clone())
+        .evidence(format!(
+            "stage(s) {}",
+            l.stages
+                .iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .figure("throughput_per_s", l.throughput.mean)
+        .figure("in_flight", l.in_flight);
+        if let Some(ms) = l.mean_ms {
+            f = f.figure("mean_ms", ms);
+        }
+        out.push(f.why("Throughput × mean response is the number in flight (Little's law): a closed level cannot complete more than its users at their fastest response allow, and an open window's arrivals minus completions is its backlog's growth. A level that breaks this was miscounted — requests attributed to the wrong window, a clock jump, or a file edited by hand.")
+            .fix("re-run the level, or read the raw k6 output (--out json) instead of a summary; check that the load generator's clock did not jump"));
+    }
 }
 
 /// A window that opens before the first responses at this load came back is not steady. One

@@ -108,15 +108,47 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     s.ok = (count * (1.0 - failed)).round() as u64;
     s.check_pass_rate = checks;
     s.throughput_rps = rate * (1.0 - failed) * checks.min(1.0);
-    s.latency = med.map(|med| Latency {
-        mean_ms: avg.unwrap_or(med),
-        min_ms: min.unwrap_or(0.0),
-        p50_ms: med,
-        p90_ms: p90.unwrap_or(med),
-        p95_ms: p95.unwrap_or(med),
-        p99_ms: p99.or(max).unwrap_or(med),
-        max_ms: max.unwrap_or(med),
+    // A summary keeps no time series: the count's Poisson interval (wider than a closed loop's
+    // real spread, so an inferred limit is never surer than the data).
+    let good = s.throughput_rps * s.window_s;
+    if good >= 1.0 {
+        let half = 1.96 / good.sqrt();
+        s.throughput_ci = Some([
+            (s.throughput_rps * (1.0 - half)).max(0.0),
+            s.throughput_rps * (1.0 + half),
+        ]);
+    }
+    // A percentile the summary left out is the next one k6 did write (k6 exports p90 and p95
+    // by default, not p99), never a lower one: p99 below p95 cannot be.
+    s.latency = med.map(|med| {
+        let p90 = p90.unwrap_or(med);
+        let p95 = p95.unwrap_or(p90);
+        Latency {
+            mean_ms: avg.unwrap_or(med),
+            min_ms: min.unwrap_or(0.0),
+            p50_ms: med,
+            p90_ms: p90,
+            p95_ms: p95,
+            p99_ms: p99.or(max).unwrap_or(p95),
+            max_ms: max.or(p99).unwrap_or(p95),
+        }
     });
+    // Iterations (a VU's whole loop, think time included) for Little's law on the VUs — only
+    // when the users never moved (vus min = max): a summary of steps mixes them.
+    let held = matches!(
+        (num("vus", "min", max_vus)?, num("vus", "max", max_vus)?),
+        (Some(a), Some(b)) if a == b
+    );
+    if let (true, Some(per_s), Some(mean_ms)) = (
+        held,
+        num("iterations", "rate", big)?,
+        num("iteration_duration", "avg", big)?,
+    ) {
+        s.iterations = Some(crate::record::stage::IterationFigures {
+            per_s,
+            mean_s: mean_ms / 1000.0,
+        });
+    }
     judge(&mut s);
     Ok(vec![s])
 }

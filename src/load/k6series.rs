@@ -86,15 +86,25 @@ struct Point<'a> {
     status: u16,
 }
 
-#[derive(Default)]
 struct Builder {
     s: Series,
+    /// How the file names a point's value, for errors: `data.value` (JSON), `metric_value` (CSV).
+    value_field: &'static str,
     /// `checks` points (time, passed) and `http_req_failed` points, joined to requests later.
     checks: Vec<(f64, bool)>,
     fails: Vec<(f64, bool)>,
 }
 
 impl Builder {
+    fn new(value_field: &'static str) -> Builder {
+        Builder {
+            s: Series::default(),
+            value_field,
+            checks: Vec::new(),
+            fails: Vec::new(),
+        }
+    }
+
     fn scenario(&mut self, name: &str, at: &str) -> Result<usize, BadInput> {
         if let Some(i) = self.s.scenarios.iter().position(|s| s == name) {
             return Ok(i);
@@ -115,8 +125,8 @@ impl Builder {
         };
         if !(p.value.is_finite() && (0.0..=max).contains(&p.value)) {
             return Err(BadInput(format!(
-                "{at}: the value of a {} point is {}: it must be a number from 0 to {max}",
-                p.metric, p.value
+                "{at}: {} of a {} point is {}: it must be a number from 0 to {max}",
+                self.value_field, p.metric, p.value
             )));
         }
         match p.metric {
@@ -238,7 +248,7 @@ fn each_line(
 /// `k6 run --out json=FILE`.
 pub fn read_json(path: &Path) -> Result<Series, BadInput> {
     let shown = path.display().to_string();
-    let mut b = Builder::default();
+    let mut b = Builder::new("data.value");
     each_line(path, "k6 JSON output", |line_no, line| {
         let v: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
             BadInput(format!(
@@ -334,7 +344,7 @@ struct CsvColumns {
 /// `k6 run --out csv=FILE`: the header names the columns.
 pub fn read_csv(path: &Path) -> Result<Series, BadInput> {
     let shown = path.display().to_string();
-    let mut b = Builder::default();
+    let mut b = Builder::new("metric_value");
     let mut cols: Option<CsvColumns> = None;
     let mut resolution: f64 = 0.0;
     each_line(path, "k6 CSV output", |line_no, line| {
@@ -547,16 +557,31 @@ pub fn closed_spans(s: &Series, reqs: &[&Req], warm: Warmup, from: f64, to: f64)
             vus: max_in_flight(reqs),
         }];
     }
+    // The gauge is sampled (each second): the users were already at the first sample's count
+    // when the run began (a ramp there falls in the warm-up), and stayed at the last one's until
+    // the run ended.
+    let last = steps.len() - 1;
+    let steps: Vec<(f64, f64, u32)> = steps
+        .iter()
+        .enumerate()
+        .map(|(k, &(a, b, v))| {
+            (
+                if k == 0 { from.min(a) } else { a },
+                if k == last { to.max(b) } else { b },
+                v,
+            )
+        })
+        .collect();
     let held: Vec<bool> = steps
         .iter()
         .map(|&(a, b, v)| {
             v > 0 && {
-                let (w0, _) = window(reqs, a, b, warm, s.resolution_s);
+                let (w0, w1) = window(reqs, a, b, warm, s.resolution_s);
                 let started = reqs
                     .iter()
-                    .filter(|r| r.start() >= w0 && r.start() < b)
+                    .filter(|r| r.start() >= w0 && r.start() < w1)
                     .count();
-                b - w0 >= MIN_WINDOW_S && started as f64 >= RESPONSES_PER_VU * v as f64
+                w1 - w0 >= MIN_WINDOW_S && started as f64 >= RESPONSES_PER_VU * v as f64
             }
         })
         .collect();
@@ -622,6 +647,10 @@ fn max_in_flight(reqs: &[&Req]) -> u32 {
 /// The steady window of a span: after the warm-up — the given one, or automatically two p50
 /// responses of the requests that started in the span and at least 1 s; at most a third of
 /// the span — and after the file's time resolution.
+///
+/// The window also ends one p95 response before the last response of the run when that tail
+/// started fewer than half the requests the window's rate predicts: k6 does not report the
+/// requests a `gracefulStop` cuts, which makes the end of a run look idle.
 fn window(reqs: &[&Req], from: f64, to: f64, warm: Warmup, resolution: f64) -> (f64, f64) {
     let mut durs: Vec<f64> = reqs
         .iter()
@@ -630,12 +659,31 @@ fn window(reqs: &[&Req], from: f64, to: f64, warm: Warmup, resolution: f64) -> (
         .collect();
     durs.sort_by(f64::total_cmp);
     let p50 = durs.get(durs.len() / 2).copied().unwrap_or(0.0);
+    let p95 = durs.get(durs.len() * 95 / 100).copied().unwrap_or(0.0);
     let w = match warm.0 {
         Some(given) => given,
         None => (2.0 * p50).max(1.0),
     };
     let w = w.min((to - from) / 3.0).max(resolution);
-    (from + w, to)
+    let w0 = from + w;
+    let run_end = reqs.iter().map(|r| r.end).fold(f64::NEG_INFINITY, f64::max);
+    let cut = run_end - p95;
+    if cut >= to || cut <= w0 {
+        return (w0, to);
+    }
+    // Censored when the tail started fewer than half the requests the window's rate predicts.
+    let count = |a: f64, b: f64| {
+        reqs.iter()
+            .filter(|r| r.start() >= a && r.start() < b)
+            .count() as f64
+    };
+    let expected = count(w0, cut) / (cut - w0) * (to - cut);
+    let w1 = if expected >= 2.0 && count(cut, to) < 0.5 * expected {
+        cut
+    } else {
+        to
+    };
+    (w0, w1)
 }
 
 /// Open model: held arrival rates and the moves between them.
@@ -1078,4 +1126,292 @@ fn stage_of(
     }
     super::k6::judge(&mut st);
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    /// A stack of `slots` servers of `job` s each, FIFO (the simulator's runner in miniature).
+    struct Pool {
+        free: Vec<f64>,
+        job: f64,
+    }
+
+    impl Pool {
+        fn new(slots: usize, job: f64) -> Pool {
+            Pool {
+                free: vec![0.0; slots],
+                job,
+            }
+        }
+        /// Response end of a request arriving at `t` (arrivals come in time order).
+        fn serve(&mut self, t: f64) -> f64 {
+            let (k, f) = self
+                .free
+                .iter()
+                .copied()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap();
+            let end = t.max(f) + self.job;
+            self.free[k] = end;
+            end + 0.002
+        }
+    }
+
+    const T0: f64 = 1_796_022_000.0;
+
+    fn req(end: f64, dur: f64) -> Req {
+        Req {
+            end,
+            dur,
+            failed: false,
+            check_ok: true,
+            status: 200,
+            scenario: 0,
+        }
+    }
+
+    /// A closed loop: VU `i` starts at `on[i]` (s from the start) and loops until `end`; k6's
+    /// `vus` gauge each second.
+    fn closed(on: &[f64], end: f64, pool: &mut Pool) -> Series {
+        let mut s = Series {
+            scenarios: vec!["default".into()],
+            ..Series::default()
+        };
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = on
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Reverse(((t * 1e6) as u64, i)))
+            .collect();
+        while let Some(Reverse((t_us, i))) = heap.pop() {
+            let t = t_us as f64 / 1e6;
+            if t >= end {
+                continue;
+            }
+            let done = pool.serve(t);
+            s.reqs.push(req(T0 + done, done - t));
+            s.iters.push((T0 + done, done - t, 0));
+            heap.push(Reverse(((done * 1e6).round() as u64, i)));
+        }
+        for sec in 0..=(end as usize) {
+            let v = on.iter().filter(|t| **t <= sec as f64).count();
+            s.vus.push((T0 + sec as f64, v as f64));
+        }
+        s.reqs.sort_by(|a, b| a.end.total_cmp(&b.end));
+        s.iters.sort_by(|a, b| a.0.total_cmp(&b.0));
+        s
+    }
+
+    /// ramping-vus: 0→4 over 4 s, 4 held 14 s, →16 over 4 s, 16 held 14 s (the run).
+    fn ramp_on() -> Vec<f64> {
+        let mut on: Vec<f64> = (0..4).map(|i| i as f64).collect();
+        on.extend((0..12).map(|i| 18.0 + i as f64 / 3.0));
+        on
+    }
+
+    fn held(stages: &[StageResult]) -> Vec<&StageResult> {
+        stages.iter().filter(|s| s.ramp.is_none()).collect()
+    }
+
+    #[test]
+    fn a_ramp_with_two_held_steps_gives_two_levels_and_windows() {
+        // 5 runner tasks of 0.4 s: 12.5/s at most; 4 users get 4 ÷ 0.402 ≈ 9.95/s.
+        let s = closed(&ramp_on(), 36.0, &mut Pool::new(5, 0.4));
+        let stages = stages(&s, Warmup(None)).unwrap();
+        let levels = held(&stages);
+        assert_eq!(
+            levels.iter().map(|l| l.vus).collect::<Vec<_>>(),
+            vec![Some(4), Some(16)]
+        );
+        assert!((levels[0].throughput_rps - 4.0 / 0.402).abs() < 0.35);
+        assert!((levels[1].throughput_rps - 12.5).abs() < 0.5);
+        // Each level's interval holds the truth and no level beats N ÷ R_min.
+        let ci = levels[1].throughput_ci.unwrap();
+        assert!(ci[0] <= 12.5 && 12.5 <= ci[1], "{ci:?}");
+        for l in &levels {
+            let lat = l.latency.as_ref().unwrap();
+            let n = l.vus.unwrap() as f64;
+            assert!(
+                // A window's edges cut at most one response per user.
+                l.request_rate <= n / (lat.min_ms / 1000.0) * (1.0 + n / l.requests as f64),
+                "{} {:?}",
+                l.request_rate,
+                lat
+            );
+            assert!(crate::diagnose::levels::impossible(l).is_none());
+        }
+        // The ramps are windows, never levels: one before each held step.
+        let ramps: Vec<_> = stages.iter().filter_map(|s| s.ramp).collect();
+        assert!(!ramps.is_empty() && ramps.len() <= 3, "{ramps:?}");
+        assert!(ramps.iter().any(|r| r.from == 4 && r.to == 16), "{ramps:?}");
+        // Every request is counted at most once, in the window it started in; only the run's
+        // last response or so per user (started after the last users stopped) is left out.
+        let total: u64 = stages.iter().map(|s| s.requests + s.warmup_requests).sum();
+        let all = s.reqs.len() as u64;
+        assert!(total <= all && total + 16 >= all, "{total} of {all}");
+    }
+
+    #[test]
+    fn a_step_too_short_to_settle_is_a_ramp() {
+        // 2 users for 10 s, 8 users for 2 s, 12 users for 12 s; 1 s jobs on 20 slots.
+        let mut on = vec![0.0, 0.0];
+        on.extend([10.0; 6]);
+        on.extend([12.0; 4]);
+        let s = closed(&on, 24.0, &mut Pool::new(20, 1.0));
+        let stages = stages(&s, Warmup(None)).unwrap();
+        let vus: Vec<_> = held(&stages).iter().map(|l| l.vus).collect();
+        assert_eq!(vus, vec![Some(2), Some(12)]);
+        // 2 s at 8 users cannot hold 3 responses each after a warm-up: inside a ramp window.
+        assert!(stages
+            .iter()
+            .any(|s| s.ramp.is_some_and(|r| r.from == 2 && r.to == 12)));
+    }
+
+    #[test]
+    fn a_request_straddling_a_step_change_belongs_to_the_step_it_started_in() {
+        // 1 user, 3 s jobs; at 12 s a second user joins. The request that started at 9 s ends
+        // at 12 s — stamped in the second step, started in the first.
+        let s = closed(&[0.0, 12.0], 30.0, &mut Pool::new(4, 3.0));
+        let st = stages(&s, Warmup(Some(0.0))).unwrap();
+        let first = st.iter().find(|x| x.vus == Some(1) && x.ramp.is_none());
+        let first = first.expect("a held step at 1 user");
+        // Starts 0, 3, 6, 9 (s): four requests, none of them counted again later.
+        assert_eq!(first.requests + first.warmup_requests, 4);
+        let total: u64 = st.iter().map(|x| x.requests + x.warmup_requests).sum();
+        let all = s.reqs.len() as u64;
+        assert!(total <= all && total + 2 >= all, "{total} of {all}");
+    }
+
+    /// An arrival-rate executor: `rate(t)` arrivals per second, each one request.
+    fn open(rate: impl Fn(f64) -> f64, end: f64, pool: &mut Pool) -> Series {
+        let mut s = Series {
+            scenarios: vec!["default".into()],
+            ..Series::default()
+        };
+        let mut t = 0.0;
+        while t < end {
+            let done = pool.serve(t);
+            s.reqs.push(req(T0 + done, done - t));
+            s.iters.push((T0 + done, done - t, 0));
+            t += 1.0 / rate(t);
+        }
+        s.reqs.sort_by(|a, b| a.end.total_cmp(&b.end));
+        s.iters.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for sec in 0..=(end as usize) {
+            let at = T0 + sec as f64;
+            let busy = s
+                .reqs
+                .iter()
+                .filter(|r| r.start() <= at && r.end > at)
+                .count();
+            s.vus.push((at, busy as f64));
+        }
+        s
+    }
+
+    #[test]
+    fn held_arrival_rates_are_levels_and_the_moving_rate_is_a_window() {
+        // 8/s for 15 s, a ramp to 20/s over 5 s, 20/s for 15 s; 12.5/s of capacity.
+        let rate = |t: f64| {
+            if t < 15.0 {
+                8.0
+            } else if t < 20.0 {
+                8.0 + (t - 15.0) / 5.0 * 12.0
+            } else {
+                20.0
+            }
+        };
+        let s = open(rate, 35.0, &mut Pool::new(5, 0.4));
+        assert_eq!(closed_scenarios(&s), vec![false]);
+        let st = stages(&s, Warmup(None)).unwrap();
+        let levels = held(&st);
+        assert_eq!(
+            levels.len(),
+            2,
+            "{:?}",
+            st.iter().map(|x| &x.label).collect::<Vec<_>>()
+        );
+        assert!((levels[0].rate.unwrap() - 8.0).abs() < 0.5);
+        assert!((levels[0].throughput_rps - 8.0).abs() < 0.5);
+        assert!((levels[1].rate.unwrap() - 20.0).abs() < 1.0);
+        // Past the ceiling: completions are the capacity, the rest is backlog growth.
+        assert!((levels[1].throughput_rps - 12.5).abs() < 0.5);
+        let f = levels[1].flow.unwrap();
+        assert!(f.backlog_growth_per_s > 5.0, "{f:?}");
+        assert_eq!(
+            f.arrivals as i64 - f.completions as i64,
+            f.backlog_end as i64 - f.backlog_start as i64
+        );
+        assert!(st.iter().any(|x| x.ramp.is_some()));
+    }
+
+    /// k6's JSON lines and CSV (unix_milli) of one series.
+    fn write_both(s: &Series, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+        let iso = |t: f64| {
+            let off = t - T0;
+            let (m, sec) = ((off / 60.0).floor(), off - (off / 60.0).floor() * 60.0);
+            format!("2026-11-30T07:{:02}:{:09.6}Z", m as u32, sec)
+        };
+        let mut j = String::new();
+        let mut c = String::from("metric_name,timestamp,metric_value,check,error,error_code,expected_response,group,method,name,proto,scenario,service,status,subproto,tls_version,url,extra_tags,metadata\n");
+        let mut point = |metric: &str, t: f64, v: f64, status: &str| {
+            j.push_str(&format!(
+                "{{\"type\":\"Point\",\"metric\":\"{metric}\",\"data\":{{\"time\":\"{}\",\"value\":{v},\"tags\":{{\"scenario\":\"default\",\"status\":\"{status}\"}}}}}}\n",
+                iso(t)
+            ));
+            c.push_str(&format!(
+                "{metric},{},{v},,,,true,,POST,http://x/,HTTP/1.1,default,,{status},,,http://x/,,\n",
+                (t * 1000.0).round() as u64
+            ));
+        };
+        for r in &s.reqs {
+            point(
+                "http_req_duration",
+                r.end,
+                (r.dur * 1e6).round() / 1e3,
+                "200",
+            );
+            point("http_req_failed", r.end, 0.0, "200");
+        }
+        for i in &s.iters {
+            point("iteration_duration", i.0, (i.1 * 1e6).round() / 1e3, "");
+        }
+        for v in &s.vus {
+            point("vus", v.0, v.1, "");
+        }
+        let (jp, cp) = (dir.join("run.json"), dir.join("run.csv"));
+        std::fs::write(&jp, j).unwrap();
+        std::fs::write(&cp, c).unwrap();
+        (jp, cp)
+    }
+
+    #[test]
+    fn the_csv_and_the_json_of_one_run_give_the_same_levels() {
+        let s = closed(&ramp_on(), 36.0, &mut Pool::new(5, 0.4));
+        let dir = std::env::temp_dir().join(format!("n8ncap-k6series-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (jp, cp) = write_both(&s, &dir);
+        let (a, b) = (read(&jp).unwrap(), read(&cp).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(a.reqs.len(), s.reqs.len());
+        assert_eq!(b.reqs.len(), s.reqs.len());
+        let (sa, sb) = (
+            stages(&a, Warmup(None)).unwrap(),
+            stages(&b, Warmup(None)).unwrap(),
+        );
+        let key = |v: &[StageResult]| {
+            v.iter()
+                .map(|x| (x.vus, x.ramp.is_some(), x.requests))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(key(&sa), key(&sb));
+        for (x, y) in sa.iter().zip(&sb) {
+            assert!((x.throughput_rps - y.throughput_rps).abs() < 0.05);
+        }
+        assert_eq!(held(&sa).len(), 2);
+    }
 }

@@ -110,6 +110,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         current,
         cpu: &d.cpu,
         measured: d.measured_ceiling.as_ref().map(|m| m.mean),
+        doubt: d.doubt.clone(),
     };
     let basis = Basis {
         kind,
@@ -144,6 +145,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
         current,
         cpu: &[],
         measured: None,
+        doubt: None,
     };
     let basis = Basis {
         kind: BreakPointKind::Failure,
@@ -315,6 +317,8 @@ struct Context<'a> {
     cpu: &'a [CpuUse],
     /// Capacity measured in the run.
     measured: Option<f64>,
+    /// The verdict's doubt.
+    doubt: Option<String>,
 }
 
 /// Where the plan comes from.
@@ -403,6 +407,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         current_ceiling: s.capacity(job.overhead_s).map(|c| c.ceiling),
         measured_capacity: ctx.measured,
         notes,
+        doubt: ctx.doubt.clone(),
         regular_mode: s.is_regular(),
     })
 }

@@ -133,6 +133,10 @@ pub struct Diagnosis {
     pub cpu_limit: Option<CpuUse>,
     /// One sentence: the answer.
     pub verdict: String,
+    /// Why the verdict may be wrong although its limit is the likeliest (`model-mismatch`: the
+    /// measured ceiling far under the named limit's bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
     /// Settings used, each with its source (flags, the run, inference).
     pub settings: Settings,
     /// S: job time plus n8n's fixed overhead, measured at 1 in flight or assumed.

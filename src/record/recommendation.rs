@@ -46,6 +46,9 @@ pub struct Recommendation {
     /// Capacity measured in the run, jobs/s.
     pub measured_capacity: Option<f64>,
     pub notes: Vec<String>,
+    /// The diagnosis's doubt, when the verdict the plan rests on has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
     /// Regular mode: worker concurrency is main's production limit, runner limit its internal
     /// runner's, and there is one process.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

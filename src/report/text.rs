@@ -110,6 +110,12 @@ pub fn recommendation(r: &Recommendation) -> String {
         BreakPointKind::Failure => format!("⌊2/3 × failure break point {}⌋", r.break_point.value),
         BreakPointKind::Knee => "the executions in progress at the measured ceiling".to_string(),
     };
+    if let Some(d) = &r.doubt {
+        let _ = writeln!(
+            s,
+            "Doubt: this plan rests on a verdict the measurements question — {d} (model-mismatch); the predicted ceiling is an upper bound until that cost is found."
+        );
+    }
     let _ = writeln!(
         s,
         "Recommendation: plan for {} executions in flight ({basis}; {}).",
