@@ -702,3 +702,79 @@ fn a_hangup_keeps_what_was_measured() {
     assert_eq!(summary["stages"][0]["partial"], true);
     assert!(summary["stages"][0]["requests"].as_u64().unwrap() > 0);
 }
+
+/// `--rates` below, near and at 1.6× the ceiling of a stack whose runner takes 5 tasks of
+/// 0.4 s (12.5/s), its runner limit not given: the overloaded stage's throughput is what
+/// completed (the ceiling, not the 20/s offered), its books add up, and the runner limit is
+/// inferred from it with an interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_model_past_the_ceiling_counts_completions() {
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 15,
+        runner_limit: 5,
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut p = closed_profile(
+        &stack.webhook_url,
+        &[1],
+        serde_json::json!({"sleep_ms": 400}),
+        "2s",
+        "8s",
+    );
+    p.model = LoadModel::Open;
+    p.stages = [6.0, 12.0, 20.0]
+        .iter()
+        .map(|r| StageSpec {
+            rate: Some(*r),
+            max_vus: Some(400),
+            ..Default::default()
+        })
+        .collect();
+    let mut s = sweep(p, None).await;
+    for st in &s.stages {
+        let f = st.flow.expect("an open stage has its books");
+        assert_eq!(
+            f.arrivals as i64 - f.completions as i64,
+            f.backlog_end as i64 - f.backlog_start as i64,
+            "{f:?}"
+        );
+        let offered = (f.arrivals + st.dropped_iterations) as f64 / st.window_s;
+        assert!((f.offered_per_s - offered).abs() < 1e-9);
+    }
+    let low = &s.stages[0];
+    assert!(
+        within(low.throughput_rps, 6.0, 0.1),
+        "{}",
+        low.throughput_rps
+    );
+    let top = &s.stages[2];
+    assert!(
+        within(top.throughput_rps, 12.5, 0.1),
+        "completions {:.2}/s of 20 offered",
+        top.throughput_rps
+    );
+    let f = top.flow.unwrap();
+    assert!(
+        within(f.backlog_growth_per_s, 20.0 - 12.5, 0.25),
+        "backlog {f:?}"
+    );
+    let settings = n8ncap::model::settings::Settings {
+        worker_concurrency: Some(n8ncap::model::settings::Sourced::new(15, "test")),
+        ..Default::default()
+    };
+    let (d, _) = n8ncap::analysis::analyze(&mut s, settings, None);
+    assert_eq!(
+        d.capping_limit,
+        Some(n8ncap::model::Limit::RunnerLimit),
+        "{}",
+        d.verdict
+    );
+    let r = d.settings.runner_limit.as_ref().unwrap();
+    assert!((4..=6).contains(&r.value), "{r:?}");
+    let [lo, hi] = r.interval.expect("an inferred limit's interval");
+    assert!(lo <= 5.0 && 5.0 <= hi, "{r:?}");
+    let x = d.measured_ceiling.as_ref().unwrap().mean;
+    assert!(within(x, 12.5, 0.1), "{x}");
+}

@@ -94,8 +94,11 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
     let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
+    let books = measured
+        .as_ref()
+        .and_then(|(x, l)| backlog_words(stages, l, x.mean));
     let v = Verdict {
-        text: v.text + mix_words.as_deref().unwrap_or(""),
+        text: v.text + books.as_deref().unwrap_or("") + mix_words.as_deref().unwrap_or(""),
         ..v
     };
     observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
@@ -144,6 +147,21 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         findings,
         mix,
     }
+}
+
+/// An open level at the ceiling: what was offered, what completed, how fast the backlog grew.
+fn backlog_words(stages: &[StageResult], l: &Level, x: f64) -> Option<String> {
+    let f = l
+        .stages
+        .iter()
+        .filter_map(|i| stages.get(*i))
+        .find_map(|s| s.flow)?;
+    (f.offered_per_s > 1.1 * x).then(|| {
+        format!(
+            " Offered {:.1}/s, completed {x:.2}/s: the backlog grew {:.2}/s.",
+            f.offered_per_s, f.backlog_growth_per_s
+        )
+    })
 }
 
 /// The verdict, or why there is none.

@@ -884,7 +884,7 @@ fn record(h: &mut Histogram<u32>, dur_s: f64) {
 }
 
 /// Batch means over the window, widened by the one response per user an edge can cut.
-fn interval(
+pub(crate) fn interval(
     starts: &[f64],
     (w0, w1): (f64, f64),
     x: f64,
@@ -1078,6 +1078,7 @@ fn stage_of(
                     0.0
                 },
                 late: started.iter().filter(|r| r.end >= w1).count() as u64,
+                inherited: 0,
             });
             let ends: Vec<f64> = completed.iter().map(|r| r.end).collect();
             st.throughput_ci = Some(interval(

@@ -181,6 +181,9 @@ impl Shared {
         }
         let failed = !matches!(&ex.result, Ok((s, _)) if *s < 400) || results[..n].contains(&false);
         self.live_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(intended) = counted_at {
+            rec.answered(intended, !failed);
+        }
         if failed {
             self.live_failed.fetch_add(1, Ordering::Relaxed);
         }
@@ -247,6 +250,9 @@ struct Sweep {
     names: Vec<ScenarioNames>,
     /// The target is on loopback: this machine is n8n's host, so its busy CPU is recorded.
     target_is_local: bool,
+    /// Open model: arrivals of the last stage still unanswered when it was read (the drain
+    /// ran out): the next stage starts with them in n8n's backlog.
+    inherited: u64,
 }
 
 /// Builds each scenario's body and target (a missing file or a bad URL fails here, before any
@@ -416,6 +422,7 @@ impl Sweep {
             check_names,
             names,
             target_is_local,
+            inherited: 0,
         })
     }
 
@@ -517,6 +524,12 @@ impl Sweep {
             &self.thresholds,
             seen.as_ref().and_then(|s| s.queue.clone()),
         );
+        if self.opts.profile.model == LoadModel::Open && ended > rec.warmup_until {
+            if let Some(books) = rec.flow(rec.warmup_until, ended, rec.dropped()) {
+                apply_flow(&mut result, &books, self.inherited);
+                self.inherited = books.unanswered;
+            }
+        }
         result.scenarios = scenario_results(&result, &self.names, &scenario_aggs);
         result.repeat = rep;
         result.ended_by = Some(end);
@@ -877,6 +890,7 @@ async fn open_scheduler(
         while inflight.try_join_next().is_some() {}
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
+                rec.arrived(intended);
                 let sh = shared.clone();
                 let pool = pool.clone();
                 let rec = rec.clone();
@@ -922,6 +936,35 @@ async fn open_scheduler(
     // The stage's arrivals still in flight finish into this stage's recorder; the caller bounds
     // the wait (and dropping the set aborts what is left).
     while inflight.join_next().await.is_some() {}
+}
+
+/// The open model's throughput is what completed in the window, by completion time; what
+/// arrived and did not complete in it is the backlog, reported with its growth.
+fn apply_flow(st: &mut StageResult, b: &super::stats::FlowBooks, inherited: u64) {
+    let w = st.window_s;
+    if w <= 0.0 {
+        return;
+    }
+    st.request_rate = b.completions as f64 / w;
+    st.throughput_rps = b.good_completions as f64 / w;
+    st.throughput_ci = Some(super::k6series::interval(
+        &b.completion_offsets,
+        (0.0, w),
+        st.throughput_rps,
+        b.good_completions as f64 / b.completions.max(1) as f64,
+        0.0,
+        0.0,
+    ));
+    st.flow = Some(crate::record::stage::Flow {
+        offered_per_s: (b.arrivals + b.dropped) as f64 / w,
+        arrivals: b.arrivals,
+        completions: b.completions,
+        backlog_start: b.backlog_start,
+        backlog_end: b.backlog_end,
+        backlog_growth_per_s: (b.backlog_end as f64 - b.backlog_start as f64) / w,
+        late: b.late,
+        inherited,
+    });
 }
 
 /// When an adaptive stage may end.

@@ -244,6 +244,24 @@ pub struct Sample<'a> {
     pub checks: &'a [bool],
 }
 
+/// An open-model window's books (see [`StageRecorder::flow`]).
+#[derive(Debug, Clone, Default)]
+pub struct FlowBooks {
+    pub arrivals: u64,
+    /// Arrivals the client could not send (every VU busy), in the window.
+    pub dropped: u64,
+    pub completions: u64,
+    pub good_completions: u64,
+    pub backlog_start: u64,
+    pub backlog_end: u64,
+    /// Window arrivals answered after it, or never.
+    pub late: u64,
+    /// Arrivals never answered (the drain bound ran out).
+    pub unanswered: u64,
+    /// When each completion happened, s after the window's start.
+    pub completion_offsets: Vec<f64>,
+}
+
 /// The collector of one stage. Requests that complete before `warmup_until` are only counted.
 pub struct StageRecorder {
     pub started: Instant,
@@ -252,6 +270,10 @@ pub struct StageRecorder {
     /// One per scenario when the profile mixes several (each with its own checks).
     scenarios: Vec<Mutex<Agg>>,
     dropped: std::sync::atomic::AtomicU64,
+    /// Open model: each arrival's intended start (s after `started`), and each answered one's
+    /// (intended start, answer, good) — the books of arrivals, completions and backlog.
+    arrivals: Mutex<Vec<f32>>,
+    answered: Mutex<Vec<(f32, f32, bool)>>,
     /// Closed once the stage is read: a request is recorded in its shard and its scenario
     /// together or not at all, so the scenarios add up to the stage.
     closed: std::sync::RwLock<bool>,
@@ -274,6 +296,8 @@ impl StageRecorder {
                 .map(|n| Mutex::new(Agg::new(*n)))
                 .collect(),
             dropped: std::sync::atomic::AtomicU64::new(0),
+            arrivals: Mutex::new(Vec::new()),
+            answered: Mutex::new(Vec::new()),
             closed: std::sync::RwLock::new(false),
         }
     }
@@ -284,6 +308,64 @@ impl StageRecorder {
             Ok(mut c) => *c = true,
             Err(p) => *p.into_inner() = true,
         }
+    }
+
+    fn offset(&self, t: Instant) -> f32 {
+        t.saturating_duration_since(self.started).as_secs_f32()
+    }
+
+    /// Open model: an arrival sent, intended at `intended`.
+    pub fn arrived(&self, intended: Instant) {
+        let t = self.offset(intended);
+        if let Ok(mut a) = self.arrivals.lock() {
+            a.push(t);
+        }
+    }
+
+    /// Open model: an arrival answered now (`good`: not failed and its checks passed).
+    pub fn answered(&self, intended: Instant, good: bool) {
+        self.answered_at(intended, Instant::now(), good)
+    }
+
+    fn answered_at(&self, intended: Instant, at: Instant, good: bool) {
+        let open = self.closed.read().map(|c| !*c).unwrap_or(false);
+        if !open {
+            return;
+        }
+        let (i, c) = (self.offset(intended), self.offset(at));
+        if let Ok(mut a) = self.answered.lock() {
+            a.push((i, c, good));
+        }
+    }
+
+    /// Open model: the window's books, or None when nothing arrived. `w0`, `w1`: the window;
+    /// an arrival not answered by the time the stage was read counts as still in the backlog.
+    pub fn flow(&self, w0: Instant, w1: Instant, dropped: u64) -> Option<FlowBooks> {
+        let (w0, w1) = (self.offset(w0), self.offset(w1));
+        let arrivals = self.arrivals.lock().ok()?.clone();
+        let answered = self.answered.lock().ok()?.clone();
+        if arrivals.is_empty() {
+            return None;
+        }
+        let sent_before = |t: f32| arrivals.iter().filter(|a| **a < t).count() as u64;
+        let done_before = |t: f32| answered.iter().filter(|a| a.1 < t).count() as u64;
+        let completed: Vec<&(f32, f32, bool)> =
+            answered.iter().filter(|a| a.1 >= w0 && a.1 < w1).collect();
+        Some(FlowBooks {
+            arrivals: arrivals.iter().filter(|a| **a >= w0 && **a < w1).count() as u64,
+            dropped,
+            completions: completed.len() as u64,
+            good_completions: completed.iter().filter(|a| a.2).count() as u64,
+            backlog_start: sent_before(w0) - done_before(w0),
+            backlog_end: sent_before(w1) - done_before(w1),
+            late: answered
+                .iter()
+                .filter(|a| a.0 >= w0 && a.0 < w1 && a.1 >= w1)
+                .count() as u64
+                + (arrivals.len() - answered.len()) as u64,
+            unanswered: (arrivals.len() - answered.len()) as u64,
+            completion_offsets: completed.iter().map(|a| (a.1 - w0) as f64).collect(),
+        })
     }
 
     pub fn add_dropped(&self, n: u64) {
@@ -377,5 +459,71 @@ impl ErrorCounts {
             + self.timeout
             + self.io
             + self.http_status.values().sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t0: Instant, s: f64) -> Instant {
+        t0 + Duration::from_secs_f64(s)
+    }
+
+    /// 10 arrivals a second for 10 s (1 s warm-up) into a server that answers one per 0.17 s, in
+    /// order: completions are its 5.9/s, the rest is the backlog, and the books balance.
+    #[test]
+    fn requests_that_finish_after_the_window_are_its_backlog() {
+        let t0 = Instant::now();
+        let rec = StageRecorder::new(t0, Duration::from_secs(1), 0, &[]);
+        let mut free = 0.0f64;
+        let (mut late, mut never) = (0, 0);
+        for k in 0..100 {
+            // Off the window's edges, so f32 offsets cannot round across them.
+            let arrive = 0.05 + k as f64 * 0.1;
+            free = free.max(arrive) + 0.17;
+            rec.arrived(at(t0, arrive));
+            // Only what was answered before the stage was read (at 14 s) is on the books.
+            if free < 14.0 {
+                rec.answered_at(at(t0, arrive), at(t0, free), true);
+            } else {
+                never += 1;
+            }
+            if arrive >= 1.0 && free >= 10.0 {
+                late += 1;
+            }
+        }
+        let b = rec.flow(at(t0, 1.0), at(t0, 10.0), 0).unwrap();
+        assert_eq!(b.arrivals, 90);
+        assert!(
+            (b.completions as f64 / 9.0 - 1.0 / 0.17).abs() < 0.2,
+            "{b:?}"
+        );
+        assert_eq!(
+            b.arrivals as i64 - b.completions as i64,
+            b.backlog_end as i64 - b.backlog_start as i64
+        );
+        // Window arrivals answered after it or never (the stage was read at 14 s) are late.
+        assert_eq!(b.late, late);
+        assert!(never >= 10);
+        assert_eq!(b.unanswered, never);
+        assert_eq!(b.completion_offsets.len() as u64, b.completions);
+    }
+
+    /// A stage that starts with the last one's backlog still running: its books start with it.
+    #[test]
+    fn a_stage_inheriting_a_backlog_starts_its_books_with_it() {
+        let t0 = Instant::now();
+        let rec = StageRecorder::new(t0, Duration::from_secs(2), 0, &[]);
+        // 20 arrivals in the warm-up, answered only after the window opened.
+        for k in 0..20 {
+            let arrive = k as f64 * 0.1;
+            rec.arrived(at(t0, arrive));
+            rec.answered_at(at(t0, arrive), at(t0, 2.5 + k as f64 * 0.05), k % 4 != 0);
+        }
+        let b = rec.flow(at(t0, 2.0), at(t0, 6.0), 0).unwrap();
+        assert_eq!((b.arrivals, b.backlog_start, b.backlog_end), (0, 20, 0));
+        assert_eq!((b.completions, b.good_completions), (20, 15));
+        assert_eq!(b.late, 0);
     }
 }

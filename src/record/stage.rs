@@ -362,6 +362,11 @@ pub struct Flow {
     /// Requests that started in the window and finished after it: the stage's latency includes
     /// them (measured from their intended start).
     pub late: u64,
+    /// Requests of the stage before that were still unanswered when this one began: the
+    /// client gave up on them after the drain bound (the request timeout), n8n may still be
+    /// running them. 0 when the last stage drained.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inherited: u64,
 }
 
 /// Virtual users at the start and end of a ramp window.
