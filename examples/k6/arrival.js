@@ -6,7 +6,8 @@
 //   n8ncap diagnose --k6-json out.json --body '{"sleep_ms":400}'
 //
 // Environment: URL (webhook), SLEEP_MS (Code time), STAGES (duration:rate per second,
-// comma-separated; default 8/s for 15 s, a ramp to 20/s in 5 s, 20/s for 15 s), MAX_VUS.
+// comma-separated; default 8/s for 15 s, a ramp to 20/s in 5 s, 20/s for 15 s; one stage runs
+// constant-arrival-rate), MAX_VUS (k6's pre-allocated and most VUs).
 import http from 'k6/http';
 import { check } from 'k6';
 
@@ -17,16 +18,29 @@ const spec = (__ENV.STAGES || '15s:8,5s:20,15s:20').split(',').map((s) => {
   return { duration, target: Number(target) };
 });
 
+const vus = Number(__ENV.MAX_VUS || 200);
+
+// One stage is k6's constant-arrival-rate; several, ramping-arrival-rate.
 export const options = {
   scenarios: {
-    arrivals: {
-      executor: 'ramping-arrival-rate',
-      startRate: spec[0].target,
-      timeUnit: '1s',
-      preAllocatedVUs: Number(__ENV.MAX_VUS || 200),
-      maxVUs: Number(__ENV.MAX_VUS || 200),
-      stages: spec,
-    },
+    arrivals:
+      spec.length === 1
+        ? {
+            executor: 'constant-arrival-rate',
+            rate: spec[0].target,
+            timeUnit: '1s',
+            duration: spec[0].duration,
+            preAllocatedVUs: vus,
+            maxVUs: vus,
+          }
+        : {
+            executor: 'ramping-arrival-rate',
+            startRate: spec[0].target,
+            timeUnit: '1s',
+            preAllocatedVUs: vus,
+            maxVUs: vus,
+            stages: spec,
+          },
   },
 };
 

@@ -180,10 +180,13 @@ pub fn stages_table(stages: &[StageResult]) -> String {
                 s.index + 1,
                 if s.partial { " (partial)" } else { "" }
             )),
-            Cell::new(if open || s.ramp.is_some() {
-                s.label.clone()
-            } else {
-                s.vus.map(|v| v.to_string()).unwrap_or_default()
+            // The load, compact: a ramp's ends, an offered rate, the users in flight (the
+            // label, with k6's scenario names, is in the run block and summary.json).
+            Cell::new(match (s.ramp, s.rate, s.vus) {
+                (Some(r), _, _) => format!("{}→{}", r.from, r.to),
+                (None, Some(rate), _) => format!("{rate:.1}"),
+                (None, None, Some(v)) => v.to_string(),
+                (None, None, None) => s.label.clone(),
             }),
             Cell::new(if s.valid { "yes" } else { "NO" }),
             Cell::new(format!("{:.1}", s.check_pass_rate * 100.0)),

@@ -390,6 +390,40 @@ pub fn k6_block(summary: &crate::record::Summary) -> String {
                 dur(l.p95_ms)
             );
         }
+        if let Some(f) = &st.flow {
+            let _ = writeln!(
+                s,
+                "    open model: offered {:.2}/s ({} arrivals{}) · completed {:.2}/s ({}) · backlog {} → {} ({:+.2}/s){}{}",
+                f.offered_per_s,
+                f.arrivals,
+                if st.dropped_iterations > 0 {
+                    format!(", {} dropped", st.dropped_iterations)
+                } else {
+                    String::new()
+                },
+                st.request_rate,
+                f.completions,
+                f.backlog_start,
+                f.backlog_end,
+                f.backlog_growth_per_s,
+                if f.late > 0 {
+                    format!(
+                        " · the percentiles include {} answered after the window, or never",
+                        f.late
+                    )
+                } else {
+                    String::new()
+                },
+                if f.inherited > 0 {
+                    format!(
+                        " · began with {} of the last stage still unanswered",
+                        f.inherited
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     let requests: u64 = stages
         .iter()
