@@ -250,6 +250,13 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
         )?;
         crate::analysis::write_report(dir, &summary)?;
     }
+    let code = match ending {
+        Ending::Interrupted => interrupt.exit_code(),
+        Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
+        Ending::Completed => error::EXIT_OK,
+    };
+    // What was measured is saved: a reader that closed the pipe does not change the result.
+    error::EXIT_ON_CLOSED_PIPE.store(code, std::sync::atomic::Ordering::Relaxed);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -258,11 +265,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<i32> {
             println!("results: {}", dir.display());
         }
     }
-    Ok(match ending {
-        Ending::Interrupted => interrupt.exit_code(),
-        Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
-        Ending::Completed => error::EXIT_OK,
-    })
+    Ok(code)
 }
 
 /// `--adaptive` and its bounds, checked.

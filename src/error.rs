@@ -15,6 +15,29 @@ pub const EXIT_TERMINATED: i32 = 143;
 /// SIGHUP (the terminal closed): 128 + 1, as shells report it.
 pub const EXIT_HANGUP: i32 = 129;
 
+/// The exit code when standard output turns out to be a closed pipe (`| head -1`): the
+/// command's own result when it is known before it prints (a sweep's 0/99 once it has saved
+/// what it measured), else 0 — quietly, as `man` and other Unix tools do.
+pub static EXIT_ON_CLOSED_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Installs the panic hook that turns "failed printing to stdout: Broken pipe" into a quiet
+/// exit with [`EXIT_ON_CLOSED_PIPE`]; every other panic keeps the default report.
+pub fn exit_quietly_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("Broken pipe") {
+            std::process::exit(EXIT_ON_CLOSED_PIPE.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        default(info);
+    }));
+}
+
 /// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
 /// Maps to exit code 2.
 #[derive(Debug)]

@@ -6,6 +6,7 @@ use n8ncap::error::{self, exit_code_for};
 use std::time::Duration;
 
 fn main() {
+    error::exit_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

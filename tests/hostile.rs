@@ -1059,3 +1059,38 @@ fn mixes_uploads_and_ramps_that_cannot_run_are_refused_naming_the_field() {
         &["--body", "2 scenarios"],
     );
 }
+
+/// A reader that closes the pipe (`| head -1`) ends the command quietly: no panic, exit 0,
+/// for every command that prints.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    for args in [
+        vec!["grafana"],
+        vec!["man"],
+        vec![
+            "audit",
+            "-f",
+            "fixtures/compose/n8n-hosting/withPostgresAndWorker/docker-compose.yml",
+        ],
+        vec![
+            "diagnose",
+            "--k6-summary",
+            "fixtures/n8n-real/rc20_wc15_cpu.k6-summary.json",
+            "--worker-concurrency",
+            "15",
+        ],
+    ] {
+        // The reading end is closed before the command starts: its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(bin())
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
