@@ -313,7 +313,10 @@ fn print_run(
     d: &crate::record::Diagnosis,
     rec: &Result<crate::record::Recommendation, String>,
 ) {
-    println!("{}", crate::report::text::run(summary, d, rec));
+    println!(
+        "{}",
+        crate::util::for_terminal(&crate::report::text::run(summary, d, rec))
+    );
 }
 
 async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
@@ -353,7 +356,7 @@ async fn inspect_cmd(project: Option<&str>, json: bool) -> anyhow::Result<i32> {
     } else {
         println!(
             "{}",
-            crate::report::table::topology_table(&topology, &stats)
+            crate::util::for_terminal(&crate::report::table::topology_table(&topology, &stats))
         );
     }
     Ok(error::EXIT_OK)
@@ -373,8 +376,11 @@ fn inspect_files(files: &[std::path::PathBuf], json: bool) -> anyhow::Result<i32
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{input}");
-        println!("{}", crate::report::table::manifest_table(&topology));
+        println!("{}", crate::util::for_terminal(&input.to_string()));
+        println!(
+            "{}",
+            crate::util::for_terminal(&crate::report::table::manifest_table(&topology))
+        );
     }
     Ok(error::EXIT_OK)
 }
@@ -478,7 +484,10 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
         )
     };
     match a.format {
-        AuditFormat::Table => println!("{}", crate::report::table::audit_table(&report)),
+        AuditFormat::Table => println!(
+            "{}",
+            crate::util::for_terminal(&crate::report::table::audit_table(&report))
+        ),
         AuditFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         AuditFormat::Sarif => println!(
             "{}",
@@ -576,7 +585,7 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
     } else {
         use crate::cli::RecommendFormat;
         use crate::report::text;
-        println!("{}", text::recommendation(&rec));
+        println!("{}", crate::util::for_terminal(&text::recommendation(&rec)));
         println!(
             "{}",
             match a.format {

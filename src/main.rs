@@ -32,7 +32,7 @@ fn main() {
     let code = match rt.block_on(n8ncap::commands::run(cli.command)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("n8ncap: {e:#}");
+            eprintln!("n8ncap: {}", n8ncap::util::for_terminal(&format!("{e:#}")));
             exit_code_for(&e)
         }
     };

@@ -454,6 +454,23 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     }
 }
 
+/// Human output for a terminal: every control character but the line breaks the output itself
+/// is laid out with escaped (see [`escape_control`]), so whatever a table or message quotes from
+/// outside cannot drive the terminal.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for line in text.split('\n') {
+        if !out.is_empty() || text.starts_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&escape_control(line));
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `text` with every control character (C0, DEL, C1: escape sequences, carriage returns, bells)
 /// written as a visible escape, so a string from outside — a container name, an image tag, a
 /// compose key — can never clear the screen, set the title or forge a line of a table.

@@ -1094,3 +1094,33 @@ fn a_closed_pipe_ends_quietly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
 }
+
+/// Names and values from a file are shown with their control characters escaped: an escape
+/// sequence in a service name or an image clears no screen and forges no table line.
+#[test]
+fn control_characters_from_input_never_reach_the_terminal() {
+    let d = dir("control");
+    let f = write(
+        &d,
+        "docker-compose.yml",
+        "services:\n  \"worker\\e[2J\\rFAKE: all clean\":\n    image: \"n8nio/n8n\\e]0;pwned\\a\"\n    command: worker\n    environment:\n      EXECUTIONS_MODE: queue\n",
+    );
+    for args in [
+        vec!["audit", "-f", f.as_str()],
+        vec!["inspect", "-f", f.as_str()],
+    ] {
+        let out = run(&args);
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.contains("worker"), "{args:?}: {text}");
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n')
+            .collect();
+        assert!(bad.is_empty(), "{args:?} printed {bad:?}: {text}");
+        assert!(
+            text.contains("\\u{1b}"),
+            "{args:?}: the escape is shown: {text}"
+        );
+    }
+}
