@@ -436,6 +436,12 @@ fn saved_summaries_with_impossible_values_name_the_field() {
         ),
         ("/stages/1/vus", serde_json::json!(1e12), "stages[1].vus"),
         ("/stages/0/ok", serde_json::json!(1e9), "stages[0].ok"),
+        // 5000 req/s over the window is more answers than the stage counted.
+        (
+            "/stages/0/throughput_rps",
+            serde_json::json!(5000.0),
+            "stages[0]: 5000.00 req/s",
+        ),
     ] {
         let mut v = valid.clone();
         *v.pointer_mut(path).unwrap() = value;
@@ -444,6 +450,11 @@ fn saved_summaries_with_impossible_values_name_the_field() {
         refused(&out, &[field]);
         assert!(!stderr(&out).contains("many"), "{}", stderr(&out));
     }
+    // An interval upside down.
+    let mut v = valid.clone();
+    v["stages"][0]["throughput_ci"] = serde_json::json!([3.0, 1.0]);
+    let f = write(&d, "summary.json", &v.to_string());
+    refused(&run(&["diagnose", &f]), &["stages[0].throughput_ci"]);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use super::bull::queue_lengths;
 use super::docker::{self, RawStats};
-use super::scrape::{self, queue_gauges};
+use super::scrape::{self, queue_gauges, queue_gauges_checked};
 use crate::record::observation::{Observer, StageObservation};
 use crate::record::stage::{
     ContainerObserved, EndpointObserved, QueueObserved, QueueSource, RoleMemory,
@@ -506,7 +506,23 @@ fn record_scrape(
         v("runner_task_requested_total"),
         at.now,
     );
-    let q = queue_gauges(&exp, prefix);
+    let q = match queue_gauges_checked(&exp, prefix) {
+        Ok(q) => q,
+        Err(why) => {
+            // An impossible gauge is a gap with its reason, never a figure.
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: format!("{} (queue gauges)", e.url),
+                error: why,
+                gone: false,
+            });
+            if at.steady {
+                st.acc.queue_gaps += 1;
+            }
+            None
+        }
+    };
     st.timeline.write(&Event::Metrics {
         t: at.t,
         unix: at.unix,
@@ -537,6 +553,17 @@ fn record_scrape(
 }
 
 fn record_redis(st: &mut State, got: anyhow::Result<(f64, f64)>, at: &Moment) {
+    let got = got.and_then(|(waiting, active)| {
+        for (what, v) in [
+            ("LLEN of the wait list", waiting),
+            ("LLEN of the active list", active),
+        ] {
+            if let Some(why) = super::scrape::implausible_jobs(what, v) {
+                anyhow::bail!("Redis answered {why}");
+            }
+        }
+        Ok((waiting, active))
+    });
     match got {
         Ok((waiting, active)) => {
             st.timeline.write(&Event::Redis {

@@ -568,6 +568,37 @@ impl StageResult {
                 return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}"));
             }
         }
+        // A rate is a count over the window: no more answers per second than were counted (a
+        // window's rate may also count answers to requests sent in the warm-up, one per user).
+        let sent = self.requests + self.warmup_requests + u64::from(self.vus.unwrap_or(0));
+        let answered = self.flow.map_or(sent, |f| f.completions.max(sent));
+        if self.throughput_rps > 0.0 && self.window_s <= 0.0 {
+            return Err(format!(
+                "{at}.throughput_rps is {} over a window_s of 0: a rate needs a window",
+                self.throughput_rps
+            ));
+        }
+        let counted = self.request_rate.max(self.throughput_rps) * self.window_s;
+        if counted > answered as f64 * 1.01 + 1.0 {
+            return Err(format!(
+                "{at}: {:.2} req/s over {:.1} s is {counted:.0} answers, but {answered} were counted: figures a measurement cannot have",
+                self.request_rate.max(self.throughput_rps),
+                self.window_s
+            ));
+        }
+        if self.model == LoadModel::Closed && self.vus == Some(0) && self.requests > 0 {
+            return Err(format!(
+                "{at}.vus is 0, yet {} requests were sent: a closed stage needs at least 1 user",
+                self.requests
+            ));
+        }
+        if let Some(ci) = self.throughput_ci {
+            if !(ci[0].is_finite() && ci[1].is_finite() && 0.0 <= ci[0] && ci[0] <= ci[1]) {
+                return Err(format!(
+                    "{at}.throughput_ci is {ci:?}: it must be two finite rates, low ≤ high"
+                ));
+            }
+        }
         Ok(())
     }
 }
