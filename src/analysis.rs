@@ -225,8 +225,8 @@ pub fn analyze(
 
 /// Writes `report.html` into a results directory from its summary and timeline.
 pub fn write_report(dir: &Path, summary: &Summary) -> anyhow::Result<std::path::PathBuf> {
-    let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap_or_default();
-    let html = crate::report::html::render(summary, &crate::record::timeline::read(&timeline));
+    let timeline = crate::record::timeline::read_file(&dir.join("timeline.jsonl"));
+    let html = crate::report::html::render(summary, &timeline);
     let path = dir.join("report.html");
     crate::record::dir::write_atomic(&path, html.as_bytes())?;
     Ok(path)

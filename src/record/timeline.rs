@@ -89,9 +89,56 @@ impl TimelineWriter {
 
 /// Reads a timeline back; lines that are not events (a line cut by a crash) are skipped.
 pub fn read(text: &str) -> Vec<Event> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    read_bytes(text.as_bytes()).0
+}
+
+/// The most of a timeline read back (a 3-hour run at a 1 s scrape writes a few MiB).
+pub const MAX_TIMELINE_BYTES: u64 = 256 << 20;
+
+/// Each line that is an event, and how many lines were not (not UTF-8, not JSON, an unknown
+/// kind): one bad byte costs its line, never the timeline.
+pub fn read_bytes(bytes: &[u8]) -> (Vec<Event>, usize) {
+    let mut skipped = 0;
+    let events = bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .filter_map(|l| {
+            let e = std::str::from_utf8(l)
+                .ok()
+                .and_then(|t| serde_json::from_str(t).ok());
+            skipped += usize::from(e.is_none());
+            e
+        })
+        .collect();
+    (events, skipped)
+}
+
+/// `timeline.jsonl` of a results directory, at most [`MAX_TIMELINE_BYTES`]; a warning on
+/// stderr says what was left out. Absent: no events.
+pub fn read_file(path: &std::path::Path) -> Vec<Event> {
+    use std::io::Read;
+    let Ok(f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    let _ = f.take(MAX_TIMELINE_BYTES + 1).read_to_end(&mut bytes);
+    let cut = bytes.len() as u64 > MAX_TIMELINE_BYTES;
+    if cut {
+        bytes.truncate(MAX_TIMELINE_BYTES as usize);
+    }
+    let (events, skipped) = read_bytes(&bytes);
+    if skipped > 0 || cut {
+        eprintln!(
+            "n8ncap: {}: {skipped} line(s) that are not events skipped{}",
+            crate::util::for_terminal(&path.display().to_string()),
+            if cut {
+                format!("; only the first {} MiB read", MAX_TIMELINE_BYTES >> 20)
+            } else {
+                String::new()
+            }
+        );
+    }
+    events
 }
 
 #[cfg(test)]
@@ -114,6 +161,12 @@ mod tests {
         assert_eq!(v["kind"], "container");
         assert_eq!(v["role"], "runner");
         let back = read(&format!("{line}\n{{\"kind\":\"nonsense\"}}\n{line}"));
-        assert_eq!(back, vec![e.clone(), e]);
+        assert_eq!(back, vec![e.clone(), e.clone()]);
+        // A byte that is not UTF-8 costs its line only.
+        let mut bytes = format!("{line}\n").into_bytes();
+        bytes.extend_from_slice(b"{\"kind\":\"gap\xff\"}\n");
+        bytes.extend_from_slice(line.as_bytes());
+        let (events, skipped) = read_bytes(&bytes);
+        assert_eq!((events, skipped), (vec![e.clone(), e], 1));
     }
 }
