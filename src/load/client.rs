@@ -449,7 +449,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
         }
         Err(_) => return Err(Failure::Io),
     };
-    let status = resp.code.ok_or(Failure::Io)?;
+    // A status outside 100–599 (`000`, `999`) is no HTTP answer: malformed, never a success.
+    let status = resp
+        .code
+        .filter(|c| (100..=599).contains(c))
+        .ok_or(Failure::Io)?;
     let http10 = resp.version == Some(0);
     let mut length = None;
     let mut chunked = false;
@@ -659,6 +663,10 @@ mod tests {
 
     #[test]
     fn heads_choose_framing_and_keep_alive() {
+        // No HTTP status: malformed (an io error), never counted as a success.
+        for head in [&b"HTTP/1.1 000 OK\r\n\r\n"[..], b"HTTP/1.1 999 X\r\n\r\n"] {
+            assert!(matches!(parse_head(head), Err(Failure::Io)));
+        }
         let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
             .unwrap()
             .unwrap();
