@@ -33,7 +33,19 @@ stage "$bin" sim /n8ncap
 stage "$redis" redis /usr/bin/redis-server
 cp "$here/Dockerfile" "$ctx/sim/Dockerfile"
 cp "$here/Dockerfile.redis" "$ctx/redis/Dockerfile"
-docker build -q --target n8n -t "n8ncap-sim/n8n:$tag" "$ctx/sim" >/dev/null
-docker build -q --target runners -t "n8ncap-sim/runners:$tag" "$ctx/sim" >/dev/null
-docker build -q -t "n8ncap-sim/redis:$tag" "$ctx/redis" >/dev/null
+# Without buildx, docker prints its legacy-builder deprecation on every build: said once here.
+legacy=""
+build() {
+  if ! docker build -q "$@" >/dev/null 2>"$ctx/build.err"; then
+    cat "$ctx/build.err" >&2
+    exit 1
+  fi
+  if grep -q "DEPRECATED" "$ctx/build.err"; then legacy=1; fi
+}
+build --target n8n -t "n8ncap-sim/n8n:$tag" "$ctx/sim"
+build --target runners -t "n8ncap-sim/runners:$tag" "$ctx/sim"
+build -t "n8ncap-sim/redis:$tag" "$ctx/redis"
+if [ -n "$legacy" ]; then
+  echo "note: docker built with its legacy builder (buildx is not installed); the images are the same" >&2
+fi
 echo "built n8ncap-sim/n8n:$tag, n8ncap-sim/runners:$tag, n8ncap-sim/redis:$tag"
