@@ -462,6 +462,56 @@ fn counter_rate(prev: &mut Option<(f64, Instant)>, cur: Option<f64>, now: Instan
     r
 }
 
+/// The most cores a process at `url` can use and be believed: this machine's (a quarter more
+/// for the sampling's jitter) when the endpoint is on loopback, else 256 (no host is bigger
+/// here, and a counter that jumps between two processes implies thousands).
+fn most_cores(url: &str) -> f64 {
+    if crate::analysis::is_loopback_url(url) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        cores * 1.25 + 0.25
+    } else {
+        256.0
+    }
+}
+
+/// Cores a process used since its last reading, from `process_cpu_seconds_total`: Err when
+/// the reading cannot be true — the counter fell (the process restarted, or two processes
+/// answer at one URL behind a load balancer) or it implies more than `max_cores`.
+fn cpu_rate(
+    prev: &mut Option<(f64, Instant)>,
+    cur: Option<f64>,
+    now: Instant,
+    max_cores: f64,
+) -> Result<Option<f64>, String> {
+    let Some(cur) = cur else { return Ok(None) };
+    if !(cur.is_finite() && cur >= 0.0) {
+        return Err(format!(
+            "process_cpu_seconds_total is {cur}: a CPU counter is a finite number of seconds"
+        ));
+    }
+    let last = prev.replace((cur, now));
+    let Some((p, pt)) = last else { return Ok(None) };
+    let dt = now.duration_since(pt).as_secs_f64();
+    if dt <= 0.0 {
+        return Ok(None);
+    }
+    if cur < p {
+        return Err(format!(
+            "process_cpu_seconds_total fell from {p:.2} to {cur:.2}: the process restarted, or \
+             two processes answer at this URL (a load balancer): no CPU figure for this interval"
+        ));
+    }
+    let cores = (cur - p) / dt;
+    if cores > max_cores {
+        return Err(format!(
+            "process_cpu_seconds_total rose {:.2} s in {dt:.2} s: {cores:.1} cores, more than \
+             the {max_cores:.1} a process there can use",
+            cur - p
+        ));
+    }
+    Ok(Some(cores))
+}
+
 fn record_scrape(
     st: &mut State,
     rates: &mut Rates,
@@ -500,7 +550,30 @@ fn record_scrape(
         rates.roles[i] = Some(role_of(&exp, prefix));
     }
     let v = |n: &str| exp.value(&format!("{prefix}{n}"));
-    let cpu = counter_rate(&mut rates.cpu[i], v("process_cpu_seconds_total"), at.now);
+    let cpu = match cpu_rate(
+        &mut rates.cpu[i],
+        v("process_cpu_seconds_total"),
+        at.now,
+        most_cores(&e.url),
+    ) {
+        Ok(c) => c,
+        Err(why) => {
+            // A CPU reading that cannot be true is a gap with its reason, never a figure.
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: format!("{} (process CPU)", e.url),
+                error: why.clone(),
+                gone: false,
+            });
+            if at.steady {
+                let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
+                acc.gaps += 1;
+                acc.last_error = Some(why);
+            }
+            None
+        }
+    };
     let req = counter_rate(
         &mut rates.requested[i],
         v("runner_task_requested_total"),
@@ -665,5 +738,34 @@ pub fn role_of(e: &Exposition, prefix: &str) -> Role {
         Role::Main
     } else {
         Role::Worker
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_counters_that_cannot_be_true_are_gaps() {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut prev = None;
+        // The first reading gives no rate; then 1.5 s of CPU in 1 s = 1.5 cores.
+        assert_eq!(cpu_rate(&mut prev, Some(10.0), at(0.0), 2.75), Ok(None));
+        let c = cpu_rate(&mut prev, Some(11.5), at(1.0), 2.75)
+            .unwrap()
+            .unwrap();
+        assert!((c - 1.5).abs() < 1e-9);
+        // Two processes behind one URL: the counter drops, then jumps back.
+        let down = cpu_rate(&mut prev, Some(0.5), at(2.0), 2.75).unwrap_err();
+        assert!(down.contains("fell"), "{down}");
+        let up = cpu_rate(&mut prev, Some(13.0), at(3.0), 2.75).unwrap_err();
+        assert!(up.contains("cores"), "{up}");
+        // 50 cores on a 2-core host, a NaN counter.
+        let mut prev = Some((0.0, at(0.0)));
+        assert!(cpu_rate(&mut prev, Some(50.0), at(1.0), 2.75).is_err());
+        assert!(cpu_rate(&mut prev, Some(f64::NAN), at(2.0), 2.75).is_err());
+        assert!(most_cores("http://127.0.0.1:5678/metrics") < 256.0);
+        assert_eq!(most_cores("http://n8n.example:5678/metrics"), 256.0);
     }
 }
