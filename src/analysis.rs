@@ -45,6 +45,20 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
             crate::wire::url::truncate(&crate::util::unquote(what), 160)
         ))
     })?;
+    // A schema this build does not know (a newer n8ncap, or a hand edit) is refused, not
+    // read as if it were ours: its fields may mean something else.
+    let schema = summary.schema.as_str();
+    let known = schema == crate::record::summary::SUMMARY_SCHEMA || schema == "n8ncap.summary/1";
+    if !known {
+        return Err(BadInput(format!(
+            "{}: schema is {:?}: this n8ncap reads {} (and /1); a newer n8ncap wrote it, or it \
+             is not an n8ncap summary",
+            file.display(),
+            crate::wire::url::truncate(&crate::util::escape_control(schema), 40),
+            crate::record::summary::SUMMARY_SCHEMA
+        ))
+        .into());
+    }
     for (i, st) in summary.stages.iter().enumerate() {
         st.check(&format!("stages[{i}]"))
             .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
@@ -293,6 +307,11 @@ mod tests {
         assert!(s.diagnosis.is_none() && s.recommendation.is_none());
         let (d, _) = analyze(&mut s, settings_10(), None);
         assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
+        // A schema from the future is refused, naming it.
+        old["schema"] = "n8ncap.summary/99".into();
+        std::fs::write(dir.join("summary.json"), old.to_string()).unwrap();
+        let err = load_summary(&dir).unwrap_err().to_string();
+        assert!(err.contains("n8ncap.summary/99"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
