@@ -340,9 +340,10 @@ fn hedge(v: Verdict, bound: f64, ceiling: &Ceiling, findings: &mut Vec<Finding>)
         .split_once(": ")
         .map_or(v.text.as_str(), |(_, r)| r)
         .to_string();
-    let rest = rest
-        .get(..1)
-        .map(|c| c.to_uppercase() + &rest[1..])
+    let mut chars = rest.chars();
+    let rest = chars
+        .next()
+        .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
         .unwrap_or_default();
     Verdict {
         text: format!(
