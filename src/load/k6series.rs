@@ -920,6 +920,71 @@ pub(crate) fn interval(
     [(x - half).max(0.0), x + half]
 }
 
+/// An open window's figures: throughput is what completed in it (by completion time), what
+/// arrived and did not complete is the backlog (its books in `flow`).
+fn open_window(
+    st: &mut StageResult,
+    s: &Series,
+    reqs: &[&Req],
+    scs: &[usize],
+    span: &Span,
+    (w0, w1): (f64, f64),
+    started: &[&&Req],
+) {
+    let in_window = |t: f64| t >= w0 && t < w1;
+    let per_s = |k: u64| {
+        if st.window_s > 0.0 {
+            k as f64 / st.window_s
+        } else {
+            0.0
+        }
+    };
+    let completed: Vec<&&Req> = reqs.iter().filter(|r| in_window(r.end)).collect();
+    let done_good = completed.iter().filter(|r| r.good()).count() as u64;
+    let running_at = |t: f64| reqs.iter().filter(|r| r.start() < t && r.end >= t).count() as u64;
+    let dropped: f64 = s
+        .dropped
+        .iter()
+        .filter(|d| scs.contains(&d.1) && in_window(d.0))
+        .map(|d| d.2)
+        .sum();
+    let dropped = dropped.round() as u64;
+    let flow = Flow::of(
+        st.window_s,
+        (started.len() as u64, dropped),
+        completed.len() as u64,
+        (running_at(w0), running_at(w1)),
+        started.iter().filter(|r| r.end >= w1).count() as u64,
+    );
+    st.dropped_iterations = dropped;
+    st.rate = Some(flow.offered_per_s);
+    // A moving rate is a window, never a level (see `diagnose::ramp`): its ends in arrivals
+    // per second.
+    if let Span::RateRamp {
+        offered_from,
+        offered_to,
+        ..
+    } = span
+    {
+        st.ramp = Some(Ramp {
+            from: offered_from.round() as u32,
+            to: offered_to.round() as u32,
+        });
+    }
+    st.request_rate = per_s(flow.completions);
+    st.throughput_rps = per_s(done_good);
+    st.flow = Some(flow);
+    let ends: Vec<f64> = completed.iter().map(|r| r.end).collect();
+    st.throughput_ci = Some(interval(
+        &ends,
+        (w0, w1),
+        st.throughput_rps,
+        done_good as f64 / completed.len().max(1) as f64,
+        0.0,
+        s.resolution_s,
+    ));
+}
+
 #[allow(clippy::too_many_arguments)]
 fn stage_of(
     index: usize,
@@ -1037,58 +1102,7 @@ fn stage_of(
             st.throughput_rps = per_s(good);
         }
         Span::Rate { .. } | Span::RateRamp { .. } => {
-            let completed: Vec<&&Req> = reqs.iter().filter(|r| in_window(r.end)).collect();
-            let done_good = completed.iter().filter(|r| r.good()).count() as u64;
-            let running_at =
-                |t: f64| reqs.iter().filter(|r| r.start() < t && r.end >= t).count() as u64;
-            let dropped: f64 = s
-                .dropped
-                .iter()
-                .filter(|d| scs.contains(&d.1) && in_window(d.0))
-                .map(|d| d.2)
-                .sum();
-            st.dropped_iterations = dropped.round() as u64;
-            let (b0, b1) = (running_at(w0), running_at(w1));
-            let offered = per_s(n + st.dropped_iterations);
-            st.rate = Some(offered);
-            // A moving rate is a window, never a level (see `diagnose::ramp`): its ends in
-            // arrivals per second.
-            if let Span::RateRamp {
-                offered_from,
-                offered_to,
-                ..
-            } = span
-            {
-                st.ramp = Some(Ramp {
-                    from: offered_from.round() as u32,
-                    to: offered_to.round() as u32,
-                });
-            }
-            st.request_rate = per_s(completed.len() as u64);
-            st.throughput_rps = per_s(done_good);
-            st.flow = Some(Flow {
-                offered_per_s: offered,
-                arrivals: n,
-                completions: completed.len() as u64,
-                backlog_start: b0,
-                backlog_end: b1,
-                backlog_growth_per_s: if st.window_s > 0.0 {
-                    (b1 as f64 - b0 as f64) / st.window_s
-                } else {
-                    0.0
-                },
-                late: started.iter().filter(|r| r.end >= w1).count() as u64,
-                inherited: 0,
-            });
-            let ends: Vec<f64> = completed.iter().map(|r| r.end).collect();
-            st.throughput_ci = Some(interval(
-                &ends,
-                (w0, w1),
-                st.throughput_rps,
-                done_good as f64 / completed.len().max(1) as f64,
-                0.0,
-                s.resolution_s,
-            ));
+            open_window(&mut st, s, reqs, scs, span, (w0, w1), &started)
         }
     }
     // Iterations started in the window: Little's law for scripts with think time.

@@ -956,14 +956,14 @@ fn apply_flow(st: &mut StageResult, b: &super::stats::FlowBooks, inherited: u64)
         0.0,
     ));
     st.flow = Some(crate::record::stage::Flow {
-        offered_per_s: (b.arrivals + b.dropped) as f64 / w,
-        arrivals: b.arrivals,
-        completions: b.completions,
-        backlog_start: b.backlog_start,
-        backlog_end: b.backlog_end,
-        backlog_growth_per_s: (b.backlog_end as f64 - b.backlog_start as f64) / w,
-        late: b.late,
         inherited,
+        ..crate::record::stage::Flow::of(
+            w,
+            (b.arrivals, b.dropped),
+            b.completions,
+            (b.backlog_start, b.backlog_end),
+            b.late,
+        )
     });
 }
 

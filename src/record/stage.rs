@@ -369,6 +369,29 @@ pub struct Flow {
     pub inherited: u64,
 }
 
+impl Flow {
+    /// A window's books; the backlog's growth per second is derived here, once.
+    pub fn of(
+        window_s: f64,
+        (arrivals, dropped): (u64, u64),
+        completions: u64,
+        (backlog_start, backlog_end): (u64, u64),
+        late: u64,
+    ) -> Flow {
+        let per_s = |v: f64| if window_s > 0.0 { v / window_s } else { 0.0 };
+        Flow {
+            offered_per_s: per_s((arrivals + dropped) as f64),
+            arrivals,
+            completions,
+            backlog_start,
+            backlog_end,
+            backlog_growth_per_s: per_s(backlog_end as f64 - backlog_start as f64),
+            late,
+            inherited: 0,
+        }
+    }
+}
+
 /// Virtual users at the start and end of a ramp window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ramp {
