@@ -234,6 +234,7 @@ pub fn analyze(
     let rec = recommend::recommend(&d, None);
     summary.diagnosis = Some(d.clone());
     summary.recommendation = rec.as_ref().ok().cloned();
+    summary.memory_plan = recommend::memory::plan(&d);
     (d, rec)
 }
 

@@ -459,7 +459,10 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
     use crate::audit;
     let report = if a.live {
         let docker = crate::observe::docker::connect().await?;
-        let found = crate::observe::docker::discover(&docker, a.project.as_deref()).await?;
+        // Stopped containers too: a runner whose last exit was an OOM kill is the finding.
+        let found =
+            crate::observe::docker::discover_containers(&docker, a.project.as_deref(), true)
+                .await?;
         audit::audit(
             found.into_iter().map(|(_, f)| f).collect(),
             &Default::default(),
@@ -565,11 +568,13 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
         return Err(BadInput("--break-point must be at least 1".into()).into());
     }
     let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    let mut memory = None;
     let rec = match (&a.input, bp) {
         (Some(path), bp) => {
             let mut summary = load_summary(path)?;
             let timeout = a.settings.task_request_timeout()?;
             let (d, _) = analyze(&mut summary, flags, timeout);
+            memory = summary.memory_plan.clone();
             crate::recommend::recommend(&d, bp)
         }
         (None, Some(bp)) => crate::recommend::from_break_point(&flags, bp),
@@ -579,12 +584,35 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
         )
         .into()),
     };
-    let rec = rec.map_err(BadInput)?;
+    use crate::report::text;
+    let rec = match (rec, &memory) {
+        (Ok(r), _) => r,
+        // A runner killed at its memory limit: its memory plan is the recommendation.
+        (Err(why), Some(m)) => {
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({"memory_plan": m}))?
+                );
+            } else {
+                println!("{}", crate::util::for_terminal(&text::memory_plan(m)));
+                println!("{}", text::memory_plan_snippet(m, a.format));
+                println!(
+                    "{}",
+                    crate::util::for_terminal(&format!("No capacity plan: {why}"))
+                );
+            }
+            return Ok(error::EXIT_OK);
+        }
+        (Err(why), None) => return Err(BadInput(why).into()),
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rec)?);
     } else {
         use crate::cli::RecommendFormat;
-        use crate::report::text;
+        if let Some(m) = memory.as_ref().filter(|m| m.oom_killed) {
+            println!("{}", crate::util::for_terminal(&text::memory_plan(m)));
+        }
         println!("{}", crate::util::for_terminal(&text::recommendation(&rec)));
         println!(
             "{}",
@@ -629,6 +657,9 @@ async fn docker_watch(project: Option<&str>) -> anyhow::Result<DockerWatch> {
             name: n.facts.name.clone(),
             role: n.role,
             cpu_limit_cores: n.facts.cpu_limit_cores,
+            memory_limit_bytes: n.facts.memory_limit_bytes,
+            attached_to: n.attached_to.clone(),
+            runner_limit: n.runner_limit.as_ref().map(|l| l.value),
         })
         .collect();
     Ok(DockerWatch {

@@ -112,6 +112,9 @@ pub struct Facts {
     /// What only Kubernetes manifests say: pod, replicas and autoscaling, probes, grace period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k8s: Option<K8sFacts>,
+    /// Live containers: their state as Docker inspects it (OOM kill, exit code, restarts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::record::lifecycle::ContainerState>,
 }
 
 /// A container of a Kubernetes workload, as the rendered manifests describe it.

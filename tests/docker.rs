@@ -300,6 +300,23 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
     );
     assert!(worker_mib < 20.0, "workers grew {worker_mib:.0} MiB");
     assert!(stdout.contains("memory-in-runner"), "{stdout}");
+    // Per task: the runners' growth ÷ the tasks running, within 15 % of the 64 MiB allocated;
+    // the proposed limit is above what any runner reached.
+    let per_task = summary["diagnosis"]["runner_memory"]["per_task_mib"]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{}", summary["diagnosis"]["runner_memory"]));
+    assert!(within(per_task, 64.0, 0.15), "per task {per_task:.1} MiB");
+    let plan = summary["memory_plan"]["memory_limit_mib"].as_f64().unwrap();
+    for c in summary["stages"][0]["containers"].as_array().unwrap() {
+        if c["role"] == "runner" {
+            let peak = c["memory_peak_bytes"].as_f64().unwrap() / 1024.0 / 1024.0;
+            assert!(
+                plan > peak,
+                "plan {plan} MiB ≤ {} peak {peak:.0} MiB",
+                c["name"]
+            );
+        }
+    }
     let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
     assert!(timeline
         .lines()
@@ -489,4 +506,258 @@ fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
         .expect("the vanished container is still reported");
     assert_eq!(gone["gone"], true, "{gone}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("container-gone"));
+}
+
+/// A stack whose worker's runner has a small memory limit: main (its own queue), a worker of
+/// concurrency 4 whose Code tasks give up after 4 s, and that runner.
+fn small_runner_stack(tag: &str, runner_mem: &str, runner_limit: &str) -> Stack {
+    let pid = std::process::id();
+    let mut stack = Stack {
+        project: format!("n8ncap{tag}{pid}"),
+        names: Vec::new(),
+        network: format!("n8ncap{tag}{pid}-net"),
+        image: format!("n8ncap-test-{tag}:{pid}"),
+    };
+    build_image(&stack.image, &["/n8ncap"]);
+    docker(&["network", "create", &stack.network]);
+    stack.run(
+        "n8n",
+        &[
+            ("N8N_METRICS", "true"),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true"),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1"),
+        ],
+        None,
+        &["sim", "main"],
+        true,
+    );
+    stack.run(
+        "n8n-worker",
+        &[
+            ("QUEUE_BULL_REDIS_HOST", "n8n"),
+            ("N8N_RUNNERS_MODE", "external"),
+            ("N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "0.0.0.0"),
+            ("N8N_RUNNERS_TASK_REQUEST_TIMEOUT", "4"),
+        ],
+        None,
+        &["sim", "worker", "--concurrency", "4"],
+        false,
+    );
+    stack.run(
+        "n8n-worker-runner",
+        &[
+            ("N8N_RUNNERS_TASK_BROKER_URI", "http://n8n-worker:5679"),
+            ("N8N_RUNNERS_MAX_CONCURRENCY", runner_limit),
+        ],
+        Some(runner_mem),
+        &["sim", "runner"],
+        false,
+    );
+    stack
+}
+
+fn sweep_stack(stack: &Stack, dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let port = stack.main_port();
+    let mut args: Vec<String> = [
+        "sweep",
+        "--url",
+        &format!("http://127.0.0.1:{port}/webhook/load"),
+        "--metrics",
+        &format!("main=http://127.0.0.1:{port}/metrics"),
+        "--project",
+        &stack.project,
+        "--out",
+        dir.to_str().unwrap(),
+        "--force",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Command::new(bin()).args(&args).output().unwrap()
+}
+
+fn finding<'a>(d: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
+    d["findings"].as_array()?.iter().find(|f| f["id"] == id)
+}
+
+#[test]
+fn a_runner_killed_at_its_memory_limit_is_the_first_thing_the_diagnosis_says() {
+    if !docker_available() {
+        return;
+    }
+    // 3 in flight × 100 MiB in a runner limited to 160 MiB: the second task kills it.
+    let stack = small_runner_stack("oom", "160m", "4");
+    let port = stack.main_port();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    std::thread::sleep(Duration::from_secs(1));
+    let dir = std::env::temp_dir().join(format!("n8ncap-oom-{}", std::process::id()));
+    let out = sweep_stack(
+        &stack,
+        &dir,
+        &[
+            "--vus",
+            "3",
+            "--stage-duration",
+            "9s",
+            "--warmup",
+            "1s",
+            "--body",
+            r#"{"sleep_ms":2000,"alloc_mb":100}"#,
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runner = format!("{}-n8n-worker-runner", stack.project);
+    let worker = format!("{}-n8n-worker", stack.project);
+    // The timeline has the kill, with the container and its stage.
+    let timeline = std::fs::read_to_string(dir.join("timeline.jsonl")).unwrap();
+    let kill = timeline
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["kind"] == "lifecycle" && (e["action"] == "oom" || e["oom_killed"] == true))
+        .unwrap_or_else(|| panic!("no oom event in the timeline:\n{timeline}"));
+    assert_eq!(kill["name"], runner.as_str());
+    assert_eq!(kill["stage"], 0);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let check = |d: &serde_json::Value, plan: &serde_json::Value, what: &str| {
+        let verdict = d["verdict"].as_str().unwrap();
+        assert!(
+            verdict.starts_with(&format!("Runner {runner} (of {worker}) was OOM-killed")),
+            "{what}: {verdict}"
+        );
+        let f = finding(d, "runner-oom-killed").unwrap_or_else(|| panic!("{what}: {d}"));
+        assert_eq!(f["severity"], "error");
+        assert_eq!(f["subject"], runner.as_str());
+        let fig = |n: &str| f["figures"][n].as_f64().unwrap_or(f64::NAN);
+        assert!((fig("memory_limit_mib") - 160.0).abs() < 1.0, "{f}");
+        assert!((fig("tasks_held") - 3.0).abs() < 1e-9, "{f}");
+        assert!((fig("per_task_mib") - 100.0).abs() < 1e-9, "{f}");
+        // The plan: 4 tasks × 100 MiB + base with headroom — that would hold what killed it —
+        // or, at 160 MiB, one task.
+        assert_eq!(plan["oom_killed"], true, "{what}: {plan}");
+        assert_eq!(plan["runner"], runner.as_str());
+        let limit = plan["memory_limit_mib"].as_f64().unwrap();
+        assert!((500.0..560.0).contains(&limit), "{plan}");
+        assert_eq!(plan["tasks_within_current_limit"], 1, "{plan}");
+        // Findings of the death come first.
+        assert_eq!(d["findings"][0]["id"], "runner-oom-killed", "{what}");
+    };
+    check(&summary["diagnosis"], &summary["memory_plan"], "sweep");
+    assert!(
+        stdout.contains("Runner memory (it was OOM-killed: start here)"),
+        "{stdout}"
+    );
+    // The same run re-diagnosed from its directory.
+    let again = run_json(&["diagnose", dir.to_str().unwrap(), "--json"]);
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    check(&again["diagnosis"], &saved["memory_plan"], "re-diagnosed");
+    let rec = Command::new(bin())
+        .args(["recommend", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let rec_text = String::from_utf8_lossy(&rec.stdout).to_string();
+    assert_eq!(rec.status.code(), Some(0), "{rec_text}");
+    assert!(rec_text.contains("mem_limit: "), "{rec_text}");
+    // The live audit: the runner's last exit was an OOM kill, and the worker has no runner.
+    let audit = Command::new(bin())
+        .args([
+            "audit",
+            "--live",
+            "--project",
+            &stack.project,
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let ids: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"container-last-oom-killed"), "{ids:?}");
+    // The dead runner is no runner: with it the stack had its only one.
+    assert!(
+        ids.contains(&"external-mode-without-runner") || ids.contains(&"worker-without-runner"),
+        "{ids:?}"
+    );
+    assert_eq!(audit.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_container_restarted_mid_run_is_named_and_invents_no_figures() {
+    if !docker_available() {
+        return;
+    }
+    let stack = small_runner_stack("rst", "512m", "4");
+    let port = stack.main_port();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+    std::thread::sleep(Duration::from_secs(1));
+    let dir = std::env::temp_dir().join(format!("n8ncap-rst-{}", std::process::id()));
+    let runner = format!("{}-n8n-worker-runner", stack.project);
+    let restarter = {
+        let runner = runner.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(4));
+            docker(&["restart", "-t", "1", &runner]);
+        })
+    };
+    let out = sweep_stack(
+        &stack,
+        &dir,
+        &[
+            "--vus",
+            "2,2",
+            "--stage-duration",
+            "5s",
+            "--warmup",
+            "1s",
+            "--body",
+            r#"{"sleep_ms":200}"#,
+        ],
+    );
+    restarter.join().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let d = &summary["diagnosis"];
+    let f = finding(d, "container-restarted").unwrap_or_else(|| panic!("{d}"));
+    assert_eq!(f["subject"], runner.as_str());
+    assert!(finding(d, "runner-oom-killed").is_none());
+    // The stage it restarted in is left out, and its CPU comes from one process only.
+    let stage = f["figures"]["stage"].as_f64().unwrap() as usize - 1;
+    let level = d["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["stages"].as_array().unwrap().iter().any(|s| s == stage))
+        .unwrap();
+    assert!(level["stack_changed"].is_string(), "{level}");
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    for s in summary["stages"].as_array().unwrap() {
+        for c in s["containers"].as_array().unwrap() {
+            assert!(
+                c["cpu_percent_max"].as_f64().unwrap() <= 100.0 * cores * 1.25,
+                "{c}"
+            );
+            assert!(c["memory_max_bytes"].as_f64().unwrap() >= 0.0);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -240,7 +240,7 @@ fn runner_memory_per_task(n: &Node, out: &mut Vec<Finding>) {
         return;
     };
     let limit_mb = limit >> 20;
-    let base = crate::recommend::RUNNER_BASE_MB_ASSUMED as u64;
+    let base = crate::model::n8n_defaults::RUNNER_IDLE_MIB as u64;
     let per_task = limit_mb.saturating_sub(base) / u64::from(tasks.max(1));
     if per_task < MIN_MB_PER_TASK {
         out.push(

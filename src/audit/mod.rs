@@ -49,10 +49,12 @@ pub enum RuleId {
     RunnerMemoryPerTask,
     RegularMode,
     BinaryDataFilesystemInQueueMode,
+    ContainerLastOomKilled,
+    ContainerRestartCount,
 }
 
 impl RuleId {
-    pub const ALL: [RuleId; 32] = [
+    pub const ALL: [RuleId; 34] = [
         RuleId::NotQueueMode,
         RuleId::ExternalModeWithoutRunner,
         RuleId::WorkerWithoutRunner,
@@ -85,6 +87,8 @@ impl RuleId {
         RuleId::RunnerMemoryPerTask,
         RuleId::RegularMode,
         RuleId::BinaryDataFilesystemInQueueMode,
+        RuleId::ContainerLastOomKilled,
+        RuleId::ContainerRestartCount,
     ];
 
     pub fn id(&self) -> &'static str {
@@ -121,6 +125,8 @@ impl RuleId {
             RuleId::WorkerWithoutMemoryLimit => "worker-without-memory-limit",
             RuleId::DbConnectionBudget => "db-connection-budget",
             RuleId::RunnerMemoryPerTask => "runner-memory-per-task",
+            RuleId::ContainerLastOomKilled => "container-last-oom-killed",
+            RuleId::ContainerRestartCount => "container-restart-count",
         }
     }
 
@@ -158,6 +164,8 @@ impl RuleId {
             RuleId::RunnerMemoryPerTask => Severity::Warning,
             RuleId::RegularMode => Severity::Info,
             RuleId::BinaryDataFilesystemInQueueMode => Severity::Error,
+            RuleId::ContainerLastOomKilled => Severity::Error,
+            RuleId::ContainerRestartCount => Severity::Warning,
         }
     }
 
@@ -225,7 +233,20 @@ impl RuleId {
             RuleId::BinaryDataFilesystemInQueueMode => {
                 "N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode, which n8n does not support"
             }
+            RuleId::ContainerLastOomKilled => {
+                "a live container's last exit was an OOM kill (its memory limit was reached)"
+            }
+            RuleId::ContainerRestartCount => "a live container has restarted (RestartCount > 0)",
         }
+    }
+
+    /// Rules only running containers can break (their state: OOM kills, restarts): no file
+    /// has them, the Docker tests do.
+    pub fn live_only(&self) -> bool {
+        matches!(
+            self,
+            RuleId::ContainerLastOomKilled | RuleId::ContainerRestartCount
+        )
     }
 
     /// The rule a finding id names, if it is one of the audit's.
@@ -388,7 +409,14 @@ pub fn audit(
     locations: &BTreeMap<String, (PathBuf, usize)>,
     input: String,
 ) -> Report {
-    let t = Topology::build(facts);
+    // A live container that is not running takes no part in the deployment's pairing; its
+    // last exit is still reported.
+    let everything = Topology::build(facts.clone());
+    let running: Vec<Facts> = facts
+        .into_iter()
+        .filter(|f| f.state.as_ref().is_none_or(|s| s.running))
+        .collect();
+    let t = Topology::build(running);
     let c = Ctx::new(&t);
     let mut out = Vec::new();
     queue_mode(&c, &mut out);
@@ -404,6 +432,7 @@ pub fn audit(
     encryption_key(&c, &mut out);
     database(&c, &mut out);
     kubernetes::rules(&c, &mut out);
+    lifecycle(&everything, &mut out);
     let findings = out
         .into_iter()
         .map(|f| {
@@ -877,6 +906,73 @@ fn database(c: &Ctx, out: &mut Vec<Finding>) {
                 ))
                 .why("Under load the pools ask for more connections than Postgres allows: executions fail or stall waiting for the database.")
                 .fix("lower DB_POSTGRESDB_POOL_SIZE, or raise max_connections (postgres -c max_connections=N) above the total"),
+            );
+        }
+    }
+}
+
+/// Live containers only: a last exit by the OOM killer, or restarts, with when they happened.
+fn lifecycle(all: &Topology, out: &mut Vec<Finding>) {
+    for n in &all.nodes {
+        let Some(st) = &n.facts.state else { continue };
+        let role = n.role.word();
+        if st.oom_killed {
+            let mut f = finding(
+                RuleId::ContainerLastOomKilled,
+                n.name(),
+                format!(
+                    "{} ({role}) was OOM-killed{}{}",
+                    n.name(),
+                    st.finished_at
+                        .as_deref()
+                        .map(|t| format!(" at {t}"))
+                        .unwrap_or_default(),
+                    if st.running {
+                        "; it is running again"
+                    } else {
+                        "; it is down"
+                    }
+                ),
+            )
+            .evidence(format!(
+                "State.OOMKilled true, exit code {}, restart count {}{}",
+                st.exit_code.map_or("?".into(), |c| c.to_string()),
+                st.restart_count,
+                n.facts
+                    .memory_limit_bytes
+                    .map(|m| format!(", memory limit {} MiB", m >> 20))
+                    .unwrap_or_default()
+            ))
+            .figure("restart_count", st.restart_count as f64);
+            if let Some(m) = n.facts.memory_limit_bytes {
+                f = f.figure("memory_limit_mib", (m >> 20) as f64);
+            }
+            out.push(
+                f.why("Code-node memory lands in the runner: a runner's limit must hold its tasks × their peak plus its base, or the kernel kills it and the worker's Code tasks wait for a runner that is gone.")
+                    .fix("size the memory limit from what the tasks use (n8ncap sweep --profile memory --project …), or lower N8N_RUNNERS_MAX_CONCURRENCY"),
+            );
+        } else if st.restart_count > 0 {
+            out.push(
+                finding(
+                    RuleId::ContainerRestartCount,
+                    n.name(),
+                    format!(
+                        "{} ({role}) has restarted {} time(s){}",
+                        n.name(),
+                        st.restart_count,
+                        st.started_at
+                            .as_deref()
+                            .map(|t| format!(", last started at {t}"))
+                            .unwrap_or_default()
+                    ),
+                )
+                .evidence(format!(
+                    "last exit code {}",
+                    st.exit_code.map_or("?".into(), |c| c.to_string())
+                ))
+                .figure("restart_count", st.restart_count as f64)
+                .why("What a container held when it restarted is lost (executions in flight, runner tasks).")
+                .fix("read its logs (docker logs --since) and State for why it restarted"),
             );
         }
     }

@@ -115,6 +115,7 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         response_ratio: None,
         saturated_by,
         impossible,
+        stack_changed: None,
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod cpu;
 pub mod levels;
+pub mod lifecycle;
 pub mod mix;
 pub mod observed;
 pub mod ramp;
@@ -43,6 +44,8 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     let mut findings = Vec::new();
     let mut settings = inputs.settings.clone();
     let mut levels = levels::group(stages);
+    let deaths = lifecycle::deaths(stages, &settings);
+    lifecycle::mark_levels(&mut levels, &deaths, stages);
     let (service_time, overhead_s) = levels::service_time(&levels, &settings);
     levels::mark_saturation(&mut levels, service_time.as_ref().map(|s| s.value));
     validity::findings(
@@ -104,7 +107,34 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
     ramp::findings(stages, &levels, &mut findings);
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);
+    lifecycle::findings(
+        &deaths,
+        runner_memory.as_ref(),
+        inputs.task_request_timeout_s,
+        &mut findings,
+    );
+    let v = match lifecycle::verdict_prefix(
+        &deaths,
+        inputs
+            .task_request_timeout_s
+            .unwrap_or(model::n8n_defaults::TASK_REQUEST_TIMEOUT_S),
+    ) {
+        Some(p) => Verdict {
+            text: p + &v.text,
+            ..v
+        },
+        None => v,
+    };
+    // What died outranks the rest: stable, so severity order holds within each group.
+    findings.sort_by_key(|f| {
+        (
+            std::cmp::Reverse(f.severity),
+            !deaths
+                .iter()
+                .any(|d| f.subject.as_deref() == Some(d.name.as_str()) && f.id != "container-gone"),
+        )
+    });
 
     let x_max = capacity.map(|c| {
         let cpu_cap = v
@@ -146,6 +176,8 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         cpu,
         findings,
         mix,
+        deaths,
+        runner_memory,
     }
 }
 

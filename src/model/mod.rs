@@ -21,6 +21,9 @@ pub mod n8n_defaults {
     pub const TASK_REQUEST_TIMEOUT_S: f64 = 60.0;
     /// `DB_POSTGRESDB_POOL_SIZE`.
     pub const DB_POOL_SIZE: u32 = 2;
+    /// MiB an idle `n8nio/runners` container holds (its launcher and a Node runner), used when
+    /// a run did not measure the runner before load.
+    pub const RUNNER_IDLE_MIB: f64 = 150.0;
 }
 
 /// R̄ ÷ S above which a closed level is at the ceiling (Little's law: below the ceiling R̄ = S,

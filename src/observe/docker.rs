@@ -2,9 +2,11 @@
 //! into [`Facts`] (secrets dropped at once), and sample memory and CPU as `docker stats` does.
 //! Honours `DOCKER_HOST`.
 
+use crate::record::lifecycle::{ContainerState, LifecycleAction};
 use crate::topology::Facts;
 use bollard::query_parameters::{
-    InspectContainerOptions, ListContainersOptionsBuilder, StatsOptionsBuilder,
+    EventsOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    StatsOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -49,6 +51,16 @@ pub async fn discover(
     docker: &Docker,
     project: Option<&str>,
 ) -> anyhow::Result<Vec<(String, Facts)>> {
+    discover_containers(docker, project, false).await
+}
+
+/// Containers of one compose project (or all), stopped ones too when `all`: each with its
+/// state (OOM kill, exit code, restarts) in [`Facts::state`].
+pub async fn discover_containers(
+    docker: &Docker,
+    project: Option<&str>,
+    all: bool,
+) -> anyhow::Result<Vec<(String, Facts)>> {
     let mut filters: HashMap<String, Vec<String>> = HashMap::new();
     if let Some(p) = project {
         filters.insert(
@@ -57,7 +69,7 @@ pub async fn discover(
         );
     }
     let opts = ListContainersOptionsBuilder::default()
-        .all(false)
+        .all(all)
         .filters(&filters)
         .build();
     let list = docker
@@ -126,6 +138,7 @@ pub async fn discover(
             .filter(|m| *m > 0)
             .map(|m| m as u64);
         f.cpu_limit_cores = info.host_config.as_ref().and_then(cpu_limit_cores);
+        f.state = Some(state_of(&info));
         out.push((id, f));
     }
     Ok(out)
@@ -148,6 +161,9 @@ fn cpu_limit_cores(h: &bollard::models::HostConfig) -> Option<f64> {
 pub enum StatsError {
     #[error("the container is gone (Docker answered 404)")]
     Gone,
+    /// Docker answers a stopped container's stats with empty figures: not a reading of 0 bytes.
+    #[error("the container is not running (exited or restarting): no stats")]
+    NotRunning,
     #[error("{0}")]
     Other(String),
 }
@@ -189,6 +205,9 @@ pub async fn stats_once(docker: &Docker, id: &str) -> Result<RawStats, StatsErro
             e => StatsError::Other(format!("stats of {id}: {e}")),
         })?;
     let mem = r.memory_stats.unwrap_or_default();
+    if mem.usage.is_none() {
+        return Err(StatsError::NotRunning);
+    }
     let inactive = mem
         .stats
         .as_ref()
@@ -216,6 +235,88 @@ pub fn cpu_percent(prev: &RawStats, now: &RawStats) -> Option<f64> {
         return None;
     }
     Some(d_cpu / d_sys * now.online_cpus as f64 * 100.0)
+}
+
+/// A container's state from `inspect`: running, `State.OOMKilled`, `ExitCode`, `RestartCount`,
+/// `StartedAt`, `FinishedAt`.
+pub async fn state(docker: &Docker, id: &str) -> Result<ContainerState, StatsError> {
+    let info = tokio::time::timeout(
+        Duration::from_secs(3),
+        docker.inspect_container(id, None::<InspectContainerOptions>),
+    )
+    .await
+    .map_err(|_| StatsError::Other(format!("inspect of {id} took over 3 s")))?
+    .map_err(|e| match e {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        } => StatsError::Gone,
+        e => StatsError::Other(format!("inspect of {id}: {e}")),
+    })?;
+    Ok(state_of(&info))
+}
+
+fn state_of(info: &bollard::models::ContainerInspectResponse) -> ContainerState {
+    let st = info.state.clone().unwrap_or_default();
+    // Docker writes 0001-01-01T00:00:00Z for "never".
+    let when = |t: Option<String>| t.filter(|t| !t.starts_with("0001-"));
+    ContainerState {
+        running: st.running.unwrap_or(false),
+        oom_killed: st.oom_killed.unwrap_or(false),
+        exit_code: st.exit_code,
+        restart_count: info.restart_count.unwrap_or(0).max(0),
+        started_at: when(st.started_at),
+        finished_at: when(st.finished_at),
+    }
+}
+
+/// One lifecycle event of a watched container, from the Docker events stream.
+#[derive(Debug, Clone)]
+pub struct Lifecycle {
+    pub id: String,
+    pub action: LifecycleAction,
+    pub exit_code: Option<i64>,
+    /// Unix seconds, as the engine stamped it.
+    pub unix: f64,
+}
+
+/// Follows the engine's events for these containers (`die`, `oom`, `start`, `restart`,
+/// `kill`, `stop`, `destroy`), so a death between two stats readings is still seen. The
+/// stream ends when the engine closes it; the caller's task ends with the run.
+pub fn lifecycle_events(
+    docker: &Docker,
+    ids: &[String],
+) -> impl futures_util::Stream<Item = Lifecycle> + use<> {
+    let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+    filters.insert("type".into(), vec!["container".into()]);
+    filters.insert("container".into(), ids.to_vec());
+    filters.insert(
+        "event".into(),
+        ["die", "oom", "start", "restart", "kill", "stop", "destroy"]
+            .map(String::from)
+            .to_vec(),
+    );
+    let opts = EventsOptionsBuilder::default().filters(&filters).build();
+    docker.events(Some(opts)).filter_map(|m| async move {
+        let m = m.ok()?;
+        let action = LifecycleAction::from_docker(m.action.as_deref()?)?;
+        let actor = m.actor?;
+        let exit_code = actor
+            .attributes
+            .as_ref()
+            .and_then(|a| a.get("exitCode"))
+            .and_then(|c| c.parse::<i64>().ok());
+        let unix = m
+            .time_nano
+            .map(|n| n as f64 / 1e9)
+            .or(m.time.map(|t| t as f64))
+            .unwrap_or(0.0);
+        Some(Lifecycle {
+            id: actor.id?,
+            action,
+            exit_code,
+            unix,
+        })
+    })
 }
 
 pub use crate::record::stage::ContainerStats;

@@ -6,6 +6,7 @@
 use super::bull::queue_lengths;
 use super::docker::{self, RawStats};
 use super::scrape::{self, queue_gauges, queue_gauges_checked};
+use crate::record::lifecycle::{LifecycleAction, LifecycleEvent};
 use crate::record::observation::{Observer, StageObservation};
 use crate::record::stage::{
     ContainerObserved, EndpointObserved, QueueObserved, QueueSource, RoleMemory,
@@ -68,6 +69,11 @@ pub struct WatchedContainer {
     pub role: Role,
     /// CPU limit in cores, from the container's settings.
     pub cpu_limit_cores: Option<f64>,
+    /// Memory limit, from the container's settings.
+    pub memory_limit_bytes: Option<u64>,
+    /// Runners: the container whose broker they attach to, and their limit.
+    pub attached_to: Option<String>,
+    pub runner_limit: Option<u32>,
 }
 
 pub struct WatchConfig {
@@ -102,6 +108,10 @@ struct ContainerAcc {
     cpu: Vec<f64>,
     gaps: u32,
     gone: bool,
+    /// The whole stage's readings, warm-up included (the peak before a death).
+    peak: f64,
+    last: f64,
+    events: Vec<LifecycleEvent>,
 }
 
 #[derive(Default)]
@@ -121,16 +131,33 @@ struct StageAcc {
 struct State {
     /// First memory reading of each container in the run.
     baselines: BTreeMap<String, f64>,
+    /// The stage under way and when it began (lifecycle events are stamped with both).
+    stage: Option<(usize, Instant)>,
+    /// Containers (by id) that are not running now: their last `die` not followed by a start.
+    down: std::collections::BTreeSet<String>,
+    /// Each container's latest memory reading of the run (a container that dies before its
+    /// first reading in a stage keeps this one).
+    last_memory: BTreeMap<String, f64>,
+    /// Containers (by id) that started again: their next stats reading starts new counters.
+    restarted: std::collections::BTreeSet<String>,
     steady_from: Option<Instant>,
     acc: StageAcc,
     timeline: TimelineWriter,
     started: Instant,
 }
 
+/// A container's memory limit, the container it attaches to and its runner limit.
+type ContainerSettings = (Option<u64>, Option<String>, Option<u32>);
+
 /// The observer of `observe`: scrapes, samples and records in a background task.
 pub struct Watcher {
     state: Arc<Mutex<State>>,
     task: JoinHandle<()>,
+    /// Follows the Docker events stream (None without Docker).
+    events: Option<JoinHandle<()>>,
+    /// Container name → what its settings say, recorded with each stage.
+    settings: BTreeMap<String, ContainerSettings>,
+    ids: BTreeMap<String, String>,
     first: Option<tokio::sync::oneshot::Receiver<()>>,
     has_queue_source: bool,
 }
@@ -151,6 +178,10 @@ impl Watcher {
     pub fn start(cfg: WatchConfig) -> Watcher {
         let state = Arc::new(Mutex::new(State {
             baselines: BTreeMap::new(),
+            stage: None,
+            down: Default::default(),
+            last_memory: BTreeMap::new(),
+            restarted: Default::default(),
             steady_from: None,
             acc: StageAcc::default(),
             timeline: TimelineWriter::new(cfg.timeline),
@@ -158,6 +189,32 @@ impl Watcher {
         }));
         let has_queue_source = !cfg.endpoints.is_empty() || cfg.redis.is_some();
         let (first_tx, first_rx) = tokio::sync::oneshot::channel();
+        let settings = cfg
+            .containers
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    (c.memory_limit_bytes, c.attached_to.clone(), c.runner_limit),
+                )
+            })
+            .collect();
+        let ids = cfg
+            .containers
+            .iter()
+            .map(|c| (c.name.clone(), c.id.clone()))
+            .collect();
+        let events = cfg
+            .docker
+            .as_ref()
+            .filter(|_| !cfg.containers.is_empty())
+            .map(|d| {
+                tokio::spawn(follow_lifecycle(
+                    state.clone(),
+                    d.clone(),
+                    cfg.containers.clone(),
+                ))
+            });
         let sources = Sources {
             endpoints: cfg.endpoints,
             redis: cfg.redis,
@@ -170,6 +227,9 @@ impl Watcher {
         Watcher {
             state,
             task,
+            events,
+            settings,
+            ids,
             first: Some(first_rx),
             has_queue_source,
         }
@@ -196,19 +256,38 @@ impl Observer for Watcher {
     fn begin_stage(&mut self, index: usize, steady_from: Instant) {
         if let Ok(mut s) = self.state.lock() {
             s.steady_from = Some(steady_from);
+            s.stage = Some((index, Instant::now()));
+            // Lifecycle events between two stages belong to the next one (at its start).
+            let carried: Vec<(String, Vec<LifecycleEvent>)> = s
+                .acc
+                .containers
+                .iter_mut()
+                .filter(|(_, a)| !a.events.is_empty())
+                .map(|(n, a)| (n.clone(), std::mem::take(&mut a.events)))
+                .collect();
             s.acc = StageAcc::default();
+            for (name, mut events) in carried {
+                events.iter_mut().for_each(|e| e.at_s = 0.0);
+                s.acc.containers.entry(name).or_default().events = events;
+            }
             let t = s.started.elapsed().as_secs_f64();
             s.timeline.write(&Event::Stage { t, stage: index });
         }
     }
 
     fn end_stage(&mut self, coarse: bool) -> StageObservation {
-        let (acc, baselines) = match self.state.lock() {
+        let (acc, baselines, down, last_memory) = match self.state.lock() {
             Ok(mut s) => {
                 s.steady_from = None;
-                (std::mem::take(&mut s.acc), s.baselines.clone())
+                s.stage = None;
+                (
+                    std::mem::take(&mut s.acc),
+                    s.baselines.clone(),
+                    s.down.clone(),
+                    s.last_memory.clone(),
+                )
             }
-            Err(_) => (StageAcc::default(), BTreeMap::new()),
+            Err(_) => Default::default(),
         };
         let roles_of: BTreeMap<Role, (u32, f64)> = {
             let mut m: BTreeMap<Role, (u32, f64)> = BTreeMap::new();
@@ -288,19 +367,50 @@ impl Observer for Watcher {
         let containers = acc
             .containers
             .into_iter()
-            .map(|(name, a)| ContainerObserved {
-                memory_baseline_bytes: baselines.get(&name).copied().unwrap_or(0.0),
-                name,
-                role: a.role.unwrap_or_default(),
-                samples: a.memory.len() as u32,
-                gaps: a.gaps,
-                gone: a.gone,
-                memory_first_bytes: a.memory.first().copied().unwrap_or(0.0),
-                memory_mean_bytes: mean(&a.memory),
-                memory_max_bytes: max(&a.memory).max(0.0),
-                cpu_percent_mean: mean(&a.cpu),
-                cpu_percent_max: max(&a.cpu).max(0.0),
-                cpu_limit_cores: a.cpu_limit_cores,
+            .map(|(name, a)| {
+                let (memory_limit_bytes, attached_to, runner_limit) =
+                    self.settings.get(&name).cloned().unwrap_or_default();
+                let down_at_end = self.ids.get(&name).is_some_and(|id| down.contains(id));
+                // No reading in the stage (it died first): the run's last one before.
+                let last = if a.last > 0.0 {
+                    a.last
+                } else {
+                    last_memory.get(&name).copied().unwrap_or(0.0)
+                };
+                ContainerObserved {
+                    memory_baseline_bytes: baselines.get(&name).copied().unwrap_or(0.0),
+                    role: a.role.unwrap_or_default(),
+                    samples: a.memory.len() as u32,
+                    gaps: a.gaps,
+                    gone: a.gone
+                        || a.events
+                            .iter()
+                            .any(|e| e.action == LifecycleAction::Destroy),
+                    memory_first_bytes: a.memory.first().copied().unwrap_or(0.0),
+                    memory_mean_bytes: mean(&a.memory),
+                    memory_max_bytes: max(&a.memory).max(0.0),
+                    cpu_percent_mean: mean(&a.cpu),
+                    cpu_percent_max: max(&a.cpu).max(0.0),
+                    cpu_limit_cores: a.cpu_limit_cores,
+                    memory_limit_bytes,
+                    attached_to,
+                    runner_limit,
+                    memory_peak_bytes: a.peak.max(last),
+                    memory_last_bytes: last,
+                    exited: a.events.iter().any(|e| e.action == LifecycleAction::Die),
+                    oom_killed: a
+                        .events
+                        .iter()
+                        .any(|e| e.action == LifecycleAction::Oom || e.oom_killed),
+                    restarted: a
+                        .events
+                        .iter()
+                        .filter(|e| e.action == LifecycleAction::Start)
+                        .count() as u32,
+                    down_at_end,
+                    events: a.events,
+                    name,
+                }
             })
             .collect();
         StageObservation {
@@ -313,6 +423,9 @@ impl Observer for Watcher {
 
     fn stop(&mut self) {
         self.task.abort();
+        if let Some(e) = &self.events {
+            e.abort();
+        }
     }
 }
 
@@ -673,6 +786,10 @@ fn record_container(
     at: &Moment,
     totals: &mut BTreeMap<Role, f64>,
 ) {
+    if st.restarted.remove(&c.id) {
+        // A restart starts the container's counters again: no rate spans it.
+        rates.stats.0.remove(&c.id);
+    }
     match got {
         Ok(raw) => {
             let cpu = rates
@@ -694,15 +811,26 @@ fn record_container(
                 cpu_percent: cpu,
             });
             *totals.entry(c.role).or_insert(0.0) += raw.memory_bytes as f64;
+            st.last_memory
+                .insert(c.name.clone(), raw.memory_bytes as f64);
+            let in_stage = st.stage.is_some();
+            let acc = st.acc.containers.entry(c.name.clone()).or_default();
+            acc.role = Some(c.role);
+            acc.cpu_limit_cores = c.cpu_limit_cores;
+            if in_stage {
+                acc.peak = acc.peak.max(raw.memory_bytes as f64);
+                acc.last = raw.memory_bytes as f64;
+            }
             if at.steady {
-                let acc = st.acc.containers.entry(c.name.clone()).or_default();
-                acc.role = Some(c.role);
-                acc.cpu_limit_cores = c.cpu_limit_cores;
                 acc.memory.push(raw.memory_bytes as f64);
                 acc.cpu.extend(cpu);
             }
         }
         Err(err) => {
+            if matches!(err, docker::StatsError::NotRunning) {
+                // A stopped container's stats are empty: its counters start again with it.
+                rates.stats.0.remove(&c.id);
+            }
             let gone = matches!(err, docker::StatsError::Gone);
             st.timeline.write(&Event::Gap {
                 t: at.t,
@@ -739,6 +867,76 @@ pub fn role_of(e: &Exposition, prefix: &str) -> Role {
     } else {
         Role::Worker
     }
+}
+
+/// Follows the Docker events stream for the watched containers: each lifecycle event is
+/// written to the timeline with the stage it fell in and kept for that stage; a `die` is
+/// followed by an `inspect` for `State.OOMKilled` and the exit code.
+async fn follow_lifecycle(state: Arc<Mutex<State>>, d: Docker, containers: Vec<WatchedContainer>) {
+    use futures_util::StreamExt;
+    let ids: Vec<String> = containers.iter().map(|c| c.id.clone()).collect();
+    let stream = docker::lifecycle_events(&d, &ids);
+    futures_util::pin_mut!(stream);
+    while let Some(ev) = stream.next().await {
+        let Some(c) = containers.iter().find(|c| c.id == ev.id) else {
+            continue;
+        };
+        let (oom_killed, exit_code) = if ev.action == LifecycleAction::Die {
+            match docker::state(&d, &c.id).await {
+                Ok(s) => (s.oom_killed, ev.exit_code.or(s.exit_code)),
+                Err(_) => (false, ev.exit_code),
+            }
+        } else {
+            (false, ev.exit_code)
+        };
+        let Ok(mut st) = state.lock() else { return };
+        record_lifecycle(&mut st, c, ev, oom_killed, exit_code);
+    }
+}
+
+fn record_lifecycle(
+    st: &mut State,
+    c: &WatchedContainer,
+    ev: docker::Lifecycle,
+    oom_killed: bool,
+    exit_code: Option<i64>,
+) {
+    match ev.action {
+        LifecycleAction::Die | LifecycleAction::Destroy => {
+            st.down.insert(c.id.clone());
+        }
+        LifecycleAction::Start => {
+            st.down.remove(&c.id);
+            st.restarted.insert(c.id.clone());
+        }
+        _ => {}
+    }
+    let t = st.started.elapsed().as_secs_f64();
+    let stage = st.stage.map(|(i, _)| i);
+    st.timeline.write(&Event::Lifecycle {
+        t,
+        unix: ev.unix,
+        stage,
+        name: c.name.clone(),
+        role: c.role,
+        action: ev.action,
+        exit_code,
+        oom_killed,
+    });
+    st.timeline.flush();
+    let at_s = st
+        .stage
+        .map_or(0.0, |(_, since)| since.elapsed().as_secs_f64());
+    let acc = st.acc.containers.entry(c.name.clone()).or_default();
+    acc.role = Some(c.role);
+    acc.cpu_limit_cores = c.cpu_limit_cores;
+    acc.events.push(LifecycleEvent {
+        at_s,
+        unix: ev.unix,
+        action: ev.action,
+        exit_code,
+        oom_killed,
+    });
 }
 
 #[cfg(test)]

@@ -5,10 +5,13 @@
 //! predicts less than was measured, and predicts with every ceiling it knows (CPU included, or
 //! it says CPU was not measured).
 
+pub mod memory;
+
 use crate::diagnose::cpu;
+use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job, Limit};
-use crate::record::diagnosis::{BreakPointKind, CpuSite, CpuUse, Diagnosis};
+use crate::record::diagnosis::{BreakPointKind, CpuSite, CpuUse, Diagnosis, RunnerMemory};
 use crate::record::recommendation::{PredictedBound, Recommendation};
 use crate::record::Role;
 
@@ -17,7 +20,7 @@ use crate::record::Role;
 pub const RUNNER_LIMIT_PER_RUNNER: u32 = n8n_defaults::RUNNER_LIMIT;
 
 /// Runner memory besides the tasks: an idle `n8nio/runners` container, when not measured.
-pub const RUNNER_BASE_MB_ASSUMED: f64 = 150.0;
+pub const RUNNER_BASE_MB_ASSUMED: f64 = n8n_defaults::RUNNER_IDLE_MIB;
 
 /// Past these no deployment runs: a plan that needs more gives up and says so.
 pub const MAX_WORKERS: u32 = 200;
@@ -111,6 +114,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         cpu: &d.cpu,
         measured: d.measured_ceiling.as_ref().map(|m| m.mean),
         doubt: d.doubt.clone(),
+        runner_memory: d.runner_memory.as_ref(),
     };
     let basis = Basis {
         kind,
@@ -146,6 +150,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
         cpu: &[],
         measured: None,
         doubt: None,
+        runner_memory: None,
     };
     let basis = Basis {
         kind: BreakPointKind::Failure,
@@ -319,6 +324,8 @@ struct Context<'a> {
     measured: Option<f64>,
     /// The verdict's doubt.
     doubt: Option<String>,
+    /// What Code tasks use in the runners, when the run measured it.
+    runner_memory: Option<&'a RunnerMemory>,
 }
 
 /// Where the plan comes from.
@@ -382,7 +389,15 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         .settings(s)
         .capacity(job.overhead_s)
         .map(|c| model::predict_bound(&c, job, predicted, basis.operating.max(1)));
-    let mut notes = notes(s, &plan, current, job, basis.kind, ctx.cpu.is_empty());
+    let mut notes = notes(
+        s,
+        &plan,
+        current,
+        job,
+        basis.kind,
+        ctx.cpu.is_empty(),
+        s.task_memory_mb.is_some() || ctx.runner_memory.is_some(),
+    );
     if basis.kind == BreakPointKind::Failure && plan.worker_concurrency < current.worker_concurrency
     {
         notes.push(format!(
@@ -399,7 +414,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         runner_limit: plan.runner_limit,
         runners_per_worker: plan.runners_per_worker,
         runner_capacity_per_worker: plan.runner_limit * plan.runners_per_worker,
-        runner_memory_limit_mb: memory_limit(s, plan.runner_limit),
+        runner_memory_limit_mb: memory_limit(s, ctx.runner_memory, plan.runner_limit),
         predicted_throughput: predicted,
         predicted_bound: bound,
         cpu_measured: !ctx.cpu.is_empty(),
@@ -427,7 +442,25 @@ fn check_bounds(p: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-fn memory_limit(s: &Settings, runner_limit: u32) -> Option<Sourced<u64>> {
+fn memory_limit(
+    s: &Settings,
+    measured: Option<&RunnerMemory>,
+    runner_limit: u32,
+) -> Option<Sourced<u64>> {
+    if let Some(m) = measured {
+        let mb = memory_needed_mib(runner_limit as f64, m, MEMORY_HEADROOM) as u64;
+        return Some(Sourced::new(
+            mb,
+            format!(
+                "{runner_limit} tasks × {:.0} MiB per task ({}) + {:.0} MiB base ({}), +{:.0} % headroom",
+                m.per_task_mib.value,
+                m.per_task_mib.source,
+                m.base_mib.value,
+                m.base_mib.source,
+                (MEMORY_HEADROOM - 1.0) * 100.0
+            ),
+        ));
+    }
     s.task_memory_mb.as_ref().map(|m| {
         let mb = (runner_limit as f64 * m.value + RUNNER_BASE_MB_ASSUMED).ceil() as u64;
         Sourced::new(
@@ -447,6 +480,7 @@ fn notes(
     job: Job,
     kind: BreakPointKind,
     no_cpu: bool,
+    memory_known: bool,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if kind == BreakPointKind::Knee {
@@ -497,7 +531,7 @@ fn notes(
             plan.runners_per_worker
         ));
     }
-    if s.task_memory_mb.is_none() {
+    if !memory_known {
         notes.push(
             "runner memory limit: tasks × per-task peak + idle base — not measured in this run (sweep with the memory profile, or give alloc_mb in the body)"
                 .into(),

@@ -46,6 +46,10 @@ pub struct Level {
     /// break Little's law (X × R̄ ≈ N, X ≤ N ÷ R_min) or an open window's books do not balance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub impossible: Option<String>,
+    /// Why the level is left out: the stack changed during it (a runner or worker died, exited
+    /// or restarted), so its figures describe no one deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_changed: Option<String>,
 }
 
 impl Level {
@@ -164,4 +168,70 @@ pub struct Diagnosis {
     /// A mix of workflows: each one's share of the executions, the slots and the runner tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix: Vec<crate::model::mix::KindUse>,
+    /// Containers that died, exited or restarted during the run (OOM kills first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deaths: Vec<ContainerDeath>,
+    /// What Code tasks use in the runners: per-task peak and idle base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_memory: Option<RunnerMemory>,
+}
+
+/// How a container's run ended during the load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeathKind {
+    /// The kernel's OOM killer ended it at its memory limit.
+    OomKilled,
+    /// Its process ended otherwise (exit code recorded).
+    Exited,
+    /// It was restarted (`docker restart`, a restart policy) without an OOM kill.
+    Restarted,
+}
+
+/// A container that died, exited or restarted during the run, with what it held then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerDeath {
+    pub name: String,
+    pub role: Role,
+    /// Runners: the worker (or main) container they served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_to: Option<String>,
+    pub kind: DeathKind,
+    /// The stage it happened in (0-based) and when, seconds after that stage began.
+    pub stage: usize,
+    pub at_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// It was running again by the end of the run.
+    pub came_back: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// The last and the highest memory reading before the death, and the reading before load.
+    pub memory_last_bytes: f64,
+    pub memory_peak_bytes: f64,
+    pub memory_baseline_bytes: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_limit: Option<u32>,
+    /// Runners: the Code tasks it held when it died (estimated from the load on its worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_held: Option<Sourced<f64>>,
+}
+
+/// Memory one Code task takes in a runner, and a runner's memory without tasks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerMemory {
+    /// MiB per task at its peak: Δ memory ÷ tasks running (measured), the request body's
+    /// `alloc_mb` (declared), or a lower bound from a kill (the limit ÷ tasks held).
+    pub per_task_mib: Sourced<f64>,
+    /// MiB of a runner before load.
+    pub base_mib: Sourced<f64>,
+    /// Runner tasks running when the peak was measured (X × C), when it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<f64>,
+    /// The stage measured (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<usize>,
+    /// Σ runners' growth at one reading (MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_mib: Option<f64>,
 }

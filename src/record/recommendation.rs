@@ -54,3 +54,26 @@ pub struct Recommendation {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub regular_mode: bool,
 }
+
+/// The runner's memory limit from what its Code tasks really use: tasks × per-task peak + base,
+/// with headroom. When a runner was OOM-killed the plan starts from that runner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPlan {
+    /// The runner the plan starts from (one that was OOM-killed), else every runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    pub oom_killed: bool,
+    /// Tasks the limit must hold: the runner's `N8N_RUNNERS_MAX_CONCURRENCY`.
+    pub tasks: u32,
+    pub per_task_mib: Sourced<f64>,
+    pub base_mib: Sourced<f64>,
+    /// Headroom over tasks × per-task + base (1.25 = 25 %).
+    pub headroom: f64,
+    /// The proposed `mem_limit` / `resources.limits.memory`, MiB.
+    pub memory_limit_mib: u64,
+    /// Today's limit on that runner, and the tasks it holds with the same headroom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_limit_mib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_within_current_limit: Option<u32>,
+}

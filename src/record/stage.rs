@@ -226,6 +226,39 @@ pub struct ContainerObserved {
     /// The container's CPU limit in cores (`--cpus`, `deploy.resources.limits.cpus`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_limit_cores: Option<f64>,
+    /// The container's memory limit (`mem_limit`, `--memory`, `resources.limits.memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// Runners: the worker (or main) container whose task broker they attach to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_to: Option<String>,
+    /// Runners: their `N8N_RUNNERS_MAX_CONCURRENCY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_limit: Option<u32>,
+    /// The highest and the last memory reading of the whole stage, warm-up included: a
+    /// container that dies early keeps the figure it had before death.
+    #[serde(default)]
+    pub memory_peak_bytes: f64,
+    #[serde(default)]
+    pub memory_last_bytes: f64,
+    /// Lifecycle events in the stage (warm-up included), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<super::lifecycle::LifecycleEvent>,
+    /// It ended during the stage (a `die` event), by the OOM killer when `oom_killed`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exited: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oom_killed: bool,
+    /// Times it started again during the stage (its restart policy, or `docker restart`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub restarted: u32,
+    /// Not running when the stage ended.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub down_at_end: bool,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Memory of all containers of one role together (summed per reading, so it shows what the

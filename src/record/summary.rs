@@ -111,6 +111,14 @@ pub struct Summary {
         deserialize_with = "lenient"
     )]
     pub recommendation: Option<Recommendation>,
+    /// The runner's memory limit from what its tasks used (or from the runner that was
+    /// OOM-killed): present also when no capacity plan could be made.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub memory_plan: Option<super::recommendation::MemoryPlan>,
 }
 
 impl Summary {
@@ -142,6 +150,7 @@ impl Summary {
             search: Vec::new(),
             diagnosis: None,
             recommendation: None,
+            memory_plan: None,
         }
     }
 }

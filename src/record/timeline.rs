@@ -44,6 +44,21 @@ pub enum Event {
         memory_limit_bytes: u64,
         cpu_percent: Option<f64>,
     },
+    /// A container's lifecycle event from the Docker events stream (`oom`, `die`, `start`, …),
+    /// with the stage it fell in.
+    Lifecycle {
+        t: f64,
+        unix: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<usize>,
+        name: String,
+        role: Role,
+        action: super::lifecycle::LifecycleAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        oom_killed: bool,
+    },
     /// A source that did not answer, or answered garbage.
     Gap {
         t: f64,

@@ -2,6 +2,7 @@
 
 use crate::findings::Finding;
 use crate::record::diagnosis::{BreakPointKind, CpuSite};
+use crate::record::recommendation::MemoryPlan;
 use crate::record::recommendation::PredictedBound;
 use crate::record::{Diagnosis, Recommendation};
 use std::fmt::Write as _;
@@ -156,6 +157,89 @@ pub fn recommendation(r: &Recommendation) -> String {
         let _ = writeln!(s, "  note: {n}");
     }
     s
+}
+
+/// The runner's memory limit, from what its tasks used (or from the runner that was killed).
+pub fn memory_plan(p: &MemoryPlan) -> String {
+    let mut s = String::new();
+    let who = p.runner.as_deref().unwrap_or("each runner");
+    let _ = writeln!(
+        s,
+        "Runner memory{}: set the memory limit of {who} to at least {} MiB — {} tasks × {:.0} MiB per task ({}) + {:.0} MiB base ({}), +{:.0} % headroom.",
+        if p.oom_killed { " (it was OOM-killed: start here)" } else { "" },
+        p.memory_limit_mib,
+        p.tasks,
+        p.per_task_mib.value,
+        p.per_task_mib.source,
+        p.base_mib.value,
+        p.base_mib.source,
+        (p.headroom - 1.0) * 100.0
+    );
+    if let (Some(c), Some(t)) = (p.current_limit_mib, p.tasks_within_current_limit) {
+        let _ = writeln!(
+            s,
+            "  or keep {c} MiB and set N8N_RUNNERS_MAX_CONCURRENCY={} on it{}",
+            t.max(1),
+            if t == 0 {
+                " (not even one task fits in it with headroom: raise the limit)"
+            } else {
+                ""
+            }
+        );
+    }
+    s
+}
+
+/// The memory plan in the chosen format: compose `mem_limit`, Helm `resources`, or a k8s patch.
+pub fn memory_plan_snippet(p: &MemoryPlan, format: crate::cli::RecommendFormat) -> String {
+    use crate::cli::RecommendFormat;
+    let svc = p.runner.as_deref().unwrap_or("n8n-worker-runner");
+    let mib = p.memory_limit_mib;
+    match format {
+        RecommendFormat::Compose => format!(
+            "# task runner {svc}: {} tasks × {:.0} MiB + {:.0} MiB base, +{:.0} %
+{svc}:
+  mem_limit: {mib}m
+  environment:
+    - N8N_RUNNERS_MAX_CONCURRENCY={}
+",
+            p.tasks,
+            p.per_task_mib.value,
+            p.base_mib.value,
+            (p.headroom - 1.0) * 100.0,
+            p.tasks
+        ),
+        RecommendFormat::HelmOfficial => format!(
+            "# values for n8n-io/n8n-hosting charts/n8n: the runner sidecar's memory
+taskRunners:
+  resources:
+    limits:
+      memory: {mib}Mi
+"
+        ),
+        RecommendFormat::HelmCommunity => format!(
+            "# values for community-charts/helm-charts charts/n8n: the runner sidecar's memory
+taskRunners:
+  maxConcurrency: {}
+  resources:
+    limits:
+      memory: {mib}Mi
+",
+            p.tasks
+        ),
+        RecommendFormat::K8s => format!(
+            "# strategic merge patch: the runner container's memory limit
+spec:
+  template:
+    spec:
+      containers:
+        - name: task-runner
+          resources:
+            limits:
+              memory: {mib}Mi
+"
+        ),
+    }
 }
 
 /// Regular mode has no worker to configure: main's two variables, as an env list.
@@ -328,11 +412,25 @@ pub fn run(
         let _ = write!(s, "\n{}", search(summary));
     }
     let _ = write!(s, "\n\n{}", diagnosis(d));
+    // A runner killed at its memory limit: the plan starts there.
+    let memory = summary.memory_plan.as_ref().map(memory_plan);
+    if let Some(m) = memory
+        .as_ref()
+        .filter(|_| summary.memory_plan.as_ref().is_some_and(|p| p.oom_killed))
+    {
+        s.push_str(m);
+    }
     match rec {
         Ok(r) => s.push_str(&recommendation(r)),
         Err(why) => {
-            let _ = write!(s, "No recommendation: {why}");
+            let _ = writeln!(s, "No recommendation: {why}");
         }
+    }
+    if let Some(m) = memory
+        .as_ref()
+        .filter(|_| summary.memory_plan.as_ref().is_some_and(|p| !p.oom_killed))
+    {
+        s.push_str(m);
     }
     super::width::fold(s.trim_end(), super::width::output_width())
 }
