@@ -26,7 +26,12 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
         ))
     })?;
     let de = &mut serde_json::Deserializer::from_str(&text);
-    let summary: Summary = serde_path_to_error::deserialize(de).map_err(|e| {
+    let first: Result<Summary, _> = serde_path_to_error::deserialize(de);
+    let first = match first {
+        Err(e) if null_number(&e) => read_with_nulls(&text).ok_or(e),
+        other => other,
+    };
+    let summary: Summary = first.map_err(|e| {
         // The field is named by its path; the parser's message is kept without quoted values.
         let field = e.path().to_string();
         let inner = e.inner();
@@ -87,6 +92,42 @@ pub fn load_summary(path: &Path) -> anyhow::Result<Summary> {
         .into());
     }
     Ok(summary)
+}
+
+/// serde_json writes a number that is not finite (a NaN mean) as `null`: the run wrote it, so
+/// it must read back.
+fn null_number(e: &serde_path_to_error::Error<serde_json::Error>) -> bool {
+    let what = e.inner().to_string();
+    what.starts_with("invalid type: null, expected f64")
+        || what.starts_with("invalid type: null, expected u64")
+        || what.starts_with("invalid type: null, expected u32")
+}
+
+/// Reads a summary whose non-finite numbers were written as `null`: each such field is read as
+/// 0 (no figure, as an empty mean is), one at a time by the path the reader names.
+fn read_with_nulls(text: &str) -> Option<Summary> {
+    use serde_path_to_error::Segment;
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    for _ in 0..100_000 {
+        let e = match serde_path_to_error::deserialize::<_, Summary>(&v) {
+            Ok(s) => return Some(s),
+            Err(e) if null_number(&e) => e,
+            Err(_) => return None,
+        };
+        let mut at = &mut v;
+        for seg in e.path().iter() {
+            at = match seg {
+                Segment::Seq { index } => at.get_mut(*index)?,
+                Segment::Map { key } => at.get_mut(key.as_str())?,
+                Segment::Enum { .. } | Segment::Unknown => return None,
+            };
+        }
+        if !at.is_null() {
+            return None;
+        }
+        *at = serde_json::Value::from(0);
+    }
+    None
 }
 
 /// Wraps stages read from k6 output in a summary, with the request body when given (for the

@@ -186,6 +186,23 @@ impl Interrupt {
 /// /dev/zero, or a FIFO); `what` names it in the error.
 pub fn open_regular_file(path: &std::path::Path, what: &str) -> Result<std::fs::File, BadInput> {
     let shown = path.display();
+    // A kernel or device file (`/proc/self/environ`, `/dev/stdin` …) is never an input: a
+    // profile that names one would send the process's secrets as a body.
+    if let Ok(real) = std::fs::canonicalize(path) {
+        if ["/proc", "/sys", "/dev"]
+            .iter()
+            .any(|k| real.starts_with(k))
+        {
+            return Err(BadInput(format!(
+                "{what} {shown} is not a regular file but a kernel or device file (under {}): \
+                 n8ncap reads no file under /proc, /sys or /dev — give the path of a regular file",
+                real.iter()
+                    .take(2)
+                    .collect::<std::path::PathBuf>()
+                    .display()
+            )));
+        }
+    }
     let file = std::fs::File::open(path)
         .map_err(|e| BadInput(format!("cannot read {what} {shown}: {e}")))?;
     let meta = file

@@ -135,6 +135,8 @@ fn the_simulated_compose_stack_walkthrough() {
         &project,
         "--url",
         &format!("http://127.0.0.1:{port}/webhook/load"),
+        "--metrics",
+        &format!("main=http://127.0.0.1:{port}/metrics"),
         "--body",
         r#"{"sleep_ms":1000}"#,
         "--vus",
@@ -162,5 +164,15 @@ fn the_simulated_compose_stack_walkthrough() {
     );
     let x = d["diagnosis"]["measured_ceiling"]["mean"].as_f64().unwrap();
     assert!((4.0..=5.2).contains(&x), "ceiling {x}");
+    // The headline evidence: slots taken from n8n's own gauges at 8 in flight, all 8 of them
+    // (the runner limit of 5 is invisible there).
+    let level8 = d["diagnosis"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["level"]["in_flight"] == 8)
+        .unwrap();
+    let slots = level8["slots_taken"].as_f64().unwrap_or(0.0);
+    assert!(slots > 6.0, "slots taken {slots}");
     assert!(dir.join("report.html").exists());
 }

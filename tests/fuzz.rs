@@ -175,3 +175,92 @@ proptest! {
         );
     }
 }
+
+/// Any observation a stage can hold, sane or not: finite, huge, negative, NaN or infinite.
+fn observation() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        0.0f64..1e10,
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(1e308),
+        -1e6f64..0.0,
+    ]
+}
+
+proptest! {
+    /// Whatever a run writes, n8ncap reads back: a stage with arbitrary observations goes
+    /// through summary.json as the results directory writes it, and is diagnosed again — or,
+    /// when a value is one no run can record (negative), is refused naming its field.
+    #[test]
+    fn stage_results_round_trip_through_summary_json_and_are_diagnosed_again(
+        v in proptest::collection::vec(observation(), 14),
+        vus in 1u32..50,
+    ) {
+        use n8ncap::record::stage::*;
+        use n8ncap::record::{LoadModel, Role, StageResult, Summary};
+        let mut st = StageResult::empty(0, format!("{vus} in flight"), LoadModel::Closed);
+        st.vus = Some(vus);
+        st.requests = 100;
+        st.ok = 100;
+        st.duration_s = 10.0;
+        st.window_s = 8.0;
+        st.throughput_rps = v[0];
+        st.client_cpu_percent = v[1];
+        st.queue = Some(QueueObserved {
+            source: QueueSource::Metrics,
+            active_mean: v[2],
+            active_max: v[3],
+            waiting_mean: v[4],
+            waiting_max: v[5],
+            samples: 4,
+            gaps: 0,
+            coarse: false,
+        });
+        st.endpoints = vec![EndpointObserved {
+            url: "http://127.0.0.1:5678/metrics".into(),
+            role: Some(Role::Worker),
+            samples: 4,
+            cpu_percent_mean: v[6],
+            rss_max_bytes: v[7],
+            eventloop_lag_max_s: v[8],
+            ..EndpointObserved::default()
+        }];
+        st.containers = vec![ContainerObserved {
+            name: "runner".into(),
+            role: Role::Runner,
+            samples: 4,
+            memory_max_bytes: v[9],
+            memory_peak_bytes: v[10],
+            cpu_percent_mean: v[11],
+            ..ContainerObserved::default()
+        }];
+        st.memory_by_role = vec![RoleMemory {
+            role: Role::Runner,
+            containers: 1,
+            baseline_bytes: v[12],
+            mean_bytes: v[13],
+            max_bytes: v[13],
+        }];
+        let mut s = Summary::new("fuzz", LoadModel::Closed, "http://127.0.0.1:5678/webhook/load", None);
+        s.stages = vec![st];
+        let text = serde_json::to_vec_pretty(&s).unwrap();
+        let p = temp_file("roundtrip.json", &text);
+        match n8ncap::analysis::load_summary(&p) {
+            Ok(mut back) => {
+                let (d, _) = n8ncap::analysis::analyze(&mut back, Default::default(), None);
+                prop_assert!(!d.verdict.is_empty());
+                // And what the diagnosis wrote reads back too.
+                let again = temp_file("roundtrip2.json", &serde_json::to_vec_pretty(&back).unwrap());
+                prop_assert!(n8ncap::analysis::load_summary(&again).is_ok());
+            }
+            Err(e) => {
+                let e = e.to_string();
+                // Only a value no run records is refused, and it is named.
+                let negative = v.iter().any(|x| *x < 0.0 && x.is_finite());
+                prop_assert!(negative || e.contains("stages[0]"), "refused: {}", e);
+                prop_assert!(e.contains("stages[0]"), "{}", e);
+            }
+        }
+    }
+}

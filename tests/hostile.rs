@@ -261,6 +261,17 @@ fn the_open_scheduler_stops_at_its_stage_end() {
     let n = second["requests"].as_u64().unwrap();
     assert!(n <= 4, "second stage counted {n} requests");
     assert!(s["stages"][0]["requests"].as_u64().unwrap() > 0);
+    // What the generator could not start is counted as dropped, never as an offered load: at
+    // most a few hundred thousand of the 10^8 due were started.
+    let dropped = s["stages"][0]["dropped_iterations"].as_u64().unwrap();
+    assert!(dropped > 90_000_000, "dropped {dropped}");
+    let ids: Vec<&str> = s["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"load-generator-saturated"), "{ids:?}");
 }
 
 #[test]
@@ -603,6 +614,52 @@ fn garbage_redis_replies_are_gaps_not_crashes() {
     let st = &s["stages"][0];
     assert!(st["requests"].as_u64().unwrap() > 0);
     assert_eq!(st["queue"]["samples"].as_u64().unwrap_or(0), 0, "{st}");
+    assert_eq!(st["queue"]["source"], "redis", "{st}");
+}
+
+#[test]
+fn a_redis_that_accepts_and_never_answers_is_a_counted_gap() {
+    // It takes the connection and the AUTH, and says nothing: the observer must neither hang
+    // nor call its queue figures the metrics'.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let redis = format!("redis://:pw@127.0.0.1:{port}");
+    let out = run(&[
+        "sweep",
+        "--profile",
+        "smoke",
+        "--url",
+        &url,
+        "--vus",
+        "2",
+        "--stage-duration",
+        "5s",
+        "--warmup",
+        "200ms",
+        "--timeout",
+        "2s",
+        "--no-out",
+        "--json",
+        "--redis",
+        &redis,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let st = &s["stages"][0];
+    assert!(st["requests"].as_u64().unwrap() > 0);
+    assert_eq!(st["queue"]["source"], "redis", "{st}");
+    assert_eq!(st["queue"]["samples"].as_u64(), Some(0), "{st}");
+    assert!(st["queue"]["gaps"].as_u64().unwrap() >= 1, "{st}");
 }
 
 /// A clean one-worker stack (it audits without error) with `{worker}` and `{runner}` extra
@@ -1134,4 +1191,221 @@ fn control_characters_from_input_never_reach_the_terminal() {
             "{args:?}: the escape is shown: {text}"
         );
     }
+}
+
+/// A Docker Engine API on a unix socket that names its one container with escape sequences
+/// (clear screen, window title, colours) in its name, image, service and broker URI.
+fn fake_docker_api(sock: &Path) -> std::thread::JoinHandle<()> {
+    let _ = std::fs::remove_file(sock);
+    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    std::thread::spawn(move || {
+        let inspect = serde_json::json!({
+            "Id": "c0ffee",
+            "Name": "/evil\u{1b}[2J\u{1b}[HFAKE: all clean",
+            "RestartCount": 0,
+            "State": {"Running": true, "OOMKilled": false, "ExitCode": 0},
+            "Config": {
+                "Image": "n8nio/runners:1\u{1b}]0;pwned\u{7}",
+                "Env": ["N8N_RUNNERS_TASK_BROKER_URI=http://x\u{1b}[31m:5679"],
+                "Labels": {
+                    "com.docker.compose.project": "evil",
+                    "com.docker.compose.service": "svc\u{1b}[2J"
+                }
+            },
+            "HostConfig": {}
+        });
+        let list = serde_json::json!([{"Id": "c0ffee", "Names": ["/evil"]}]);
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let (inspect, list) = (inspect.to_string(), list.to_string());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end + 4);
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let path = path.split('?').next().unwrap_or("");
+                    let body = if path.ends_with("/_ping") {
+                        "OK".to_string()
+                    } else if path.ends_with("/containers/json") {
+                        list.clone()
+                    } else if path.ends_with("/json") {
+                        inspect.clone()
+                    } else if path.ends_with("/info") {
+                        r#"{"NCPU":2}"#.to_string()
+                    } else {
+                        r#"{"message":"not here"}"#.to_string()
+                    };
+                    let status = if body.contains("not here") {
+                        "404 Not Found"
+                    } else {
+                        "200 OK"
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nApi-Version: 1.47\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    })
+}
+
+#[test]
+fn a_docker_api_naming_containers_with_escape_sequences_drives_no_terminal() {
+    let d = dir("fakedocker");
+    let sock = d.join("docker.sock");
+    let _server = fake_docker_api(&sock);
+    let host = format!("unix://{}", sock.display());
+    for args in [
+        &["audit", "--live", "--project", "evil"][..],
+        &["inspect", "--project", "evil"][..],
+    ] {
+        let out = Command::new(bin())
+            .args(args)
+            .env("DOCKER_HOST", &host)
+            .env("COLUMNS", "200")
+            .output()
+            .unwrap();
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        let text = String::from_utf8_lossy(&all).to_string();
+        // It read the container (its name is shown) …
+        assert!(text.contains("FAKE: all clean"), "{args:?}: {text}");
+        // … and no control character but line breaks reached the terminal.
+        assert!(
+            !all.iter().any(|b| *b < 0x20 && *b != b'\n'),
+            "{args:?}: {text:?}"
+        );
+        assert!(text.contains("\\u{1b}"), "{args:?}: {text}");
+    }
+}
+
+/// A `/metrics` that answers, in turn, gauges of NaN, +Inf, −100 and 1e308 and a CPU counter
+/// that jumps between two processes (10 s, 0.5 s, 10 s …); everything else is a webhook's 200.
+fn impossible_metrics_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let turn = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let turn = turn.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    while buf.len() < end + 4 + len {
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..end + 4 + len);
+                    let body = if head.starts_with("GET /metrics") {
+                        let i = turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let (w, a) = [("NaN", "+Inf"), ("-100", "1e308"), ("1e308", "-5")][i % 3];
+                        let cpu = if i.is_multiple_of(2) { "10" } else { "0.5" };
+                        format!(
+                            "n8n_scaling_mode_queue_jobs_waiting {w}\nn8n_scaling_mode_queue_jobs_active {a}\n\
+                             n8n_scaling_mode_queue_jobs_completed 5\nn8n_scaling_mode_queue_jobs_failed 0\n\
+                             n8n_process_cpu_seconds_total {cpu}\nn8n_process_resident_memory_bytes 1e8\n"
+                        )
+                    } else {
+                        "{\"ok\":true}".to_string()
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_metrics_endpoint_serving_impossible_values_gives_gaps_not_a_verdict() {
+    let port = impossible_metrics_server();
+    let out = run(&[
+        "sweep",
+        "--profile",
+        "smoke",
+        "--url",
+        &format!("http://127.0.0.1:{port}/webhook/load"),
+        "--vus",
+        "2,8",
+        "--stage-duration",
+        "3s",
+        "--warmup",
+        "500ms",
+        "--no-out",
+        "--json",
+        "--metrics",
+        &format!("main=http://127.0.0.1:{port}/metrics"),
+        "--queue-metrics-interval",
+        "1",
+        "--job-time",
+        "10ms",
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(99)),
+        "{}",
+        stderr(&out)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for st in s["stages"].as_array().unwrap() {
+        // Every gauge reading was impossible: gaps, no figure.
+        assert_eq!(st["queue"]["samples"].as_u64(), Some(0), "{st}");
+        assert!(st["queue"]["gaps"].as_u64().unwrap() >= 1, "{st}");
+        // The counter that jumps between two processes gives no CPU figure.
+        let e = &st["endpoints"][0];
+        assert_eq!(e["cpu_percent_mean"].as_f64(), Some(0.0), "{e}");
+        assert!(e["gaps"].as_u64().unwrap() >= 1, "{e}");
+    }
+    let d = &s["diagnosis"];
+    // No level is saturated by jobs "waiting", and no limit is inferred from the gauges.
+    for l in d["levels"].as_array().unwrap() {
+        let by = l["saturated_by"].to_string();
+        assert!(!by.contains("jobs_waited_in_redis"), "{l}");
+    }
+    let wc = d["settings"]["worker_concurrency"]["value"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(wc < 1000.0, "worker concurrency {wc}");
+    assert!(
+        d["cpu"].as_array().is_none_or(|c| c.is_empty()),
+        "{}",
+        d["cpu"]
+    );
 }

@@ -305,13 +305,13 @@ fn load_generator(stages: &[StageResult], out: &mut Vec<Finding>) {
                 "load-generator-saturated",
                 Severity::Warning,
                 format!(
-                    "Stage {}: {} arrivals dropped — {} requests were already in flight",
+                    "Stage {}: {} arrivals dropped — {} requests were already in flight, or the generator fell behind its schedule",
                     s.index + 1,
                     s.dropped_iterations,
                     s.max_vus.unwrap_or(0)
                 ),
             )
-            .evidence("open model: an arrival that finds every virtual user busy is not sent (k6's dropped_iterations)")
+            .evidence("open model: an arrival that finds every virtual user busy, or that falls due after the generator ran out of time to start it, is not sent (k6's dropped_iterations)")
             .figure("dropped", s.dropped_iterations as f64)
             .why("The arrival rate asked for was not offered: the figures describe a lower load.")
             .fix("raise max_vus in the profile, or lower the rate"),

@@ -125,6 +125,32 @@ fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, BadInput> {
     Ok(bytes)
 }
 
+/// The declared sizes (generated `size`, files' lengths on disk) add up within [`MAX_BODY`]
+/// before a byte is generated or read: two uploads of 300 MB are refused in a millisecond.
+fn declared_size(src: &BodySource<'_>) -> Result<(), BadInput> {
+    let (mut total, mut largest) = (0u64, 0u64);
+    for (i, f) in src.files.iter().enumerate() {
+        let n = match (&f.path, &f.size) {
+            (None, Some(s)) => crate::util::parse_size(s)
+                .map_err(|e| BadInput(format!("{}: files[{i}].size: {e}", src.at)))?,
+            (Some(p), None) => std::fs::metadata(src.base.join(p)).map_or(0, |m| m.len()),
+            _ => 0,
+        };
+        total = total.saturating_add(n);
+        largest = largest.max(n);
+    }
+    // One file too large on its own is refused by name where it is read.
+    if total > MAX_BODY && largest <= MAX_BODY {
+        return Err(BadInput(format!(
+            "{}: the files add up to {} MiB, more than the {} MiB n8ncap sends in one request",
+            src.at,
+            total >> 20,
+            MAX_BODY >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// Pseudo-random bytes (xorshift64*), the same for the same size: incompressible, repeatable.
 pub fn generated(len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
@@ -149,6 +175,7 @@ struct Part {
 /// The files of an upload, read or generated, with their total size.
 fn read_parts(src: &BodySource<'_>) -> Result<(Vec<Part>, u64), BadInput> {
     let at = src.at;
+    declared_size(src)?;
     let mut parts = Vec::new();
     let mut total = 0u64;
     for (i, f) in src.files.iter().enumerate() {
@@ -344,5 +371,34 @@ mod tests {
             ..both[0].clone()
         }];
         assert!(build(&src(&missing, &none, Path::new("."))).is_err());
+        // Two uploads of 300 MB: refused from their declared sizes, before either is made.
+        let two = [
+            FileSpec {
+                size: Some("300MB".into()),
+                path: None,
+                ..both[0].clone()
+            },
+            FileSpec {
+                size: Some("300MB".into()),
+                path: None,
+                ..both[0].clone()
+            },
+        ];
+        let e = build(&src(&two, &none, Path::new("."))).unwrap_err();
+        assert!(e.0.contains("add up to 572 MiB"), "{}", e.0);
+        // A kernel file is no body, whatever its metadata says.
+        let environ = [FileSpec {
+            size: None,
+            path: Some("/proc/self/environ".into()),
+            ..both[0].clone()
+        }];
+        let e = build(&src(&environ, &none, Path::new("."))).unwrap_err();
+        assert!(e.0.contains("kernel or device file"), "{}", e.0);
+        let e = build(&BodySource {
+            file: Some("/proc/self/environ"),
+            ..src(&[], &none, Path::new("."))
+        })
+        .unwrap_err();
+        assert!(e.0.contains("kernel or device file"), "{}", e.0);
     }
 }

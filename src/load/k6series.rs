@@ -445,11 +445,44 @@ pub fn read(path: &Path) -> Result<Series, BadInput> {
     let n = crate::util::open_regular_file(path, "k6 output")?
         .read(&mut head)
         .unwrap_or(0);
-    if head[..n].starts_with(b"metric_name") {
+    let s = if head[..n].starts_with(b"metric_name") {
         read_csv(path)
     } else {
         read_json(path)
+    }?;
+    plausible_span(&s).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    Ok(s)
+}
+
+/// A run's requests lie within the longest run n8ncap accepts (30 days): points years apart
+/// (a clock jump, an edited file) would spread a handful of requests over centuries and make
+/// a "level" of 1e-9 req/s.
+pub fn plausible_span(s: &Series) -> Result<(), String> {
+    let starts = s.reqs.iter().map(|r| r.start());
+    let first = starts.clone().fold(f64::INFINITY, f64::min);
+    let last = s
+        .reqs
+        .iter()
+        .map(|r| r.end)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let most = crate::util::MAX_DURATION.as_secs_f64();
+    if s.reqs.is_empty() || last - first <= most {
+        return Ok(());
     }
+    let when = |t: f64| {
+        if (0.0..253_402_300_800.0).contains(&t) {
+            crate::util::utc_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t))
+        } else {
+            format!("{t:.0} s since 1970")
+        }
+    };
+    Err(format!(
+        "its requests span {:.0} days, from {} to {}: no k6 run lasts more than 30 days — some \
+         points carry an impossible time (a clock jump or an edited file); cut the file to the run",
+        (last - first) / 86_400.0,
+        when(first),
+        when(last)
+    ))
 }
 
 /// The warm-up rule: given (`Some`) or automatic.
@@ -1178,6 +1211,20 @@ mod tests {
     }
 
     const T0: f64 = 1_796_022_000.0;
+
+    #[test]
+    fn points_centuries_apart_are_refused_not_judged() {
+        let now = 1.8e9;
+        let mut s = Series {
+            reqs: (0..100).map(|i| req(now + i as f64 * 0.1, 0.05)).collect(),
+            ..Series::default()
+        };
+        assert!(plausible_span(&s).is_ok());
+        // One point in the year 9999.
+        s.reqs.push(req(253_402_000_000.0, 0.05));
+        let e = plausible_span(&s).unwrap_err();
+        assert!(e.contains("9999-"), "{e}");
+    }
 
     fn req(end: f64, dur: f64) -> Req {
         Req {

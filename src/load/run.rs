@@ -878,7 +878,19 @@ async fn open_scheduler(
         let now = Instant::now();
         if now >= end {
             // Behind schedule at the stage's end (a rate the client cannot keep up): the
-            // stage's arrivals are those it started; the rest were never sent.
+            // stage's arrivals are those it started; the rest were never sent, and those due
+            // after the warm-up are dropped iterations, as k6 counts what it could not start.
+            let cumulative = |t: f64| r0 * t + (r1 - r0) * t * t / (2.0 * dur);
+            let warm = rec
+                .warmup_until
+                .saturating_duration_since(start)
+                .as_secs_f64();
+            let due = cumulative(dur).floor();
+            let from = (k as f64).max(cumulative(warm.min(dur)).ceil());
+            // A last arrival a timer tick late is not a generator that fell behind.
+            if due - from > (0.01 * due).max(2.0) {
+                rec.add_dropped((due - from) as u64);
+            }
             break;
         }
         if intended > now {

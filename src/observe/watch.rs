@@ -551,12 +551,27 @@ struct Rates {
 
 async fn read_redis(src: &Sources, conn: &mut Option<Conn>) -> Option<anyhow::Result<(f64, f64)>> {
     let (url, prefix) = src.redis.as_ref()?;
+    // A Redis that accepts and never answers (AUTH, SELECT) must not stall the other readings.
+    let mut why = None;
     if conn.is_none() {
-        *conn = Conn::open(url).await.ok();
+        match tokio::time::timeout(REDIS_WAIT, Conn::open(url)).await {
+            Ok(Ok(c)) => *conn = Some(c),
+            Ok(Err(e)) => why = Some(format!("{e:#}")),
+            Err(_) => {
+                why = Some(format!(
+                    "Redis at {} accepted but did not answer within {} s",
+                    url.shown(),
+                    REDIS_WAIT.as_secs()
+                ))
+            }
+        }
     }
     let got = match conn.as_mut() {
         Some(c) => redis_queue_lengths(c, prefix).await,
-        None => Err(anyhow::anyhow!("cannot reach Redis at {}", url.shown())),
+        None => Err(anyhow::anyhow!(why.unwrap_or_else(|| format!(
+            "cannot reach Redis at {}",
+            url.shown()
+        )))),
     };
     if got.is_err() {
         *conn = None;
@@ -849,8 +864,11 @@ fn record_container(
     }
 }
 
+/// The longest one Redis reading may take.
+const REDIS_WAIT: Duration = Duration::from_secs(2);
+
 async fn redis_queue_lengths(c: &mut Conn, prefix: &str) -> anyhow::Result<(f64, f64)> {
-    tokio::time::timeout(Duration::from_secs(2), queue_lengths(c, prefix))
+    tokio::time::timeout(REDIS_WAIT, queue_lengths(c, prefix))
         .await
         .map_err(|_| anyhow::anyhow!("Redis did not answer within 2 s"))?
 }

@@ -67,7 +67,12 @@ pub fn diagnosis(d: &Diagnosis) -> String {
             "  CPU {}: {:.2} cores, {:.3} CPU s per execution, allows {:.2}/s of {:.1} usable cores{}",
             match u.site {
                 CpuSite::Host => "host".to_string(),
-                CpuSite::Process => u.role.map(|r| r.word()).unwrap_or("process").to_string(),
+                // Two runners are two lines: each says which container it is.
+                CpuSite::Process => format!(
+                    "{} {}",
+                    u.role.map(|r| r.word()).unwrap_or("process"),
+                    u.name
+                ),
             },
             u.cores_used,
             u.cpu_s_per_execution,
