@@ -74,7 +74,7 @@ pub enum Command {
     /// incidents. Exit 1 when an error-level rule fires.
     Audit(AuditArgs),
     /// Name the limit that caps throughput in a saved sweep (results dir or summary.json).
-    Diagnose(DiagnoseArgs),
+    Diagnose(Box<DiagnoseArgs>),
     /// Propose settings from a break point with a 2/3 safety factor.
     Recommend(RecommendArgs),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
@@ -287,9 +287,56 @@ pub struct DiagnoseArgs {
     pub project: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    #[command(flatten)]
+    pub history: HistoryArgs,
     /// Print the diagnosis as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Production history from a Prometheus-compatible API (Prometheus, Thanos, Mimir,
+/// VictoriaMetrics): no load test, the busy windows of a time range judged.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryArgs {
+    /// The API's base URL, e.g. http://prometheus:9090 (credentials never in the URL).
+    #[arg(long, conflicts_with_all = ["input", "k6_summary", "k6_json"])]
+    pub prometheus: Option<String>,
+    /// How far back from --end (or now): 30m, 6h, 7d.
+    #[arg(long, requires = "prometheus", conflicts_with = "start")]
+    pub since: Option<String>,
+    /// Start of the range: RFC 3339 (2026-11-24T14:00:00Z) or Unix seconds.
+    #[arg(long, requires = "prometheus")]
+    pub start: Option<String>,
+    /// End of the range (default: now).
+    #[arg(long, requires = "prometheus")]
+    pub end: Option<String>,
+    /// A label matcher selecting the deployment, repeatable: 'namespace="n8n-prod"', 'job=~"n8n.*"'.
+    #[arg(long = "match", requires = "prometheus")]
+    pub matchers: Vec<String>,
+    /// The query step (default: the scrape interval, or the range ÷ 40 320 when coarser).
+    #[arg(long, requires = "prometheus")]
+    pub step: Option<String>,
+    /// Name of an environment variable holding a bearer token.
+    #[arg(long, requires = "prometheus")]
+    pub prometheus_token_env: Option<String>,
+    /// A file holding a bearer token.
+    #[arg(long, requires = "prometheus")]
+    pub prometheus_token_file: Option<PathBuf>,
+    /// Name of an environment variable holding user:password for basic auth.
+    #[arg(long, requires = "prometheus")]
+    pub prometheus_basic_auth_env: Option<String>,
+    /// A file holding user:password for basic auth.
+    #[arg(long, requires = "prometheus")]
+    pub prometheus_basic_auth_file: Option<PathBuf>,
+    /// A PEM CA file to trust for an https Prometheus.
+    #[arg(long = "prometheus-ca-cert", requires = "prometheus")]
+    pub ca_cert: Option<PathBuf>,
+    /// Timeout of each API request.
+    #[arg(long, default_value = "30s", requires = "prometheus")]
+    pub prometheus_timeout: String,
+    /// Write summary.json (the busy windows as stages), history.json and report.html here.
+    #[arg(long, requires = "prometheus")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

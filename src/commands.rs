@@ -22,7 +22,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Demo { json } => demo(json).await,
         Command::Sweep(args) => sweep(*args).await,
-        Command::Diagnose(a) => diagnose_cmd(a).await,
+        Command::Diagnose(a) => diagnose_cmd(*a).await,
         Command::Audit(a) => audit_cmd(a).await,
         Command::Exporter {
             listen,
@@ -429,7 +429,7 @@ async fn sim_n8n_redis(
                 );
                 return Ok(None);
             }
-            Probe::Unreachable if std::time::Instant::now() >= deadline => {
+            Probe::Unreachable | Probe::Silent if std::time::Instant::now() >= deadline => {
                 eprintln!(
                     "n8ncap sim n8n {role}: nothing answers at {host}:{port} after 20 s: the \
                      queue is the simulator's own{}",
@@ -441,7 +441,7 @@ async fn sim_n8n_redis(
                 );
                 return Ok(None);
             }
-            Probe::Unreachable => {
+            Probe::Unreachable | Probe::Silent => {
                 if !said {
                     eprintln!(
                         "n8ncap sim n8n {role}: waiting for QUEUE_BULL_REDIS_HOST {host}:{port} \
@@ -505,6 +505,9 @@ async fn audit_cmd(a: AuditArgs) -> anyhow::Result<i32> {
 }
 
 async fn diagnose_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    if a.history.prometheus.is_some() {
+        return history_cmd(a).await;
+    }
     let mut flags = a.settings.settings()?;
     let task_request_timeout = a.settings.task_request_timeout()?;
     if a.docker || a.project.is_some() {
@@ -765,4 +768,160 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
             .await
         }
     }
+}
+
+/// `diagnose --prometheus`: the range's busy windows judged like a sweep, without a load test.
+async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    use crate::observe::{history, prometheus};
+    let h = &a.history;
+    let url = h.prometheus.as_deref().unwrap_or_default();
+    let auth = prometheus::Auth::load(
+        h.prometheus_token_env.as_deref(),
+        h.prometheus_token_file.as_deref(),
+        h.prometheus_basic_auth_env.as_deref(),
+        h.prometheus_basic_auth_file.as_deref(),
+    )?;
+    let timeout = crate::util::parse_duration(&h.prometheus_timeout)
+        .map_err(|e| BadInput(format!("--prometheus-timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(BadInput("--prometheus-timeout must be above 0".into()).into());
+    }
+    let src = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
+    let q = history_query(h)?;
+    let mut flags = a.settings.settings()?;
+    if a.docker || a.project.is_some() {
+        match docker_watch(a.project.as_deref()).await {
+            Ok(w) => flags = flags.or(w.topology.model_settings()),
+            Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
+        }
+    }
+    if let Some(dir) = &h.out {
+        crate::record::dir::ResultsDir::create(dir, false)?;
+    }
+    let mut hist = history::read(&src, &q)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", src.shown))?;
+    let timeout_s = a.settings.task_request_timeout()?;
+    let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
+    let rec = crate::recommend::recommend(&d, None);
+    let mut summary = crate::record::Summary::new(
+        &format!("prometheus: {}", src.shown),
+        crate::record::LoadModel::Open,
+        "",
+        None,
+    );
+    summary.stages = stages;
+    summary.diagnosis = Some(d.clone());
+    summary.recommendation = rec.as_ref().ok().cloned();
+    if let Some(dir) = &h.out {
+        crate::record::dir::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        crate::record::dir::write_atomic(
+            &dir.join("history.json"),
+            &serde_json::to_vec_pretty(&hist)?,
+        )?;
+        crate::analysis::write_report(dir, &summary)?;
+    }
+    if a.json {
+        let out = serde_json::json!({
+            "history": hist,
+            "diagnosis": d,
+            "recommendation": rec.ok(),
+            "stages": summary.stages,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        let text = format!(
+            "{}\n{}{}",
+            crate::report::text::history(&hist),
+            crate::report::text::diagnosis(&d),
+            match &rec {
+                Ok(r) => crate::report::text::recommendation(r),
+                Err(why) => format!("No recommendation: {why}"),
+            }
+        );
+        let folded =
+            crate::report::width::fold(text.trim_end(), crate::report::width::output_width());
+        println!("{}", crate::util::for_terminal(&folded));
+    }
+    Ok(error::EXIT_OK)
+}
+
+/// The range: --since back from --end (or now), or --start to --end.
+fn history_query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, BadInput> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let time = |flag: &str, v: &str| -> Result<f64, BadInput> {
+        let v = v.trim();
+        let t = v
+            .parse::<f64>()
+            .ok()
+            .or_else(|| crate::load::k6::parse_time(v))
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| {
+                BadInput(format!(
+                    "{flag}: not a time — give RFC 3339 (2026-11-24T14:00:00Z) or Unix seconds"
+                ))
+            })?;
+        Ok(t)
+    };
+    let end = match &h.end {
+        Some(e) => time("--end", e)?,
+        None => now,
+    };
+    let start = match (&h.start, &h.since) {
+        (Some(s), _) => time("--start", s)?,
+        (None, Some(s)) => {
+            end - crate::util::parse_duration(s)
+                .map_err(|e| BadInput(format!("--since: {e}")))?
+                .as_secs_f64()
+        }
+        (None, None) => end - 3600.0,
+    };
+    if start >= end {
+        return Err(BadInput(format!(
+            "the range is empty: --start must be before --end ({start:.0} ≥ {end:.0})"
+        )));
+    }
+    if end - start > crate::util::MAX_DURATION.as_secs_f64() {
+        return Err(BadInput(
+            "the range is longer than 30 days: give a shorter --since".into(),
+        ));
+    }
+    let step = match &h.step {
+        Some(s) => {
+            let d = crate::util::parse_duration(s).map_err(|e| BadInput(format!("--step: {e}")))?;
+            if d.as_secs_f64() < 0.001 {
+                return Err(BadInput("--step must be at least 1ms".into()));
+            }
+            Some(d.as_secs_f64())
+        }
+        None => None,
+    };
+    for m in &h.matchers {
+        let ok = ["=~", "!~", "!=", "="].iter().any(|op| {
+            m.split_once(op).is_some_and(|(k, v)| {
+                !k.trim().is_empty()
+                    && v.trim().starts_with('"')
+                    && v.trim().ends_with('"')
+                    && v.trim().len() >= 2
+            })
+        });
+        if !ok || m.contains(['{', '}']) {
+            return Err(BadInput(format!(
+                "--match {}: write a label matcher such as 'namespace=\"n8n-prod\"' or 'job=~\"n8n.*\"'",
+                crate::wire::url::truncate(&crate::util::escape_control(m), 80)
+            )));
+        }
+    }
+    Ok(crate::observe::history::Query {
+        start,
+        end,
+        matchers: h.matchers.clone(),
+        step,
+    })
 }

@@ -36,10 +36,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
+            "d" => 86_400.0,
             "us" | "µs" => 0.000_001,
             other => {
                 return Err(format!(
-                    "'{text}': unknown unit '{other}' (use ms, s, m or h)"
+                    "'{text}': unknown unit '{other}' (use ms, s, m, h or d)"
                 ))
             }
         };

@@ -589,32 +589,47 @@ fn an_empty_docker_host_means_the_default_socket() {
 
 #[test]
 fn garbage_redis_replies_are_gaps_not_crashes() {
-    // A "Redis" that announces 10^11 elements for every command.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = s.read(&mut buf) {
-                    if n == 0 || s.write_all(b"*100000000000\r\n").is_err() {
-                        return;
+    // A "Redis" that announces 10^11 elements, or answers LLEN with -5 or 2^63-1.
+    for reply in [
+        &b"*100000000000\r\n"[..],
+        b":-5\r\n",
+        b":9223372036854775807\r\n",
+    ] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for s in listener.incoming() {
+                let Ok(mut s) = s else { continue };
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = s.read(&mut buf) {
+                        if n == 0 || s.write_all(reply).is_err() {
+                            return;
+                        }
                     }
-                }
-            });
-        }
-    });
-    let url = canned_server(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
-        false,
-    );
-    let redis = format!("redis://127.0.0.1:{port}");
-    let s = sweep_json(&url, &["--redis", &redis]);
-    let st = &s["stages"][0];
-    assert!(st["requests"].as_u64().unwrap() > 0);
-    assert_eq!(st["queue"]["samples"].as_u64().unwrap_or(0), 0, "{st}");
-    assert_eq!(st["queue"]["source"], "redis", "{st}");
+                });
+            }
+        });
+        let url = canned_server(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+            false,
+        );
+        let redis = format!("redis://127.0.0.1:{port}");
+        let s = sweep_json(&url, &["--redis", &redis]);
+        let st = &s["stages"][0];
+        let shown = String::from_utf8_lossy(reply);
+        assert!(st["requests"].as_u64().unwrap() > 0);
+        assert_eq!(
+            st["queue"]["samples"].as_u64().unwrap_or(0),
+            0,
+            "{shown}: {st}"
+        );
+        assert!(
+            st["queue"]["gaps"].as_u64().unwrap_or(0) >= 1,
+            "{shown}: {st}"
+        );
+        assert_eq!(st["queue"]["source"], "redis", "{st}");
+    }
 }
 
 #[test]

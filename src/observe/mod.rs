@@ -4,5 +4,7 @@
 
 pub mod bull;
 pub mod docker;
+pub mod history;
+pub mod prometheus;
 pub mod scrape;
 pub mod watch;

@@ -7,6 +7,7 @@
 pub mod diagnosis;
 pub mod dir;
 pub mod estimate;
+pub mod history;
 pub mod lifecycle;
 pub mod observation;
 pub mod recommendation;

@@ -561,3 +561,72 @@ fn bytes(b: u64) -> String {
         v => format!("{v:.0} B"),
     }
 }
+
+/// The history read from Prometheus: where from, the step and its reason, the gauge refresh,
+/// the processes, and the busy windows with what each shows.
+pub fn history(h: &crate::record::history::History) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Prometheus history: {} ({} window(s) of {:.0} s; step {:.0} s: {})",
+        h.source,
+        h.windows.len(),
+        h.window_s,
+        h.step_s.value,
+        h.step_s.source
+    );
+    if let Some(r) = h.queue_refresh_s {
+        let _ = writeln!(s, "  queue gauges refreshed every ≈ {r:.0} s");
+    }
+    for p in &h.processes {
+        let _ = writeln!(s, "  {}: {} ({})", p.name(), p.role.word(), p.role_by);
+    }
+    let busy: Vec<_> = h.windows.iter().filter(|w| w.busy).collect();
+    if !busy.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {:<20} {:>16} {:>8} {:>8}  evidence",
+            "busy window (UTC)", "completions/s", "slots", "waiting"
+        );
+    }
+    for w in busy.iter().take(40) {
+        let t = crate::util::utc_rfc3339(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(w.start.max(0.0)),
+        );
+        let ev: Vec<&str> = w.evidence.iter().map(|e| e.words()).collect();
+        let cpu: Vec<String> = w
+            .cpu
+            .iter()
+            .filter(|c| c.cores >= 0.05)
+            .map(|c| format!("{} {:.2} cores", c.role.word(), c.cores))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:<20} {:>7.2} ({:.2}–{:.2}) {:>8.1} {:>8.1}  {}{}",
+            t.trim_end_matches('Z'),
+            w.throughput_per_s,
+            w.throughput_interval[0],
+            w.throughput_interval[1],
+            w.active_mean,
+            w.waiting_mean,
+            if ev.is_empty() {
+                "—".to_string()
+            } else {
+                ev.join("; ")
+            },
+            if cpu.is_empty() {
+                String::new()
+            } else {
+                format!(" · CPU {}", cpu.join(", "))
+            }
+        );
+    }
+    if busy.len() > 40 {
+        let _ = writeln!(
+            s,
+            "  … {} more busy windows (--json lists them all)",
+            busy.len() - 40
+        );
+    }
+    s
+}

@@ -7,4 +7,5 @@
 pub mod http;
 pub mod prometheus;
 pub mod resp;
+pub mod tls;
 pub mod url;

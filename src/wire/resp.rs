@@ -202,15 +202,22 @@ impl Conn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
     Redis,
+    /// It answered, and not as Redis does.
     NotRedis,
+    /// Nothing listens there (refused, or no route).
     Unreachable,
+    /// It took the connection (or the connect) but said nothing in time: a busy machine, or a
+    /// server still starting — ask again, conclude nothing.
+    Silent,
 }
 
-/// Sends one RESP `PING` to `host:port` and reads the first answer line (1 s each way).
+/// Sends one RESP `PING` to `host:port` and reads the first answer line (2 s each way).
 pub async fn probe(host: &str, port: u16) -> Probe {
-    let t = std::time::Duration::from_secs(1);
-    let Ok(Ok(mut stream)) = tokio::time::timeout(t, TcpStream::connect((host, port))).await else {
-        return Probe::Unreachable;
+    let t = std::time::Duration::from_secs(2);
+    let mut stream = match tokio::time::timeout(t, TcpStream::connect((host, port))).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(_)) => return Probe::Unreachable,
+        Err(_) => return Probe::Silent,
     };
     if stream.write_all(b"*1\r\n$4\r\nPING\r\n").await.is_err() {
         return Probe::NotRedis;
@@ -219,6 +226,7 @@ pub async fn probe(host: &str, port: u16) -> Probe {
     let mut line = Vec::new();
     match tokio::time::timeout(t, reader.read_until(b'\n', &mut line)).await {
         Ok(Ok(_)) if line.starts_with(b"+PONG") || line.starts_with(b"-NOAUTH") => Probe::Redis,
+        Err(_) => Probe::Silent,
         _ => Probe::NotRedis,
     }
 }

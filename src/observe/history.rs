@@ -1,0 +1,570 @@
+//! n8n's production history from a Prometheus-compatible API: which processes there are (main
+//! is the target exposing the queue gauges, a `role` label overrides, every other target with
+//! n8n's process metrics is a worker), the queue gauges and counters on main, CPU per process,
+//! execution durations, and the settings `n8ncap exporter` published — cut into windows.
+//! Every sample is checked before it counts: a missing or impossible one (NaN, ±Inf, negative,
+//! a gauge above 10⁶ jobs) is a gap with its reason, a counter that falls is a reset (its step
+//! gives no figure), so no restart is ever turned into throughput.
+//!
+//! Not here: judging the windows (`diagnose::history`).
+
+use super::prometheus::{PromError, Series, Source};
+use crate::model::settings::Sourced;
+use crate::record::history::{
+    CounterReset, ExporterSettings, History, HistoryGap, Process, ProcessCpu, Window,
+};
+use crate::record::Role;
+use std::collections::BTreeMap;
+
+/// Most steps per series read (a week at 15 s).
+pub const MAX_STEPS: f64 = 40_320.0;
+/// Gaps listed one by one (the rest are counted).
+const MAX_LISTED_GAPS: usize = 50;
+/// A queue gauge above this many jobs is not a reading (as for a live scrape).
+const MAX_JOBS: f64 = 1e6;
+
+/// What to read.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub start: f64,
+    pub end: f64,
+    /// Label matchers selecting the deployment, each `name="value"` (or `=~`, `!=`).
+    pub matchers: Vec<String>,
+    /// The step, when given (`--step`).
+    pub step: Option<f64>,
+}
+
+fn selector(metric: &str, matchers: &[String]) -> String {
+    if matchers.is_empty() {
+        metric.to_string()
+    } else {
+        format!("{metric}{{{}}}", matchers.join(","))
+    }
+}
+
+/// One series on the step grid: a value per step, or why there is none.
+struct Grid {
+    name: String,
+    values: Vec<Option<f64>>,
+}
+
+fn grid(s: &Series, name: String, start: f64, step: f64, n: usize) -> Grid {
+    let mut values = vec![None; n];
+    for (t, v) in &s.points {
+        let i = ((t - start) / step).round();
+        if i >= 0.0 && (i as usize) < n {
+            values[i as usize] = Some(*v);
+        }
+    }
+    Grid { name, values }
+}
+
+/// Keeps what can be true: finite, non-negative, gauges at most [`MAX_JOBS`]; the rest become
+/// gaps, counted and listed.
+fn check(g: &mut Grid, gauge: bool, start: f64, step: f64, h: &mut History) {
+    let mut open: Option<(usize, String)> = None;
+    let n = g.values.len();
+    for i in 0..=n {
+        let why = if i == n {
+            None
+        } else {
+            match g.values[i] {
+                None => Some("no sample (a scrape failed, or the target was down)".to_string()),
+                Some(v) if !v.is_finite() => {
+                    Some(format!("{v}: not a number a counter or gauge can hold"))
+                }
+                Some(v) if v < 0.0 => Some(format!("{v}: negative")),
+                Some(v) if gauge && v > MAX_JOBS => Some(format!("{v:e} jobs: beyond any queue")),
+                _ => None,
+            }
+        };
+        if why.is_some() && i < n {
+            g.values[i] = None;
+            h.gap_steps += 1;
+        }
+        match (&open, why) {
+            (None, Some(w)) => open = Some((i, w)),
+            (Some(_), Some(_)) => {}
+            (Some((from, w)), None) => {
+                if h.gaps.len() < MAX_LISTED_GAPS {
+                    h.gaps.push(HistoryGap {
+                        series: g.name.clone(),
+                        from: start + *from as f64 * step,
+                        to: start + i as f64 * step,
+                        reason: w.clone(),
+                    });
+                }
+                open = None;
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Per-step increases of a counter; a fall is a reset (recorded, no figure for that step).
+fn increases(g: &Grid, start: f64, step: f64, h: &mut History) -> Vec<Option<f64>> {
+    let mut out = vec![None; g.values.len()];
+    let mut last: Option<f64> = None;
+    for (i, v) in g.values.iter().enumerate() {
+        let Some(v) = *v else {
+            continue;
+        };
+        if let Some(p) = last {
+            if v >= p {
+                out[i] = Some(v - p);
+            } else {
+                h.resets.push(CounterReset {
+                    series: g.name.clone(),
+                    at: start + i as f64 * step,
+                    from: p,
+                    to: v,
+                });
+            }
+        }
+        last = Some(v);
+    }
+    out
+}
+
+fn key(labels: &BTreeMap<String, String>) -> (String, String) {
+    (
+        labels.get("job").cloned().unwrap_or_default(),
+        labels.get("instance").cloned().unwrap_or_default(),
+    )
+}
+
+/// The scrape interval: samples of n8n's CPU counter in the last 5 minutes of the range.
+async fn scrape_interval(src: &Source, q: &Query) -> Option<f64> {
+    let expr = format!(
+        "count_over_time({}[5m])",
+        selector("n8n_process_cpu_seconds_total", &q.matchers)
+    );
+    let v = src.query(&expr, q.end).await.ok()?;
+    let most = v.iter().map(|(_, c)| *c).fold(0.0, f64::max);
+    (most >= 2.0).then(|| (300.0 / most).max(0.001))
+}
+
+/// How often a series changed value (median spacing of its changes), when it changed enough.
+fn refresh_of(g: &Grid, step: f64) -> Option<f64> {
+    let mut changes = Vec::new();
+    let mut last: Option<(usize, f64)> = None;
+    for (i, v) in g.values.iter().enumerate() {
+        let Some(v) = *v else { continue };
+        match last {
+            Some((_, p)) if p == v => {}
+            Some((j, _)) => {
+                changes.push(i - j);
+                last = Some((i, v));
+            }
+            None => last = Some((i, v)),
+        }
+    }
+    if changes.len() < 4 {
+        return None;
+    }
+    changes.sort_unstable();
+    Some(changes[changes.len() / 2] as f64 * step)
+}
+
+/// Reads the range and cuts it into windows.
+pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
+    let range = (q.end - q.start).max(0.0);
+    let interval = scrape_interval(src, q).await;
+    let (step, step_source) = match q.step {
+        Some(s) => (s, "flag --step".to_string()),
+        None => {
+            let floor = (range / MAX_STEPS).ceil().max(1.0);
+            match interval {
+                Some(i) if i >= floor => (
+                    i.round().max(1.0),
+                    format!("the scrape interval (≈ {i:.1} s, from count_over_time over the last 5 minutes)"),
+                ),
+                Some(i) => (
+                    floor,
+                    format!("the range ÷ {MAX_STEPS:.0} steps (the scrape interval, ≈ {i:.1} s, is finer)"),
+                ),
+                None => (
+                    floor.max(15.0),
+                    "15 s (no scrape interval could be read), or the range ÷ 40 320 steps".into(),
+                ),
+            }
+        }
+    };
+    let n = ((range / step).floor() as usize + 1).max(1);
+    let mut h = History {
+        source: src.shown.clone(),
+        start: q.start,
+        end: q.end,
+        matchers: q.matchers.clone(),
+        step_s: Sourced::new(step, step_source),
+        scrape_interval_s: interval,
+        queue_refresh_s: None,
+        window_s: 0.0,
+        processes: Vec::new(),
+        windows: Vec::new(),
+        gap_steps: 0,
+        gaps: Vec::new(),
+        resets: Vec::new(),
+        warnings: Vec::new(),
+        exporter: None,
+    };
+    let fetch = |metric: &'static str| {
+        let sel = selector(metric, &q.matchers);
+        async move { src.query_range(&sel, q.start, q.end, step).await }
+    };
+    let queue = |m: crate::observe::prometheus::Matrix, h: &mut History| {
+        h.warnings.extend(m.warnings.iter().cloned());
+        m.series
+    };
+    let active = fetch("n8n_scaling_mode_queue_jobs_active").await?;
+    let active = queue(active, &mut h);
+    let waiting = fetch("n8n_scaling_mode_queue_jobs_waiting").await?;
+    let waiting = queue(waiting, &mut h);
+    let completed = fetch("n8n_scaling_mode_queue_jobs_completed").await?;
+    let completed = queue(completed, &mut h);
+    let failed = fetch("n8n_scaling_mode_queue_jobs_failed").await?;
+    let failed = queue(failed, &mut h);
+    let cpu = fetch("n8n_process_cpu_seconds_total").await?;
+    let cpu = queue(cpu, &mut h);
+    let dur_sum = fetch("n8n_workflow_execution_duration_seconds_sum").await?;
+    let dur_sum = queue(dur_sum, &mut h);
+    let dur_count = fetch("n8n_workflow_execution_duration_seconds_count").await?;
+    let dur_count = queue(dur_count, &mut h);
+    h.exporter = exporter(src, q).await;
+    h.processes = processes(&active, &cpu);
+    // Main's queue figures: the series with the most samples (every main reports the same
+    // queue, read from Redis).
+    let pick = |v: &[Series], what: &str, h: &mut History, gauge: bool| -> Option<Grid> {
+        let s = v.iter().max_by_key(|s| s.points.len())?;
+        let (job, inst) = key(&s.labels);
+        let mut g = grid(
+            s,
+            format!("{what}{{job={job},instance={inst}}}"),
+            q.start,
+            step,
+            n,
+        );
+        check(&mut g, gauge, q.start, step, h);
+        Some(g)
+    };
+    let a = pick(&active, "n8n_scaling_mode_queue_jobs_active", &mut h, true);
+    let w = pick(
+        &waiting,
+        "n8n_scaling_mode_queue_jobs_waiting",
+        &mut h,
+        true,
+    );
+    let c = pick(
+        &completed,
+        "n8n_scaling_mode_queue_jobs_completed",
+        &mut h,
+        false,
+    );
+    let f = pick(&failed, "n8n_scaling_mode_queue_jobs_failed", &mut h, false);
+    let ds = pick(
+        &dur_sum,
+        "n8n_workflow_execution_duration_seconds_sum",
+        &mut h,
+        false,
+    );
+    let dc = pick(
+        &dur_count,
+        "n8n_workflow_execution_duration_seconds_count",
+        &mut h,
+        false,
+    );
+    h.queue_refresh_s = c
+        .as_ref()
+        .and_then(|g| refresh_of(g, step))
+        .or(a.as_ref().and_then(|g| refresh_of(g, step)));
+    let done = c.as_ref().map(|g| increases(g, q.start, step, &mut h));
+    let fail = f.as_ref().map(|g| increases(g, q.start, step, &mut h));
+    let dsum = ds.as_ref().map(|g| increases(g, q.start, step, &mut h));
+    let dcnt = dc.as_ref().map(|g| increases(g, q.start, step, &mut h));
+    let mut cpu_inc: Vec<(String, Role, Vec<Option<f64>>)> = Vec::new();
+    for s in &cpu {
+        let (job, inst) = key(&s.labels);
+        let Some(p) = h
+            .processes
+            .iter()
+            .find(|p| p.job == job && p.instance == inst)
+            .cloned()
+        else {
+            continue;
+        };
+        let mut g = grid(
+            s,
+            format!("n8n_process_cpu_seconds_total{{job={job},instance={inst}}}"),
+            q.start,
+            step,
+            n,
+        );
+        check(&mut g, false, q.start, step, &mut h);
+        let inc = increases(&g, q.start, step, &mut h);
+        cpu_inc.push((p.name(), p.role, inc));
+    }
+    let refresh = h.queue_refresh_s.unwrap_or(step);
+    h.window_s = (60.0f64)
+        .max(3.0 * refresh)
+        .max(5.0 * step)
+        .min(range.max(step));
+    let per = ((h.window_s / step).round() as usize).max(1);
+    let series = Series5 {
+        a: a.as_ref(),
+        w: w.as_ref(),
+        done: done.as_deref(),
+        fail: fail.as_deref(),
+        dsum: dsum.as_deref(),
+        dcnt: dcnt.as_deref(),
+        cpu: &cpu_inc,
+    };
+    let mut i = 0;
+    while i < n {
+        let j = (i + per).min(n);
+        if let Some(win) = window(&series, i, j, q.start, step, refresh) {
+            h.windows.push(win);
+        }
+        i = j;
+    }
+    Ok(h)
+}
+
+/// The per-step series a window is cut from.
+struct Series5<'a> {
+    a: Option<&'a Grid>,
+    w: Option<&'a Grid>,
+    done: Option<&'a [Option<f64>]>,
+    fail: Option<&'a [Option<f64>]>,
+    dsum: Option<&'a [Option<f64>]>,
+    dcnt: Option<&'a [Option<f64>]>,
+    cpu: &'a [(String, Role, Vec<Option<f64>>)],
+}
+
+fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) -> Option<Window> {
+    let steps = |v: Option<&[Option<f64>]>| -> (f64, usize) {
+        v.map(|v| {
+            v[i..j]
+                .iter()
+                .flatten()
+                .fold((0.0, 0), |(s, k), x| (s + x, k + 1))
+        })
+        .unwrap_or((0.0, 0))
+    };
+    let (completions, covered) = steps(s.done);
+    if covered == 0 {
+        return None;
+    }
+    let covered_s = covered as f64 * step;
+    let (failures, _) = steps(s.fail);
+    let gauge = |g: Option<&Grid>| -> Vec<f64> {
+        g.map(|g| g.values[i..j].iter().flatten().copied().collect())
+            .unwrap_or_default()
+    };
+    let (av, wv) = (gauge(s.a), gauge(s.w));
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let x = completions / covered_s;
+    // The counter moves once per refresh: the window's count is known to one refresh's worth.
+    let slack = x * refresh.max(step) / covered_s;
+    let (ds, dn) = (steps(s.dsum).0, steps(s.dcnt).0);
+    let cpu = s
+        .cpu
+        .iter()
+        .filter_map(|(name, role, inc)| {
+            let (used, k) = inc[i..j]
+                .iter()
+                .flatten()
+                .fold((0.0, 0), |(a, k), x| (a + x, k + 1));
+            (k > 0).then(|| ProcessCpu {
+                process: name.clone(),
+                role: *role,
+                cores: used / (k as f64 * step),
+            })
+        })
+        .collect();
+    let gaps = (j - i).saturating_sub(av.len().min(wv.len())) as u32;
+    Some(Window {
+        start: start + i as f64 * step,
+        end: start + j as f64 * step,
+        covered_s,
+        completions,
+        failures,
+        throughput_per_s: x,
+        throughput_interval: [(x - slack).max(0.0), x + slack],
+        active_mean: mean(&av),
+        active_max: max(&av),
+        waiting_mean: mean(&wv),
+        waiting_start: wv.first().copied().unwrap_or(0.0),
+        waiting_end: wv.last().copied().unwrap_or(0.0),
+        waiting_max: max(&wv),
+        samples: av.len().min(wv.len()) as u32,
+        gaps,
+        cpu,
+        execution_s: (dn > 0.0).then(|| ds / dn),
+        busy: false,
+        evidence: Vec::new(),
+        idle_workers: Vec::new(),
+    })
+}
+
+/// Main: the targets with the queue gauges; a `role` label overrides; every other target with
+/// n8n's process metrics is a worker.
+fn processes(active: &[Series], cpu: &[Series]) -> Vec<Process> {
+    let mains: Vec<(String, String)> = active.iter().map(|s| key(&s.labels)).collect();
+    let mut out: Vec<Process> = Vec::new();
+    for s in cpu {
+        let (job, instance) = key(&s.labels);
+        if out.iter().any(|p| p.job == job && p.instance == instance) {
+            continue;
+        }
+        let labelled = s
+            .labels
+            .get("role")
+            .and_then(|r| r.parse::<Role>().ok())
+            .filter(|r| matches!(r, Role::Main | Role::Worker | Role::Webhook));
+        let (role, role_by) = match labelled {
+            Some(r) => (r, "its role label".to_string()),
+            None if mains.contains(&(job.clone(), instance.clone())) => {
+                (Role::Main, "it exposes the queue gauges".to_string())
+            }
+            None => (
+                Role::Worker,
+                "it exposes n8n's process metrics but no queue gauges".to_string(),
+            ),
+        };
+        out.push(Process {
+            job,
+            instance,
+            role,
+            role_by,
+        });
+    }
+    out
+}
+
+/// What `n8ncap exporter` published, at the end of the range.
+async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
+    let wc = src
+        .query(&selector("n8ncap_worker_concurrency", &q.matchers), q.end)
+        .await
+        .ok()?;
+    if wc.is_empty() {
+        return None;
+    }
+    let cap = src
+        .query(
+            &selector("n8ncap_worker_runner_capacity", &q.matchers),
+            q.end,
+        )
+        .await
+        .unwrap_or_default();
+    let first = |v: &[(BTreeMap<String, String>, f64)]| {
+        v.iter()
+            .map(|(_, x)| *x)
+            .find(|x| x.is_finite() && *x >= 0.0 && *x <= 100_000.0)
+            .map(|x| x.round() as u32)
+    };
+    Some(ExporterSettings {
+        workers: wc.len() as u32,
+        worker_concurrency: first(&wc),
+        runner_capacity: first(&cap),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty_history() -> History {
+        History {
+            source: String::new(),
+            start: 0.0,
+            end: 0.0,
+            matchers: Vec::new(),
+            step_s: Sourced::new(1.0, "t"),
+            scrape_interval_s: None,
+            queue_refresh_s: None,
+            window_s: 60.0,
+            processes: Vec::new(),
+            windows: Vec::new(),
+            gap_steps: 0,
+            gaps: Vec::new(),
+            resets: Vec::new(),
+            warnings: Vec::new(),
+            exporter: None,
+        }
+    }
+
+    #[test]
+    fn impossible_samples_are_gaps_and_a_falling_counter_gives_no_increase() {
+        let s = Series {
+            labels: BTreeMap::new(),
+            points: vec![
+                (0.0, 10.0),
+                (1.0, 12.0),
+                (2.0, f64::NAN),
+                (3.0, 15.0),
+                (4.0, 2.0),
+                (5.0, 4.0),
+                (7.0, 5.0),
+            ],
+        };
+        let mut h = empty_history();
+        let mut g = grid(&s, "c".into(), 0.0, 1.0, 8);
+        check(&mut g, false, 0.0, 1.0, &mut h);
+        // The NaN and the missing step at 6 are gaps.
+        assert_eq!(h.gap_steps, 2);
+        let inc = increases(&g, 0.0, 1.0, &mut h);
+        assert_eq!(
+            inc,
+            vec![
+                None,
+                Some(2.0),
+                None,
+                Some(3.0),
+                None,
+                Some(2.0),
+                None,
+                Some(1.0)
+            ]
+        );
+        // The fall from 15 to 2 is a reset: its step counts nothing.
+        assert_eq!(h.resets.len(), 1);
+        assert_eq!((h.resets[0].from, h.resets[0].to), (15.0, 2.0));
+    }
+
+    #[test]
+    fn gauges_beyond_any_queue_are_gaps() {
+        let s = Series {
+            labels: BTreeMap::new(),
+            points: vec![
+                (0.0, 3.0),
+                (1.0, 1e308),
+                (2.0, -100.0),
+                (3.0, f64::INFINITY),
+            ],
+        };
+        let mut h = empty_history();
+        let mut g = grid(&s, "g".into(), 0.0, 1.0, 4);
+        check(&mut g, true, 0.0, 1.0, &mut h);
+        assert_eq!(g.values, vec![Some(3.0), None, None, None]);
+        assert_eq!(h.gaps.len(), 1);
+    }
+
+    #[test]
+    fn the_refresh_is_how_often_the_counter_moved() {
+        // Scraped every second, moving every 20 s.
+        let values = (0..200).map(|i| Some((i / 20) as f64 * 7.0)).collect();
+        let g = Grid {
+            name: "c".into(),
+            values,
+        };
+        assert_eq!(refresh_of(&g, 1.0), Some(20.0));
+    }
+}

@@ -1,0 +1,150 @@
+//! Production history as read from a Prometheus-compatible API: the processes found, the
+//! windows the range was cut into (throughput from main's completion counter, slots taken and
+//! jobs waiting from its queue gauges, CPU per process), what each busy window shows of
+//! saturation, and every gap, counter reset and warning on the way. `observe::history` fills
+//! it; `diagnose::history` judges it.
+
+use super::role::Role;
+use crate::model::settings::Sourced;
+use serde::{Deserialize, Serialize};
+
+/// An n8n process the series came from (`job` and `instance` labels), and how its role was told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub job: String,
+    pub instance: String,
+    pub role: Role,
+    /// "exposes the queue gauges", "a role label", "exposes process metrics only".
+    pub role_by: String,
+}
+
+impl Process {
+    pub fn name(&self) -> String {
+        format!("{} ({})", self.instance, self.job)
+    }
+}
+
+/// What a busy window shows of saturation, without response times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowEvidence {
+    /// Jobs waited in Redis while the worker slots were taken.
+    JobsWaitedWhileSlotsTaken,
+    /// The completion rate stayed flat (within 5 % of the window before) while the waiting grew.
+    CompletionsFlatWhileWaitingGrew,
+    /// A process ran at its CPU bound (≥ 85 % of one core for a Node process).
+    ProcessAtCpuBound,
+    /// Jobs waited while slots sat free, with the workers up: the queue was stuck.
+    QueueStalled,
+}
+
+impl WindowEvidence {
+    pub fn words(&self) -> &'static str {
+        match self {
+            WindowEvidence::JobsWaitedWhileSlotsTaken => "jobs waited while the slots were taken",
+            WindowEvidence::CompletionsFlatWhileWaitingGrew => {
+                "completions flat while the waiting grew"
+            }
+            WindowEvidence::ProcessAtCpuBound => "a process at its CPU bound",
+            WindowEvidence::QueueStalled => "jobs waited while slots sat free",
+        }
+    }
+}
+
+/// CPU of one process in a window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub process: String,
+    pub role: Role,
+    /// Cores used on average (1.0 = one core).
+    pub cores: f64,
+}
+
+/// One window of the range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Unix seconds.
+    pub start: f64,
+    pub end: f64,
+    /// Seconds of the window the completion counter covered (steps without a gap).
+    pub covered_s: f64,
+    pub completions: f64,
+    pub failures: f64,
+    /// Completions per second, and its interval from the gauges' refresh (± one refresh's
+    /// worth of completions over the window).
+    pub throughput_per_s: f64,
+    pub throughput_interval: [f64; 2],
+    pub active_mean: f64,
+    pub active_max: f64,
+    pub waiting_mean: f64,
+    pub waiting_start: f64,
+    pub waiting_end: f64,
+    pub waiting_max: f64,
+    /// Queue-gauge samples in the window, and steps with no (or an impossible) sample.
+    pub samples: u32,
+    pub gaps: u32,
+    pub cpu: Vec<ProcessCpu>,
+    /// Mean of `n8n_workflow_execution_duration_seconds` (includes time waiting for a runner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_s: Option<f64>,
+    pub busy: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<WindowEvidence>,
+    /// Queue stalled: the workers that were up with free slots (processes scraped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_workers: Vec<String>,
+}
+
+/// A stretch of a series with no usable sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryGap {
+    pub series: String,
+    pub from: f64,
+    pub to: f64,
+    pub reason: String,
+}
+
+/// A counter that fell: the process restarted (or two answer behind one target).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterReset {
+    pub series: String,
+    pub at: f64,
+    pub from: f64,
+    pub to: f64,
+}
+
+/// The settings the n8ncap exporter published, when Prometheus scraped it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExporterSettings {
+    pub workers: u32,
+    pub worker_concurrency: Option<u32>,
+    pub runner_capacity: Option<u32>,
+}
+
+/// The whole reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// The API's URL, credentials redacted.
+    pub source: String,
+    pub start: f64,
+    pub end: f64,
+    pub matchers: Vec<String>,
+    pub step_s: Sourced<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrape_interval_s: Option<f64>,
+    /// How often the queue gauges and the completion counter changed value (n8n refreshes
+    /// them every `N8N_METRICS_QUEUE_METRICS_INTERVAL`, 20 s by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_refresh_s: Option<f64>,
+    pub window_s: f64,
+    pub processes: Vec<Process>,
+    pub windows: Vec<Window>,
+    /// Steps with no usable sample, per series (counted), and the first few stretches.
+    pub gap_steps: u64,
+    pub gaps: Vec<HistoryGap>,
+    pub resets: Vec<CounterReset>,
+    /// Prometheus' own warnings (partial data).
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exporter: Option<ExporterSettings>,
+}
