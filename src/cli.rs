@@ -316,6 +316,9 @@ pub struct HistoryArgs {
     /// The query step (default: the scrape interval, or the range ÷ 40 320 when coarser).
     #[arg(long, requires = "prometheus")]
     pub step: Option<String>,
+    /// Window the range is cut into (default 60 s, at least 3 queue-gauge refreshes and 5 steps).
+    #[arg(long, requires = "prometheus")]
+    pub window: Option<String>,
     /// Name of an environment variable holding a bearer token.
     #[arg(long, requires = "prometheus")]
     pub prometheus_token_env: Option<String>,

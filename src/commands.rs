@@ -918,10 +918,20 @@ fn history_query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history:
             )));
         }
     }
+    let window = match &h.window {
+        Some(w) => Some(
+            crate::util::parse_duration(w)
+                .map_err(|e| BadInput(format!("--window: {e}")))?
+                .as_secs_f64()
+                .max(1.0),
+        ),
+        None => None,
+    };
     Ok(crate::observe::history::Query {
         start,
         end,
         matchers: h.matchers.clone(),
         step,
+        window,
     })
 }

@@ -69,7 +69,11 @@ pub fn mark(h: &mut History, s: &Settings) {
     let slots = slots(s);
     let mut prev: Option<f64> = None;
     for w in h.windows.iter_mut() {
-        w.busy = (top > 0.0 && w.throughput_per_s >= BUSY_SHARE * top) || w.waiting_mean >= WAITED;
+        // A window where the load came or went mixes two loads: waiting alone makes it busy
+        // only at half the top throughput or more.
+        w.busy = top > 0.0
+            && (w.throughput_per_s >= BUSY_SHARE * top
+                || (w.waiting_mean >= WAITED && w.throughput_per_s >= 0.5 * top));
         let mut ev = Vec::new();
         let taken = match slots {
             Some(c) => w.active_mean >= 0.9 * c,

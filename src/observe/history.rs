@@ -32,6 +32,8 @@ pub struct Query {
     pub matchers: Vec<String>,
     /// The step, when given (`--step`).
     pub step: Option<f64>,
+    /// The window, when given (`--window`); else 60 s.
+    pub window: Option<f64>,
 }
 
 fn selector(metric: &str, matchers: &[String]) -> String {
@@ -133,15 +135,36 @@ fn key(labels: &BTreeMap<String, String>) -> (String, String) {
     )
 }
 
-/// The scrape interval: samples of n8n's CPU counter in the last 5 minutes of the range.
+/// The scrape interval: the median spacing of n8n's CPU counter's raw samples in the last
+/// 5 minutes of the range (a range selector at an instant gives the samples as scraped).
 async fn scrape_interval(src: &Source, q: &Query) -> Option<f64> {
     let expr = format!(
-        "count_over_time({}[5m])",
+        "{}[5m]",
         selector("n8n_process_cpu_seconds_total", &q.matchers)
     );
-    let v = src.query(&expr, q.end).await.ok()?;
-    let most = v.iter().map(|(_, c)| *c).fold(0.0, f64::max);
-    (most >= 2.0).then(|| (300.0 / most).max(0.001))
+    let (data, _) = src
+        .get(
+            "/api/v1/query",
+            &[("query", expr), ("time", format!("{:.3}", q.end))],
+        )
+        .await
+        .ok()?;
+    let mut gaps: Vec<f64> = super::prometheus::matrix(&data)
+        .ok()?
+        .iter()
+        .flat_map(|s| {
+            s.points
+                .windows(2)
+                .map(|w| w[1].0 - w[0].0)
+                .collect::<Vec<_>>()
+        })
+        .filter(|d| *d > 0.0)
+        .collect();
+    if gaps.len() < 2 {
+        return None;
+    }
+    gaps.sort_by(f64::total_cmp);
+    Some(gaps[gaps.len() / 2])
 }
 
 /// How often a series changed value (median spacing of its changes), when it changed enough.
@@ -177,7 +200,7 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
             match interval {
                 Some(i) if i >= floor => (
                     i.round().max(1.0),
-                    format!("the scrape interval (≈ {i:.1} s, from count_over_time over the last 5 minutes)"),
+                    format!("the scrape interval (≈ {i:.1} s between samples in the range's last 5 minutes)"),
                 ),
                 Some(i) => (
                     floor,
@@ -304,7 +327,9 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         cpu_inc.push((p.name(), p.role, inc));
     }
     let refresh = h.queue_refresh_s.unwrap_or(step);
-    h.window_s = (60.0f64)
+    h.window_s = q
+        .window
+        .unwrap_or(60.0)
         .max(3.0 * refresh)
         .max(5.0 * step)
         .min(range.max(step));

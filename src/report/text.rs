@@ -600,13 +600,14 @@ pub fn history(h: &crate::record::history::History) -> String {
             .filter(|c| c.cores >= 0.05)
             .map(|c| format!("{} {:.2} cores", c.role.word(), c.cores))
             .collect();
+        let x = format!(
+            "{:.2} ({:.2}–{:.2})",
+            w.throughput_per_s, w.throughput_interval[0], w.throughput_interval[1]
+        );
         let _ = writeln!(
             s,
-            "  {:<20} {:>7.2} ({:.2}–{:.2}) {:>8.1} {:>8.1}  {}{}",
+            "  {:<20} {x:>16} {:>8.1} {:>8.1}  {}{}",
             t.trim_end_matches('Z'),
-            w.throughput_per_s,
-            w.throughput_interval[0],
-            w.throughput_interval[1],
             w.active_mean,
             w.waiting_mean,
             if ev.is_empty() {

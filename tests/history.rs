@@ -1,0 +1,429 @@
+//! Production history from a real Prometheus (the Debian package, started here on a free port
+//! with a temporary TSDB and a 1 s scrape): it scrapes the simulator's main and worker — their
+//! own processes, the queue on a real Redis — while n8ncap loads them, then n8ncap diagnoses
+//! from Prometheus alone. Skips without prometheus or redis-server, fails in CI.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Redis, main, a worker (its own process and /metrics), a runner, and Prometheus scraping
+/// main and the worker every second.
+struct Stack {
+    _guards: Vec<ChildGuard>,
+    worker: Option<ChildGuard>,
+    worker_args: Vec<String>,
+    worker_env: Vec<(&'static str, String)>,
+    http: u16,
+    prom: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.worker.take();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+struct Spec {
+    concurrency: u32,
+    runner_limit: u32,
+    cpu_ms: u32,
+    /// The worker's Redis database: another than main's leaves it up and idle.
+    worker_db: u32,
+}
+
+fn available() -> bool {
+    have_command("prometheus", "--version", "apt-get install prometheus")
+        && have_command("redis-server", "--version", "apt-get install redis-server")
+}
+
+fn start(spec: Spec) -> Stack {
+    let dir = std::env::temp_dir().join(format!(
+        "n8ncap-history-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rport, http, health, broker, prom) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    let mut guards = vec![ChildGuard(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &rport.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--bind", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    )];
+    std::thread::sleep(Duration::from_millis(300));
+    let redis = format!("redis://127.0.0.1:{rport}");
+    guards.push(spawn_role(
+        &["sim", "main", "--redis", &redis],
+        &[
+            ("N8N_PORT", http.to_string()),
+            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
+            ("N8N_METRICS", "true".into()),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
+        ],
+    ));
+    let worker_args: Vec<String> = [
+        "sim".to_string(),
+        "worker".into(),
+        "--concurrency".into(),
+        spec.concurrency.to_string(),
+        "--cpu-ms".into(),
+        spec.cpu_ms.to_string(),
+        "--redis".into(),
+        format!("{redis}/{}", spec.worker_db),
+    ]
+    .to_vec();
+    let worker_env = vec![
+        ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
+        ("N8N_METRICS", "true".into()),
+        ("N8N_RUNNERS_MODE", "external".into()),
+        ("N8N_RUNNERS_BROKER_PORT", broker.to_string()),
+    ];
+    let args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
+    let worker = spawn_role(&args, &worker_env);
+    guards.push(spawn_role(
+        &["sim", "runner"],
+        &[
+            (
+                "N8N_RUNNERS_TASK_BROKER_URI",
+                format!("http://127.0.0.1:{broker}"),
+            ),
+            ("N8N_RUNNERS_MAX_CONCURRENCY", spec.runner_limit.to_string()),
+        ],
+    ));
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  \
+             - job_name: n8n\n    static_configs: [{{targets: ['127.0.0.1:{http}']}}]\n  \
+             - job_name: n8n-worker\n    static_configs: [{{targets: ['127.0.0.1:{health}']}}]\n"
+        ),
+    )
+    .unwrap();
+    guards.push(ChildGuard(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus"),
+    ));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
+        wait_http_ok(&format!("http://127.0.0.1:{health}/healthz")).await;
+        // A loaded 2-core machine can take Prometheus many seconds to open its TSDB.
+        for _ in 0..1200 {
+            if let Ok((200, _)) = n8ncap::wire::http::http_get(
+                &format!("http://127.0.0.1:{prom}/-/ready"),
+                Duration::from_secs(1),
+            )
+            .await
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("prometheus never got ready");
+    });
+    Stack {
+        _guards: guards,
+        worker: Some(worker),
+        worker_args,
+        worker_env,
+        http,
+        prom,
+        dir,
+    }
+}
+
+impl Stack {
+    /// A closed sweep at these levels, `secs` each, of jobs of `sleep_ms`.
+    fn load(&self, vus: &str, secs: u32, sleep_ms: u32) {
+        let out = Command::new(bin())
+            .args([
+                "sweep",
+                "--url",
+                &format!("http://127.0.0.1:{}/webhook/load", self.http),
+            ])
+            .args(["--body", &format!("{{\"sleep_ms\":{sleep_ms}}}")])
+            .args([
+                "--vus",
+                vus,
+                "--stage-duration",
+                &format!("{secs}s"),
+                "--warmup",
+                "1s",
+            ])
+            .args(["--timeout", "20s", "--no-out", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(99)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Kills the worker process and starts it again (a restart: its counters start at 0).
+    fn restart_worker(&mut self) {
+        self.worker.take();
+        let args: Vec<&str> = self.worker_args.iter().map(String::as_str).collect();
+        self.worker = Some(spawn_role(&args, &self.worker_env));
+    }
+
+    fn diagnose(&self, start: f64, extra: &[&str]) -> serde_json::Value {
+        // The last scrape of the load lands in the TSDB.
+        std::thread::sleep(Duration::from_millis(2500));
+        let out = Command::new(bin())
+            .args([
+                "diagnose",
+                "--prometheus",
+                &format!("http://127.0.0.1:{}", self.prom),
+            ])
+            .args([
+                "--start",
+                &format!("{start:.0}"),
+                "--end",
+                &format!("{:.0}", now()),
+            ])
+            .args(["--window", "6s", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn ids(d: &serde_json::Value) -> Vec<String> {
+    d["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_runner_capped_peak_in_prometheus_gives_the_runner_limit_and_a_restart_invents_nothing() {
+    if !available() {
+        return;
+    }
+    // 10 slots, a runner of 5, 0.5 s jobs: at 14 in flight 5 ÷ 0.5 s ≈ 9.5/s; the runner limit
+    // is not told.
+    let mut s = start(Spec {
+        concurrency: 10,
+        runner_limit: 5,
+        cpu_ms: 0,
+        worker_db: 0,
+    });
+    let t0 = now();
+    s.load("2,14", 14, 500);
+    // The worker restarts between two peaks: its CPU counter falls back to 0.
+    s.restart_worker();
+    std::thread::sleep(Duration::from_secs(3));
+    s.load("14", 10, 500);
+    let d = s.diagnose(t0, &["--worker-concurrency", "10"]);
+    let diag = &d["diagnosis"];
+    assert_eq!(diag["capping_limit"], "runner_limit", "{}", diag["verdict"]);
+    let r = &diag["settings"]["runner_limit"];
+    let v = r["value"].as_f64().unwrap();
+    assert!((4.0..=6.0).contains(&v), "runner limit {r}");
+    let iv = r["interval"].as_array().unwrap();
+    assert!(
+        iv[0].as_f64().unwrap() <= 5.0 + 1.0 && iv[1].as_f64().unwrap() >= 5.0 - 1.0,
+        "{r}"
+    );
+    // The job time came from n8n's execution durations where nothing waited.
+    assert!(
+        r.to_string().contains("inferred")
+            && diag["settings"]["job_time"]["source"]
+                .as_str()
+                .unwrap()
+                .contains("n8n_workflow_execution_duration_seconds"),
+        "{}",
+        diag["settings"]
+    );
+    // The restart is a reset, and no window counts more than the stack can complete.
+    let h = &d["history"];
+    let resets = h["resets"].as_array().unwrap();
+    assert!(
+        resets
+            .iter()
+            .any(|r| r["series"].as_str().unwrap().contains("n8n-worker")),
+        "{resets:?}"
+    );
+    for w in h["windows"].as_array().unwrap() {
+        assert!(w["throughput_per_s"].as_f64().unwrap() < 12.0, "{w}");
+        for c in w["cpu"].as_array().unwrap() {
+            assert!(c["cores"].as_f64().unwrap() < 2.5, "{c}");
+        }
+    }
+    assert!(ids(&d).contains(&"counter-reset".to_string()));
+    // Each busy window says what it shows.
+    assert!(h["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["evidence"]
+            .to_string()
+            .contains("jobs_waited_while_slots_taken")));
+}
+
+#[test]
+fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reached() {
+    if !available() {
+        return;
+    }
+    // 4 slots, a runner of 10: at 12 in flight 4 ÷ 0.5 s ≈ 7.5/s, with jobs waiting in Redis.
+    let s = start(Spec {
+        concurrency: 4,
+        runner_limit: 10,
+        cpu_ms: 0,
+        worker_db: 0,
+    });
+    let t0 = now();
+    s.load("1", 10, 500);
+    let quiet = s.diagnose(t0, &[]);
+    assert!(
+        quiet["diagnosis"]["capping_limit"].is_null(),
+        "{}",
+        quiet["diagnosis"]["verdict"]
+    );
+    assert!(
+        quiet["diagnosis"]["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("not reached"),
+        "{}",
+        quiet["diagnosis"]["verdict"]
+    );
+    // The range holds the quiet minutes before the peak, as an operator's would: their
+    // execution durations give the job time.
+    s.load("12", 14, 500);
+    let d = s.diagnose(t0, &[]);
+    let diag = &d["diagnosis"];
+    assert_eq!(
+        diag["capping_limit"], "worker_concurrency",
+        "{}",
+        diag["verdict"]
+    );
+    let wc = diag["settings"]["worker_concurrency"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!((3.0..=5.0).contains(&wc), "{}", diag["settings"]);
+}
+
+#[test]
+fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
+    if !available() {
+        return;
+    }
+    // 100 ms of CPU per execution on the worker's one thread: at most ≈ 10/s whatever the slots.
+    let s = start(Spec {
+        concurrency: 30,
+        runner_limit: 30,
+        cpu_ms: 100,
+        worker_db: 0,
+    });
+    let t0 = now();
+    s.load("1,16", 12, 20);
+    let d = s.diagnose(t0, &[]);
+    let diag = &d["diagnosis"];
+    // What contention cannot change: the worker's CPU seconds per execution.
+    let cpu = diag["cpu"].as_array().unwrap();
+    let worker = cpu
+        .iter()
+        .find(|c| c["role"] == "worker")
+        .unwrap_or_else(|| panic!("{cpu:?}"));
+    let per = worker["cpu_s_per_execution"].as_f64().unwrap();
+    assert!((0.07..=0.14).contains(&per), "{worker}");
+    if worker["cores_used"].as_f64().unwrap() >= 0.85 {
+        assert_eq!(diag["capping_limit"], "cpu", "{}", diag["verdict"]);
+        assert_eq!(diag["cpu_limit"]["role"], "worker");
+    }
+    drop(s);
+
+    // A worker that is up but takes no job (its Redis is another database): jobs wait while
+    // its slots sit free.
+    let s = start(Spec {
+        concurrency: 5,
+        runner_limit: 5,
+        cpu_ms: 0,
+        worker_db: 1,
+    });
+    let t0 = now();
+    let h = s.http;
+    let sender = std::thread::spawn(move || {
+        // Requests that wait for an answer that never comes, for 8 s.
+        let _ = Command::new(bin())
+            .args([
+                "sweep",
+                "--url",
+                &format!("http://127.0.0.1:{h}/webhook/load"),
+            ])
+            .args([
+                "--body",
+                "{\"sleep_ms\":10}",
+                "--vus",
+                "6",
+                "--stage-duration",
+                "8s",
+            ])
+            .args(["--warmup", "0s", "--timeout", "20s", "--no-out"])
+            .output();
+    });
+    sender.join().unwrap();
+    let d = s.diagnose(t0, &["--worker-concurrency", "5"]);
+    assert!(
+        ids(&d).contains(&"queue-stalled".to_string()),
+        "{:?}",
+        ids(&d)
+    );
+    let f = d["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "queue-stalled")
+        .unwrap();
+    assert!(f["evidence"].to_string().contains("n8n-worker"), "{f}");
+}
