@@ -1424,3 +1424,141 @@ fn a_metrics_endpoint_serving_impossible_values_gives_gaps_not_a_verdict() {
         d["cpu"]
     );
 }
+
+/// A Prometheus API that answers only with the right bearer token: empty matrices then, a 401
+/// page otherwise; it records every Authorization header it saw.
+fn guarded_prometheus(token: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                let auth = head
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("authorization: ")
+                            .or(l.strip_prefix("Authorization: "))
+                    })
+                    .unwrap_or("")
+                    .to_string();
+                log.lock().unwrap().push(auth.clone());
+                let (status, body) = if auth == format!("Bearer {token}") {
+                    let data = if head.contains("/api/v1/query_range") {
+                        r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#
+                    } else {
+                        r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#
+                    };
+                    ("200 OK", data)
+                } else {
+                    ("401 Unauthorized", "<html>401 Unauthorized</html>")
+                };
+                let _ = s.write_all(
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn prometheus_credentials_come_from_the_environment_or_a_file_and_are_never_shown() {
+    let token = "prom-token-5e6f7a8b9c";
+    let (port, seen) = guarded_prometheus("prom-token-5e6f7a8b9c");
+    let url = format!("http://127.0.0.1:{port}");
+    let out = Command::new(bin())
+        .args(["diagnose", "--prometheus", &url, "--since", "10m", "--json"])
+        .args(["--prometheus-token-env", "N8NCAP_TEST_PROM_TOKEN"])
+        .env("N8NCAP_TEST_PROM_TOKEN", token)
+        .output()
+        .unwrap();
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains(token), "the token was printed");
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|a| a == &format!("Bearer {token}")));
+    // From a file, the same.
+    let d = dir("promtoken");
+    let f = write(&d, "token", &format!("{token}\n"));
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--since",
+        "10m",
+        "--prometheus-token-file",
+        &f,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(token));
+    // Without it: Prometheus' refusal is named as what it is, nothing judged; exit 1.
+    let out = run(&["diagnose", "--prometheus", &url, "--since", "10m"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("HTTP 401"), "{}", stderr(&out));
+    // An unset variable and a bad matcher are bad input (exit 2), before any request.
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--prometheus-token-env",
+        "N8NCAP_NO_SUCH_VARIABLE",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("N8NCAP_NO_SUCH_VARIABLE"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["diagnose", "--prometheus", &url, "--match", "namespace=n8n"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--match"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_prometheus_that_never_answers_times_out_with_its_name() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let t = Instant::now();
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &format!("http://127.0.0.1:{port}"),
+        "--since",
+        "1h",
+        "--prometheus-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("did not answer within"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+}

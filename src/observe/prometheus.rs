@@ -461,6 +461,64 @@ pub fn matrix(data: &serde_json::Value) -> Result<Vec<Series>, PromError> {
 mod tests {
     use super::*;
 
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/prometheus/");
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{FIX}{name}")).unwrap()
+    }
+
+    #[test]
+    fn captured_answers_read_as_what_they_are() {
+        let (data, warnings) = parse_answer(200, &fixture("query_range-completed.json")).unwrap();
+        assert!(warnings.is_empty());
+        let m = matrix(&data).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].labels["job"], "n8n");
+        assert_eq!(m[0].points[1].1 - m[0].points[0].1, 12.0);
+        // A target killed mid-range: its series just ends (the stale marker is no point).
+        let (data, _) = parse_answer(200, &fixture("query_range-cpu-target-down.json")).unwrap();
+        let m = matrix(&data).unwrap();
+        let worker = m.iter().find(|s| s.labels["job"] == "n8n-worker").unwrap();
+        let main = m.iter().find(|s| s.labels["job"] == "n8n").unwrap();
+        assert!(worker.points.len() < main.points.len());
+        // "NaN" is kept as NaN for the reader to judge.
+        let (data, _) = parse_answer(200, &fixture("query_range-nan.json")).unwrap();
+        assert!(matrix(&data).unwrap()[0]
+            .points
+            .iter()
+            .all(|p| p.1.is_nan()));
+        // Partial data: the warnings come back with the data.
+        let (_, w) = parse_answer(200, &fixture("query_range-partial.json")).unwrap();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("partial response"));
+        // Prometheus' errors, with their type and status.
+        for (f, status, kind) in [
+            ("error-bad-data.json", 400, "bad_data"),
+            ("error-too-many-points.json", 400, "bad_data"),
+        ] {
+            match parse_answer(status, &fixture(f)) {
+                Err(PromError::Api {
+                    status: s,
+                    error_type,
+                    error,
+                }) => {
+                    assert_eq!((s, error_type.as_str()), (status, kind));
+                    assert!(!error.is_empty());
+                }
+                other => panic!("{f}: {other:?}"),
+            }
+        }
+        // A login page or a proxy's error is not an API answer.
+        assert!(matches!(
+            parse_answer(502, b"<html>Bad Gateway</html>"),
+            Err(PromError::Malformed(_))
+        ));
+        assert!(matches!(
+            matrix(&serde_json::json!({"resultType": "vector", "result": []})),
+            Err(PromError::Malformed(_))
+        ));
+    }
+
     #[test]
     fn basic_auth_is_base64_and_never_shown() {
         assert_eq!(base64(b"user:pass"), "dXNlcjpwYXNz");
