@@ -696,35 +696,11 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
-        SimCommand::N8n { args } => {
-            let overhead = Duration::from_millis(20);
-            match args.first().map(String::as_str) {
-                Some("worker") => {
-                    let conc = match crate::topology::concurrency_flag(&args) {
-                        Some(Ok(c)) => Some(c),
-                        Some(Err(bad)) => {
-                            return Err(BadInput(format!("--concurrency {bad:?} is not a number")).into())
-                        }
-                        None => None,
-                    };
-                    let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
-                    cfg.redis = sim_n8n_redis(&env, "worker").await?;
-                    sim::run_worker(cfg).await
-                }
-                None | Some("start") | Some("webhook") => {
-                    let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
-                    // Regular mode has no queue: nothing to wait for.
-                    if cfg.regular.is_none() {
-                        cfg.redis = sim_n8n_redis(&env, "main").await?;
-                    }
-                    sim::run_main(cfg).await
-                }
-                Some(other) => Err(BadInput(format!(
-                    "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"
-                ))
-                .into()),
-            }
-        }
+        // While it still waits for its Redis, `docker stop` ends it at once too.
+        SimCommand::N8n { args } => tokio::select! {
+            r = sim_n8n(args) => r,
+            _ = crate::util::stop_signal() => Ok(()),
+        },
         SimCommand::All(a) => {
             let w = config::WorkerConfig::from_env(&env, a.concurrency, Duration::ZERO)?;
             let port = match a.port {
@@ -767,6 +743,38 @@ async fn sim_command(s: SimCommand) -> anyhow::Result<()> {
             })
             .await
         }
+    }
+}
+
+/// `sim n8n ARGS`: plays the n8n command line (main, or `worker`), its Redis found first.
+async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
+    let env = process_env;
+    let overhead = Duration::from_millis(20);
+    match args.first().map(String::as_str) {
+        Some("worker") => {
+            let conc = match crate::topology::concurrency_flag(&args) {
+                Some(Ok(c)) => Some(c),
+                Some(Err(bad)) => {
+                    return Err(BadInput(format!("--concurrency {bad:?} is not a number")).into())
+                }
+                None => None,
+            };
+            let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
+            cfg.redis = sim_n8n_redis(&env, "worker").await?;
+            sim::run_worker(cfg).await
+        }
+        None | Some("start") | Some("webhook") => {
+            let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
+            // Regular mode has no queue: nothing to wait for.
+            if cfg.regular.is_none() {
+                cfg.redis = sim_n8n_redis(&env, "main").await?;
+            }
+            sim::run_main(cfg).await
+        }
+        Some(other) => Err(BadInput(format!(
+            "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"
+        ))
+        .into()),
     }
 }
 
@@ -825,13 +833,33 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
         crate::analysis::write_report(dir, &summary)?;
     }
     if a.json {
-        let out = serde_json::json!({
-            "history": hist,
-            "diagnosis": d,
-            "recommendation": rec.ok(),
-            "stages": summary.stages,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        // Written as it is serialized: a week of windows never becomes a JSON tree in memory.
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            history: &'a crate::record::history::History,
+            diagnosis: &'a crate::record::Diagnosis,
+            recommendation: Option<&'a crate::record::Recommendation>,
+            stages: &'a [crate::record::StageResult],
+        }
+        let out = Out {
+            history: &hist,
+            diagnosis: &d,
+            recommendation: rec.as_ref().ok(),
+            stages: &summary.stages,
+        };
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let written = serde_json::to_writer_pretty(&mut w, &out)
+            .map_err(std::io::Error::from)
+            .and_then(|()| {
+                use std::io::Write as _;
+                writeln!(w)?;
+                w.flush()
+            });
+        match written {
+            // A reader that closed the pipe (`| head`) is no failure.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            other => other?,
+        }
     } else {
         let text = format!(
             "{}\n{}{}",

@@ -1,7 +1,9 @@
-//! The README's walkthrough, end to end on the Docker Engine here: build the simulator's images
-//! without a registry (examples/compose/simulated/build.sh), bring the queue-mode compose stack
-//! up with a real Redis (docker-compose), then `inspect`, `audit --live`, `sweep --project`,
-//! `diagnose` and `report.html` — and the verdict is the runner limit the stack was built with.
+//! The README's walkthrough, end to end on the Docker Engine here, command by command as the
+//! README's block writes them (only the compose project, the host port, the results directory
+//! and the binary's path are replaced): build the simulator's images without a registry, bring
+//! the queue-mode stack up with a real Redis (docker-compose), then `inspect`, `audit --live`,
+//! `sweep --project`, `diagnose`, `report.html` and `docker-compose down` — and the verdict is
+//! the runner limit the stack was built with.
 
 mod common;
 use common::*;
@@ -33,12 +35,72 @@ impl Drop for Down {
     }
 }
 
-fn n8ncap(args: &[&str]) -> std::process::Output {
-    Command::new(bin()).args(args).output().unwrap()
+/// The commands of the README's walkthrough block, continuation lines joined, comments cut.
+fn readme_walkthrough() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("## A simulated n8n stack in Docker")
+        .nth(1)
+        .expect("the README has the walkthrough section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the walkthrough has a sh block");
+    let mut out: Vec<String> = Vec::new();
+    let mut cont = false;
+    for line in block.lines() {
+        let line = match line.find("  #") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let (text, more) = match line.trim_end().strip_suffix('\\') {
+            Some(t) => (t.trim().to_string(), true),
+            None => (line.trim().to_string(), false),
+        };
+        if cont {
+            let last = out.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(&text);
+        } else if !text.is_empty() {
+            out.push(text);
+        }
+        cont = more;
+    }
+    out
+}
+
+/// Splits a command line as the shell does for these lines: words, and '…' or "…" quoted.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if !cur.is_empty() || any {
+                    out.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if !cur.is_empty() || any {
+        out.push(cur);
+    }
+    out
 }
 
 #[test]
-fn the_simulated_compose_stack_walkthrough() {
+fn the_readme_walkthrough_runs_as_written() {
     if !have_docker()
         || !have_command(
             "docker-compose",
@@ -58,104 +120,83 @@ fn the_simulated_compose_stack_walkthrough() {
         file: file.clone(),
         tag: tag.clone(),
     };
-    let build = Command::new("bash")
-        .arg(root().join("examples/compose/simulated/build.sh"))
-        .arg(bin())
-        .env("TAG", &tag)
-        .output()
-        .unwrap();
-    assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
     let port = free_port();
-    let up = Command::new("docker-compose")
-        .args(["-p", &project, "-f"])
-        .arg(&file)
-        .args(["up", "-d"])
-        .env("N8N_HOST_PORT", port.to_string())
-        .env("N8N_IMAGE", format!("n8ncap-sim/n8n:{tag}"))
-        .env("RUNNERS_IMAGE", format!("n8ncap-sim/runners:{tag}"))
-        .env("REDIS_IMAGE", format!("n8ncap-sim/redis:{tag}"))
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
-
-    // inspect: the roles, Redis among them, and the runner limit of 5 beside 10 slots.
-    let v = run_json(&["inspect", "--project", &project, "--json"]);
-    let roles: Vec<String> = v["topology"]["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["role"].as_str().unwrap().to_string())
-        .collect();
-    for r in ["main", "worker", "runner", "redis"] {
-        assert!(roles.iter().any(|x| x == r), "{r} missing: {roles:?}");
-    }
-    assert_eq!(v["model_settings"]["worker_concurrency"]["value"], 10);
-    assert_eq!(v["model_settings"]["runner_limit"]["value"], 5);
-
-    // audit --live: the deliberate runner limit below worker concurrency, nothing else.
-    let out = n8ncap(&["audit", "--live", "--project", &project, "--format", "json"]);
-    let a: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = a["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["runner-limit-below-worker-concurrency"], "{a}");
-
-    // The queue is on the Redis container, as in n8n.
-    let logs = Command::new("docker-compose")
-        .args(["-p", &project, "-f"])
-        .arg(&file)
-        .args(["logs", "--no-color", "n8n", "n8n-worker"])
-        .output()
-        .unwrap();
-    let logs = String::from_utf8_lossy(&logs.stdout);
-    assert!(
-        logs.contains("the queue is on Redis at redis:6379"),
-        "{logs}"
-    );
-
-    // sweep --project: settings from the containers, 1 s Code jobs, 2 and 8 in flight.
     let dir = std::env::temp_dir().join(format!("n8ncap-e2e-{id}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = n8ncap(&[
-        "sweep",
-        "--project",
-        &project,
-        "--url",
-        &format!("http://127.0.0.1:{port}/webhook/load"),
-        "--metrics",
-        &format!("main=http://127.0.0.1:{port}/metrics"),
-        "--body",
-        r#"{"sleep_ms":1000}"#,
-        "--vus",
-        "2,8",
-        "--stage-duration",
-        "8s",
-        "--warmup",
-        "2s",
-        "--queue-metrics-interval",
-        "1",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(99)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // diagnose on the saved directory: the runner limit caps, ≈ 5 tasks ÷ 1 s.
+    let compose = |args: &[&str]| {
+        Command::new("docker-compose")
+            .args(["-p", &project, "-f"])
+            .arg(&file)
+            .args(args)
+            .env("N8N_HOST_PORT", port.to_string())
+            .env("N8N_IMAGE", format!("n8ncap-sim/n8n:{tag}"))
+            .env("RUNNERS_IMAGE", format!("n8ncap-sim/runners:{tag}"))
+            .env("REDIS_IMAGE", format!("n8ncap-sim/redis:{tag}"))
+            .output()
+            .unwrap()
+    };
+    let commands = readme_walkthrough();
+    assert!(commands.len() >= 8, "{commands:?}");
+    let mut outputs: Vec<(String, std::process::Output)> = Vec::new();
+    let mut down_s = None;
+    for line in &commands {
+        let w = words(
+            &line
+                .replace("--project simulated", &format!("--project {project}"))
+                .replace("127.0.0.1:5678", &format!("127.0.0.1:{port}"))
+                .replace("results/sim", dir.to_str().unwrap()),
+        );
+        let out = match w.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+            ["bash", script] if script.ends_with("build.sh") => Command::new("bash")
+                .arg(root().join(script))
+                .arg(bin())
+                .env("TAG", &tag)
+                .output()
+                .unwrap(),
+            ["cd", "examples/compose/simulated", "&&", "docker-compose", "up", "-d", ..] => {
+                let out = compose(&["up", "-d"]);
+                let rt = tokio::runtime::Runtime::new().unwrap();
+                rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
+                out
+            }
+            ["cd", "examples/compose/simulated", "&&", "docker-compose", "down"] => {
+                let t = std::time::Instant::now();
+                let out = compose(&["down"]);
+                down_s = Some(t.elapsed().as_secs_f64());
+                out
+            }
+            ["n8ncap", args @ ..] => Command::new(bin()).args(args).output().unwrap(),
+            ["xdg-open", page] => {
+                assert!(std::path::Path::new(page).exists(), "{page}");
+                continue;
+            }
+            other => {
+                panic!("the README's walkthrough has a command this test cannot run: {other:?}")
+            }
+        };
+        let code = out.status.code();
+        // audit exits 1 on an error-level finding; a sweep 99 when a threshold fails.
+        assert!(
+            matches!(code, Some(0) | Some(1) | Some(99)),
+            "{line}: {code:?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((line.clone(), out));
+    }
+    let out_of = |what: &str| {
+        outputs
+            .iter()
+            .find(|(l, _)| l.starts_with(what))
+            .map(|(_, o)| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_else(|| panic!("the walkthrough runs no {what}"))
+    };
+    assert!(out_of("n8ncap inspect").contains("runner"));
+    assert!(out_of("n8ncap audit --live").contains("runner-limit-below-worker-concurrency"));
+    // `docker-compose down` is quick: the simulator stops on SIGTERM, as n8n does.
+    let down_s = down_s.expect("the walkthrough ends with docker-compose down");
+    assert!(down_s < 3.0, "docker-compose down took {down_s:.1} s");
+    // The saved directory, judged again as JSON: the runner limit caps, ≈ 5 tasks ÷ 1 s, and the
+    // slots taken at 8 in flight come from n8n's own gauges (the runner limit invisible there).
     let d = run_json(&["diagnose", dir.to_str().unwrap(), "--json"]);
     assert_eq!(
         d["diagnosis"]["capping_limit"], "runner_limit",
@@ -164,8 +205,6 @@ fn the_simulated_compose_stack_walkthrough() {
     );
     let x = d["diagnosis"]["measured_ceiling"]["mean"].as_f64().unwrap();
     assert!((4.0..=5.2).contains(&x), "ceiling {x}");
-    // The headline evidence: slots taken from n8n's own gauges at 8 in flight, all 8 of them
-    // (the runner limit of 5 is invisible there).
     let level8 = d["diagnosis"]["levels"]
         .as_array()
         .unwrap()
@@ -175,4 +214,24 @@ fn the_simulated_compose_stack_walkthrough() {
     let slots = level8["slots_taken"].as_f64().unwrap_or(0.0);
     assert!(slots > 6.0, "slots taken {slots}");
     assert!(dir.join("report.html").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_walkthrough_block_is_read_as_the_shell_would() {
+    let c = readme_walkthrough();
+    assert!(c
+        .iter()
+        .any(|l| l.starts_with("n8ncap sweep") && l.contains("--out results/sim")));
+    assert_eq!(
+        words(r#"n8ncap sweep --body '{"sleep_ms":1000}' --vus 2,8"#),
+        [
+            "n8ncap",
+            "sweep",
+            "--body",
+            r#"{"sleep_ms":1000}"#,
+            "--vus",
+            "2,8"
+        ]
+    );
 }

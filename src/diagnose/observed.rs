@@ -7,6 +7,20 @@ use crate::record::diagnosis::{CpuUse, Level};
 use crate::record::stage::QueueSource;
 use crate::record::{Role, StageResult};
 
+/// A signed change with `digits` decimals that never reads "-0.0" (a change that rounds to
+/// nothing has no sign).
+fn signed(v: f64, digits: usize) -> String {
+    let t = format!("{v:+.digits$}");
+    if t.trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        t.trim_start_matches(['+', '-']).to_string()
+    } else {
+        t
+    }
+}
+
 /// Growth under which throughput counts as flat between two load levels.
 pub const FLAT: f64 = 0.05;
 
@@ -99,10 +113,10 @@ fn ceiling_reached(levels: &[Level], out: &mut Vec<Finding>) {
             ),
         )
         .evidence(format!(
-            "load +{:.0} %, throughput {:+.1} %, p95 {:+.0} %",
+            "load +{:.0} %, throughput {} %, p95 {} %",
             (b.level.magnitude() / a.level.magnitude() - 1.0) * 100.0,
-            (b.throughput.mean / a.throughput.mean - 1.0) * 100.0,
-            if pa > 0.0 { (pb / pa - 1.0) * 100.0 } else { 0.0 }
+            signed((b.throughput.mean / a.throughput.mean - 1.0) * 100.0, 1),
+            signed(if pa > 0.0 { (pb / pa - 1.0) * 100.0 } else { 0.0 }, 0)
         ))
         .figure("from", a.level.magnitude())
         .figure("to", b.level.magnitude())

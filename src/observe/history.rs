@@ -149,7 +149,7 @@ async fn scrape_interval(src: &Source, q: &Query) -> Option<f64> {
         )
         .await
         .ok()?;
-    let mut gaps: Vec<f64> = super::prometheus::matrix(&data)
+    let mut gaps: Vec<f64> = super::prometheus::matrix(data)
         .ok()?
         .iter()
         .flat_map(|s| {

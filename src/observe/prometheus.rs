@@ -207,7 +207,7 @@ impl Source {
         &self,
         path: &str,
         params: &[(&str, String)],
-    ) -> Result<(serde_json::Value, Vec<String>), PromError> {
+    ) -> Result<(Data, Vec<String>), PromError> {
         let prefix = self.base.path_and_query.trim_end_matches('/');
         let prefix = prefix.split('?').next().unwrap_or("");
         let query: Vec<String> = params
@@ -306,7 +306,7 @@ impl Source {
                 )
                 .await?;
             out.warnings.extend(warnings);
-            for s in matrix(&data)? {
+            for s in matrix(data)? {
                 let key: Vec<(String, String)> = s.labels.clone().into_iter().collect();
                 match index.get(&key) {
                     Some(i) => out.series[*i].points.extend(s.points),
@@ -333,19 +333,19 @@ impl Source {
                 &[("query", query.to_string()), ("time", fmt_time(time))],
             )
             .await?;
-        let result = data
-            .get("result")
-            .and_then(|r| r.as_array())
-            .ok_or_else(|| PromError::Malformed("data.result is not a list".into()))?;
-        result
-            .iter()
+        if data.result_type != "vector" {
+            return Err(PromError::Malformed(format!(
+                "resultType {:?}, not a vector",
+                data.result_type
+            )));
+        }
+        data.result
+            .into_iter()
             .map(|r| {
-                let labels = labels_of(r)?;
                 let v = r
-                    .get("value")
-                    .and_then(point)
+                    .value
                     .ok_or_else(|| PromError::Malformed("a vector sample has no value".into()))?;
-                Ok((labels, v.1))
+                Ok((r.metric, v.1 .0))
             })
             .collect()
     }
@@ -356,47 +356,94 @@ fn fmt_time(t: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A value as Prometheus writes it, a string ("4.5", "NaN", "+Inf"), read straight to f64.
+#[derive(Debug, Clone, Copy)]
+pub struct Num(pub f64);
+
+impl<'de> serde::Deserialize<'de> for Num {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number as a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Num, E> {
+                v.parse::<f64>()
+                    .map(Num)
+                    .map_err(|_| E::custom("a value that is not a number"))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(v as f64))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One series (matrix) or sample (vector) of an answer, read without a JSON tree: a week of
+/// points costs 16 bytes each, not a parsed document.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct RawSeries {
+    #[serde(default)]
+    pub metric: BTreeMap<String, String>,
+    #[serde(default)]
+    pub values: Option<Vec<(f64, Num)>>,
+    #[serde(default)]
+    pub value: Option<(f64, Num)>,
+}
+
+/// The `data` of a success answer.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Data {
+    #[serde(rename = "resultType")]
+    pub result_type: String,
+    pub result: Vec<RawSeries>,
+}
+
+#[derive(serde::Deserialize)]
+struct Envelope {
+    status: Option<String>,
+    data: Option<Data>,
+    #[serde(rename = "errorType")]
+    error_type: Option<String>,
+    error: Option<String>,
+    #[serde(default)]
+    warnings: Vec<String>,
+}
+
 /// Prometheus' envelope: `{"status":"success","data":…,"warnings":[…]}` or
 /// `{"status":"error","errorType":…,"error":…}`.
-pub fn parse_answer(
-    status: u16,
-    body: &[u8],
-) -> Result<(serde_json::Value, Vec<String>), PromError> {
-    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
+pub fn parse_answer(status: u16, body: &[u8]) -> Result<(Data, Vec<String>), PromError> {
+    let clean = |s: &str| crate::wire::url::truncate(&crate::util::escape_control(s), 300);
+    let v: Envelope = serde_json::from_slice(body).map_err(|e| {
         let head = String::from_utf8_lossy(&body[..body.len().min(120)]).to_string();
-        PromError::Malformed(format!(
-            "HTTP {status}, {}",
-            crate::util::escape_control(&crate::wire::url::truncate(head.trim(), 120))
-        ))
+        if head.trim_start().starts_with('{') {
+            PromError::Malformed(format!("HTTP {status}, {}", clean(&e.to_string())))
+        } else {
+            PromError::Malformed(format!(
+                "HTTP {status}, {}",
+                clean(&crate::wire::url::truncate(head.trim(), 120))
+            ))
+        }
     })?;
-    let text = |k: &str| {
-        v.get(k)
-            .and_then(|x| x.as_str())
-            .map(|s| crate::wire::url::truncate(&crate::util::escape_control(s), 300))
-            .unwrap_or_default()
-    };
-    match v.get("status").and_then(|s| s.as_str()) {
+    match v.status.as_deref() {
         Some("success") => {
-            let warnings = v
-                .get("warnings")
-                .and_then(|w| w.as_array())
-                .map(|w| {
-                    w.iter()
-                        .filter_map(|x| x.as_str())
-                        .map(|s| crate::wire::url::truncate(&crate::util::escape_control(s), 300))
-                        .collect()
-                })
-                .unwrap_or_default();
             let data = v
-                .get("data")
-                .cloned()
+                .data
                 .ok_or_else(|| PromError::Malformed("no data in a success answer".into()))?;
-            Ok((data, warnings))
+            Ok((data, v.warnings.iter().map(|w| clean(w)).collect()))
         }
         Some("error") => Err(PromError::Api {
             status,
-            error_type: text("errorType"),
-            error: text("error"),
+            error_type: clean(v.error_type.as_deref().unwrap_or("")),
+            error: clean(v.error.as_deref().unwrap_or("")),
         }),
         _ => Err(PromError::Malformed(format!(
             "HTTP {status} without a status field"
@@ -404,55 +451,24 @@ pub fn parse_answer(
     }
 }
 
-fn labels_of(r: &serde_json::Value) -> Result<BTreeMap<String, String>, PromError> {
-    let m = r
-        .get("metric")
-        .and_then(|m| m.as_object())
-        .ok_or_else(|| PromError::Malformed("a series has no metric labels".into()))?;
-    Ok(m.iter()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-        .collect())
-}
-
-/// `[1700000000.123, "4.5"]`: the value as Prometheus writes it ("NaN", "+Inf" included).
-fn point(p: &serde_json::Value) -> Option<(f64, f64)> {
-    let a = p.as_array()?;
-    let t = a.first()?.as_f64()?;
-    let v = a.get(1)?.as_str()?.parse::<f64>().ok()?;
-    Some((t, v))
-}
-
 /// A `matrix` result's series.
-pub fn matrix(data: &serde_json::Value) -> Result<Vec<Series>, PromError> {
-    match data.get("resultType").and_then(|t| t.as_str()) {
-        Some("matrix") => {}
-        other => {
-            return Err(PromError::Malformed(format!(
-                "resultType {other:?}, not a matrix"
-            )))
-        }
+pub fn matrix(data: Data) -> Result<Vec<Series>, PromError> {
+    if data.result_type != "matrix" {
+        return Err(PromError::Malformed(format!(
+            "resultType {:?}, not a matrix",
+            data.result_type
+        )));
     }
-    let result = data
-        .get("result")
-        .and_then(|r| r.as_array())
-        .ok_or_else(|| PromError::Malformed("data.result is not a list".into()))?;
-    result
-        .iter()
+    data.result
+        .into_iter()
         .map(|r| {
-            let labels = labels_of(r)?;
             let values = r
-                .get("values")
-                .and_then(|v| v.as_array())
+                .values
                 .ok_or_else(|| PromError::Malformed("a series has no values".into()))?;
-            let points = values
-                .iter()
-                .map(|p| {
-                    point(p).ok_or_else(|| {
-                        PromError::Malformed("a point is not [time, \"value\"]".into())
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Series { labels, points })
+            Ok(Series {
+                labels: r.metric,
+                points: values.into_iter().map(|(t, v)| (t, v.0)).collect(),
+            })
         })
         .collect()
 }
@@ -471,22 +487,19 @@ mod tests {
     fn captured_answers_read_as_what_they_are() {
         let (data, warnings) = parse_answer(200, &fixture("query_range-completed.json")).unwrap();
         assert!(warnings.is_empty());
-        let m = matrix(&data).unwrap();
+        let m = matrix(data).unwrap();
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].labels["job"], "n8n");
         assert_eq!(m[0].points[1].1 - m[0].points[0].1, 12.0);
         // A target killed mid-range: its series just ends (the stale marker is no point).
         let (data, _) = parse_answer(200, &fixture("query_range-cpu-target-down.json")).unwrap();
-        let m = matrix(&data).unwrap();
+        let m = matrix(data).unwrap();
         let worker = m.iter().find(|s| s.labels["job"] == "n8n-worker").unwrap();
         let main = m.iter().find(|s| s.labels["job"] == "n8n").unwrap();
         assert!(worker.points.len() < main.points.len());
         // "NaN" is kept as NaN for the reader to judge.
         let (data, _) = parse_answer(200, &fixture("query_range-nan.json")).unwrap();
-        assert!(matrix(&data).unwrap()[0]
-            .points
-            .iter()
-            .all(|p| p.1.is_nan()));
+        assert!(matrix(data).unwrap()[0].points.iter().all(|p| p.1.is_nan()));
         // Partial data: the warnings come back with the data.
         let (_, w) = parse_answer(200, &fixture("query_range-partial.json")).unwrap();
         assert_eq!(w.len(), 1);
@@ -514,7 +527,7 @@ mod tests {
             Err(PromError::Malformed(_))
         ));
         assert!(matches!(
-            matrix(&serde_json::json!({"resultType": "vector", "result": []})),
+            matrix(serde_json::from_str(r#"{"resultType": "vector", "result": []}"#).unwrap()),
             Err(PromError::Malformed(_))
         ));
     }

@@ -62,7 +62,8 @@ fn nice_max(v: f64) -> f64 {
         return 1.0;
     }
     let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+    // Fine steps: an axis ends near its data, not up to twice past it.
+    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
         if v <= m * mag {
             return m * mag;
         }
@@ -411,7 +412,7 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
             d.curve.is_empty() || s.model != LoadModel::Closed,
         ) {
             thr.series.push(Series {
-                name: "model (steady jobs)".into(),
+                name: "model: fixed job times (bound)".into(),
                 points: d
                     .curve
                     .iter()
@@ -421,7 +422,7 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
                 mark: Mark::Dashed,
             });
             thr.series.push(Series {
-                name: "model (MVA)".into(),
+                name: "model: varying job times".into(),
                 points: d
                     .curve
                     .iter()
@@ -779,10 +780,20 @@ fn diagnosis_html(h: &mut String, d: &Diagnosis) {
     }
 }
 
+/// A legend's name for a container or URL: without the scheme and the compose project's
+/// prefix (`simulated_n8n-worker-runner_1` → `n8n-worker-runner_1`), cut in the middle past
+/// 32 characters (whole characters, never inside one).
 fn short(s: &str) -> String {
     let s = s.trim_start_matches("http://");
-    if s.len() > 28 {
-        format!("…{}", &s[s.len() - 27..])
+    let s = match s.split_once('_') {
+        Some((_, rest)) if rest.contains('_') && !s.contains('/') => rest,
+        _ => s,
+    };
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() > 32 {
+        let head: String = chars[..12].iter().collect();
+        let tail: String = chars[chars.len() - 19..].iter().collect();
+        format!("{head}…{tail}")
     } else {
         s.to_string()
     }

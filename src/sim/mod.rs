@@ -260,7 +260,12 @@ pub async fn run_runner(cfg: RunnerConfig) -> anyhow::Result<()> {
         "n8ncap sim runner: limit {}, task broker {}:{}",
         cfg.max_concurrency, cfg.broker.0, cfg.broker.1
     );
-    runner::run(cfg).await;
+    // As PID 1 of a container the runner stops on SIGTERM at once (`docker stop`,
+    // `docker-compose down`), as the runners' launcher does.
+    tokio::select! {
+        _ = runner::run(cfg) => {}
+        _ = crate::util::stop_signal() => {}
+    }
     Ok(())
 }
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# History benchmark (issue #23): `n8ncap diagnose --prometheus` over 7 days at a 15 s step for
+# 50 workers (main's queue gauges and counters, execution durations, CPU of main and of each
+# worker: 57 series × 40 320 steps), against promtool fetching the same series from the same
+# Prometheus in the same run. Prints one line: seconds and peak RSS of each, and the ratios.
+#
+# The week is synthetic (generated here, backfilled with `promtool tsdb create-blocks-from
+# openmetrics`): a daily peak where 10-slot workers are capped by 5-task runners.
+#
+# Usage: benches/history.sh [WORKERS] [DAYS]   (default 50 7)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORKERS=${1:-50}
+DAYS=${2:-7}
+STEP=15
+PORT=19190
+command -v prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq prometheus; }
+cargo build --release -q --bin n8ncap
+BIN=target/release/n8ncap
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+END=$(( $(date +%s) / 3600 * 3600 - 3600 ))
+START=$(( END - DAYS * 86400 ))
+
+python3 - "$START" "$END" "$STEP" "$WORKERS" > "$tmp/week.om" <<'EOF'
+import math, sys
+start, end, step, workers = map(int, sys.argv[1:])
+ts = range(start, end, step)
+def load(t):
+    # requests/s offered: a quiet base and a daily two-hour peak above the runners' ceiling
+    h = (t % 86400) / 3600
+    return 30 + (520 if 13 <= h < 15 else 0) * (1 + 0.05 * math.sin(t / 600))
+cap = workers * 5 / 0.5  # runner-bound ceiling: 5 tasks of 0.5 s per worker
+fams = {}
+done = fail = 0.0
+dsum = dcnt = 0.0
+mcpu = 0.0
+wcpu = [0.0] * workers
+waiting = 0.0
+rows = {k: [] for k in ["active", "waiting", "completed", "failed", "dsum", "dcnt", "mcpu"]}
+wrows = [[] for _ in range(workers)]
+for t in ts:
+    x_in = load(t)
+    x = min(x_in, cap)
+    waiting = max(0.0, waiting + (x_in - x) * step) if x_in > cap else max(0.0, waiting - (cap - x) * step)
+    done += x * step
+    dsum += x * step * (0.52 if x < cap else 1.0)
+    dcnt += x * step
+    mcpu += 0.0015 * x * step
+    active = min(workers * 10, x * (0.52 if x < cap else 1.0))
+    for k, v in [("active", active), ("waiting", waiting), ("completed", done), ("failed", fail),
+                 ("dsum", dsum), ("dcnt", dcnt), ("mcpu", mcpu)]:
+        rows[k].append((t, v))
+    for w in range(workers):
+        wcpu[w] += 0.02 * x / workers * step
+        wrows[w].append((t, wcpu[w]))
+main = 'job="n8n",instance="n8n-main:5678"'
+names = {"active": "n8n_scaling_mode_queue_jobs_active", "waiting": "n8n_scaling_mode_queue_jobs_waiting",
+         "completed": "n8n_scaling_mode_queue_jobs_completed", "failed": "n8n_scaling_mode_queue_jobs_failed",
+         "dsum": "n8n_workflow_execution_duration_seconds_sum", "dcnt": "n8n_workflow_execution_duration_seconds_count"}
+out = sys.stdout
+for k, name in names.items():
+    out.write(f"# TYPE {name} unknown\n")
+    for t, v in rows[k]:
+        out.write(f"{name}{{{main}}} {v:.3f} {t}\n")
+out.write("# TYPE n8n_process_cpu_seconds_total unknown\n")
+for t, v in rows["mcpu"]:
+    out.write(f'n8n_process_cpu_seconds_total{{{main}}} {v:.3f} {t}\n')
+for w in range(workers):
+    lab = f'job="n8n-worker",instance="n8n-worker-{w}:5678"'
+    for t, v in wrows[w]:
+        out.write(f"n8n_process_cpu_seconds_total{{{lab}}} {v:.3f} {t}\n")
+out.write("# EOF\n")
+EOF
+promtool tsdb create-blocks-from openmetrics "$tmp/week.om" "$tmp/tsdb" >/dev/null
+printf 'global: {scrape_interval: 15s}\nscrape_configs: []\n' > "$tmp/prom.yml"
+prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" \
+  --storage.tsdb.retention.time=60d --web.listen-address=127.0.0.1:$PORT >/dev/null 2>&1 &
+for _ in $(seq 600); do curl -sf "http://127.0.0.1:$PORT/-/ready" >/dev/null && break; sleep 0.1; done
+URL="http://127.0.0.1:$PORT"
+
+# Peak RSS (KiB) and wall seconds of a command, from GNU time.
+timed() { /usr/bin/time -f "%e %M" -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }; cat "$tmp/t"; }
+
+read -r n_s n_kb < <(timed $BIN diagnose --prometheus "$URL" --start "$START" --end "$END" --step ${STEP}s --json)
+# The reference: promtool reading the same seven series at the same step (no judging at all).
+ref() {
+  for q in n8n_scaling_mode_queue_jobs_active n8n_scaling_mode_queue_jobs_waiting \
+    n8n_scaling_mode_queue_jobs_completed n8n_scaling_mode_queue_jobs_failed \
+    n8n_process_cpu_seconds_total n8n_workflow_execution_duration_seconds_sum \
+    n8n_workflow_execution_duration_seconds_count; do
+    # promtool asks for one query at a time and Prometheus caps a query at 11 000 points.
+    s=$START
+    while [ "$s" -lt "$END" ]; do
+      e=$(( s + 10000 * STEP )); [ "$e" -gt "$END" ] && e=$END
+      promtool query range --start "$s" --end "$e" --step ${STEP}s "$URL" "$q" >/dev/null
+      s=$(( e + STEP ))
+    done
+  done
+}
+export -f ref; export START END STEP URL
+read -r p_s p_kb < <(timed bash -c ref)
+verdict=$($BIN diagnose --prometheus "$URL" --start "$START" --end "$END" --step ${STEP}s --worker-concurrency 10 --workers $WORKERS --json \
+  | python3 -c 'import json,sys; d=json.load(sys.stdin)["diagnosis"]; print(d["capping_limit"], (d["settings"].get("runner_limit") or {}).get("value"), d["verdict"][:300])')
+python3 - "$n_s" "$n_kb" "$p_s" "$p_kb" "$WORKERS" "$DAYS" "$verdict" <<'EOF'
+import sys
+n_s, n_kb, p_s, p_kb = map(float, sys.argv[1:5])
+w, d, v = sys.argv[5], sys.argv[6], " ".join(sys.argv[7:])
+print(f"history {d} d × {w} workers at 15 s: n8ncap {n_s:.1f} s {n_kb/1024:.0f} MB, promtool (fetch only) {p_s:.1f} s {p_kb/1024:.0f} MB"
+      f" → time ×{n_s/p_s:.2f}, memory ×{n_kb/p_kb:.2f}; verdict {v} (true: runner_limit, 5 per worker)")
+EOF
