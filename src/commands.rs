@@ -810,6 +810,8 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
         .await
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", src.shown))?;
     let timeout_s = a.settings.task_request_timeout()?;
+    // Recorded with the windows, so the saved run is judged again with the same settings.
+    let known = flags.clone().or(crate::diagnose::history::settings(&hist));
     let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
     let rec = crate::recommend::recommend(&d, None);
     let mut summary = crate::record::Summary::new(
@@ -819,6 +821,7 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
         None,
     );
     summary.stages = stages;
+    summary.settings = Some(known);
     summary.diagnosis = Some(d.clone());
     summary.recommendation = rec.as_ref().ok().cloned();
     if let Some(dir) = &h.out {

@@ -262,9 +262,19 @@ fn a_runner_capped_peak_in_prometheus_gives_the_runner_limit_and_a_restart_inven
     s.restart_worker();
     std::thread::sleep(Duration::from_secs(3));
     s.load("14", 10, 500);
-    let d = s.diagnose(t0, &["--worker-concurrency", "10"]);
+    let out = s.dir.join("results");
+    let d = s.diagnose(
+        t0,
+        &["--worker-concurrency", "10", "--out", out.to_str().unwrap()],
+    );
     let diag = &d["diagnosis"];
     assert_eq!(diag["capping_limit"], "runner_limit", "{}", diag["verdict"]);
+    // --out keeps the windows as a run n8ncap can read back.
+    for f in ["summary.json", "history.json", "report.html"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let again = run_json(&["diagnose", out.to_str().unwrap(), "--json"]);
+    assert_eq!(again["diagnosis"]["capping_limit"], "runner_limit");
     let r = &diag["settings"]["runner_limit"];
     let v = r["value"].as_f64().unwrap();
     assert!((4.0..=6.0).contains(&v), "runner limit {r}");
@@ -367,14 +377,17 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
     });
     let t0 = now();
     s.load("1,16", 12, 20);
-    let d = s.diagnose(t0, &[]);
+    // The workflow's time is known (20 ms of sleep, 100 ms of CPU): on a busy machine the
+    // quiet windows' execution durations carry the contention, and this test is about where
+    // the CPU goes (the job time's inference is the runner test's).
+    let d = s.diagnose(t0, &["--job-time", "120ms"]);
     let diag = &d["diagnosis"];
     // What contention cannot change: the worker's CPU seconds per execution.
     let cpu = diag["cpu"].as_array().unwrap();
     let worker = cpu
         .iter()
         .find(|c| c["role"] == "worker")
-        .unwrap_or_else(|| panic!("{cpu:?}"));
+        .unwrap_or_else(|| panic!("{cpu:?}: {}", diag["verdict"]));
     let per = worker["cpu_s_per_execution"].as_f64().unwrap();
     assert!((0.07..=0.14).contains(&per), "{worker}");
     if worker["cores_used"].as_f64().unwrap() >= 0.85 {
@@ -426,4 +439,93 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
         .find(|f| f["id"] == "queue-stalled")
         .unwrap();
     assert!(f["evidence"].to_string().contains("n8n-worker"), "{f}");
+}
+
+/// An https Prometheus API (rustls, a certificate for "localhost" made here) answering every
+/// query with an empty result.
+async fn tls_prometheus(dir: &std::path::Path) -> (String, PathBuf) {
+    use http_body_util::Full;
+    use hyper_util::rt::TokioIo;
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(
+                    |req: hyper::Request<hyper::body::Incoming>| async move {
+                        let kind = if req.uri().path().ends_with("query_range") {
+                            "matrix"
+                        } else {
+                            "vector"
+                        };
+                        let body = format!(
+                            r#"{{"status":"success","data":{{"resultType":"{kind}","result":[]}}}}"#
+                        );
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                            bytes::Bytes::from(body),
+                        )))
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    (format!("https://localhost:{port}"), pem)
+}
+
+#[test]
+fn an_https_prometheus_is_read_with_its_ca_file_and_refused_without() {
+    let dir = std::env::temp_dir().join(format!("n8ncap-history-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, ca) = rt.block_on(tls_prometheus(&dir));
+    let run = |extra: &[&str]| {
+        Command::new(bin())
+            .args(["diagnose", "--prometheus", &url, "--since", "10m", "--json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--prometheus-ca-cert", ca.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["history"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://"));
+    // Not trusted: a TLS error naming the API, exit 1.
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TLS") && err.contains("localhost"), "{err}");
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&dir);
 }

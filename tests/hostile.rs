@@ -1562,3 +1562,60 @@ fn a_prometheus_that_never_answers_times_out_with_its_name() {
     );
     assert!(t.elapsed() < Duration::from_secs(20));
 }
+
+/// A sweep and a Prometheus diagnosis into a pipe whose reader is gone: their own exit code,
+/// quietly, after the work.
+#[test]
+fn a_sweep_and_a_history_into_a_closed_pipe_end_quietly() {
+    let url = canned_server(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ok\":true}".to_vec(),
+        false,
+    );
+    let (port, _) = guarded_prometheus("tok");
+    let prom = format!("http://127.0.0.1:{port}");
+    for (args, env) in [
+        (
+            vec![
+                "sweep",
+                "--url",
+                url.as_str(),
+                "--vus",
+                "2",
+                "--stage-duration",
+                "1s",
+                "--warmup",
+                "200ms",
+                "--no-out",
+            ],
+            None,
+        ),
+        (
+            vec![
+                "diagnose",
+                "--prometheus",
+                prom.as_str(),
+                "--since",
+                "5m",
+                "--json",
+                "--prometheus-token-env",
+                "N8NCAP_TEST_PIPE_TOKEN",
+            ],
+            Some(("N8NCAP_TEST_PIPE_TOKEN", "tok")),
+        ),
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = Command::new(bin());
+        cmd.args(&args).stdout(writer).stderr(Stdio::piped());
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(99)),
+            "{args:?}: {err}"
+        );
+    }
+}

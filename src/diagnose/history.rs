@@ -162,6 +162,10 @@ pub fn stage(i: usize, w: &Window) -> StageResult {
             role: Some(c.role),
             samples: w.samples.max(1),
             cpu_percent_mean: c.cores * 100.0,
+            rss_max_bytes: c.rss_max_bytes.unwrap_or(0.0),
+            rss_mean_bytes: c.rss_max_bytes.unwrap_or(0.0),
+            eventloop_lag_max_s: c.eventloop_lag_max_s.unwrap_or(0.0),
+            eventloop_lag_mean_s: c.eventloop_lag_max_s.unwrap_or(0.0),
             ..EndpointObserved::default()
         })
         .collect();

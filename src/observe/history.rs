@@ -249,6 +249,10 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let failed = queue(failed, &mut h);
     let cpu = fetch("n8n_process_cpu_seconds_total").await?;
     let cpu = queue(cpu, &mut h);
+    let rss = fetch("n8n_process_resident_memory_bytes").await?;
+    let rss = queue(rss, &mut h);
+    let lag = fetch("n8n_nodejs_eventloop_lag_seconds").await?;
+    let lag = queue(lag, &mut h);
     let dur_sum = fetch("n8n_workflow_execution_duration_seconds_sum").await?;
     let dur_sum = queue(dur_sum, &mut h);
     let dur_count = fetch("n8n_workflow_execution_duration_seconds_count").await?;
@@ -304,7 +308,7 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let fail = f.as_ref().map(|g| increases(g, q.start, step, &mut h));
     let dsum = ds.as_ref().map(|g| increases(g, q.start, step, &mut h));
     let dcnt = dc.as_ref().map(|g| increases(g, q.start, step, &mut h));
-    let mut cpu_inc: Vec<(String, Role, Vec<Option<f64>>)> = Vec::new();
+    let mut cpu_inc: Vec<Proc> = Vec::new();
     for s in &cpu {
         let (job, inst) = key(&s.labels);
         let Some(p) = h
@@ -324,7 +328,30 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         );
         check(&mut g, false, q.start, step, &mut h);
         let inc = increases(&g, q.start, step, &mut h);
-        cpu_inc.push((p.name(), p.role, inc));
+        let gauge = |v: &[Series], metric: &str, h: &mut History| {
+            v.iter()
+                .find(|x| key(&x.labels) == (job.clone(), inst.clone()))
+                .map(|x| {
+                    let mut g = grid(
+                        x,
+                        format!("{metric}{{job={job},instance={inst}}}"),
+                        q.start,
+                        step,
+                        n,
+                    );
+                    check(&mut g, false, q.start, step, h);
+                    g.values
+                })
+        };
+        let rss = gauge(&rss, "n8n_process_resident_memory_bytes", &mut h);
+        let lag = gauge(&lag, "n8n_nodejs_eventloop_lag_seconds", &mut h);
+        cpu_inc.push(Proc {
+            name: p.name(),
+            role: p.role,
+            cpu: inc,
+            rss,
+            lag,
+        });
     }
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
@@ -362,7 +389,16 @@ struct Series5<'a> {
     fail: Option<&'a [Option<f64>]>,
     dsum: Option<&'a [Option<f64>]>,
     dcnt: Option<&'a [Option<f64>]>,
-    cpu: &'a [(String, Role, Vec<Option<f64>>)],
+    cpu: &'a [Proc],
+}
+
+/// One process's per-step series: CPU increases, resident memory, event-loop lag.
+struct Proc {
+    name: String,
+    role: Role,
+    cpu: Vec<Option<f64>>,
+    rss: Option<Vec<Option<f64>>>,
+    lag: Option<Vec<Option<f64>>>,
 }
 
 fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) -> Option<Window> {
@@ -401,15 +437,21 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
     let cpu = s
         .cpu
         .iter()
-        .filter_map(|(name, role, inc)| {
-            let (used, k) = inc[i..j]
+        .filter_map(|p| {
+            let (used, k) = p.cpu[i..j]
                 .iter()
                 .flatten()
                 .fold((0.0, 0), |(a, k), x| (a + x, k + 1));
+            let top = |v: &Option<Vec<Option<f64>>>| {
+                v.as_ref()
+                    .and_then(|v| v[i..j].iter().flatten().copied().reduce(f64::max))
+            };
             (k > 0).then(|| ProcessCpu {
-                process: name.clone(),
-                role: *role,
+                process: p.name.clone(),
+                role: p.role,
                 cores: used / (k as f64 * step),
+                rss_max_bytes: top(&p.rss),
+                eventloop_lag_max_s: top(&p.lag),
             })
         })
         .collect();

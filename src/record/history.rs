@@ -58,6 +58,12 @@ pub struct ProcessCpu {
     pub role: Role,
     /// Cores used on average (1.0 = one core).
     pub cores: f64,
+    /// `n8n_process_resident_memory_bytes` and `n8n_nodejs_eventloop_lag_seconds` at their
+    /// highest in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_max_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eventloop_lag_max_s: Option<f64>,
 }
 
 /// One window of the range.
