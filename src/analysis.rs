@@ -182,12 +182,7 @@ fn k6_mix(stages: &[StageResult]) -> Vec<ScenarioInfo> {
         .collect()
 }
 
-/// True when the URL's host is on this machine: n8ncap then shares the host's CPU.
-pub fn is_loopback_url(url: &str) -> bool {
-    // Credentials say nothing about the host (and saved URLs have them redacted).
-    let bare = crate::wire::url::redact(url).replacen("://***@", "://", 1);
-    crate::wire::url::HttpUrl::parse(&bare, "URL").is_ok_and(|u| u.is_loopback())
-}
+pub use crate::wire::url::is_loopback_url;
 
 /// The host facts a sweep records: the cores of the machine n8n runs on — the Docker
 /// Engine's, or this machine's when the target is on loopback — and whether n8ncap shares them.
@@ -204,6 +199,7 @@ pub fn host_facts(url: &str, docker_cores: Option<f64>) -> Host {
     Host {
         cores,
         shares_client_cpu: local,
+        client_cores: Some(crate::util::cores()),
     }
 }
 
@@ -306,6 +302,7 @@ mod tests {
         saved.host = Some(Host {
             cores: Some(Sourced::new(2.0, "recorded")),
             shares_client_cpu: true,
+            client_cores: Some(2.0),
         });
         // Written and read back as summary.json is.
         let text = serde_json::to_string(&saved).unwrap();

@@ -105,7 +105,13 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         text: v.text + books.as_deref().unwrap_or("") + mix_words.as_deref().unwrap_or(""),
         ..v
     };
-    observed::findings(&levels, stages, (&cpu, v.cpu.as_ref()), &mut findings);
+    observed::findings(
+        &levels,
+        stages,
+        (&cpu, v.cpu.as_ref()),
+        &inputs.host,
+        &mut findings,
+    );
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
     ramp::findings(stages, &levels, &mut findings);
     let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);

@@ -31,6 +31,7 @@ pub fn findings(
     levels: &[Level],
     stages: &[StageResult],
     (cpu, binding): (&[CpuUse], Option<&CpuUse>),
+    host: &crate::record::summary::Host,
     out: &mut Vec<Finding>,
 ) {
     queue_backlog(levels, stages, out);
@@ -38,7 +39,7 @@ pub fn findings(
     memory_in_runner(stages, out);
     containers_gone(stages, out);
     connection_churn(stages, out);
-    load_generator(stages, out);
+    load_generator(stages, host, out);
     cpu_saturated(cpu, binding, out);
 }
 
@@ -311,8 +312,17 @@ fn connection_churn(stages: &[StageResult], out: &mut Vec<Finding>) {
     );
 }
 
-fn load_generator(stages: &[StageResult], out: &mut Vec<Finding>) {
-    let cores = crate::util::cores();
+/// The load generator's cores as the run recorded them (a saved run diagnosed elsewhere keeps
+/// its finding); this machine's only for a run that recorded none (k6 files, old summaries).
+fn load_generator(
+    stages: &[StageResult],
+    host: &crate::record::summary::Host,
+    out: &mut Vec<Finding>,
+) {
+    let cores = host
+        .client_cores
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .unwrap_or_else(crate::util::cores);
     if let Some(s) = stages.iter().find(|s| s.dropped_iterations > 0) {
         out.push(
             Finding::new(

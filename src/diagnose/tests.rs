@@ -72,6 +72,7 @@ pub fn run(stages: &[StageResult], s: Settings) -> Diagnosis {
             host: cpu::Host {
                 cores: Some(Sourced::new(2.0, "test")),
                 shares_client_cpu: true,
+                client_cores: Some(2.0),
             },
             mix: Vec::new(),
         },
@@ -542,4 +543,30 @@ fn a_regular_mode_main_at_its_production_limit_is_named_as_such() {
         .find(|f| f.id == "production-limit-caps")
         .expect("named");
     assert!((f.get("executions_in_progress").unwrap() - 4.0).abs() < 0.1);
+}
+
+#[test]
+fn the_load_generator_is_judged_against_the_cores_it_ran_on_wherever_diagnosed() {
+    // n8ncap used 180 % CPU: saturated on the 2 cores it recorded, not on a 64-core analyst.
+    let mut st = closed(0, 10, 9.0);
+    st.client_cpu_percent = 180.0;
+    let judged = |client_cores: f64| {
+        let d = diagnose(
+            std::slice::from_ref(&st),
+            &Inputs {
+                settings: settings(1.0, Some(10), Some(10)),
+                host: cpu::Host {
+                    cores: None,
+                    shares_client_cpu: false,
+                    client_cores: Some(client_cores),
+                },
+                ..Inputs::default()
+            },
+        );
+        d.findings
+            .iter()
+            .any(|f| f.id == "load-generator-saturated")
+    };
+    assert!(judged(2.0));
+    assert!(!judged(64.0));
 }

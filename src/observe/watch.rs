@@ -594,7 +594,7 @@ fn counter_rate(prev: &mut Option<(f64, Instant)>, cur: Option<f64>, now: Instan
 /// for the sampling's jitter) when the endpoint is on loopback, else 256 (no host is bigger
 /// here, and a counter that jumps between two processes implies thousands).
 fn most_cores(url: &str) -> f64 {
-    if crate::analysis::is_loopback_url(url) {
+    if crate::wire::url::is_loopback_url(url) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         cores * 1.25 + 0.25
     } else {

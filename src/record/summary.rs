@@ -31,6 +31,10 @@ pub struct Host {
     /// host's cores. False when the simulator runs inside n8ncap's process (its CPU is already
     /// in its roles' figures).
     pub shares_client_cpu: bool,
+    /// Cores of the machine n8ncap (the load generator) ran on: its own CPU is judged against
+    /// these, also when the run is diagnosed again on another machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cores: Option<f64>,
 }
 
 /// What a built body holds, as the summary records it (never the bytes themselves).

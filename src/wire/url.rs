@@ -158,6 +158,13 @@ pub fn truncate(text: &str, max: usize) -> String {
     }
 }
 
+/// True when the URL's host is on this machine: n8ncap then shares the host's CPU.
+pub fn is_loopback_url(url: &str) -> bool {
+    // Credentials say nothing about the host (and saved URLs have them redacted).
+    let bare = redact(url).replacen("://***@", "://", 1);
+    HttpUrl::parse(&bare, "URL").is_ok_and(|u| u.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
