@@ -3,8 +3,7 @@
 //! validates, no secret value reaches any output, and the live audit finds the same problems
 //! on the same stacks started as containers.
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::audit::{self, compose, RuleId};
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -1,8 +1,7 @@
 //! Bad input on the command line or in the environment: a clear message naming what was wrong,
 //! and exit code 2 (1 when the run cannot complete, e.g. a port in use).
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 #[test]

@@ -5,8 +5,7 @@
 //! `sweep --project`, `diagnose`, `report.html` and `docker-compose down` — and the verdict is
 //! the runner limit the stack was built with.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::PathBuf;
 use std::process::Command;
 

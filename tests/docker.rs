@@ -3,8 +3,7 @@
 //! limits) started as containers, inspected, and swept while its memory is watched.
 //! Skips with a printed reason when the Docker socket is absent.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::Command;
 use std::time::Duration;
 

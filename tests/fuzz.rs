@@ -2,7 +2,7 @@
 //! profile YAML, k6's summary and JSON output, saved summaries. Each takes random and mutated
 //! real input and must answer Ok or a clear error — never panic. CI runs proptest's default
 //! (256 cases per property); run longer with e.g.
-//! `PROPTEST_CASES=20000 cargo test --release --test fuzz`. The HTTP response parser's
+//! `PROPTEST_CASES=20000 cargo test --release --test integration fuzz::`. The HTTP response parser's
 //! properties live next to it (src/load/client.rs, same variable).
 
 use proptest::prelude::*;

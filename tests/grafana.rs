@@ -2,8 +2,7 @@
 //! own (real captures) or the exporter's (rendered here from a real compose file's topology and
 //! read back with n8ncap's Prometheus parser).
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::audit::compose;
 use n8ncap::topology::Topology;
 use n8ncap::wire::prometheus::parse;

@@ -3,8 +3,7 @@
 //! own processes, the queue on a real Redis — while n8ncap loads them, then n8ncap diagnoses
 //! from Prometheus alone. Skips without prometheus or redis-server, fails in CI.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! Every case must end in a clear refusal (exit 2, the field named, no secret quoted) or in
 //! honest measurements — never a panic, a wrong target or an invented figure.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

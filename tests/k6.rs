@@ -2,8 +2,7 @@
 //! from `--out json` and the run read from `--summary-export` give the same verdict as n8ncap's
 //! own sweep of the same stages. Skips with a printed reason when k6 is not installed.
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::sim::{Stack, StackConfig};
 use std::process::Command;
 

@@ -3,8 +3,7 @@
 //! fixture (the rendered task-runners example with one change), the rendered charts give the
 //! findings the README lists, and no secret value — plain or base64 — reaches any output.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;

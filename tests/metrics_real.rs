@@ -1,7 +1,6 @@
 //! The Prometheus parser reads real n8n captures without loss, and the simulator's /metrics
 //! uses the real names, types and HELP texts.
 
-mod common;
 use n8ncap::observe::scrape::{queue_gauges, scrape};
 use n8ncap::sim::{Stack, StackConfig};
 use n8ncap::wire::prometheus::{parse, MetricKind};

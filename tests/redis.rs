@@ -2,8 +2,7 @@
 //! `--redis` reads the queue from there (read-only), finer than n8n's gauges.
 //! Skips with a printed reason when redis-server is not installed (.ci/run installs it).
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::wire::resp::{Conn, RedisUrl};
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -1,8 +1,7 @@
 //! report.html rendered by a real browser (Debian's chromium, headless): the charts are there,
 //! drawn and sized, with no network needed. Skips with a printed reason without chromium.
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::sim::{Stack, StackConfig};
 use std::process::Command;
 use std::time::Duration;

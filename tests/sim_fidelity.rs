@@ -4,8 +4,7 @@
 //! 3 s jobs): runner limit 2/5/10/20 → 0.66/1.66/3.30/4.80 req/s; the simulator must give
 //! 0.66/1.66/3.33/5.0 ±5 %. Job time is shortened here (600 ms), the ratios kept.
 
-mod common;
-use common::*;
+use crate::common::*;
 use n8ncap::sim::{Stack, StackConfig};
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! The simulator's roles as separate processes, configured only through the variables and
 //! flags a real n8n deployment uses, give the same figures as the in-process stack.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 struct ProcStack {

@@ -1,9 +1,8 @@
 //! The load engine against real local servers and the simulator: it measures what is there and
 //! never presents a failing system as fast.
 
-mod common;
+use crate::common::*;
 use bytes::Bytes;
-use common::*;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use n8ncap::load::profile::{LoadModel, Profile, StageSpec};

@@ -1,8 +1,6 @@
 //! Real workloads against the simulator: traffic mixes of several workflows, binary uploads,
 //! k6-style ramps and regular mode — each measured and diagnosed end to end.
 
-mod common;
-
 use n8ncap::analysis::analyze;
 use n8ncap::load::profile::Profile;
 use n8ncap::model::settings::Settings;
@@ -74,7 +72,7 @@ fn mix_profile(origin: &str, code_weight: u32, other_weight: u32, vus: &[u32], m
 async fn a_70_30_mix_reports_per_scenario_figures_that_add_up_to_the_total() {
     let stack = stack_with_notify(10, 10).await;
     let p = mix_profile(&stack.main_url, 30, 70, &[8], 100);
-    let s = common::sweep(p, None).await;
+    let s = crate::common::sweep(p, None).await;
     let st = &s.stages[0];
     assert_eq!(st.scenarios.len(), 2);
     let (code, notify) = (&st.scenarios[0], &st.scenarios[1]);
@@ -122,7 +120,7 @@ async fn a_multipart_upload_of_a_10_mb_file_succeeds_with_its_bytes_counted() {
         stack.webhook_url
     );
     let p = Profile::parse(&text, "upload-test").expect("parses");
-    let s = common::sweep(p, None).await;
+    let s = crate::common::sweep(p, None).await;
     let st = &s.stages[0];
     assert!(st.valid, "{:?}", st.invalid_reasons);
     assert!(st.requests >= 2, "{} uploads", st.requests);
@@ -150,7 +148,8 @@ async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdic
         ..Default::default()
     };
     let stack = stack_with_notify(5, 3).await;
-    let mut all_code = common::sweep(mix_profile(&stack.main_url, 1, 0, &[1, 12], 300), None).await;
+    let mut all_code =
+        crate::common::sweep(mix_profile(&stack.main_url, 1, 0, &[1, 12], 300), None).await;
     // 3 runner tasks ÷ 0.3 s = 10/s.
     let _ = judged(
         &mut all_code,
@@ -162,7 +161,8 @@ async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdic
 
     // The first sweep's last jobs (12 in flight, 3 at a time) end before the second starts.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let mut mix = common::sweep(mix_profile(&stack.main_url, 3, 7, &[1, 12], 300), None).await;
+    let mut mix =
+        crate::common::sweep(mix_profile(&stack.main_url, 3, 7, &[1, 12], 300), None).await;
     // 5 slots ÷ 0.32 s = 15.6/s.
     let (d, rec) = judged(&mut mix, settings, Limit::WorkerConcurrency, 15.6, 2.0);
     let code_time = d
@@ -202,7 +202,7 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         stack.worker_metrics_urls.is_empty(),
         "no workers in regular mode"
     );
-    let mut p = common::closed_profile(
+    let mut p = crate::common::closed_profile(
         &stack.webhook_url,
         &[1, 12],
         serde_json::json!({"sleep_ms": 300}),
@@ -210,7 +210,7 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         "4s",
     );
     p.name = "regular".into();
-    let mut s = common::sweep(p, Some(format!("{}/metrics", stack.main_url))).await;
+    let mut s = crate::common::sweep(p, Some(format!("{}/metrics", stack.main_url))).await;
     // No queue in regular mode: main serves no queue gauges.
     assert!(s
         .stages
@@ -263,7 +263,7 @@ async fn a_ramp_is_measured_per_window_and_diagnosed_from_its_held_steps() {
         stack.webhook_url
     );
     let p = Profile::parse(&text, "ramp-test").expect("parses");
-    let mut s = common::sweep(p, None).await;
+    let mut s = crate::common::sweep(p, None).await;
     let labels: Vec<&str> = s.stages.iter().map(|st| st.label.as_str()).collect();
     assert_eq!(
         labels,
@@ -291,7 +291,7 @@ async fn a_ramp_is_measured_per_window_and_diagnosed_from_its_held_steps() {
     assert_eq!(f.get("held_steps"), Some(1.0));
 
     let text = text.replace("{target: 4, duration: 3s}, ", "");
-    let mut s = common::sweep(Profile::parse(&text, "ramp-only").unwrap(), None).await;
+    let mut s = crate::common::sweep(Profile::parse(&text, "ramp-only").unwrap(), None).await;
     let (d, _) = analyze(&mut s, Default::default(), None);
     assert!(d.levels.is_empty());
     assert!(
@@ -315,7 +315,7 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     })
     .await
     .expect("stack starts");
-    let profile = common::closed_profile(
+    let profile = crate::common::closed_profile(
         &stack.webhook_url,
         &[1, 10],
         serde_json::json!({"sleep_ms": 300}),
@@ -323,7 +323,7 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
         "6s",
     );
     let main = format!("{}/metrics", stack.main_url);
-    let mut s = common::sweep_cpu_watched(
+    let mut s = crate::common::sweep_cpu_watched(
         profile,
         vec![(main, n8ncap::record::Role::Main)],
         Settings::regular(None, "test"),
@@ -381,8 +381,8 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
 /// from it; a damaged scenario in the saved summary is refused with its field.
 #[test]
 fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
-    let port = common::free_port();
-    let _sim = common::spawn_role(
+    let port = crate::common::free_port();
+    let _sim = crate::common::spawn_role(
         &[
             "sim",
             "all",
@@ -416,7 +416,7 @@ fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let out_dir = d.join("run");
-    let out = std::process::Command::new(common::bin())
+    let out = std::process::Command::new(crate::common::bin())
         .args([
             "sweep",
             "--profile",
@@ -441,7 +441,7 @@ fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = common::run_json(&["diagnose", out_dir.to_str().unwrap(), "--json"]);
+    let v = crate::common::run_json(&["diagnose", out_dir.to_str().unwrap(), "--json"]);
     let d_json = &v["diagnosis"];
     assert_eq!(
         d_json["capping_limit"], "worker_concurrency",
@@ -461,7 +461,7 @@ fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
     saved["scenarios"][0]["share"] = serde_json::json!(5.0);
     let damaged = d.join("damaged.json");
     std::fs::write(&damaged, saved.to_string()).unwrap();
-    let out = std::process::Command::new(common::bin())
+    let out = std::process::Command::new(crate::common::bin())
         .args(["diagnose", damaged.to_str().unwrap()])
         .output()
         .unwrap();
@@ -481,7 +481,7 @@ async fn an_open_mix_splits_the_arrival_rate_by_weight() {
          - {{name: notify, weight: 3, request: {{url: /webhook/notify, body: {{sleep_ms: 50}}}}}}\n",
         stack.main_url
     );
-    let s = common::sweep(Profile::parse(&text, "open-mix").unwrap(), None).await;
+    let s = crate::common::sweep(Profile::parse(&text, "open-mix").unwrap(), None).await;
     let st = &s.stages[0];
     let (code, notify) = (&st.scenarios[0], &st.scenarios[1]);
     assert_eq!(code.requests + notify.requests, st.requests);

@@ -1,0 +1,45 @@
+//! Every integration test in one binary: cargo runs test binaries one after another, but the
+//! tests of one binary side by side (`RUST_TEST_THREADS`, set in `.cargo/config.toml`). Most
+//! of these tests wait on real stages, servers and containers rather than compute, so running
+//! them together cuts the suite's wall time, and one binary is linked once instead of twenty.
+//! Each file is still a module of its own (`cargo test --test integration k6::` runs one).
+
+#[path = "adaptive.rs"]
+mod adaptive;
+#[path = "audit.rs"]
+mod audit;
+#[path = "cli.rs"]
+mod cli;
+mod common;
+#[path = "compose_example.rs"]
+mod compose_example;
+#[path = "diagnose.rs"]
+mod diagnose;
+#[path = "docker.rs"]
+mod docker;
+#[path = "fuzz.rs"]
+mod fuzz;
+#[path = "grafana.rs"]
+mod grafana;
+#[path = "history.rs"]
+mod history;
+#[path = "hostile.rs"]
+mod hostile;
+#[path = "k6.rs"]
+mod k6;
+#[path = "k8s.rs"]
+mod k8s;
+#[path = "metrics_real.rs"]
+mod metrics_real;
+#[path = "redis.rs"]
+mod redis;
+#[path = "report.rs"]
+mod report;
+#[path = "sim_fidelity.rs"]
+mod sim_fidelity;
+#[path = "sim_processes.rs"]
+mod sim_processes;
+#[path = "sweep.rs"]
+mod sweep;
+#[path = "workloads.rs"]
+mod workloads;
