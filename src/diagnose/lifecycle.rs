@@ -349,28 +349,42 @@ fn measured(
         .filter_map(|s| {
             let r = s.memory_by_role.iter().find(|r| r.role == Role::Runner)?;
             let growth = (r.max_bytes - r.baseline_bytes) / MIB;
-            let mut tasks = s.throughput_rps * code_s;
-            if let Some(n) = s.vus {
-                tasks = tasks.min(n as f64);
-            }
             let limits: Vec<u32> = s
                 .containers
                 .iter()
                 .filter(|c| c.role == Role::Runner)
                 .filter_map(|c| c.runner_limit)
                 .collect();
-            if !limits.is_empty() {
-                tasks = tasks.min(limits.iter().sum::<u32>() as f64);
+            let capacity = (!limits.is_empty()).then(|| limits.iter().sum::<u32>() as f64);
+            // The peak is the highest reading: when Code is (nearly) the whole job, every job
+            // in flight holds its task then (up to the runners' capacity); else the tasks
+            // running on average, X × C.
+            let response_s = s.latency.as_ref().map(|l| l.mean_ms / 1000.0);
+            let code_bound = response_s.is_some_and(|r| r > 0.0 && code_s >= 0.8 * r);
+            let mut tasks = match (s.vus, code_bound) {
+                (Some(n), true) => n as f64,
+                _ => s.throughput_rps * code_s,
+            };
+            if let Some(n) = s.vus {
+                tasks = tasks.min(n as f64);
             }
-            (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some((s, growth, tasks))
+            if let Some(c) = capacity {
+                tasks = tasks.min(c);
+            }
+            (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some((s, growth, tasks, code_bound))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (s, growth, tasks) = best;
+    let (s, growth, tasks, code_bound) = best;
+    let how = if code_bound {
+        "the jobs in flight, each holding its Code task"
+    } else {
+        "runner tasks running on average (X × C)"
+    };
     Some(RunnerMemory {
         per_task_mib: Sourced::new(
             growth / tasks,
             format!(
-                "measured: the runners grew {growth:.0} MiB over {tasks:.1} runner tasks running (X × C) in stage {}",
+                "measured: the runners grew {growth:.0} MiB over {tasks:.1} {how} in stage {}",
                 s.index + 1
             ),
         ),
@@ -683,7 +697,7 @@ mod tests {
 
     #[test]
     fn per_task_memory_is_the_runners_growth_over_the_tasks_running() {
-        // 4 in flight, 1 s Code jobs at 3.9/s: 3.9 tasks running; runners grew 256 MiB.
+        // 4 in flight, 1 s jobs at 3.9/s; the runners grew 256 MiB at their peak reading.
         let mut s = closed(0, 4, 3.9);
         s.containers = vec![container("r", Role::Runner)];
         s.memory_by_role = vec![RoleMemory {
@@ -693,14 +707,17 @@ mod tests {
             mean_bytes: 350.0 * MIB,
             max_bytes: 406.0 * MIB,
         }];
+        // All Code: at the peak reading each of the 4 jobs holds its task.
         let set = settings(1.0, Some(10), Some(5));
         let m = runner_memory(std::slice::from_ref(&s), &set, &[]).unwrap();
-        assert!((m.per_task_mib.value - 256.0 / 3.9).abs() < 1e-9);
+        assert!((m.per_task_mib.value - 64.0).abs() < 1e-9);
         assert_eq!(m.base_mib.value, 150.0);
-        assert_eq!(
-            memory_needed_mib(5.0, &m, 1.0),
-            (5.0 * 256.0 / 3.9 + 150.0_f64).ceil()
-        );
+        assert_eq!(memory_needed_mib(5.0, &m, 1.0), 5.0 * 64.0 + 150.0);
+        // 0.3 s of Code in a 1 s job: the tasks running on average, X × C = 3.9 × 0.3.
+        let mut part = settings(1.0, Some(10), Some(5));
+        part.code_time = Some(Sourced::new(0.3, "test"));
+        let m = runner_memory(std::slice::from_ref(&s), &part, &[]).unwrap();
+        assert!((m.per_task_mib.value - 256.0 / (3.9 * 0.3)).abs() < 1e-9);
     }
 
     #[test]
