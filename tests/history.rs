@@ -445,20 +445,7 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
 async fn tls_prometheus(dir: &std::path::Path) -> (String, PathBuf) {
     use http_body_util::Full;
     use hyper_util::rt::TokioIo;
-    use tokio_rustls::rustls;
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let pem = dir.join("ca.pem");
-    std::fs::write(&pem, cert.cert.pem()).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.cert.der().clone()], key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let (acceptor, pem) = crate::common::tls_acceptor(dir);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {

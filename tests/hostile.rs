@@ -1305,16 +1305,19 @@ fn a_docker_api_naming_containers_with_escape_sequences_drives_no_terminal() {
     }
 }
 
-/// A `/metrics` that answers, in turn, gauges of NaN, +Inf, −100 and 1e308 and a CPU counter
-/// that jumps between two processes (10 s, 0.5 s, 10 s …); everything else is a webhook's 200.
-fn impossible_metrics_server() -> u16 {
+/// An HTTP/1.1 server on loopback: each request's head goes to `answer`, which gives the
+/// status line's tail and the body; connections are kept alive, request bodies read past.
+fn http_server<F>(answer: F) -> u16
+where
+    F: Fn(&str) -> (&'static str, String) + Send + Sync + 'static,
+{
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let turn = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let answer = std::sync::Arc::new(answer);
     std::thread::spawn(move || {
         for s in listener.incoming() {
             let Ok(mut s) = s else { continue };
-            let turn = turn.clone();
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -1342,23 +1345,12 @@ fn impossible_metrics_server() -> u16 {
                         }
                     }
                     buf.drain(..end + 4 + len);
-                    let body = if head.starts_with("GET /metrics") {
-                        let i = turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let (w, a) = [("NaN", "+Inf"), ("-100", "1e308"), ("1e308", "-5")][i % 3];
-                        let cpu = if i.is_multiple_of(2) { "10" } else { "0.5" };
-                        format!(
-                            "n8n_scaling_mode_queue_jobs_waiting {w}\nn8n_scaling_mode_queue_jobs_active {a}\n\
-                             n8n_scaling_mode_queue_jobs_completed 5\nn8n_scaling_mode_queue_jobs_failed 0\n\
-                             n8n_process_cpu_seconds_total {cpu}\nn8n_process_resident_memory_bytes 1e8\n"
-                        )
-                    } else {
-                        "{\"ok\":true}".to_string()
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    let (status, body) = answer(&head);
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}",
                         body.len()
                     );
-                    if s.write_all(answer.as_bytes()).is_err() {
+                    if s.write_all(reply.as_bytes()).is_err() {
                         return;
                     }
                 }
@@ -1366,6 +1358,28 @@ fn impossible_metrics_server() -> u16 {
         }
     });
     port
+}
+
+/// A `/metrics` that answers, in turn, gauges of NaN, +Inf, −100 and 1e308 and a CPU counter
+/// that jumps between two processes (10 s, 0.5 s, 10 s …); everything else is a webhook's 200.
+fn impossible_metrics_server() -> u16 {
+    let turn = std::sync::atomic::AtomicUsize::new(0);
+    http_server(move |head| {
+        if !head.starts_with("GET /metrics") {
+            return ("200 OK", "{\"ok\":true}".to_string());
+        }
+        let i = turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (w, a) = [("NaN", "+Inf"), ("-100", "1e308"), ("1e308", "-5")][i % 3];
+        let cpu = if i.is_multiple_of(2) { "10" } else { "0.5" };
+        (
+            "200 OK",
+            format!(
+                "n8n_scaling_mode_queue_jobs_waiting {w}\nn8n_scaling_mode_queue_jobs_active {a}\n\
+                 n8n_scaling_mode_queue_jobs_completed 5\nn8n_scaling_mode_queue_jobs_failed 0\n\
+                 n8n_process_cpu_seconds_total {cpu}\nn8n_process_resident_memory_bytes 1e8\n"
+            ),
+        )
+    })
 }
 
 #[test]
@@ -1427,52 +1441,30 @@ fn a_metrics_endpoint_serving_impossible_values_gives_gaps_not_a_verdict() {
 /// A Prometheus API that answers only with the right bearer token: empty matrices then, a 401
 /// page otherwise; it records every Authorization header it saw.
 fn guarded_prometheus(token: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { continue };
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&buf).to_string();
-                let auth = head
-                    .lines()
-                    .find_map(|l| {
-                        l.strip_prefix("authorization: ")
-                            .or(l.strip_prefix("Authorization: "))
-                    })
-                    .unwrap_or("")
-                    .to_string();
-                log.lock().unwrap().push(auth.clone());
-                let (status, body) = if auth == format!("Bearer {token}") {
-                    let data = if head.contains("/api/v1/query_range") {
-                        r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#
-                    } else {
-                        r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#
-                    };
-                    ("200 OK", data)
-                } else {
-                    ("401 Unauthorized", "<html>401 Unauthorized</html>")
-                };
-                let _ = s.write_all(
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
-                    .as_bytes(),
-                );
-            });
+    let port = http_server(move |head| {
+        let auth = head
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("authorization: ")
+                    .or(l.strip_prefix("Authorization: "))
+            })
+            .unwrap_or("")
+            .to_string();
+        log.lock().unwrap().push(auth.clone());
+        if auth != format!("Bearer {token}") {
+            return ("401 Unauthorized", "<html>401 Unauthorized</html>".into());
         }
+        let kind = if head.contains("/api/v1/query_range") {
+            "matrix"
+        } else {
+            "vector"
+        };
+        (
+            "200 OK",
+            format!(r#"{{"status":"success","data":{{"resultType":"{kind}","result":[]}}}}"#),
+        )
     });
     (port, seen)
 }

@@ -231,32 +231,28 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         warnings: Vec::new(),
         exporter: None,
     };
-    let fetch = |metric: &'static str| {
-        let sel = selector(metric, &q.matchers);
-        async move { src.query_range(&sel, q.start, q.end, step).await }
-    };
-    let queue = |m: crate::observe::prometheus::Matrix, h: &mut History| {
-        h.warnings.extend(m.warnings.iter().cloned());
-        m.series
-    };
-    let active = fetch("n8n_scaling_mode_queue_jobs_active").await?;
-    let active = queue(active, &mut h);
-    let waiting = fetch("n8n_scaling_mode_queue_jobs_waiting").await?;
-    let waiting = queue(waiting, &mut h);
-    let completed = fetch("n8n_scaling_mode_queue_jobs_completed").await?;
-    let completed = queue(completed, &mut h);
-    let failed = fetch("n8n_scaling_mode_queue_jobs_failed").await?;
-    let failed = queue(failed, &mut h);
-    let cpu = fetch("n8n_process_cpu_seconds_total").await?;
-    let cpu = queue(cpu, &mut h);
-    let rss = fetch("n8n_process_resident_memory_bytes").await?;
-    let rss = queue(rss, &mut h);
-    let lag = fetch("n8n_nodejs_eventloop_lag_seconds").await?;
-    let lag = queue(lag, &mut h);
-    let dur_sum = fetch("n8n_workflow_execution_duration_seconds_sum").await?;
-    let dur_sum = queue(dur_sum, &mut h);
-    let dur_count = fetch("n8n_workflow_execution_duration_seconds_count").await?;
-    let dur_count = queue(dur_count, &mut h);
+    // n8n's series, each read over the whole range; Prometheus' warnings kept.
+    const READ: [&str; 9] = [
+        "n8n_scaling_mode_queue_jobs_active",
+        "n8n_scaling_mode_queue_jobs_waiting",
+        "n8n_scaling_mode_queue_jobs_completed",
+        "n8n_scaling_mode_queue_jobs_failed",
+        "n8n_process_cpu_seconds_total",
+        "n8n_process_resident_memory_bytes",
+        "n8n_nodejs_eventloop_lag_seconds",
+        "n8n_workflow_execution_duration_seconds_sum",
+        "n8n_workflow_execution_duration_seconds_count",
+    ];
+    let mut read: Vec<Vec<Series>> = Vec::with_capacity(READ.len());
+    for metric in READ {
+        let m = src
+            .query_range(&selector(metric, &q.matchers), q.start, q.end, step)
+            .await?;
+        h.warnings.extend(m.warnings);
+        read.push(m.series);
+    }
+    let [active, waiting, completed, failed, cpu, rss, lag, dur_sum, dur_count] =
+        <[Vec<Series>; 9]>::try_from(read).unwrap_or_else(|_| unreachable!());
     h.exporter = exporter(src, q).await;
     h.processes = processes(&active, &cpu);
     // Main's queue figures: the series with the most samples (every main reports the same

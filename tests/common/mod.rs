@@ -245,3 +245,25 @@ pub async fn sweep_cpu_watched(
     .expect("sweep runs");
     s
 }
+
+/// A TLS acceptor with a self-signed certificate for "localhost" made here, and the PEM file
+/// of that certificate (to trust it as a CA).
+pub fn tls_acceptor(dir: &std::path::Path) -> (tokio_rustls::TlsAcceptor, std::path::PathBuf) {
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    (
+        tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
+        pem,
+    )
+}
