@@ -803,12 +803,21 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
             Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
         }
     }
-    if let Some(dir) = &h.out {
-        crate::record::dir::ResultsDir::create(dir, false)?;
-    }
-    let mut hist = history::read(&src, &q)
-        .await
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", src.shown))?;
+    // A bad --out fails before the read, not after it.
+    let made = match &h.out {
+        Some(dir) => history_out(dir)?,
+        None => false,
+    };
+    let mut hist = match history::read(&src, &q).await {
+        Ok(h) => h,
+        Err(e) => {
+            // Nothing was read: leave no empty results directory behind.
+            if let (Some(dir), true) = (&h.out, made) {
+                let _ = std::fs::remove_dir(dir);
+            }
+            anyhow::bail!("reading {}: {e}", src.shown);
+        }
+    };
     let timeout_s = a.settings.task_request_timeout()?;
     // Recorded with the windows, so the saved run is judged again with the same settings.
     let known = flags.clone().or(crate::diagnose::history::settings(&hist));
@@ -878,6 +887,29 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
         println!("{}", crate::util::for_terminal(&folded));
     }
     Ok(error::EXIT_OK)
+}
+
+/// The history's results directory: refused when it holds a run's results already; true when
+/// it was made here (and so may be removed again if nothing is read).
+fn history_out(dir: &std::path::Path) -> anyhow::Result<bool> {
+    if ["summary.json", "stages.jsonl", "history.json"]
+        .iter()
+        .any(|f| dir.join(f).exists())
+    {
+        return Err(BadInput(format!(
+            "{} already holds the results of a run: choose another --out",
+            dir.display()
+        ))
+        .into());
+    }
+    let existed = dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the results directory {}: {e}; choose another with --out",
+            dir.display()
+        )
+    })?;
+    Ok(!existed)
 }
 
 /// The range: --since back from --end (or now), or --start to --end.

@@ -1536,6 +1536,7 @@ fn a_prometheus_that_never_answers_times_out_with_its_name() {
         }
     });
     let t = Instant::now();
+    let results = dir("silentprom").join("out");
     let out = run(&[
         "diagnose",
         "--prometheus",
@@ -1544,6 +1545,8 @@ fn a_prometheus_that_never_answers_times_out_with_its_name() {
         "1h",
         "--prometheus-timeout",
         "1s",
+        "--out",
+        results.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -1552,6 +1555,8 @@ fn a_prometheus_that_never_answers_times_out_with_its_name() {
         stderr(&out)
     );
     assert!(t.elapsed() < Duration::from_secs(20));
+    // Nothing was read: no empty results directory is left behind.
+    assert!(!results.exists());
 }
 
 /// A sweep and a Prometheus diagnosis into a pipe whose reader is gone: their own exit code,
