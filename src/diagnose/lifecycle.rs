@@ -264,8 +264,8 @@ fn capitalised(w: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Per-task memory peak and idle base of the runners: measured where a stage's runners grew
-/// (Σ runners' growth at one reading ÷ runner tasks running, X × C), else the body's
+/// Per-task memory and idle base of the runners: measured where a stage's runners grew (their
+/// mean memory above the base ÷ the runner tasks running, X × C), else the body's
 /// `alloc_mb`, else a lower bound from a kill (memory limit − base over the tasks it held).
 pub fn runner_memory(
     stages: &[StageResult],
@@ -348,43 +348,33 @@ fn measured(
         })
         .filter_map(|s| {
             let r = s.memory_by_role.iter().find(|r| r.role == Role::Runner)?;
-            let growth = (r.max_bytes - r.baseline_bytes) / MIB;
+            // Both sides are the window's averages: the runners' memory above their base, and
+            // the runner tasks running (X × C, Little's law). A peak over a mean would count a
+            // moment when more tasks overlapped than on average, and that moment depends on
+            // how busy the machine was.
+            let growth = (r.mean_bytes - r.baseline_bytes) / MIB;
             let limits: Vec<u32> = s
                 .containers
                 .iter()
                 .filter(|c| c.role == Role::Runner)
                 .filter_map(|c| c.runner_limit)
                 .collect();
-            let capacity = (!limits.is_empty()).then(|| limits.iter().sum::<u32>() as f64);
-            // The peak is the highest reading: when Code is (nearly) the whole job, every job
-            // in flight holds its task then (up to the runners' capacity); else the tasks
-            // running on average, X × C.
-            let response_s = s.latency.as_ref().map(|l| l.mean_ms / 1000.0);
-            let code_bound = response_s.is_some_and(|r| r > 0.0 && code_s >= 0.8 * r);
-            let mut tasks = match (s.vus, code_bound) {
-                (Some(n), true) => n as f64,
-                _ => s.throughput_rps * code_s,
-            };
+            let mut tasks = s.throughput_rps * code_s;
             if let Some(n) = s.vus {
                 tasks = tasks.min(n as f64);
             }
-            if let Some(c) = capacity {
-                tasks = tasks.min(c);
+            if !limits.is_empty() {
+                tasks = tasks.min(limits.iter().sum::<u32>() as f64);
             }
-            (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some((s, growth, tasks, code_bound))
+            (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some((s, growth, tasks))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (s, growth, tasks, code_bound) = best;
-    let how = if code_bound {
-        "the jobs in flight, each holding its Code task"
-    } else {
-        "runner tasks running on average (X × C)"
-    };
+    let (s, growth, tasks) = best;
     Some(RunnerMemory {
         per_task_mib: Sourced::new(
             growth / tasks,
             format!(
-                "measured: the runners grew {growth:.0} MiB over {tasks:.1} {how} in stage {}",
+                "measured: the runners held {growth:.0} MiB above their base on average over {tasks:.1} runner tasks running (X × C) in stage {}",
                 s.index + 1
             ),
         ),
@@ -422,7 +412,7 @@ pub fn findings(
                 "runner-task-memory",
                 Severity::Info,
                 format!(
-                    "Each Code task peaked at {:.0} MiB in the runners; a runner holds {:.0} MiB without tasks",
+                    "Each Code task holds ≈ {:.0} MiB in the runners; a runner holds {:.0} MiB without tasks",
                     m.per_task_mib.value, m.base_mib.value
                 ),
             )
@@ -697,7 +687,7 @@ mod tests {
 
     #[test]
     fn per_task_memory_is_the_runners_growth_over_the_tasks_running() {
-        // 4 in flight, 1 s jobs at 3.9/s; the runners grew 256 MiB at their peak reading.
+        // 4 in flight, 1 s jobs at 3.9/s; the runners held 200 MiB above their base on average.
         let mut s = closed(0, 4, 3.9);
         s.containers = vec![container("r", Role::Runner)];
         s.memory_by_role = vec![RoleMemory {
@@ -707,17 +697,20 @@ mod tests {
             mean_bytes: 350.0 * MIB,
             max_bytes: 406.0 * MIB,
         }];
-        // All Code: at the peak reading each of the 4 jobs holds its task.
+        // On average 200 MiB above the base over X × C = 3.9 × 1 s tasks running.
         let set = settings(1.0, Some(10), Some(5));
         let m = runner_memory(std::slice::from_ref(&s), &set, &[]).unwrap();
-        assert!((m.per_task_mib.value - 64.0).abs() < 1e-9);
+        assert!((m.per_task_mib.value - 200.0 / 3.9).abs() < 1e-9);
         assert_eq!(m.base_mib.value, 150.0);
-        assert_eq!(memory_needed_mib(5.0, &m, 1.0), 5.0 * 64.0 + 150.0);
-        // 0.3 s of Code in a 1 s job: the tasks running on average, X × C = 3.9 × 0.3.
+        assert_eq!(
+            memory_needed_mib(5.0, &m, 1.0),
+            (5.0 * 200.0 / 3.9 + 150.0_f64).ceil()
+        );
+        // 0.3 s of Code in a 1 s job: X × C = 3.9 × 0.3 tasks.
         let mut part = settings(1.0, Some(10), Some(5));
         part.code_time = Some(Sourced::new(0.3, "test"));
         let m = runner_memory(std::slice::from_ref(&s), &part, &[]).unwrap();
-        assert!((m.per_task_mib.value - 256.0 / (3.9 * 0.3)).abs() < 1e-9);
+        assert!((m.per_task_mib.value - 200.0 / (3.9 * 0.3)).abs() < 1e-9);
     }
 
     #[test]

@@ -220,18 +220,18 @@ pub struct ContainerDeath {
 /// Memory one Code task takes in a runner, and a runner's memory without tasks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunnerMemory {
-    /// MiB per task at its peak: Δ memory ÷ tasks running (measured), the request body's
+    /// MiB per task: mean Δ memory ÷ tasks running (measured), the request body's
     /// `alloc_mb` (declared), or a lower bound from a kill (the limit ÷ tasks held).
     pub per_task_mib: Sourced<f64>,
     /// MiB of a runner before load.
     pub base_mib: Sourced<f64>,
-    /// Runner tasks running when the peak was measured (X × C), when it was measured.
+    /// Runner tasks running on average in the stage measured (X × C).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<f64>,
     /// The stage measured (0-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<usize>,
-    /// Σ runners' growth at one reading (MiB).
+    /// Σ runners' mean memory above their base (MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth_mib: Option<f64>,
 }
