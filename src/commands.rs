@@ -598,12 +598,9 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
                     serde_json::to_string_pretty(&serde_json::json!({"memory_plan": m}))?
                 );
             } else {
-                println!("{}", crate::util::for_terminal(&text::memory_plan(m)));
+                println!("{}", for_width(&text::memory_plan(m)));
                 println!("{}", text::memory_plan_snippet(m, a.format));
-                println!(
-                    "{}",
-                    crate::util::for_terminal(&format!("No capacity plan: {why}"))
-                );
+                println!("{}", for_width(&format!("No capacity plan: {why}")));
             }
             return Ok(error::EXIT_OK);
         }
@@ -614,9 +611,9 @@ fn recommend_cmd(a: RecommendArgs) -> anyhow::Result<i32> {
     } else {
         use crate::cli::RecommendFormat;
         if let Some(m) = memory.as_ref().filter(|m| m.oom_killed) {
-            println!("{}", crate::util::for_terminal(&text::memory_plan(m)));
+            println!("{}", for_width(&text::memory_plan(m)));
         }
-        println!("{}", crate::util::for_terminal(&text::recommendation(&rec)));
+        println!("{}", for_width(&text::recommendation(&rec)));
         println!(
             "{}",
             match a.format {
@@ -887,6 +884,13 @@ async fn history_cmd(a: DiagnoseArgs) -> anyhow::Result<i32> {
         println!("{}", crate::util::for_terminal(&folded));
     }
     Ok(error::EXIT_OK)
+}
+
+/// Prose for the terminal: folded to its width (100 columns when piped), control characters
+/// escaped.
+fn for_width(text: &str) -> String {
+    let folded = crate::report::width::fold(text.trim_end(), crate::report::width::output_width());
+    crate::util::for_terminal(&folded).into_owned()
 }
 
 /// The history's results directory: refused when it holds a run's results already; true when
