@@ -189,60 +189,102 @@ fn refresh_of(g: &Grid, step: f64) -> Option<f64> {
     Some(changes[changes.len() / 2] as f64 * step)
 }
 
+/// The step: `--step`, else the scrape interval, else the range ÷ [`MAX_STEPS`] when that is
+/// coarser; with the reason, for the output.
+fn choose_step(q: &Query, interval: Option<f64>) -> (f64, String) {
+    if let Some(s) = q.step {
+        return (s, "flag --step".to_string());
+    }
+    let floor = ((q.end - q.start).max(0.0) / MAX_STEPS).ceil().max(1.0);
+    match interval {
+        Some(i) if i >= floor => (
+            i.round().max(1.0),
+            format!(
+                "the scrape interval (≈ {i:.1} s between samples in the range's last 5 minutes)"
+            ),
+        ),
+        Some(i) => (
+            floor,
+            format!("the range ÷ {MAX_STEPS:.0} steps (the scrape interval, ≈ {i:.1} s, is finer)"),
+        ),
+        None => (
+            floor.max(15.0),
+            "15 s (no scrape interval could be read), or the range ÷ 40 320 steps".into(),
+        ),
+    }
+}
+
+impl History {
+    /// A reading of `q` at `step`, before any series is read.
+    fn empty(source: String, q: &Query, step: Sourced<f64>, interval: Option<f64>) -> History {
+        History {
+            source,
+            start: q.start,
+            end: q.end,
+            matchers: q.matchers.clone(),
+            step_s: step,
+            scrape_interval_s: interval,
+            queue_refresh_s: None,
+            window_s: 0.0,
+            processes: Vec::new(),
+            windows: Vec::new(),
+            gap_steps: 0,
+            gaps: Vec::new(),
+            resets: Vec::new(),
+            warnings: Vec::new(),
+            exporter: None,
+        }
+    }
+}
+
+/// The step grid of the range: every series read is put on it and checked there.
+#[derive(Clone, Copy)]
+struct Steps {
+    start: f64,
+    step: f64,
+    n: usize,
+}
+
+impl Steps {
+    /// `s` on the grid, named by its metric and target, impossible samples made gaps.
+    fn checked(&self, s: &Series, metric: &str, gauge: bool, h: &mut History) -> Grid {
+        let (job, inst) = key(&s.labels);
+        let name = format!("{metric}{{job={job},instance={inst}}}");
+        let mut g = grid(s, name, self.start, self.step, self.n);
+        check(&mut g, gauge, self.start, self.step, h);
+        g
+    }
+
+    /// Main's figure of `metric`: the series with the most samples (every main reports the
+    /// same queue, read from Redis).
+    fn main(&self, v: &[Series], metric: &str, gauge: bool, h: &mut History) -> Option<Grid> {
+        let s = v.iter().max_by_key(|s| s.points.len())?;
+        Some(self.checked(s, metric, gauge, h))
+    }
+
+    fn increases(&self, g: &Grid, h: &mut History) -> Vec<Option<f64>> {
+        increases(g, self.start, self.step, h)
+    }
+}
+
+/// n8n's series, each read over the whole range; Prometheus' warnings kept.
+const READ: [&str; 9] = [
+    "n8n_scaling_mode_queue_jobs_active",
+    "n8n_scaling_mode_queue_jobs_waiting",
+    "n8n_scaling_mode_queue_jobs_completed",
+    "n8n_scaling_mode_queue_jobs_failed",
+    "n8n_process_cpu_seconds_total",
+    "n8n_process_resident_memory_bytes",
+    "n8n_nodejs_eventloop_lag_seconds",
+    "n8n_workflow_execution_duration_seconds_sum",
+    "n8n_workflow_execution_duration_seconds_count",
+];
+
 /// Reads the range and cuts it into windows.
 pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
-    let range = (q.end - q.start).max(0.0);
     let interval = scrape_interval(src, q).await;
-    let (step, step_source) = match q.step {
-        Some(s) => (s, "flag --step".to_string()),
-        None => {
-            let floor = (range / MAX_STEPS).ceil().max(1.0);
-            match interval {
-                Some(i) if i >= floor => (
-                    i.round().max(1.0),
-                    format!("the scrape interval (≈ {i:.1} s between samples in the range's last 5 minutes)"),
-                ),
-                Some(i) => (
-                    floor,
-                    format!("the range ÷ {MAX_STEPS:.0} steps (the scrape interval, ≈ {i:.1} s, is finer)"),
-                ),
-                None => (
-                    floor.max(15.0),
-                    "15 s (no scrape interval could be read), or the range ÷ 40 320 steps".into(),
-                ),
-            }
-        }
-    };
-    let n = ((range / step).floor() as usize + 1).max(1);
-    let mut h = History {
-        source: src.shown.clone(),
-        start: q.start,
-        end: q.end,
-        matchers: q.matchers.clone(),
-        step_s: Sourced::new(step, step_source),
-        scrape_interval_s: interval,
-        queue_refresh_s: None,
-        window_s: 0.0,
-        processes: Vec::new(),
-        windows: Vec::new(),
-        gap_steps: 0,
-        gaps: Vec::new(),
-        resets: Vec::new(),
-        warnings: Vec::new(),
-        exporter: None,
-    };
-    // n8n's series, each read over the whole range; Prometheus' warnings kept.
-    const READ: [&str; 9] = [
-        "n8n_scaling_mode_queue_jobs_active",
-        "n8n_scaling_mode_queue_jobs_waiting",
-        "n8n_scaling_mode_queue_jobs_completed",
-        "n8n_scaling_mode_queue_jobs_failed",
-        "n8n_process_cpu_seconds_total",
-        "n8n_process_resident_memory_bytes",
-        "n8n_nodejs_eventloop_lag_seconds",
-        "n8n_workflow_execution_duration_seconds_sum",
-        "n8n_workflow_execution_duration_seconds_count",
-    ];
+    let (step, why) = choose_step(q, interval);
+    let mut h = History::empty(src.shown.clone(), q, Sourced::new(step, why), interval);
     let mut read: Vec<Vec<Series>> = Vec::with_capacity(READ.len());
     for metric in READ {
         let m = src
@@ -255,100 +297,27 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         <[Vec<Series>; 9]>::try_from(read).unwrap_or_else(|_| unreachable!());
     h.exporter = exporter(src, q).await;
     h.processes = processes(&active, &cpu);
-    // Main's queue figures: the series with the most samples (every main reports the same
-    // queue, read from Redis).
-    let pick = |v: &[Series], what: &str, h: &mut History, gauge: bool| -> Option<Grid> {
-        let s = v.iter().max_by_key(|s| s.points.len())?;
-        let (job, inst) = key(&s.labels);
-        let mut g = grid(
-            s,
-            format!("{what}{{job={job},instance={inst}}}"),
-            q.start,
-            step,
-            n,
-        );
-        check(&mut g, gauge, q.start, step, h);
-        Some(g)
+    let range = (q.end - q.start).max(0.0);
+    let g = Steps {
+        start: q.start,
+        step,
+        n: ((range / step).floor() as usize + 1).max(1),
     };
-    let a = pick(&active, "n8n_scaling_mode_queue_jobs_active", &mut h, true);
-    let w = pick(
-        &waiting,
-        "n8n_scaling_mode_queue_jobs_waiting",
-        &mut h,
-        true,
-    );
-    let c = pick(
-        &completed,
-        "n8n_scaling_mode_queue_jobs_completed",
-        &mut h,
-        false,
-    );
-    let f = pick(&failed, "n8n_scaling_mode_queue_jobs_failed", &mut h, false);
-    let ds = pick(
-        &dur_sum,
-        "n8n_workflow_execution_duration_seconds_sum",
-        &mut h,
-        false,
-    );
-    let dc = pick(
-        &dur_count,
-        "n8n_workflow_execution_duration_seconds_count",
-        &mut h,
-        false,
-    );
+    let a = g.main(&active, READ[0], true, &mut h);
+    let w = g.main(&waiting, READ[1], true, &mut h);
+    let c = g.main(&completed, READ[2], false, &mut h);
+    let f = g.main(&failed, READ[3], false, &mut h);
+    let ds = g.main(&dur_sum, READ[7], false, &mut h);
+    let dc = g.main(&dur_count, READ[8], false, &mut h);
     h.queue_refresh_s = c
         .as_ref()
-        .and_then(|g| refresh_of(g, step))
-        .or(a.as_ref().and_then(|g| refresh_of(g, step)));
-    let done = c.as_ref().map(|g| increases(g, q.start, step, &mut h));
-    let fail = f.as_ref().map(|g| increases(g, q.start, step, &mut h));
-    let dsum = ds.as_ref().map(|g| increases(g, q.start, step, &mut h));
-    let dcnt = dc.as_ref().map(|g| increases(g, q.start, step, &mut h));
-    let mut cpu_inc: Vec<Proc> = Vec::new();
-    for s in &cpu {
-        let (job, inst) = key(&s.labels);
-        let Some(p) = h
-            .processes
-            .iter()
-            .find(|p| p.job == job && p.instance == inst)
-            .cloned()
-        else {
-            continue;
-        };
-        let mut g = grid(
-            s,
-            format!("n8n_process_cpu_seconds_total{{job={job},instance={inst}}}"),
-            q.start,
-            step,
-            n,
-        );
-        check(&mut g, false, q.start, step, &mut h);
-        let inc = increases(&g, q.start, step, &mut h);
-        let gauge = |v: &[Series], metric: &str, h: &mut History| {
-            v.iter()
-                .find(|x| key(&x.labels) == (job.clone(), inst.clone()))
-                .map(|x| {
-                    let mut g = grid(
-                        x,
-                        format!("{metric}{{job={job},instance={inst}}}"),
-                        q.start,
-                        step,
-                        n,
-                    );
-                    check(&mut g, false, q.start, step, h);
-                    g.values
-                })
-        };
-        let rss = gauge(&rss, "n8n_process_resident_memory_bytes", &mut h);
-        let lag = gauge(&lag, "n8n_nodejs_eventloop_lag_seconds", &mut h);
-        cpu_inc.push(Proc {
-            name: p.name(),
-            role: p.role,
-            cpu: inc,
-            rss,
-            lag,
-        });
-    }
+        .and_then(|x| refresh_of(x, step))
+        .or(a.as_ref().and_then(|x| refresh_of(x, step)));
+    let done = c.as_ref().map(|x| g.increases(x, &mut h));
+    let fail = f.as_ref().map(|x| g.increases(x, &mut h));
+    let dsum = ds.as_ref().map(|x| g.increases(x, &mut h));
+    let dcnt = dc.as_ref().map(|x| g.increases(x, &mut h));
+    let procs = per_process(&g, (&cpu, &rss, &lag), &mut h);
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
         .window
@@ -356,7 +325,6 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         .max(3.0 * refresh)
         .max(5.0 * step)
         .min(range.max(step));
-    let per = ((h.window_s / step).round() as usize).max(1);
     let series = Series5 {
         a: a.as_ref(),
         w: w.as_ref(),
@@ -364,17 +332,55 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         fail: fail.as_deref(),
         dsum: dsum.as_deref(),
         dcnt: dcnt.as_deref(),
-        cpu: &cpu_inc,
+        cpu: &procs,
     };
+    let per = ((h.window_s / step).round() as usize).max(1);
     let mut i = 0;
-    while i < n {
-        let j = (i + per).min(n);
+    while i < g.n {
+        let j = (i + per).min(g.n);
         if let Some(win) = window(&series, i, j, q.start, step, refresh) {
             h.windows.push(win);
         }
         i = j;
     }
     Ok(h)
+}
+
+/// Each process found: its CPU counter's increases, its resident memory and event-loop lag.
+fn per_process(
+    g: &Steps,
+    (cpu, rss, lag): (&[Series], &[Series], &[Series]),
+    h: &mut History,
+) -> Vec<Proc> {
+    let mut out = Vec::new();
+    for s in cpu {
+        let target = key(&s.labels);
+        let Some(p) = h
+            .processes
+            .iter()
+            .find(|p| (p.job.clone(), p.instance.clone()) == target)
+            .cloned()
+        else {
+            continue;
+        };
+        let counter = g.checked(s, READ[4], false, h);
+        let cpu = g.increases(&counter, h);
+        let mut gauge = |v: &[Series], metric: &str| {
+            v.iter()
+                .find(|x| key(&x.labels) == target)
+                .map(|x| g.checked(x, metric, false, h).values)
+        };
+        let rss = gauge(rss, READ[5]);
+        let lag = gauge(lag, READ[6]);
+        out.push(Proc {
+            name: p.name(),
+            role: p.role,
+            cpu,
+            rss,
+            lag,
+        });
+    }
+    out
 }
 
 /// The per-step series a window is cut from.
@@ -545,23 +551,14 @@ mod tests {
     use super::*;
 
     fn empty_history() -> History {
-        History {
-            source: String::new(),
+        let q = Query {
             start: 0.0,
             end: 0.0,
             matchers: Vec::new(),
-            step_s: Sourced::new(1.0, "t"),
-            scrape_interval_s: None,
-            queue_refresh_s: None,
-            window_s: 60.0,
-            processes: Vec::new(),
-            windows: Vec::new(),
-            gap_steps: 0,
-            gaps: Vec::new(),
-            resets: Vec::new(),
-            warnings: Vec::new(),
-            exporter: None,
-        }
+            step: None,
+            window: None,
+        };
+        History::empty(String::new(), &q, Sourced::new(1.0, "t"), None)
     }
 
     #[test]
