@@ -4,7 +4,8 @@
 //! on the same stacks started as containers.
 
 use crate::common::*;
-use n8ncap::audit::{self, compose, RuleId};
+use n8ncap::audit::{self, compose};
+use n8ncap::findings::FindingId;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,7 +21,10 @@ fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
         &Default::default(),
         "t".into(),
     );
-    r.findings.into_iter().map(|f| f.finding.id).collect()
+    r.findings
+        .into_iter()
+        .map(|f| f.finding.id.to_string())
+        .collect()
 }
 
 #[test]
@@ -40,10 +44,9 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
         seen.insert(path.file_stem().unwrap().to_string_lossy().to_string());
     }
     // Rules of a live container's state (OOM kills, restarts) have theirs in tests/docker.rs.
-    let all: BTreeSet<String> = RuleId::ALL
-        .iter()
+    let all: BTreeSet<String> = FindingId::audit_rules()
         .filter(|r| !r.live_only())
-        .map(|r| r.id().to_string())
+        .map(|r| r.as_str().to_string())
         .collect();
     assert_eq!(seen, all, "one fixture per rule");
 }

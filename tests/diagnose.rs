@@ -423,7 +423,12 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
                 site.cores_used >= 0.85 * site.usable_cores.value,
                 "{site:?}"
             );
-            assert!(worker.cores_used < 0.85, "{worker:?}");
+            // Named because its bound is the lower one (the worker may be near its core too:
+            // both saturate when other processes share the host).
+            assert!(
+                site.bound_per_s <= worker.bound_per_s * 1.02,
+                "{site:?} named over {worker:?}"
+            );
             assert!(ceiling < 10.0 * 1.15, "{ceiling}");
             let why = rec.expect_err("no setting raises the host's CPU");
             assert!(why.contains("host"), "{why}");

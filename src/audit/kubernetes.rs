@@ -4,8 +4,9 @@
 //! more than a compose file can. Fixes name the charts' values where one chart is known to cause
 //! the case (8gears' worker autoscaling, n8n's keda.worker).
 
-use super::{env, finding, is_true, Ctx, RuleId};
+use super::{env, finding, is_true, Ctx};
 use crate::findings::Finding;
+use crate::findings::FindingId;
 use crate::topology::{K8sFacts, Node, Role};
 
 /// n8n's own graceful shutdown (`N8N_GRACEFUL_SHUTDOWN_TIMEOUT`) and the runners'
@@ -24,7 +25,7 @@ pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
             worker_probes(n, &k, out);
             if n.facts.memory_limit_bytes.is_none() {
                 out.push(
-                    finding(RuleId::WorkerWithoutMemoryLimit, n.name(), format!(
+                    finding(FindingId::WorkerWithoutMemoryLimit, n.name(), format!(
                         "{}: no memory limit on the worker container", n.name()
                     ))
                     .why("A worker holds every execution's data while it runs: without a limit one heavy workflow can take the node's memory, and the scheduler cannot place pods by it.")
@@ -60,7 +61,7 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
     let runner_per_pod = n.runner_capacity.map(|r| r / n.facts.replicas.max(1));
     match &k.autoscaler {
         None if !k.replicas_declared => out.push(
-            finding(RuleId::WorkerReplicasUnset, n.name(), format!(
+            finding(FindingId::WorkerReplicasUnset, n.name(), format!(
                 "{}: {} {} has no replicas and no autoscaler targets it: Kubernetes runs 1 pod ({per_pod} slots)",
                 n.name(), k.workload_kind, k.workload
             ))
@@ -72,7 +73,7 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
         ),
         None => {}
         Some(a) => {
-            let mut f = finding(RuleId::WorkerScaling, n.name(), format!(
+            let mut f = finding(FindingId::WorkerScaling, n.name(), format!(
                 "{}: {}–{} pods ({}) × {per_pod} slots = {}–{} worker slots{}",
                 n.name(), a.min, a.max, a.by,
                 a.min.saturating_mul(per_pod), a.max.saturating_mul(per_pod),
@@ -94,7 +95,7 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
                 .collect();
             if !resource.is_empty() && !queue_trigger {
                 out.push(
-                    finding(RuleId::WorkerAutoscaledOnCpu, n.name(), format!(
+                    finding(FindingId::WorkerAutoscaledOnCpu, n.name(), format!(
                         "{}: {} scales the workers on {} — their load is the jobs waiting in Redis",
                         n.name(), a.by, resource.join(" and ")
                     ))
@@ -110,7 +111,7 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
                 let db = t.database.as_deref().unwrap_or("0");
                 if list != want_list || db.trim() != want_db.trim() {
                     out.push(
-                        finding(RuleId::AutoscalerWrongQueue, n.name(), format!(
+                        finding(FindingId::AutoscalerWrongQueue, n.name(), format!(
                             "{}: {} watches list {list:?} in database {db}, but n8n queues jobs on {want_list:?} in database {want_db}",
                             n.name(), a.by
                         ))
@@ -132,7 +133,7 @@ fn worker_probes(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
         .collect();
     if !http.is_empty() && !is_true(env(n, "QUEUE_HEALTH_CHECK_ACTIVE")) {
         out.push(
-            finding(RuleId::WorkerProbeWithoutHealthCheck, n.name(), format!(
+            finding(FindingId::WorkerProbeWithoutHealthCheck, n.name(), format!(
                 "{}: HTTP {} probe(s) on a worker without QUEUE_HEALTH_CHECK_ACTIVE=true",
                 n.name(), http.join(" and ")
             ))
@@ -148,7 +149,7 @@ fn readiness(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
         .any(|p| p.kind == "readiness" && p.http_path.as_deref() == Some("/healthz"))
     {
         out.push(
-            finding(RuleId::ReadinessOnHealthz, n.name(), format!(
+            finding(FindingId::ReadinessOnHealthz, n.name(), format!(
                 "{}: the readiness probe asks /healthz, which answers as soon as the process is up",
                 n.name()
             ))
@@ -186,7 +187,7 @@ fn grace_period(c: &Ctx, n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
     let grace = k.termination_grace_period_s.unwrap_or(K8S_DEFAULT_GRACE_S);
     if grace < need {
         out.push(
-            finding(RuleId::GracePeriodTooShort, n.name(), format!(
+            finding(FindingId::GracePeriodTooShort, n.name(), format!(
                 "{}: terminationGracePeriodSeconds {grace}{} < {need} s, n8n's graceful shutdown{}",
                 n.name(),
                 if k.termination_grace_period_s.is_none() { " (Kubernetes' default)" } else { "" },
@@ -217,7 +218,7 @@ fn heap_above_limit(n: &Node, out: &mut Vec<Finding>) {
     let limit_mb = limit >> 20;
     if heap >= limit_mb {
         out.push(
-            finding(RuleId::HeapAboveMemoryLimit, n.name(), format!(
+            finding(FindingId::HeapAboveMemoryLimit, n.name(), format!(
                 "{}: NODE_OPTIONS --max-old-space-size={heap} (MiB) ≥ the memory limit {limit_mb} MiB",
                 n.name()
             ))
@@ -244,7 +245,7 @@ fn runner_memory_per_task(n: &Node, out: &mut Vec<Finding>) {
     let per_task = limit_mb.saturating_sub(base) / u64::from(tasks.max(1));
     if per_task < MIN_MB_PER_TASK {
         out.push(
-            finding(RuleId::RunnerMemoryPerTask, n.name(), format!(
+            finding(FindingId::RunnerMemoryPerTask, n.name(), format!(
                 "{}: memory limit {limit_mb} MiB for {tasks} tasks leaves {per_task} MiB per task beyond an idle runner's ≈ {base} MiB",
                 n.name()
             ))
@@ -278,7 +279,7 @@ fn db_budget(c: &Ctx, out: &mut Vec<Finding>) {
         parts.push(format!("{} {pods} × {pool}", n.name()));
     }
     out.push(
-        finding(RuleId::DbConnectionBudget, users[0].name(), format!(
+        finding(FindingId::DbConnectionBudget, users[0].name(), format!(
             "at the maximum replicas n8n opens up to {total} Postgres connections ({}): max_connections must allow that plus every other client",
             parts.join(" + ")
         ))

@@ -7,261 +7,14 @@ pub mod k8s;
 mod kubernetes;
 
 use crate::error::BadInput;
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId, Severity};
 use crate::topology::{Facts, Node, Role, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The audit's rules: ids, severities and summaries in one closed set (the README lists them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleId {
-    NotQueueMode,
-    ExternalModeWithoutRunner,
-    WorkerWithoutRunner,
-    MainWithoutRunner,
-    RunnerWithoutExternalMode,
-    RunnerBrokerUnresolved,
-    BrokerNotListeningForRunners,
-    RunnerTokenMismatch,
-    RunnerLimitOnWrongContainer,
-    RunnerLimitBelowWorkerConcurrency,
-    RunnerWithoutMemoryLimit,
-    MemoryLimitOnWorkerNotRunner,
-    ProductionLimitOverridesConcurrency,
-    QueueWorkerConcurrencyNoop,
-    MetricsOff,
-    QueueMetricsOff,
-    RunnerImageMismatch,
-    EncryptionKeyMismatch,
-    DbConnectionsExhausted,
-    WorkerReplicasUnset,
-    WorkerScaling,
-    WorkerAutoscaledOnCpu,
-    AutoscalerWrongQueue,
-    GracePeriodTooShort,
-    WorkerProbeWithoutHealthCheck,
-    ReadinessOnHealthz,
-    HeapAboveMemoryLimit,
-    WorkerWithoutMemoryLimit,
-    DbConnectionBudget,
-    RunnerMemoryPerTask,
-    RegularMode,
-    BinaryDataFilesystemInQueueMode,
-    ContainerLastOomKilled,
-    ContainerRestartCount,
-}
-
-impl RuleId {
-    pub const ALL: [RuleId; 34] = [
-        RuleId::NotQueueMode,
-        RuleId::ExternalModeWithoutRunner,
-        RuleId::WorkerWithoutRunner,
-        RuleId::MainWithoutRunner,
-        RuleId::RunnerWithoutExternalMode,
-        RuleId::RunnerBrokerUnresolved,
-        RuleId::BrokerNotListeningForRunners,
-        RuleId::RunnerTokenMismatch,
-        RuleId::RunnerLimitOnWrongContainer,
-        RuleId::RunnerLimitBelowWorkerConcurrency,
-        RuleId::RunnerWithoutMemoryLimit,
-        RuleId::MemoryLimitOnWorkerNotRunner,
-        RuleId::ProductionLimitOverridesConcurrency,
-        RuleId::QueueWorkerConcurrencyNoop,
-        RuleId::MetricsOff,
-        RuleId::QueueMetricsOff,
-        RuleId::RunnerImageMismatch,
-        RuleId::EncryptionKeyMismatch,
-        RuleId::DbConnectionsExhausted,
-        RuleId::WorkerReplicasUnset,
-        RuleId::WorkerScaling,
-        RuleId::WorkerAutoscaledOnCpu,
-        RuleId::AutoscalerWrongQueue,
-        RuleId::GracePeriodTooShort,
-        RuleId::WorkerProbeWithoutHealthCheck,
-        RuleId::ReadinessOnHealthz,
-        RuleId::HeapAboveMemoryLimit,
-        RuleId::WorkerWithoutMemoryLimit,
-        RuleId::DbConnectionBudget,
-        RuleId::RunnerMemoryPerTask,
-        RuleId::RegularMode,
-        RuleId::BinaryDataFilesystemInQueueMode,
-        RuleId::ContainerLastOomKilled,
-        RuleId::ContainerRestartCount,
-    ];
-
-    pub fn id(&self) -> &'static str {
-        match self {
-            RuleId::NotQueueMode => "not-queue-mode",
-            RuleId::ExternalModeWithoutRunner => "external-mode-without-runner",
-            RuleId::WorkerWithoutRunner => "worker-without-runner",
-            RuleId::MainWithoutRunner => "main-without-runner",
-            RuleId::RunnerWithoutExternalMode => "runner-without-external-mode",
-            RuleId::RunnerBrokerUnresolved => "runner-broker-unresolved",
-            RuleId::BrokerNotListeningForRunners => "broker-not-listening-for-runners",
-            RuleId::RunnerTokenMismatch => "runner-token-mismatch",
-            RuleId::RunnerLimitOnWrongContainer => "runner-limit-on-wrong-container",
-            RuleId::RunnerLimitBelowWorkerConcurrency => "runner-limit-below-worker-concurrency",
-            RuleId::RunnerWithoutMemoryLimit => "runner-without-memory-limit",
-            RuleId::MemoryLimitOnWorkerNotRunner => "memory-limit-on-worker-not-runner",
-            RuleId::ProductionLimitOverridesConcurrency => "production-limit-overrides-concurrency",
-            RuleId::RegularMode => "regular-mode",
-            RuleId::BinaryDataFilesystemInQueueMode => "binary-data-filesystem-in-queue-mode",
-            RuleId::QueueWorkerConcurrencyNoop => "queue-worker-concurrency-noop",
-            RuleId::MetricsOff => "metrics-off",
-            RuleId::QueueMetricsOff => "queue-metrics-off",
-            RuleId::RunnerImageMismatch => "runner-image-mismatch",
-            RuleId::EncryptionKeyMismatch => "encryption-key-mismatch",
-            RuleId::DbConnectionsExhausted => "db-connections-exhausted",
-            RuleId::WorkerReplicasUnset => "worker-replicas-unset",
-            RuleId::WorkerScaling => "worker-scaling",
-            RuleId::WorkerAutoscaledOnCpu => "worker-autoscaled-on-cpu",
-            RuleId::AutoscalerWrongQueue => "autoscaler-wrong-queue",
-            RuleId::GracePeriodTooShort => "grace-period-too-short",
-            RuleId::WorkerProbeWithoutHealthCheck => "worker-probe-without-health-check",
-            RuleId::ReadinessOnHealthz => "readiness-on-healthz",
-            RuleId::HeapAboveMemoryLimit => "heap-above-memory-limit",
-            RuleId::WorkerWithoutMemoryLimit => "worker-without-memory-limit",
-            RuleId::DbConnectionBudget => "db-connection-budget",
-            RuleId::RunnerMemoryPerTask => "runner-memory-per-task",
-            RuleId::ContainerLastOomKilled => "container-last-oom-killed",
-            RuleId::ContainerRestartCount => "container-restart-count",
-        }
-    }
-
-    pub fn severity(&self) -> Severity {
-        match self {
-            RuleId::NotQueueMode => Severity::Error,
-            RuleId::ExternalModeWithoutRunner => Severity::Error,
-            RuleId::WorkerWithoutRunner => Severity::Error,
-            RuleId::MainWithoutRunner => Severity::Warning,
-            RuleId::RunnerWithoutExternalMode => Severity::Error,
-            RuleId::RunnerBrokerUnresolved => Severity::Error,
-            RuleId::BrokerNotListeningForRunners => Severity::Error,
-            RuleId::RunnerTokenMismatch => Severity::Error,
-            RuleId::RunnerLimitOnWrongContainer => Severity::Warning,
-            RuleId::RunnerLimitBelowWorkerConcurrency => Severity::Warning,
-            RuleId::RunnerWithoutMemoryLimit => Severity::Warning,
-            RuleId::MemoryLimitOnWorkerNotRunner => Severity::Warning,
-            RuleId::ProductionLimitOverridesConcurrency => Severity::Warning,
-            RuleId::QueueWorkerConcurrencyNoop => Severity::Warning,
-            RuleId::MetricsOff => Severity::Warning,
-            RuleId::QueueMetricsOff => Severity::Warning,
-            RuleId::RunnerImageMismatch => Severity::Warning,
-            RuleId::EncryptionKeyMismatch => Severity::Error,
-            RuleId::DbConnectionsExhausted => Severity::Error,
-            RuleId::WorkerReplicasUnset => Severity::Warning,
-            RuleId::WorkerScaling => Severity::Info,
-            RuleId::WorkerAutoscaledOnCpu => Severity::Warning,
-            RuleId::AutoscalerWrongQueue => Severity::Error,
-            RuleId::GracePeriodTooShort => Severity::Warning,
-            RuleId::WorkerProbeWithoutHealthCheck => Severity::Error,
-            RuleId::ReadinessOnHealthz => Severity::Warning,
-            RuleId::HeapAboveMemoryLimit => Severity::Warning,
-            RuleId::WorkerWithoutMemoryLimit => Severity::Warning,
-            RuleId::DbConnectionBudget => Severity::Info,
-            RuleId::RunnerMemoryPerTask => Severity::Warning,
-            RuleId::RegularMode => Severity::Info,
-            RuleId::BinaryDataFilesystemInQueueMode => Severity::Error,
-            RuleId::ContainerLastOomKilled => Severity::Error,
-            RuleId::ContainerRestartCount => Severity::Warning,
-        }
-    }
-
-    pub fn summary(&self) -> &'static str {
-        match self {
-            RuleId::NotQueueMode => "main and workers must run with EXECUTIONS_MODE=queue",
-            RuleId::ExternalModeWithoutRunner => {
-                "N8N_RUNNERS_MODE=external but no runner service exists"
-            }
-            RuleId::WorkerWithoutRunner => "a worker (replicas counted) has no runner attached",
-            RuleId::MainWithoutRunner => {
-                "main in external mode has no runner and does not offload manual executions"
-            }
-            RuleId::RunnerWithoutExternalMode => {
-                "a runner points at an n8n process that is not in external mode"
-            }
-            RuleId::RunnerBrokerUnresolved => {
-                "a runner's N8N_RUNNERS_TASK_BROKER_URI names no n8n service"
-            }
-            RuleId::BrokerNotListeningForRunners => {
-                "the task broker listens on 127.0.0.1, so runner containers cannot connect"
-            }
-            RuleId::RunnerTokenMismatch => "runner and n8n have different N8N_RUNNERS_AUTH_TOKEN",
-            RuleId::RunnerLimitOnWrongContainer => {
-                "N8N_RUNNERS_MAX_CONCURRENCY set on main/worker in external mode has no effect"
-            }
-            RuleId::RunnerLimitBelowWorkerConcurrency => {
-                "runner capacity below worker concurrency caps Code-heavy throughput"
-            }
-            RuleId::RunnerWithoutMemoryLimit => {
-                "a runner has no memory limit; Code-node memory lands there"
-            }
-            RuleId::MemoryLimitOnWorkerNotRunner => {
-                "the worker has a memory limit, its runner does not"
-            }
-            RuleId::ProductionLimitOverridesConcurrency => {
-                "N8N_CONCURRENCY_PRODUCTION_LIMIT silently overrides --concurrency"
-            }
-            RuleId::QueueWorkerConcurrencyNoop => "QUEUE_WORKER_CONCURRENCY is not an n8n setting",
-            RuleId::MetricsOff => "N8N_METRICS is not enabled on main or a worker",
-            RuleId::QueueMetricsOff => "main does not expose the queue gauges",
-            RuleId::RunnerImageMismatch => {
-                "the runner image version differs from the n8n image version"
-            }
-            RuleId::EncryptionKeyMismatch => "main and workers do not share one N8N_ENCRYPTION_KEY",
-            RuleId::DbConnectionsExhausted => {
-                "Postgres pool size × n8n processes reaches max_connections"
-            }
-            RuleId::WorkerReplicasUnset => "a worker workload without replicas and without an autoscaler runs one pod",
-            RuleId::WorkerScaling => "worker pods and slots at the autoscaler's minimum and maximum",
-            RuleId::WorkerAutoscaledOnCpu => "workers scaled on CPU or memory, not on the jobs waiting in Redis",
-            RuleId::AutoscalerWrongQueue => "a KEDA Redis trigger watches a list or database n8n does not use: it never fires",
-            RuleId::GracePeriodTooShort => "terminationGracePeriodSeconds shorter than n8n's (and the runners') graceful shutdown",
-            RuleId::WorkerProbeWithoutHealthCheck => "HTTP probes on a worker without QUEUE_HEALTH_CHECK_ACTIVE=true",
-            RuleId::ReadinessOnHealthz => "readiness probe on /healthz instead of /healthz/readiness",
-            RuleId::HeapAboveMemoryLimit => "--max-old-space-size in NODE_OPTIONS at or above the container's memory limit",
-            RuleId::WorkerWithoutMemoryLimit => "a worker container without a memory limit",
-            RuleId::DbConnectionBudget => "the Postgres connections n8n needs at the maximum replicas",
-            RuleId::RunnerMemoryPerTask => {
-                "a runner's memory limit leaves little room per task beyond an idle runner"
-            }
-            RuleId::RegularMode => {
-                "regular mode: main runs every execution, capped by N8N_CONCURRENCY_PRODUCTION_LIMIT and one core"
-            }
-            RuleId::BinaryDataFilesystemInQueueMode => {
-                "N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode, which n8n does not support"
-            }
-            RuleId::ContainerLastOomKilled => {
-                "a live container's last exit was an OOM kill (its memory limit was reached)"
-            }
-            RuleId::ContainerRestartCount => "a live container has restarted (RestartCount > 0)",
-        }
-    }
-
-    /// Rules only running containers can break (their state: OOM kills, restarts): no file
-    /// has them, the Docker tests do.
-    pub fn live_only(&self) -> bool {
-        matches!(
-            self,
-            RuleId::ContainerLastOomKilled | RuleId::ContainerRestartCount
-        )
-    }
-
-    /// The rule a finding id names, if it is one of the audit's.
-    pub fn parse(id: &str) -> Option<RuleId> {
-        Self::ALL.into_iter().find(|r| r.id() == id)
-    }
-
-    /// Position in [`RuleId::ALL`] (SARIF's ruleIndex).
-    pub fn index(&self) -> usize {
-        Self::ALL.iter().position(|r| r == self).unwrap_or(0)
-    }
-}
-
-pub(crate) fn finding(id: RuleId, subject: &str, title: String) -> Finding {
-    Finding::new(id.id(), id.severity(), title).subject(subject)
+pub(crate) fn finding(id: FindingId, subject: &str, title: String) -> Finding {
+    Finding::new(id, title).subject(subject)
 }
 
 /// A finding with where it is written (compose file and line), when known.
@@ -457,7 +210,7 @@ fn queue_mode(c: &Ctx, out: &mut Vec<Finding>) {
         for n in n8n.iter() {
             if env(n, "EXECUTIONS_MODE") != Some("queue") {
                 out.push(
-                    finding(RuleId::NotQueueMode, n.name(), format!(
+                    finding(FindingId::NotQueueMode, n.name(), format!(
                         "{}: EXECUTIONS_MODE is {} — workers only take jobs from a queue-mode main",
                         n.name(),
                         env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set (regular)".into())
@@ -486,7 +239,7 @@ fn regular_mode(c: &Ctx, out: &mut Vec<Finding>) {
             _ => "no production limit (-1): as many executions as arrive".to_string(),
         };
         out.push(
-            finding(RuleId::RegularMode, n.name(), format!(
+            finding(FindingId::RegularMode, n.name(), format!(
                 "{}: regular mode (EXECUTIONS_MODE {}): main runs every execution — {limit}, all of their JavaScript on one core",
                 n.name(),
                 env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set".into())
@@ -510,7 +263,7 @@ fn binary_data(c: &Ctx, out: &mut Vec<Finding>) {
     for n in c.n8n.iter() {
         if env(n, "N8N_DEFAULT_BINARY_DATA_MODE") == Some("filesystem") {
             out.push(
-                finding(RuleId::BinaryDataFilesystemInQueueMode, n.name(), format!(
+                finding(FindingId::BinaryDataFilesystemInQueueMode, n.name(), format!(
                     "{}: N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode: n8n does not support it",
                     n.name()
                 ))
@@ -534,7 +287,7 @@ fn runner_exists(c: &Ctx, out: &mut Vec<Finding>) {
             .map(|n| n.name())
             .collect();
         out.push(
-            finding(RuleId::ExternalModeWithoutRunner, names[0], format!(
+            finding(FindingId::ExternalModeWithoutRunner, names[0], format!(
                 "N8N_RUNNERS_MODE=external on {} but no runner service (n8nio/runners) exists",
                 names.join(", ")
             ))
@@ -553,7 +306,7 @@ fn runner_pairing<'a>(c: &Ctx<'a>, out: &mut Vec<Finding>) -> Attached<'a> {
             let uri =
                 env(r, "N8N_RUNNERS_TASK_BROKER_URI").unwrap_or("http://127.0.0.1:5679 (default)");
             out.push(
-            finding(RuleId::RunnerBrokerUnresolved, r.name(), format!(
+            finding(FindingId::RunnerBrokerUnresolved, r.name(), format!(
                 "{}: N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here",
                 r.name()
             ))
@@ -581,7 +334,7 @@ fn runner_pairing<'a>(c: &Ctx<'a>, out: &mut Vec<Finding>) -> Attached<'a> {
 fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
     if !external(tn) {
         out.push(
-            finding(RuleId::RunnerWithoutExternalMode, r.name(), format!(
+            finding(FindingId::RunnerWithoutExternalMode, r.name(), format!(
                 "{} points at {target}, which is not in external mode (N8N_RUNNERS_MODE is {})",
                 r.name(),
                 env(tn, "N8N_RUNNERS_MODE").unwrap_or("internal, the default")
@@ -595,7 +348,7 @@ fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
         let same_pod = crate::topology::same_pod(&r.facts, &tn.facts);
         if listen != "0.0.0.0" && listen != "::" && !same_pod {
             out.push(
-                finding(RuleId::BrokerNotListeningForRunners, target, format!(
+                finding(FindingId::BrokerNotListeningForRunners, target, format!(
                     "{target}: N8N_RUNNERS_BROKER_LISTEN_ADDRESS is {listen}, so runner {} cannot connect",
                     r.name()
                 ))
@@ -617,7 +370,7 @@ fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
     if (a.is_some() && b.is_some() && a != b) || (named(r) != named(tn)) {
         out.push(
             finding(
-                RuleId::RunnerTokenMismatch,
+                FindingId::RunnerTokenMismatch,
                 r.name(),
                 format!(
                     "{} and {target} do not share one N8N_RUNNERS_AUTH_TOKEN",
@@ -631,7 +384,7 @@ fn paired_runner(r: &Node, tn: &Node, target: &str, out: &mut Vec<Finding>) {
     let (ti, ri) = (image_tag(&tn.facts.image), image_tag(&r.facts.image));
     if r.facts.image.contains("n8nio/runners") && ti != ri {
         out.push(
-            finding(RuleId::RunnerImageMismatch, r.name(), format!(
+            finding(FindingId::RunnerImageMismatch, r.name(), format!(
                 "{}: runner image tag {ri} differs from {target}'s n8n tag {ti}",
                 r.name()
             ))
@@ -651,7 +404,7 @@ fn runner_memory(c: &Ctx, out: &mut Vec<Finding>) {
                 .filter(|w| w.facts.memory_limit_bytes.is_some());
             match worker_limited {
                 Some(w) => out.push(
-                    finding(RuleId::MemoryLimitOnWorkerNotRunner, r.name(), format!(
+                    finding(FindingId::MemoryLimitOnWorkerNotRunner, r.name(), format!(
                         "{} has a memory limit, its runner {} has none",
                         w.name(),
                         r.name()
@@ -660,7 +413,7 @@ fn runner_memory(c: &Ctx, out: &mut Vec<Finding>) {
                     .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
                 ),
                 None => out.push(
-                    finding(RuleId::RunnerWithoutMemoryLimit, r.name(), format!("{}: no memory limit on this runner", r.name()))
+                    finding(FindingId::RunnerWithoutMemoryLimit, r.name(), format!("{}: no memory limit on this runner", r.name()))
                         .why("Code-node memory (Buffers) lands in the runner; without a limit a heavy workflow takes the host's memory.")
                         .fix(format!("set mem_limit (or deploy.resources.limits.memory) on {}: runner limit × per-task peak + base", r.name())),
                 ),
@@ -682,7 +435,7 @@ fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
         }
         if n.role == Role::Worker && !runners.is_empty() && runner_replicas < replicas {
             out.push(
-                finding(RuleId::WorkerWithoutRunner, n.name(), if runner_replicas == 0 {
+                finding(FindingId::WorkerWithoutRunner, n.name(), if runner_replicas == 0 {
                     format!("{}: no runner attached ({replicas} replica(s))", n.name())
                 } else {
                     format!(
@@ -700,14 +453,14 @@ fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
             && !is_true(env(n, "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS"))
         {
             out.push(
-                finding(RuleId::MainWithoutRunner, n.name(), format!("{}: main is in external mode with no runner attached", n.name()))
+                finding(FindingId::MainWithoutRunner, n.name(), format!("{}: main is in external mode with no runner attached", n.name()))
                     .why("Manual executions run on main and their Code nodes time out.")
                     .fix("add a runner pointing at main, or set OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS=true"),
             );
         }
         if let Some(v) = env(n, "N8N_RUNNERS_MAX_CONCURRENCY") {
             out.push(
-                finding(RuleId::RunnerLimitOnWrongContainer, n.name(), format!(
+                finding(FindingId::RunnerLimitOnWrongContainer, n.name(), format!(
                     "{}: N8N_RUNNERS_MAX_CONCURRENCY={v} has no effect here (external mode): only runner containers read it",
                     n.name()
                 ))
@@ -723,7 +476,7 @@ fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
                 .filter(|c| per_worker < c.value)
             {
                 out.push(
-                    finding(RuleId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
+                    finding(FindingId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
                         "{}: runner capacity {per_worker} < worker concurrency {} — Code-heavy throughput is capped at {per_worker} ÷ job time ({:.0} % of what the slots allow)",
                         n.name(),
                         c.value,
@@ -747,7 +500,7 @@ fn internal_runner(c: &Ctx, out: &mut Vec<Finding>) {
         if let (Some(c), Some(r)) = (&n.worker_concurrency, &n.runner_limit) {
             if r.value < c.value {
                 out.push(
-                    finding(RuleId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
+                    finding(FindingId::RunnerLimitBelowWorkerConcurrency, n.name(), format!(
                         "{}: internal runner limit {} < worker concurrency {} — Code-heavy throughput is capped at {} ÷ job time",
                         n.name(), r.value, c.value, r.value
                     ))
@@ -767,7 +520,7 @@ fn concurrency_settings(c: &Ctx, out: &mut Vec<Finding>) {
             .any(|x| x.contains("overrides --concurrency"))
         {
             out.push(
-                finding(RuleId::ProductionLimitOverridesConcurrency, n.name(), format!(
+                finding(FindingId::ProductionLimitOverridesConcurrency, n.name(), format!(
                     "{}: N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency",
                     n.name(),
                     env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT").unwrap_or("?")
@@ -782,7 +535,7 @@ fn concurrency_settings(c: &Ctx, out: &mut Vec<Finding>) {
         if let Some(v) = env(n, "QUEUE_WORKER_CONCURRENCY") {
             out.push(
                 finding(
-                    RuleId::QueueWorkerConcurrencyNoop,
+                    FindingId::QueueWorkerConcurrencyNoop,
                     n.name(),
                     format!(
                         "{}: QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting",
@@ -804,7 +557,7 @@ fn metrics(c: &Ctx, out: &mut Vec<Finding>) {
     {
         if !is_true(env(n, "N8N_METRICS")) {
             out.push(
-                finding(RuleId::MetricsOff, n.name(), format!("{}: N8N_METRICS is not true: no /metrics", n.name()))
+                finding(FindingId::MetricsOff, n.name(), format!("{}: N8N_METRICS is not true: no /metrics", n.name()))
                     .why("Without metrics nobody sees slots taken, queue backlog, RSS or event-loop lag.")
                     .fix(format!("set N8N_METRICS=true on {}", n.name())),
             );
@@ -814,7 +567,7 @@ fn metrics(c: &Ctx, out: &mut Vec<Finding>) {
         {
             out.push(
                 finding(
-                    RuleId::QueueMetricsOff,
+                    FindingId::QueueMetricsOff,
                     n.name(),
                     format!(
                         "{}: N8N_METRICS_INCLUDE_QUEUE_METRICS is not true: no queue gauges",
@@ -850,7 +603,7 @@ fn encryption_key(c: &Ctx, out: &mut Vec<Finding>) {
                 };
                 if differs {
                     out.push(
-                        finding(RuleId::EncryptionKeyMismatch, w.name(), format!(
+                        finding(FindingId::EncryptionKeyMismatch, w.name(), format!(
                             "{}: N8N_ENCRYPTION_KEY is not the one {} uses",
                             w.name(),
                             m.name()
@@ -900,7 +653,7 @@ fn database(c: &Ctx, out: &mut Vec<Finding>) {
             .fold(0u32, u32::saturating_add);
         if pool >= max_conn {
             out.push(
-                finding(RuleId::DbConnectionsExhausted, p.name(), format!(
+                finding(FindingId::DbConnectionsExhausted, p.name(), format!(
                     "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {pool} connections ≥ max_connections {max_conn}",
                     p.name()
                 ))
@@ -918,7 +671,7 @@ fn lifecycle(all: &Topology, out: &mut Vec<Finding>) {
         let role = n.role.word();
         if st.oom_killed {
             let mut f = finding(
-                RuleId::ContainerLastOomKilled,
+                FindingId::ContainerLastOomKilled,
                 n.name(),
                 format!(
                     "{} ({role}) was OOM-killed{}{}",
@@ -954,7 +707,7 @@ fn lifecycle(all: &Topology, out: &mut Vec<Finding>) {
         } else if st.restart_count > 0 {
             out.push(
                 finding(
-                    RuleId::ContainerRestartCount,
+                    FindingId::ContainerRestartCount,
                     n.name(),
                     format!(
                         "{} ({role}) has restarted {} time(s){}",

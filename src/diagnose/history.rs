@@ -7,7 +7,7 @@
 //! coarse n8n's 20 s gauge refresh makes the verdict are findings of their own.
 
 use super::{diagnose, Inputs};
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
 use crate::record::diagnosis::Diagnosis;
 use crate::record::history::{History, Window, WindowEvidence};
@@ -242,8 +242,7 @@ fn stalled(h: &History, out: &mut Vec<Finding>) {
     workers.sort_unstable();
     workers.dedup();
     let mut f = Finding::new(
-        "queue-stalled",
-        Severity::Error,
+        FindingId::QueueStalled,
         format!(
             "Jobs waited in Redis while worker slots sat free in {} window(s), from {}",
             w.len(),
@@ -286,9 +285,7 @@ fn coarse(h: &History, out: &mut Vec<Finding>) {
         .map(|w| w.throughput_per_s)
         .fold(0.0, f64::max);
     out.push(
-        Finding::new(
-            "history-coarse",
-            Severity::Info,
+        Finding::new(FindingId::HistoryCoarse,
             format!(
                 "n8n refreshed its queue gauges every ≈ {r:.0} s: each {:.0} s window's throughput is known to ± {:.0} %",
                 h.window_s,
@@ -309,8 +306,7 @@ fn coarse(h: &History, out: &mut Vec<Finding>) {
 fn resets_and_gaps(h: &History, out: &mut Vec<Finding>) {
     if !h.resets.is_empty() {
         let mut f = Finding::new(
-            "counter-reset",
-            Severity::Warning,
+            FindingId::CounterReset,
             format!(
                 "{} counter reset(s): a process restarted (or two answer behind one target)",
                 h.resets.len()
@@ -330,8 +326,7 @@ fn resets_and_gaps(h: &History, out: &mut Vec<Finding>) {
     }
     if h.gap_steps > 0 || !h.warnings.is_empty() {
         let mut f = Finding::new(
-            "history-gaps",
-            Severity::Info,
+            FindingId::HistoryGaps,
             format!(
                 "{} step(s) of the series had no usable sample; Prometheus warned {} time(s)",
                 h.gap_steps,

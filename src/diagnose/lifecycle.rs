@@ -7,7 +7,7 @@
 //!
 //! Not here: following the events (`observe::watch`), the memory plan (`recommend::memory`).
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId, Severity};
 use crate::model::n8n_defaults;
 use crate::model::settings::{Settings, Sourced};
 use crate::record::diagnosis::{ContainerDeath, DeathKind, Level, RunnerMemory};
@@ -408,9 +408,7 @@ pub fn findings(
     let timeout = timeout_s.unwrap_or(n8n_defaults::TASK_REQUEST_TIMEOUT_S);
     if let Some(m) = memory.filter(|m| m.growth_mib.is_some()) {
         out.push(
-            Finding::new(
-                "runner-task-memory",
-                Severity::Info,
+            Finding::new(FindingId::RunnerTaskMemory,
                 format!(
                     "Each Code task holds ≈ {:.0} MiB in the runners; a runner holds {:.0} MiB without tasks",
                     m.per_task_mib.value, m.base_mib.value
@@ -441,15 +439,14 @@ pub fn findings(
 
 fn oom(d: &ContainerDeath, memory: Option<&RunnerMemory>, timeout: f64) -> Finding {
     let id = match d.role {
-        Role::Runner => "runner-oom-killed",
-        Role::Worker => "worker-oom-killed",
-        Role::Main | Role::Webhook => "main-oom-killed",
-        _ => "container-oom-killed",
+        Role::Runner => FindingId::RunnerOomKilled,
+        Role::Worker => FindingId::WorkerOomKilled,
+        Role::Main | Role::Webhook => FindingId::MainOomKilled,
+        _ => FindingId::ContainerOomKilled,
     };
     let limit_mib = d.memory_limit_bytes.map(|l| l as f64 / MIB);
     let mut f = Finding::new(
         id,
-        Severity::Error,
         format!(
             "{} {} was OOM-killed in stage {} at {:.1} s{}",
             capitalised(d.role.word()),
@@ -538,8 +535,7 @@ fn exited(d: &ContainerDeath) -> Finding {
         Severity::Warning
     };
     Finding::new(
-        "container-exited",
-        sev,
+        FindingId::ContainerExited,
         format!(
             "{} {} exited{} in stage {} at {:.1} s{}",
             capitalised(d.role.word()),
@@ -557,12 +553,11 @@ fn exited(d: &ContainerDeath) -> Finding {
     ))
     .why("A process of the deployment ended under load: the stages from then on ran on a smaller stack.")
     .fix("read its logs (docker logs) for why it ended; a restart policy brings it back, but what it held is lost")
+    .with_severity(sev)
 }
 
 fn restarted(d: &ContainerDeath) -> Finding {
-    Finding::new(
-        "container-restarted",
-        Severity::Warning,
+    Finding::new(FindingId::ContainerRestarted,
         format!(
             "{} {} restarted in stage {} at {:.1} s",
             capitalised(d.role.word()),

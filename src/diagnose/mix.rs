@@ -3,7 +3,7 @@
 //! resource is named, so "the runner limit caps" becomes "the runner limit caps, and `orders`,
 //! 30 % of the executions, takes all of the runner tasks".
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::model::mix::{self, Kind, KindUse};
 use crate::model::Limit;
 
@@ -40,9 +40,7 @@ pub fn consumption(
         .collect();
     let top = ranked[0];
     let mean = mix::mean_job(kinds);
-    let mut f = Finding::new(
-        "mix-consumption",
-        Severity::Info,
+    let mut f = Finding::new(FindingId::MixConsumption,
         format!(
             "In this mix, {} takes {:.0} % of the {resource} with {:.0} % of the executions",
             top.name,

@@ -21,7 +21,7 @@ pub mod verdict;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::findings::Finding;
+use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{self, Capacity, Job, Limit};
 use crate::record::diagnosis::{
@@ -83,7 +83,9 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &levels,
         &mut findings,
     );
-    let no_runner = findings.iter().any(|f| f.id == "worker-without-runner");
+    let no_runner = findings
+        .iter()
+        .any(|f| f.id == FindingId::WorkerWithoutRunner);
     let v = if no_runner && v.limit.is_none() {
         Verdict {
             limit: Some(Limit::NoRunner),
@@ -137,9 +139,9 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     findings.sort_by_key(|f| {
         (
             std::cmp::Reverse(f.severity),
-            !deaths
-                .iter()
-                .any(|d| f.subject.as_deref() == Some(d.name.as_str()) && f.id != "container-gone"),
+            !deaths.iter().any(|d| {
+                f.subject.as_deref() == Some(d.name.as_str()) && f.id != FindingId::ContainerGone
+            }),
         )
     });
 
@@ -165,7 +167,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         verdict: v.text,
         doubt: findings
             .iter()
-            .find(|f| f.id == "model-mismatch")
+            .find(|f| f.id == FindingId::ModelMismatch)
             .map(|f| f.title.clone()),
         settings,
         service_time,

@@ -2,7 +2,7 @@
 //! memory that grows in the runner, containers that disappeared, connection churn, a saturated
 //! load generator, CPU-saturated processes.
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::record::diagnosis::{CpuUse, Level};
 use crate::record::stage::QueueSource;
 use crate::record::{Role, StageResult};
@@ -69,9 +69,7 @@ fn queue_backlog(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding
         ),
     };
     out.push(
-        Finding::new(
-            "queue-backlog",
-            Severity::Info,
+        Finding::new(FindingId::QueueBacklog,
             format!(
                 "Jobs wait {where_} at {}: {:.1} waiting on average, {:.1} slots taken",
                 l.level.words(),
@@ -102,9 +100,7 @@ fn ceiling_reached(levels: &[Level], out: &mut Vec<Finding>) {
         let p95 = |l: &Level| l.p95_ms.as_ref().map(|p| p.mean).unwrap_or(0.0);
         let (pa, pb) = (p95(a), p95(b));
         let separable = a.throughput.high < b.throughput.low * (1.0 + FLAT) || a.throughput.n < 2;
-        let mut f = Finding::new(
-            "ceiling-reached",
-            Severity::Warning,
+        let mut f = Finding::new(FindingId::CeilingReached,
             format!(
                 "Throughput flat from {} to {} ({:.2} → {:.2} req/s) while p95 grew {pa:.0} → {pb:.0} ms",
                 a.level.words(),
@@ -154,9 +150,7 @@ pub fn upload_memory(
     let in_flight_bytes = per_request(s) * s.vus.unwrap_or(1) as f64;
     let main = role_growth(s, Role::Main);
     let worker = role_growth(s, Role::Worker);
-    let mut f = Finding::new(
-        "upload-memory",
-        Severity::Info,
+    let mut f = Finding::new(FindingId::UploadMemory,
         format!(
             "Stage {}: uploads of {:.1} MB each, {:.0} MB in flight; main grew {}, the workers {}",
             s.index + 1,
@@ -211,9 +205,7 @@ fn memory_in_runner(stages: &[StageResult], out: &mut Vec<Finding>) {
     if runner < 32.0 * MIB || runner < 4.0 * worker {
         return;
     }
-    let mut f = Finding::new(
-        "memory-in-runner",
-        Severity::Warning,
+    let mut f = Finding::new(FindingId::MemoryInRunner,
         format!(
             "Stage {}: memory grew {:.0} MiB in the runners and {:.0} MiB in the workers — Code-node memory lives in the runner",
             s.index + 1,
@@ -271,9 +263,7 @@ fn containers_gone(stages: &[StageResult], out: &mut Vec<Finding>) {
     for s in stages {
         for c in s.containers.iter().filter(|c| c.gone) {
             out.push(
-                Finding::new(
-                    "container-gone",
-                    Severity::Warning,
+                Finding::new(FindingId::ContainerGone,
                     format!("Container {} ({}) disappeared during stage {}", c.name, c.role.word(), s.index + 1),
                 )
                 .evidence(format!("{} stats readings, then {} gaps", c.samples, c.gaps))
@@ -293,9 +283,7 @@ fn connection_churn(stages: &[StageResult], out: &mut Vec<Finding>) {
         return;
     };
     out.push(
-        Finding::new(
-            "connection-churn",
-            Severity::Warning,
+        Finding::new(FindingId::ConnectionChurn,
             format!(
                 "Stage {}: {:.2} new connections per request — keep-alive is missing",
                 s.index + 1,
@@ -325,9 +313,7 @@ fn load_generator(
         .unwrap_or_else(crate::util::cores);
     if let Some(s) = stages.iter().find(|s| s.dropped_iterations > 0) {
         out.push(
-            Finding::new(
-                "load-generator-saturated",
-                Severity::Warning,
+            Finding::new(FindingId::LoadGeneratorSaturated,
                 format!(
                     "Stage {}: {} arrivals dropped — {} requests were already in flight, or the generator fell behind its schedule",
                     s.index + 1,
@@ -342,9 +328,7 @@ fn load_generator(
         );
     } else if let Some(s) = stages.iter().find(|s| s.client_cpu_percent > 85.0 * cores) {
         out.push(
-            Finding::new(
-                "load-generator-saturated",
-                Severity::Warning,
+            Finding::new(FindingId::LoadGeneratorSaturated,
                 format!(
                     "Stage {}: n8ncap used {:.0} % CPU ({cores:.0} cores) — the load generator may be the limit",
                     s.index + 1,
@@ -367,9 +351,7 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, out: &mut Vec<Finding
     if hot.is_empty() {
         return;
     }
-    let mut f = Finding::new(
-        "cpu-bound-process",
-        Severity::Warning,
+    let mut f = Finding::new(FindingId::CpuBoundProcess,
         "A process (or the host) ran near its usable cores at the ceiling",
     )
     .why("A Node.js process (n8n main, worker or runner) uses one core for JavaScript: at 100 % it caps throughput whatever the concurrency settings, and latency grows with its event-loop lag.")

@@ -3,7 +3,7 @@
 //! The diagnosis reads only held steps; this says how many windows moved, and when the ramp
 //! moved too fast for any level to be read from it.
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::record::diagnosis::Level;
 use crate::record::StageResult;
 
@@ -42,9 +42,7 @@ pub fn findings(stages: &[StageResult], levels: &[Level], findings: &mut Vec<Fin
         .map(|(r, w)| format!("e.g. {}→{} users in {w:.1} s", r.from, r.to))
         .unwrap_or_default();
     let f = if held == 0 {
-        Finding::new(
-            "ramp-too-fast",
-            Severity::Warning,
+        Finding::new(FindingId::RampTooFast,
             format!(
                 "The ramp never held the load still: no level can be read from its {} windows",
                 windows.len()
@@ -55,9 +53,7 @@ pub fn findings(stages: &[StageResult], levels: &[Level], findings: &mut Vec<Fin
             "hold each step (a stage with the same target as the one before) for at least {hold_s:.0} s, as k6 users write ramp, hold, ramp"
         ))
     } else {
-        Finding::new(
-            "ramp-windows",
-            Severity::Info,
+        Finding::new(FindingId::RampWindows,
             format!(
                 "{} windows were measured while the load moved; the diagnosis reads the {held} held steps",
                 windows.len()

@@ -3,7 +3,7 @@
 //! workers. This says so, and what the queue-mode stack would need for twice the throughput,
 //! with the same model (CPU per execution split between main's intake and the workers).
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::record::diagnosis::{CpuSite, CpuUse};
 use crate::record::Role;
@@ -49,9 +49,7 @@ pub fn queue_mode_advice(
     };
     let intake_bound = 1.0 / main_cpu.max(1e-9);
     findings.push(
-        Finding::new(
-            "queue-mode-lifts-cpu",
-            Severity::Warning,
+        Finding::new(FindingId::QueueModeLiftsCpu,
             format!(
                 "Regular mode: main's one core caps throughput at {x:.2} req/s; queue mode would move the executions to workers"
             ),

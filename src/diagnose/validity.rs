@@ -2,7 +2,7 @@
 //! warm-up shorter than the response), and failures with a timeout's signature — every request
 //! failing the same way after the same time.
 
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::model::n8n_defaults;
 use crate::record::diagnosis::Level;
 use crate::record::{LoadLevel, StageResult};
@@ -29,9 +29,7 @@ pub fn findings(
             out.push(f);
         }
         out.push(
-            Finding::new(
-                "measurement-invalid",
-                Severity::Error,
+            Finding::new(FindingId::MeasurementInvalid,
                 format!("Stage {} ({}) is invalid: its figures are not results", s.index + 1, s.label),
             )
             .evidence(s.invalid_reasons.join("; "))
@@ -43,8 +41,7 @@ pub fn findings(
     for l in levels {
         let Some(why) = &l.impossible else { continue };
         let mut f = Finding::new(
-            "level-impossible",
-            Severity::Warning,
+            FindingId::LevelImpossible,
             format!(
                 "{} is left out: its figures break Little's law, so they are not a measurement",
                 l.level.words()
@@ -85,9 +82,7 @@ fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
     };
     let p50_s = s.latency.as_ref().map(|l| l.p50_ms / 1000.0).unwrap_or(0.0);
     out.push(
-        Finding::new(
-            "warmup-too-short",
-            Severity::Warning,
+        Finding::new(FindingId::WarmupTooShort,
             format!(
                 "Stage {}: warm-up {:.1} s is shorter than the response time ({p50_s:.1} s p50) — its figures mix in the ramp",
                 s.index + 1,
@@ -126,9 +121,7 @@ fn timeout_signature(s: &StageResult, timeout_s: Option<f64>) -> Option<Finding>
     let expected = timeout_s.unwrap_or(n8n_defaults::TASK_REQUEST_TIMEOUT_S);
     let matches = (after - expected).abs() <= 0.3 * expected;
     let f = match code {
-        Some(500) => Finding::new(
-            "worker-without-runner",
-            Severity::Error,
+        Some(500) => Finding::new(FindingId::WorkerWithoutRunner,
             format!(
                 "Stage {}: executions fail with HTTP 500 after ≈{after:.0} s — the task request timeout: is a runner attached?",
                 s.index + 1
@@ -146,9 +139,7 @@ fn timeout_signature(s: &StageResult, timeout_s: Option<f64>) -> Option<Finding>
         })
         .why("A worker with no runner attached (or runners all busy for the whole timeout) fails every Code task, late and silently.")
         .fix("attach a runner to every worker: an n8nio/runners container with N8N_RUNNERS_TASK_BROKER_URI pointing at that worker, N8N_RUNNERS_MODE=external and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on the worker"),
-        other => Finding::new(
-            "timeout-signature",
-            Severity::Error,
+        other => Finding::new(FindingId::TimeoutSignature,
             format!(
                 "Stage {}: every request fails the same way ({}) after ≈{after:.1} s — a timeout",
                 s.index + 1,
@@ -181,9 +172,7 @@ fn fast_failures(s: &StageResult, baseline_p50: Option<f64>) -> Option<Finding> 
         .map(|(code, n)| format!("{n}× HTTP {code}"))
         .collect();
     Some(
-        Finding::new(
-            "fast-failures-hide-latency",
-            Severity::Error,
+        Finding::new(FindingId::FastFailuresHideLatency,
             format!(
                 "Stage {}: {:.0} % of requests failed fast (p50 {p50:.1} ms) — that latency is not a result",
                 s.index + 1,

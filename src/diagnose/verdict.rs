@@ -7,7 +7,7 @@
 //! and marked inferred.
 
 use super::cpu;
-use crate::findings::{Finding, Severity};
+use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Level};
@@ -217,9 +217,7 @@ fn one_limit_reached(
         let u = x * ceiling.s / slots;
         if u >= MATCH {
             findings.push(
-                Finding::new(
-                    "worker-concurrency-caps",
-                    Severity::Warning,
+                Finding::new(FindingId::WorkerConcurrencyCaps,
                     format!("Worker concurrency caps throughput at {x:.2} req/s: {slots:.0} slots"),
                 )
                 .evidence(format!(
@@ -253,9 +251,7 @@ fn one_limit_reached(
         let u = x * code / tasks;
         if u >= MATCH {
             findings.push(
-                Finding::new(
-                    "runner-limit-caps",
-                    Severity::Error,
+                Finding::new(FindingId::RunnerLimitCaps,
                     format!("The runner limit caps throughput at {x:.2} req/s: {tasks:.0} runner tasks"),
                 )
                 .evidence(format!(
@@ -308,9 +304,7 @@ fn hedge(v: Verdict, bound: f64, ceiling: &Ceiling, findings: &mut Vec<Finding>)
         "CPU was measured and is not saturated: look at the database pool, a proxy, a mock \
          server or the load generator"
     };
-    let mut f = Finding::new(
-        "model-mismatch",
-        Severity::Warning,
+    let mut f = Finding::new(FindingId::ModelMismatch,
         format!(
             "The measured ceiling is {} under the {bound:.2} req/s that {} allows: something unmeasured costs that much",
             pct(gap),
@@ -380,9 +374,7 @@ fn settings_disagree(s: &Settings, cap: &Capacity, x: f64, u: f64) -> Finding {
             .map(|v| format!("{} ({})", v.value, v.source))
             .unwrap_or_else(|| "unknown".into())
     };
-    Finding::new(
-        "settings-disagree",
-        Severity::Warning,
+    Finding::new(FindingId::SettingsDisagree,
         format!(
             "Measured ceiling {x:.2} req/s is above what the given settings allow ({:.2} req/s)",
             cap.ceiling
@@ -437,9 +429,7 @@ fn named_limit(
     match limit {
         Limit::RunnerLimit => {
             let slots = ceiling.level.slots_taken;
-            let mut f = base(Finding::new(
-                "runner-limit-caps",
-                Severity::Error,
+            let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
                 format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
             ))
             .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
@@ -484,9 +474,7 @@ fn named_limit(
         }
         Limit::WorkerConcurrency => {
             findings.push(
-                base(Finding::new(
-                    "worker-concurrency-caps",
-                    Severity::Warning,
+                base(Finding::new(FindingId::WorkerConcurrencyCaps,
                     format!("Worker concurrency caps throughput at {x:.2} req/s: {c} slots"),
                 ))
                 .evidence(format!(
@@ -512,9 +500,7 @@ fn named_limit(
         }
         _ => {
             findings.push(
-                base(Finding::new(
-                    "limits-inseparable",
-                    Severity::Info,
+                base(Finding::new(FindingId::LimitsInseparable,
                     "Runner limit and worker concurrency give nearly the same ceiling; the data cannot say which caps",
                 ))
                 .evidence(format!(
@@ -558,9 +544,7 @@ fn production_limit(
         .map(|v| format!(" ({})", v.source))
         .unwrap_or_default();
     findings.push(
-        base(Finding::new(
-            "production-limit-caps",
-            Severity::Warning,
+        base(Finding::new(FindingId::ProductionLimitCaps,
             format!("The production limit caps throughput at {x:.2} req/s: main runs {c} executions at once (regular mode)"),
         ))
         .evidence(format!(
@@ -600,9 +584,7 @@ fn third_limit(
     }
     let x = ceiling.x.mean;
     let model = cap.map(|c| c.ceiling).unwrap_or(f64::NAN);
-    let mut f = Finding::new(
-        "unmodelled-limit",
-        Severity::Error,
+    let mut f = Finding::new(FindingId::UnmodelledLimit,
         format!(
             "Measured ceiling {x:.2} req/s is {} below the settings' {model:.2} req/s: something else caps throughput",
             pct(1.0 - x / model.max(1e-9))
@@ -658,9 +640,7 @@ fn cpu_verdict(
             site.name
         ),
     };
-    let mut f = Finding::new(
-        "cpu-limit-caps",
-        Severity::Error,
+    let mut f = Finding::new(FindingId::CpuLimitCaps,
         format!("CPU caps throughput at {x:.2} req/s: {where_} is saturated"),
     )
     .evidence(format!(

@@ -760,7 +760,7 @@ fn diagnosis_html(h: &mut String, d: &Diagnosis) {
         let _ = write!(
             h,
             r#"<div class="finding sev-{sev}"><p><span class="sev">{sev}</span> <code>{}</code> {}</p>"#,
-            esc(&f.id),
+            esc(f.id.as_str()),
             esc(&f.title)
         );
         if !f.evidence.is_empty() {

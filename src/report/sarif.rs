@@ -1,8 +1,8 @@
 //! SARIF 2.1.0 for `audit --format sarif`, so CI systems (GitHub code scanning and others) show
 //! the findings on the compose file's lines.
 
-use crate::audit::{Report, RuleId};
-use crate::findings::Severity;
+use crate::audit::Report;
+use crate::findings::{FindingId, Severity};
 use serde_json::{json, Value};
 
 fn level(s: Severity) -> &'static str {
@@ -14,13 +14,16 @@ fn level(s: Severity) -> &'static str {
 }
 
 pub fn sarif(report: &Report) -> Value {
-    let rules: Vec<Value> = RuleId::ALL
-        .iter()
+    let rules: Vec<Value> = FindingId::audit_rules()
         .map(|r| {
             json!({
-                "id": r.id(),
-                "name": r.id(),
+                "id": r.as_str(),
+                "name": r.as_str(),
                 "shortDescription": {"text": r.summary()},
+                "fullDescription": {"text": match r.fix() {
+                    Some(fix) => format!("{}. Fix: {fix}.", r.summary()),
+                    None => format!("{}.", r.summary()),
+                }},
                 "defaultConfiguration": {"level": level(r.severity())},
                 "helpUri": "https://github.com/n8ncap/n8ncap#audit",
             })
@@ -45,9 +48,10 @@ pub fn sarif(report: &Report) -> Value {
                 "level": level(f.severity),
                 "message": {"text": text},
             });
-            // A finding whose id is not a rule (none today) gets no index rather than rule 0's.
-            if let Some(rule) = RuleId::parse(&f.id) {
-                r["ruleIndex"] = json!(rule.index());
+            // A finding whose id is not an audit rule (none today) gets no index rather than
+            // rule 0's.
+            if let Some(index) = f.id.audit_index() {
+                r["ruleIndex"] = json!(index);
             }
             let uri = l
                 .file

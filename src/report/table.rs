@@ -536,7 +536,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
         };
         t.add_row(vec![
             f.severity.word().to_string(),
-            f.id.clone(),
+            f.id.to_string(),
             place,
             f.title.clone(),
         ]);

@@ -1,6 +1,9 @@
 //! Findings: what `diagnose` and `audit` report. One shape for both, so reports render them the
 //! same way: an id, a severity, a one-line title, the numbers that prove it, and what to change.
 
+mod registry;
+
+pub use registry::{Entry, FindingId, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -24,8 +27,8 @@ impl Severity {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// Stable identifier, e.g. `runner-limit-caps`.
-    pub id: String,
+    /// Stable identifier, e.g. `runner-limit-caps` (the registry's spelling).
+    pub id: FindingId,
     pub severity: Severity,
     /// One line naming what is wrong (and the service or variable, where there is one).
     pub title: String,
@@ -46,10 +49,11 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(id: &str, severity: Severity, title: impl Into<String>) -> Finding {
+    /// A finding at its id's default severity.
+    pub fn new(id: FindingId, title: impl Into<String>) -> Finding {
         Finding {
-            id: id.to_string(),
-            severity,
+            id,
+            severity: id.severity(),
             title: title.into(),
             evidence: Vec::new(),
             why: None,
@@ -75,6 +79,12 @@ impl Finding {
 
     pub fn evidence(mut self, e: impl Into<String>) -> Finding {
         self.evidence.push(e.into());
+        self
+    }
+
+    /// Another severity than the id's default (a case that is worse, or milder).
+    pub fn with_severity(mut self, severity: Severity) -> Finding {
+        self.severity = severity;
         self
     }
 
