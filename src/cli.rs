@@ -3,6 +3,7 @@
 
 use crate::error::BadInput;
 use crate::model::settings::{Settings, Sourced};
+use crate::report::Format;
 use crate::util::parse_duration;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -23,9 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Start the built-in simulator, sweep it, and show what n8ncap reports (under a minute).
     Demo {
-        /// Print the results as JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Drive staged load at a webhook and measure every stage (like k6, with checks first).
     Sweep(Box<SweepArgs>),
@@ -39,8 +39,8 @@ pub enum Command {
         /// standard input).
         #[arg(short = 'f', long = "file")]
         files: Vec<PathBuf>,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Publish the runner metrics n8n does not expose (from the Docker API) for Prometheus.
     Exporter {
@@ -238,11 +238,34 @@ impl SettingsArgs {
     }
 }
 
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuditFormat {
-    Table,
-    Json,
-    Sarif,
+/// How a command prints its result: one `--format` for every command (`--json` is
+/// `--format json`), tables fitted to the terminal unless `--wide`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OutputArgs {
+    /// Output format: table, json; sarif (audit) and html (a run's report) where they apply.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// The same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Tables as wide as their content (else the terminal's width, 100 columns when piped).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+impl OutputArgs {
+    /// The format asked for (table when none), refused before any work when `T` has no such
+    /// form; `--wide` takes effect here.
+    pub fn format<T: crate::report::Rendered>(&self, command: &str) -> Result<Format, BadInput> {
+        if self.wide {
+            crate::report::width::set_wide();
+        }
+        let f = match (self.json, self.format) {
+            (true, _) => Format::Json,
+            (false, f) => f.unwrap_or(Format::Table),
+        };
+        crate::report::check::<T>(f, command)
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -257,8 +280,8 @@ pub struct AuditArgs {
     /// With --live: only this compose project.
     #[arg(long)]
     pub project: Option<String>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: AuditFormat,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -289,9 +312,8 @@ pub struct DiagnoseArgs {
     pub settings: SettingsArgs,
     #[command(flatten)]
     pub history: HistoryArgs,
-    /// Print the diagnosis as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Production history from a Prometheus-compatible API (Prometheus, Thanos, Mimir,
@@ -367,6 +389,22 @@ pub enum RecommendFormat {
     HelmOfficial,
     HelmCommunity,
     K8s,
+    /// The recommendation as JSON (as --json).
+    Json,
+}
+
+impl RecommendFormat {
+    /// The dialect of the settings; `None` for JSON.
+    pub fn dialect(self) -> Option<crate::report::Dialect> {
+        use crate::report::Dialect;
+        match self {
+            RecommendFormat::Compose => Some(Dialect::Compose),
+            RecommendFormat::HelmOfficial => Some(Dialect::HelmOfficial),
+            RecommendFormat::HelmCommunity => Some(Dialect::HelmCommunity),
+            RecommendFormat::K8s => Some(Dialect::K8s),
+            RecommendFormat::Json => None,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -462,9 +500,8 @@ pub struct SweepArgs {
     /// --max-vus).
     #[arg(long, requires = "adaptive")]
     pub to_failure: bool,
-    /// Print summary.json to stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Subcommand, Debug)]

@@ -5,11 +5,9 @@
 //! names the limit that caps throughput, `report` renders. `sim` is an n8n queue-mode stand-in
 //! the rest is tested against; it depends on none of them.
 
-pub mod analysis;
 pub mod audit;
 pub mod cli;
 pub mod commands;
-pub mod demo;
 pub mod diagnose;
 pub mod error;
 pub mod exporter;

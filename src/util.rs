@@ -55,7 +55,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
-    let text = crate::wire::url::truncate(text, 40);
+    let text = truncate(text, 40);
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{text}' is not a non-negative duration"));
     }
@@ -96,7 +96,7 @@ pub fn env_parse<T: std::str::FromStr>(
         Some(v) => v.trim().parse::<T>().map_err(|_| {
             BadInput(format!(
                 "{name}={:?} is not {what}: set it to {what} or unset it to use the default",
-                crate::wire::url::truncate(&v, 40)
+                truncate(&v, 40)
             ))
         }),
     }
@@ -116,7 +116,7 @@ pub fn env_bool(
             "false" | "0" | "no" => Ok(false),
             _ => Err(BadInput(format!(
                 "{name}={:?} is not a boolean: set it to true or false",
-                crate::wire::url::truncate(&v, 40)
+                truncate(&v, 40)
             ))),
         },
     }
@@ -272,10 +272,10 @@ pub fn yaml_error_at(origin: &str, e: &serde_saphyr::Error, line_offset: usize) 
         let key = rest.split(',').next().unwrap_or("").trim();
         format!(
             "the key `{}` appears twice in one mapping: keep one of them",
-            crate::wire::url::truncate(key, 60)
+            truncate(key, 60)
         )
     } else {
-        crate::wire::url::truncate(&unquote(&first), 160)
+        truncate(&unquote(&first), 160)
     };
     let loc = e
         .location()
@@ -310,6 +310,15 @@ pub fn unquote(text: &str) -> String {
 /// The process environment as a lookup function.
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
+}
+
+/// At most `max` characters of `text` (on a character boundary), with `…` when cut: what a
+/// message quotes of input it did not expect.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! its numbers.
 
 use crate::common::*;
-use n8ncap::analysis::analyze;
+use n8ncap::commands::analyze;
 use n8ncap::model::settings::{Settings, Sourced};
 use n8ncap::model::Limit;
 use n8ncap::record::diagnosis::CpuSite;

@@ -94,7 +94,7 @@ proptest! {
     #[test]
     fn saved_summaries_never_panic(text in mutated(SUMMARY)) {
         let p = temp_file("summary.json", text.as_bytes());
-        let _ = n8ncap::analysis::load_summary(&p);
+        let _ = n8ncap::record::dir::load_summary(&p);
     }
 }
 
@@ -242,17 +242,17 @@ proptest! {
             mean_bytes: v[13],
             max_bytes: v[13],
         }];
-        let mut s = Summary::new("fuzz", LoadModel::Closed, "http://127.0.0.1:5678/webhook/load", None);
+        let mut s = Summary::new("fuzz", LoadModel::Closed, "http://127.0.0.1:5678/webhook/load", None, std::time::SystemTime::now());
         s.stages = vec![st];
         let text = serde_json::to_vec_pretty(&s).unwrap();
         let p = temp_file("roundtrip.json", &text);
-        match n8ncap::analysis::load_summary(&p) {
+        match n8ncap::record::dir::load_summary(&p) {
             Ok(mut back) => {
-                let (d, _) = n8ncap::analysis::analyze(&mut back, Default::default(), None);
+                let (d, _) = n8ncap::commands::analyze(&mut back, Default::default(), None);
                 prop_assert!(!d.verdict.is_empty());
                 // And what the diagnosis wrote reads back too.
                 let again = temp_file("roundtrip2.json", &serde_json::to_vec_pretty(&back).unwrap());
-                prop_assert!(n8ncap::analysis::load_summary(&again).is_ok());
+                prop_assert!(n8ncap::record::dir::load_summary(&again).is_ok());
             }
             Err(e) => {
                 let e = e.to_string();

@@ -119,7 +119,7 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
         runner_limit: Some(n8ncap::model::settings::Sourced::new(5, "test")),
         ..Default::default()
     };
-    let (d, _) = n8ncap::analysis::analyze(&mut own, settings, None);
+    let (d, _) = n8ncap::commands::analyze(&mut own, settings, None);
     let own_verdict = serde_json::to_value(d.capping_limit).unwrap();
     assert_eq!(own_verdict, "runner_limit");
     assert_eq!(

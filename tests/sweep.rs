@@ -750,7 +750,7 @@ async fn open_model_past_the_ceiling_counts_completions() {
         worker_concurrency: Some(n8ncap::model::settings::Sourced::new(15, "test")),
         ..Default::default()
     };
-    let (d, _) = n8ncap::analysis::analyze(&mut s, settings, None);
+    let (d, _) = n8ncap::commands::analyze(&mut s, settings, None);
     assert_eq!(
         d.capping_limit,
         Some(n8ncap::model::Limit::RunnerLimit),

@@ -1,7 +1,7 @@
 //! Real workloads against the simulator: traffic mixes of several workflows, binary uploads,
 //! k6-style ramps and regular mode — each measured and diagnosed end to end.
 
-use n8ncap::analysis::analyze;
+use n8ncap::commands::analyze;
 use n8ncap::load::profile::Profile;
 use n8ncap::model::settings::Settings;
 use n8ncap::model::settings::Sourced;

@@ -70,3 +70,121 @@ pub fn consumption(
     );
     (uses, Some(sentence))
 }
+
+/// The workflows of a mix as the model sees them: job and Code time as the profile declares
+/// them, else as the body says (`sleep_ms`, `wait_ms`, `code`), else as measured — the
+/// scenario's mean response at 1 in flight less n8n's typical overhead, all of it taken as
+/// Code (as for one workflow whose Code time is unknown). None when a scenario's job is still
+/// unknown (no level at 1 in flight) or the profile had no scenarios.
+pub fn kinds(
+    scenarios: &[crate::record::summary::ScenarioInfo],
+    stages: &[crate::record::StageResult],
+) -> Option<Vec<Kind>> {
+    if scenarios.is_empty() {
+        return None;
+    }
+    let at_one = |name: &str| {
+        stages
+            .iter()
+            .filter(|s| s.valid && s.vus == Some(1) && s.ramp.is_none())
+            .flat_map(|s| s.scenarios.iter())
+            .find(|c| c.name == name && c.requests > 0)
+            .and_then(|c| c.latency.as_ref())
+            .map(|l| (l.mean_ms / 1000.0 - crate::model::DEFAULT_OVERHEAD_S).max(0.0))
+    };
+    scenarios
+        .iter()
+        .map(|sc| {
+            let body = crate::model::settings::Settings::from_body(sc.body.as_ref());
+            let job = sc
+                .job_time_s
+                .or(body.job_time.as_ref().map(|j| j.value))
+                .or_else(|| at_one(&sc.name))?;
+            // A body's sleep_ms describes the body's job, not a declared one; "no Code node"
+            // holds for any job.
+            let code = sc
+                .code_time_s
+                .or(body
+                    .code_time
+                    .map(|c| c.value)
+                    .filter(|c| *c == 0.0 || sc.job_time_s.is_none()))
+                .unwrap_or(job)
+                .min(job);
+            Some(Kind {
+                name: sc.name.clone(),
+                share: sc.share,
+                wait_s: job - code,
+                code_s: code,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::record::summary::ScenarioInfo;
+    use crate::record::StageResult;
+
+    #[test]
+    fn a_mix_takes_each_workflow_s_times_from_the_profile_the_body_or_the_first_level() {
+        use crate::record::stage::{Latency, ScenarioResult};
+        let info = |name: &str, body: Option<serde_json::Value>, job: Option<f64>| ScenarioInfo {
+            name: name.into(),
+            method: "POST".into(),
+            url: "http://x/webhook/a".into(),
+            share: 0.5,
+            body,
+            body_info: Default::default(),
+            job_time_s: job,
+            code_time_s: None,
+        };
+        let mut one = StageResult::empty(0, "1 in flight".into(), crate::record::LoadModel::Closed);
+        one.vus = Some(1);
+        one.scenarios = vec![ScenarioResult {
+            name: "measured".into(),
+            requests: 4,
+            ok: 4,
+            throughput_rps: 1.0,
+            request_rate: 1.0,
+            share: 0.5,
+            latency: Some(Latency {
+                mean_ms: 560.0,
+                min_ms: 550.0,
+                p50_ms: 560.0,
+                p90_ms: 570.0,
+                p95_ms: 570.0,
+                p99_ms: 570.0,
+                max_ms: 570.0,
+            }),
+            error_rate: 0.0,
+            errors: Default::default(),
+            checks: Vec::new(),
+            check_pass_rate: 1.0,
+            bytes_sent: 0,
+            bytes_received: 0,
+        }];
+        let got = super::kinds(
+            &[
+                info(
+                    "body",
+                    Some(serde_json::json!({"sleep_ms": 300, "code": false})),
+                    None,
+                ),
+                info("measured", None, None),
+                info(
+                    "declared",
+                    Some(serde_json::json!({"code": false})),
+                    Some(2.0),
+                ),
+            ],
+            std::slice::from_ref(&one),
+        )
+        .expect("every job known");
+        assert_eq!((got[0].wait_s, got[0].code_s), (0.3, 0.0));
+        // 560 ms at 1 in flight less the typical 60 ms overhead, all taken as Code.
+        assert!((got[1].code_s - 0.5).abs() < 1e-9 && got[1].wait_s == 0.0);
+        assert_eq!((got[2].wait_s, got[2].code_s), (2.0, 0.0));
+        // Without a level at 1 in flight an unknown workflow leaves the mix unknown.
+        assert!(super::kinds(&[info("measured", None, None)], &[]).is_none());
+    }
+}

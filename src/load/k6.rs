@@ -207,6 +207,59 @@ pub fn from_json(path: &Path, warmup_s: Option<f64>) -> Result<Vec<StageResult>,
     super::k6series::stages(&series, super::k6series::Warmup(warmup_s))
 }
 
+/// Wraps stages read from k6 output in a summary, with the request body when given (for the
+/// job time).
+pub fn summary(
+    stages: Vec<StageResult>,
+    origin: &str,
+    body: Option<&str>,
+) -> Result<crate::record::Summary, BadInput> {
+    let body = match body {
+        Some(b) => Some(serde_json::from_str::<serde_json::Value>(b).map_err(|e| {
+            BadInput(format!(
+                "--body is not JSON ({e}): write e.g. '{{\"sleep_ms\":1000}}'"
+            ))
+        })?),
+        None => None,
+    };
+    let mut s = crate::record::Summary::new(
+        &format!("k6: {origin}"),
+        crate::record::LoadModel::Closed,
+        "",
+        body,
+        std::time::SystemTime::now(),
+    );
+    s.scenarios = mix(&stages);
+    s.stages = stages;
+    Ok(s)
+}
+
+/// k6 scenarios that ran at once: each one's share of the requests, with its job unknown
+/// (measured at 1 in flight when the run has such a level, else given by flags).
+fn mix(stages: &[StageResult]) -> Vec<crate::record::summary::ScenarioInfo> {
+    let mut names: Vec<(String, u64)> = Vec::new();
+    for c in stages.iter().flat_map(|s| s.scenarios.iter()) {
+        match names.iter_mut().find(|(n, _)| *n == c.name) {
+            Some(e) => e.1 += c.requests,
+            None => names.push((c.name.clone(), c.requests)),
+        }
+    }
+    let total: u64 = names.iter().map(|n| n.1).sum();
+    names
+        .into_iter()
+        .map(|(name, n)| crate::record::summary::ScenarioInfo {
+            url: format!("k6 scenario {name}"),
+            name,
+            method: String::new(),
+            share: n as f64 / total.max(1) as f64,
+            body: None,
+            body_info: Default::default(),
+            job_time_s: None,
+            code_time_s: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -390,8 +390,9 @@ impl Sweep {
         let mut summary = Summary::new(
             &profile.name,
             profile.model,
-            &profile.request.url,
+            &crate::wire::url::redact(&profile.request.url),
             profile.request.body.clone(),
+            std::time::SystemTime::now(),
         );
         if !profile.scenarios.is_empty() {
             summary.url = infos

@@ -8,3 +8,25 @@ pub mod history;
 pub mod prometheus;
 pub mod scrape;
 pub mod watch;
+
+/// The host facts a sweep records: the cores of the machine n8n runs on — the Docker
+/// Engine's, or this machine's when the target is on loopback — and whether n8ncap shares them.
+pub fn host_facts(url: &str, docker_cores: Option<f64>) -> crate::record::summary::Host {
+    let local = crate::wire::url::is_loopback_url(url);
+    let cores = match docker_cores {
+        Some(n) => Some(crate::model::settings::Sourced::new(
+            n,
+            "the Docker Engine's host (NCPU)",
+        )),
+        None if local => Some(crate::model::settings::Sourced::new(
+            crate::util::cores(),
+            "this machine (the target is on loopback)",
+        )),
+        None => None,
+    };
+    crate::record::summary::Host {
+        cores,
+        shares_client_cpu: local,
+        client_cores: Some(crate::util::cores()),
+    }
+}

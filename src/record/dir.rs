@@ -84,3 +84,121 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             anyhow::anyhow!("cannot write {}: {e}", path.display())
         })
 }
+
+/// Reads `summary.json` from a results directory or a path to the file itself.
+pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
+    let file = if path.is_dir() {
+        path.join("summary.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = crate::util::read_text_file(&file, 256 << 20, "summary").map_err(|e| {
+        crate::error::BadInput(format!(
+            "{} (give a results directory written by n8ncap sweep, or its summary.json)",
+            e.0
+        ))
+    })?;
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    let first: Result<super::Summary, _> = serde_path_to_error::deserialize(de);
+    let first = match first {
+        Err(e) if null_number(&e) => read_with_nulls(&text).ok_or(e),
+        other => other,
+    };
+    let summary: super::Summary = first.map_err(|e| {
+        // The field is named by its path; the parser's message is kept without quoted values.
+        let field = e.path().to_string();
+        let inner = e.inner();
+        let what = inner.to_string();
+        let what = what.split(" at line ").next().unwrap_or("");
+        crate::error::BadInput(format!(
+            "{}:{}:{}: not an n8ncap summary: {}{}",
+            file.display(),
+            inner.line(),
+            inner.column(),
+            if field.is_empty() || field == "." {
+                String::new()
+            } else {
+                format!("{field}: ")
+            },
+            crate::util::truncate(&crate::util::unquote(what), 160)
+        ))
+    })?;
+    // A schema this build does not know (a newer n8ncap, or a hand edit) is refused, not
+    // read as if it were ours: its fields may mean something else.
+    let schema = summary.schema.as_str();
+    let known = schema == super::summary::SUMMARY_SCHEMA || schema == "n8ncap.summary/1";
+    if !known {
+        return Err(crate::error::BadInput(format!(
+            "{}: schema is {:?}: this n8ncap reads {} (and /1); a newer n8ncap wrote it, or it \
+             is not an n8ncap summary",
+            file.display(),
+            crate::util::truncate(&crate::util::escape_control(schema), 40),
+            super::summary::SUMMARY_SCHEMA
+        ))
+        .into());
+    }
+    for (i, st) in summary.stages.iter().enumerate() {
+        st.check(&format!("stages[{i}]"))
+            .map_err(|e| crate::error::BadInput(format!("{}: {e}", file.display())))?;
+    }
+    for (i, sc) in summary.scenarios.iter().enumerate() {
+        let times = [sc.job_time_s, sc.code_time_s];
+        let good = (0.0..=1.0).contains(&sc.share)
+            && times.iter().flatten().all(|t| {
+                t.is_finite() && (0.0..=crate::util::MAX_DURATION.as_secs_f64()).contains(t)
+            });
+        if !good {
+            return Err(crate::error::BadInput(format!(
+                "{}: scenarios[{i}]: share must be from 0 to 1 and job_time_s, code_time_s from 0 to 30 days",
+                file.display()
+            ))
+            .into());
+        }
+    }
+    if !summary.schema.starts_with("n8ncap.summary/") {
+        return Err(crate::error::BadInput(format!(
+            "{} has schema {:?}, not {}",
+            file.display(),
+            summary.schema,
+            super::summary::SUMMARY_SCHEMA
+        ))
+        .into());
+    }
+    Ok(summary)
+}
+
+/// serde_json writes a number that is not finite (a NaN mean) as `null`: the run wrote it, so
+/// it must read back.
+fn null_number(e: &serde_path_to_error::Error<serde_json::Error>) -> bool {
+    let what = e.inner().to_string();
+    what.starts_with("invalid type: null, expected f64")
+        || what.starts_with("invalid type: null, expected u64")
+        || what.starts_with("invalid type: null, expected u32")
+}
+
+/// Reads a summary whose non-finite numbers were written as `null`: each such field is read as
+/// 0 (no figure, as an empty mean is), one at a time by the path the reader names.
+fn read_with_nulls(text: &str) -> Option<super::Summary> {
+    use serde_path_to_error::Segment;
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    for _ in 0..100_000 {
+        let e = match serde_path_to_error::deserialize::<_, super::Summary>(&v) {
+            Ok(s) => return Some(s),
+            Err(e) if null_number(&e) => e,
+            Err(_) => return None,
+        };
+        let mut at = &mut v;
+        for seg in e.path().iter() {
+            at = match seg {
+                Segment::Seq { index } => at.get_mut(*index)?,
+                Segment::Map { key } => at.get_mut(key.as_str())?,
+                Segment::Enum { .. } | Segment::Unknown => return None,
+            };
+        }
+        if !at.is_null() {
+            return None;
+        }
+        *at = serde_json::Value::from(0);
+    }
+    None
+}

@@ -126,14 +126,16 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// An empty summary for a run of `model` started now.
+    /// An empty summary for a run of `model` started at `started`; `url` is as it may be
+    /// shown (credentials redacted by the caller).
     pub fn new(
         profile: &str,
         model: LoadModel,
         url: &str,
         body: Option<serde_json::Value>,
+        started: std::time::SystemTime,
     ) -> Self {
-        let now = crate::util::utc_rfc3339(std::time::SystemTime::now());
+        let now = crate::util::utc_rfc3339(started);
         Summary {
             schema: SUMMARY_SCHEMA.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -143,7 +145,7 @@ impl Summary {
             aborted_by_threshold: false,
             profile: profile.to_string(),
             model,
-            url: crate::wire::url::redact(url),
+            url: url.to_string(),
             body,
             scenarios: Vec::new(),
             stages: Vec::new(),

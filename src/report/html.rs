@@ -798,3 +798,15 @@ fn short(s: &str) -> String {
         s.to_string()
     }
 }
+
+/// Writes `report.html` into a results directory from its summary and timeline.
+pub fn write(
+    dir: &std::path::Path,
+    summary: &crate::record::Summary,
+) -> anyhow::Result<std::path::PathBuf> {
+    let timeline = crate::record::timeline::read_file(&dir.join("timeline.jsonl"));
+    let html = render(summary, &timeline);
+    let path = dir.join("report.html");
+    crate::record::dir::write_atomic(&path, html.as_bytes())?;
+    Ok(path)
+}

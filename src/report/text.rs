@@ -196,8 +196,8 @@ pub fn memory_plan(p: &MemoryPlan) -> String {
 }
 
 /// The memory plan in the chosen format: compose `mem_limit`, Helm `resources`, or a k8s patch.
-pub fn memory_plan_snippet(p: &MemoryPlan, format: crate::cli::RecommendFormat) -> String {
-    use crate::cli::RecommendFormat;
+pub fn memory_plan_snippet(p: &MemoryPlan, format: super::Dialect) -> String {
+    use super::Dialect as RecommendFormat;
     let svc = p.runner.as_deref().unwrap_or("n8n-worker-runner");
     let mib = p.memory_limit_mib;
     match format {
@@ -630,4 +630,16 @@ pub fn history(h: &crate::record::history::History) -> String {
         );
     }
     s
+}
+
+/// Prose for the terminal: folded to the output's width (100 columns when piped).
+pub fn folded(text: &str) -> String {
+    super::width::fold(text.trim_end(), super::width::output_width())
+}
+
+/// Prints human output, control characters escaped (a container's name or a file's content
+/// cannot move the terminal's cursor).
+pub fn print(text: &str) -> anyhow::Result<()> {
+    println!("{}", crate::util::for_terminal(text));
+    Ok(())
 }

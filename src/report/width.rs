@@ -5,8 +5,18 @@
 /// Columns when nothing says otherwise (piped into a file or a pager).
 pub const DEFAULT_WIDTH: usize = 100;
 
+static WIDE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--wide`: tables as wide as their content, prose unfolded, for the rest of the process.
+pub fn set_wide() {
+    WIDE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The width to lay human output out for.
 pub fn output_width() -> usize {
+    if WIDE.load(std::sync::atomic::Ordering::Relaxed) {
+        return u16::MAX as usize;
+    }
     if let Some(w) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())

@@ -149,14 +149,7 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// At most `max` characters of `text` (on a character boundary), with `…` when cut: what a
-/// message quotes of input it did not expect.
-pub fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
+pub use crate::util::truncate;
 
 /// True when the URL's host is on this machine: n8ncap then shares the host's CPU.
 pub fn is_loopback_url(url: &str) -> bool {
@@ -219,5 +212,14 @@ mod tests {
         assert_eq!(redact("http://h/x@y"), "http://h/x@y");
         assert_eq!(truncate("ééé", 2), "éé…");
         assert_eq!(truncate("ab", 2), "ab");
+    }
+
+    #[test]
+    fn loopback_targets_are_recognised() {
+        assert!(is_loopback_url("http://127.0.0.1:5678/webhook/x"));
+        assert!(is_loopback_url("http://localhost/x"));
+        assert!(is_loopback_url("https://user:pw@[::1]:443/x"));
+        assert!(!is_loopback_url("http://n8n.example:5678/x"));
+        assert!(!is_loopback_url("http://10.0.0.5/x"));
     }
 }

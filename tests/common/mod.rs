@@ -220,7 +220,7 @@ pub async fn sweep_cpu_watched(
 ) -> Summary {
     let host = n8ncap::record::summary::Host {
         shares_client_cpu: false,
-        ..n8ncap::analysis::host_facts(&profile.request.url, None)
+        ..n8ncap::observe::host_facts(&profile.request.url, None)
     };
     let endpoints = endpoints
         .into_iter()

@@ -2,12 +2,15 @@
 //! (one worker with concurrency 15, one runner with limit 10), sweeps it with a short closed
 //! load, and prints what n8ncap reports — in under a minute, with nothing else installed.
 
-use crate::analysis::analyze;
+use super::analyze;
+use crate::error;
 use crate::load::profile::{LoadModel, Profile, RequestSpec, StageSpec};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
 use crate::model::settings::{Settings, Sourced};
 use crate::observe::watch::Endpoint;
 use crate::record::{Diagnosis, Recommendation, Role, Summary};
+use crate::report::views::{Run, RunJson};
+use crate::report::Format;
 use crate::sim::{Stack, StackConfig};
 use std::time::Duration;
 
@@ -16,6 +19,30 @@ pub const DEMO_RUNNER_LIMIT: u32 = 10;
 /// Job time shortened from the reference study's 3 s so the demo ends in under a minute.
 pub const DEMO_JOB_MS: u64 = 500;
 pub const DEMO_STAGES: [u32; 4] = [1, 10, 20, 40];
+
+pub(super) async fn run(output: &crate::cli::OutputArgs) -> anyhow::Result<i32> {
+    let format = output.format::<Run>("demo")?;
+    let json = format != Format::Table;
+    if !json {
+        let intro = intro();
+        let width = crate::report::width::output_width();
+        println!("{}\n", crate::report::width::fold(&intro, width));
+    }
+    let out = run_demo(!json).await?;
+    let run = Run {
+        summary: &out.summary,
+        diagnosis: &out.diagnosis,
+        recommendation: &out.recommendation,
+        json: RunJson::Summary,
+        results: None,
+    };
+    crate::report::emit(&run, format)?;
+    Ok(match out.ending {
+        // The demo's own signal listener has the signal; SIGTERM and SIGINT both end it here.
+        Ending::Interrupted => error::EXIT_INTERRUPTED,
+        Ending::Completed => error::EXIT_OK,
+    })
+}
 
 pub fn demo_profile(url: &str) -> Profile {
     let mut p = Profile::parse("model: closed\nrequest: {}\nstages: [{vus: 1}]\n", "demo")
@@ -96,7 +123,7 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
     // process CPU (which contains them) must not be added to the host's again.
     let host = crate::record::summary::Host {
         shares_client_cpu: false,
-        ..crate::analysis::host_facts(&profile.request.url, None)
+        ..crate::observe::host_facts(&profile.request.url, None)
     };
     let opts = SweepOptions {
         profile,

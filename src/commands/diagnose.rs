@@ -1,0 +1,66 @@
+//! `n8ncap diagnose`: a saved run, a k6 summary or a k6 time series judged (Prometheus history
+//! is `history.rs`).
+
+use crate::cli::DiagnoseArgs;
+use crate::error::{self, BadInput};
+use crate::report::views::{Run, RunJson};
+
+pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    if a.history.prometheus.is_some() {
+        return super::history::run(a).await;
+    }
+    let format = a.output.format::<Run>("diagnose")?;
+    let mut flags = a.settings.settings()?;
+    let task_request_timeout = a.settings.task_request_timeout()?;
+    if a.docker || a.project.is_some() {
+        match super::docker_watch(a.project.as_deref()).await {
+            Ok(w) => flags = flags.or(w.topology.model_settings()),
+            Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
+        }
+    }
+    let mut summary = input(&a)?;
+    let (d, rec) = super::analyze(&mut summary, flags, task_request_timeout);
+    // The stages read (a k6 time series: its held steps, rates and ramp windows) with the
+    // judgement, so what was judged can be checked.
+    let run = Run {
+        summary: &summary,
+        diagnosis: &d,
+        recommendation: &rec,
+        json: RunJson::Judgement,
+        results: None,
+    };
+    crate::report::emit(&run, format)?;
+    Ok(error::EXIT_OK)
+}
+
+/// What `diagnose` reads: a saved run, a k6 summary export, or k6's JSON output.
+fn input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
+    match (&a.input, &a.k6_summary, &a.k6_json) {
+        (Some(p), _, _) => crate::record::dir::load_summary(p),
+        (None, Some(k), _) => Ok(crate::load::k6::summary(
+            crate::load::k6::from_summary(k)?,
+            &k.display().to_string(),
+            a.body.as_deref(),
+        )?),
+        (None, None, Some(k)) => {
+            let warm = match a.k6_warmup.trim() {
+                "auto" => None,
+                w => Some(
+                    crate::util::parse_duration(w)
+                        .map_err(|e| BadInput(format!("--k6-warmup: {e} (or \"auto\")")))?
+                        .as_secs_f64(),
+                ),
+            };
+            Ok(crate::load::k6::summary(
+                crate::load::k6::from_json(k, warm)?,
+                &k.display().to_string(),
+                a.body.as_deref(),
+            )?)
+        }
+        (None, None, None) => Err(BadInput(
+            "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
+                .into(),
+        )
+        .into()),
+    }
+}

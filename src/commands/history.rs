@@ -1,0 +1,195 @@
+//! `n8ncap diagnose --prometheus`: production history from a Prometheus-compatible API, its
+//! busy windows judged like a sweep's stages, without a load test.
+
+use crate::cli::DiagnoseArgs;
+use crate::error::{self, BadInput};
+use crate::report::views;
+
+/// `diagnose --prometheus`: the range's busy windows judged like a sweep, without a load test.
+pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
+    use crate::observe::{history, prometheus};
+    let format = a.output.format::<views::History>("diagnose --prometheus")?;
+    let h = &a.history;
+    let url = h.prometheus.as_deref().unwrap_or_default();
+    let auth = prometheus::Auth::load(
+        h.prometheus_token_env.as_deref(),
+        h.prometheus_token_file.as_deref(),
+        h.prometheus_basic_auth_env.as_deref(),
+        h.prometheus_basic_auth_file.as_deref(),
+    )?;
+    let timeout = crate::util::parse_duration(&h.prometheus_timeout)
+        .map_err(|e| BadInput(format!("--prometheus-timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(BadInput("--prometheus-timeout must be above 0".into()).into());
+    }
+    let src = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
+    let q = query(h)?;
+    let mut flags = a.settings.settings()?;
+    if a.docker || a.project.is_some() {
+        match super::docker_watch(a.project.as_deref()).await {
+            Ok(w) => flags = flags.or(w.topology.model_settings()),
+            Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
+        }
+    }
+    // A bad --out fails before the read, not after it.
+    let made = match &h.out {
+        Some(dir) => out_dir(dir)?,
+        None => false,
+    };
+    let mut hist = match history::read(&src, &q).await {
+        Ok(h) => h,
+        Err(e) => {
+            // Nothing was read: leave no empty results directory behind.
+            if let (Some(dir), true) = (&h.out, made) {
+                let _ = std::fs::remove_dir(dir);
+            }
+            anyhow::bail!("reading {}: {e}", src.shown);
+        }
+    };
+    let timeout_s = a.settings.task_request_timeout()?;
+    // Recorded with the windows, so the saved run is judged again with the same settings.
+    let known = flags.clone().or(crate::diagnose::history::settings(&hist));
+    let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
+    let rec = crate::recommend::recommend(&d, None);
+    let mut summary = crate::record::Summary::new(
+        &format!("prometheus: {}", src.shown),
+        crate::record::LoadModel::Open,
+        "",
+        None,
+        std::time::SystemTime::now(),
+    );
+    summary.stages = stages;
+    summary.settings = Some(known);
+    summary.diagnosis = Some(d.clone());
+    summary.recommendation = rec.as_ref().ok().cloned();
+    if let Some(dir) = &h.out {
+        crate::record::dir::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        crate::record::dir::write_atomic(
+            &dir.join("history.json"),
+            &serde_json::to_vec_pretty(&hist)?,
+        )?;
+        crate::report::html::write(dir, &summary)?;
+    }
+    let view = views::History {
+        history: &hist,
+        diagnosis: &d,
+        recommendation: rec.as_ref().ok(),
+        stages: &summary.stages,
+        why_not: rec.as_ref().err().map(String::as_str),
+    };
+    crate::report::emit(&view, format)?;
+    Ok(error::EXIT_OK)
+}
+
+/// The history's results directory: refused when it holds a run's results already; true when
+/// it was made here (and so may be removed again if nothing is read).
+fn out_dir(dir: &std::path::Path) -> anyhow::Result<bool> {
+    if ["summary.json", "stages.jsonl", "history.json"]
+        .iter()
+        .any(|f| dir.join(f).exists())
+    {
+        return Err(BadInput(format!(
+            "{} already holds the results of a run: choose another --out",
+            dir.display()
+        ))
+        .into());
+    }
+    let existed = dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the results directory {}: {e}; choose another with --out",
+            dir.display()
+        )
+    })?;
+    Ok(!existed)
+}
+
+/// The range: --since back from --end (or now), or --start to --end.
+fn query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, BadInput> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let time = |flag: &str, v: &str| -> Result<f64, BadInput> {
+        let v = v.trim();
+        let t = v
+            .parse::<f64>()
+            .ok()
+            .or_else(|| crate::load::k6::parse_time(v))
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| {
+                BadInput(format!(
+                    "{flag}: not a time — give RFC 3339 (2026-11-24T14:00:00Z) or Unix seconds"
+                ))
+            })?;
+        Ok(t)
+    };
+    let end = match &h.end {
+        Some(e) => time("--end", e)?,
+        None => now,
+    };
+    let start = match (&h.start, &h.since) {
+        (Some(s), _) => time("--start", s)?,
+        (None, Some(s)) => {
+            end - crate::util::parse_duration(s)
+                .map_err(|e| BadInput(format!("--since: {e}")))?
+                .as_secs_f64()
+        }
+        (None, None) => end - 3600.0,
+    };
+    if start >= end {
+        return Err(BadInput(format!(
+            "the range is empty: --start must be before --end ({start:.0} ≥ {end:.0})"
+        )));
+    }
+    if end - start > crate::util::MAX_DURATION.as_secs_f64() {
+        return Err(BadInput(
+            "the range is longer than 30 days: give a shorter --since".into(),
+        ));
+    }
+    let step = match &h.step {
+        Some(s) => {
+            let d = crate::util::parse_duration(s).map_err(|e| BadInput(format!("--step: {e}")))?;
+            if d.as_secs_f64() < 0.001 {
+                return Err(BadInput("--step must be at least 1ms".into()));
+            }
+            Some(d.as_secs_f64())
+        }
+        None => None,
+    };
+    for m in &h.matchers {
+        let ok = ["=~", "!~", "!=", "="].iter().any(|op| {
+            m.split_once(op).is_some_and(|(k, v)| {
+                !k.trim().is_empty()
+                    && v.trim().starts_with('"')
+                    && v.trim().ends_with('"')
+                    && v.trim().len() >= 2
+            })
+        });
+        if !ok || m.contains(['{', '}']) {
+            return Err(BadInput(format!(
+                "--match {}: write a label matcher such as 'namespace=\"n8n-prod\"' or 'job=~\"n8n.*\"'",
+                crate::wire::url::truncate(&crate::util::escape_control(m), 80)
+            )));
+        }
+    }
+    let window = match &h.window {
+        Some(w) => Some(
+            crate::util::parse_duration(w)
+                .map_err(|e| BadInput(format!("--window: {e}")))?
+                .as_secs_f64()
+                .max(1.0),
+        ),
+        None => None,
+    };
+    Ok(crate::observe::history::Query {
+        start,
+        end,
+        matchers: h.matchers.clone(),
+        step,
+        window,
+    })
+}

@@ -1,0 +1,47 @@
+//! `n8ncap recommend`: the settings that follow a saved run's verdict (or a break point given),
+//! in a deployment's dialect.
+
+use crate::cli::RecommendArgs;
+use crate::error::{self, BadInput};
+use crate::model::settings::Sourced;
+use crate::report::views::Recommend;
+use crate::report::{Dialect, Format};
+
+pub(super) fn run(a: RecommendArgs) -> anyhow::Result<i32> {
+    let flags = a.settings.settings()?;
+    if a.break_point == Some(0) {
+        return Err(BadInput("--break-point must be at least 1".into()).into());
+    }
+    let (format, dialect) = match (a.json, a.format.dialect()) {
+        (false, Some(d)) => (Format::Table, d),
+        _ => (Format::Json, Dialect::Compose),
+    };
+    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    let mut memory = None;
+    let rec = match (&a.input, bp) {
+        (Some(path), bp) => {
+            let mut summary = crate::record::dir::load_summary(path)?;
+            let timeout = a.settings.task_request_timeout()?;
+            let (d, _) = super::analyze(&mut summary, flags, timeout);
+            memory = summary.memory_plan.clone();
+            crate::recommend::recommend(&d, bp)
+        }
+        (None, Some(bp)) => crate::recommend::from_break_point(&flags, bp),
+        (None, None) => return Err(BadInput(
+            "give a results directory, or --break-point with --job-time (and the current limits)"
+                .into(),
+        )
+        .into()),
+    };
+    // A runner killed at its memory limit: its memory plan is the recommendation.
+    if let (Err(why), None) = (&rec, &memory) {
+        return Err(BadInput(why.clone()).into());
+    }
+    let view = Recommend {
+        plan: rec.as_ref().map_err(String::as_str),
+        memory: memory.as_ref(),
+        dialect,
+    };
+    crate::report::emit(&view, format)?;
+    Ok(error::EXIT_OK)
+}

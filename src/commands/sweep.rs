@@ -1,0 +1,201 @@
+//! `n8ncap sweep`: staged load at a webhook, watched, judged and saved as it goes.
+
+use crate::cli::SweepArgs;
+use crate::error::{self, BadInput};
+use crate::load::profile::{Overrides, Profile};
+use crate::load::run::{run_sweep, Ending, SweepOptions};
+use crate::model::settings::Settings;
+use crate::observe::watch::Endpoint;
+use crate::record::dir::ResultsDir;
+use crate::report::views::{Run, RunJson};
+use crate::report::Format;
+use crate::wire::resp::RedisUrl;
+use std::time::Duration;
+
+pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
+    let format = a.output.format::<Run>("sweep")?;
+    let interrupt = crate::util::Interrupt::install();
+    let flags = a.settings.settings()?;
+    let task_request_timeout = a.settings.task_request_timeout()?;
+    let mut profile = Profile::load(&a.profile)?;
+    profile.apply(&Overrides {
+        url: a.url.clone(),
+        vus: a.vus.clone(),
+        rates: a.rates.clone(),
+        stage_duration: a.stage_duration.clone(),
+        warmup: a.warmup.clone(),
+        body: a.body.clone(),
+        timeout: a.timeout.clone(),
+        ca_cert: a.ca_cert.clone(),
+        insecure: a.insecure,
+    })?;
+    // Everything the profile says is checked before anything is created or sent.
+    let planned = profile.resolve_stages()?;
+    profile.scenarios()?;
+    profile.require_target()?;
+    let queue_metrics_interval = match Duration::try_from_secs_f64(a.queue_metrics_interval) {
+        Ok(d) if a.queue_metrics_interval > 0.0 && d <= crate::util::MAX_DURATION => d,
+        _ => {
+            return Err(BadInput(
+                "--queue-metrics-interval must be a number of seconds above 0 (n8n's \
+                 N8N_METRICS_QUEUE_METRICS_INTERVAL, 20 by default)"
+                    .into(),
+            )
+            .into())
+        }
+    };
+    let metrics = a
+        .metrics
+        .iter()
+        .map(|m| Endpoint::parse(m).map_err(BadInput))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scrape_interval = crate::util::parse_duration(&a.scrape_interval)
+        .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;
+    if scrape_interval < Duration::from_millis(100) {
+        return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
+    }
+    let redis = a
+        .redis
+        .as_deref()
+        .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
+        .transpose()?;
+    let out_dir = (!a.no_out).then(|| {
+        a.out.clone().unwrap_or_else(|| {
+            std::path::PathBuf::from("n8ncap-results")
+                .join(crate::util::utc_compact(std::time::SystemTime::now()))
+        })
+    });
+    let out = out_dir
+        .as_deref()
+        .map(|d| ResultsDir::create(d, a.force))
+        .transpose()?;
+    let docker = if a.docker || a.project.is_some() {
+        super::docker_watch(a.project.as_deref())
+            .await
+            .map_err(|e| eprintln!("n8ncap: {e:#}; the sweep runs without container data"))
+            .ok()
+    } else {
+        None
+    };
+    let docker_cores = match &docker {
+        Some(w) => crate::observe::docker::engine_cores(&w.docker).await,
+        None => None,
+    };
+    let known = match &docker {
+        Some(w) => flags.or(w.topology.model_settings()),
+        None => flags,
+    };
+    let host = crate::observe::host_facts(&profile.request.url, docker_cores);
+    let observer = crate::observe::watch::observer(
+        metrics,
+        docker.map(|w| (w.docker, w.containers)),
+        redis,
+        scrape_interval,
+        out.as_ref().and_then(|o| o.timeline().ok()),
+    )
+    .await;
+    let profile_model = profile.model;
+    eprintln!(
+        "n8ncap: load goes to {} (profile {}: {}{})",
+        crate::wire::url::redact(&profile.request.url),
+        profile.name,
+        if a.adaptive {
+            "adaptive levels".to_string()
+        } else {
+            format!(
+                "{} stage{}, {:.0} s",
+                planned.len() * a.repeat.max(1) as usize,
+                if planned.len() * a.repeat.max(1) as usize == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                planned
+                    .iter()
+                    .map(|s| s.duration.as_secs_f64())
+                    .sum::<f64>()
+                    * a.repeat.max(1) as f64
+            )
+        },
+        if profile.scenarios.is_empty() {
+            String::new()
+        } else {
+            format!(", {} scenarios", profile.scenarios.len())
+        }
+    );
+    let opts = SweepOptions {
+        profile,
+        out,
+        abort_on_fail: a.abort_on_fail,
+        progress: format == Format::Table,
+        observer,
+        queue_metrics_interval,
+        repeat: a.repeat,
+        settings: Some(known),
+        adaptive: adaptive_options(&a, &profile_model)?,
+        host: Some(host),
+    };
+    let (mut summary, ending) = run_sweep(opts, interrupt.clone().wait()).await?;
+    let (diagnosis, rec) = super::analyze(&mut summary, Settings::default(), task_request_timeout);
+    if let Some(dir) = &out_dir {
+        crate::record::dir::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        crate::report::html::write(dir, &summary)?;
+    }
+    let code = match ending {
+        Ending::Interrupted => interrupt.exit_code(),
+        Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
+        Ending::Completed => error::EXIT_OK,
+    };
+    // What was measured is saved: a reader that closed the pipe does not change the result.
+    error::EXIT_ON_CLOSED_PIPE.store(code, std::sync::atomic::Ordering::Relaxed);
+    let run = Run {
+        summary: &summary,
+        diagnosis: &diagnosis,
+        recommendation: &rec,
+        json: RunJson::Summary,
+        results: out_dir.as_deref(),
+    };
+    crate::report::emit(&run, format)?;
+    Ok(code)
+}
+
+/// `--adaptive` and its bounds, checked.
+fn adaptive_options(
+    a: &SweepArgs,
+    model: &crate::record::LoadModel,
+) -> anyhow::Result<Option<crate::load::run::AdaptiveOptions>> {
+    if !a.adaptive {
+        return Ok(None);
+    }
+    if *model != crate::record::LoadModel::Closed {
+        return Err(BadInput(
+            "--adaptive searches in-flight levels: use a closed-model profile (not --rates)".into(),
+        )
+        .into());
+    }
+    let dur = |flag: &str, v: &str| -> anyhow::Result<Duration> {
+        let d = crate::util::parse_duration(v).map_err(|e| BadInput(format!("--{flag}: {e}")))?;
+        if d.is_zero() {
+            return Err(BadInput(format!("--{flag} must be more than 0")).into());
+        }
+        Ok(d)
+    };
+    if !(a.precision.is_finite() && a.precision > 0.0 && a.precision < 1.0) {
+        return Err(
+            BadInput("--precision must be a share between 0 and 1, e.g. 0.03".into()).into(),
+        );
+    }
+    if a.max_vus == 0 {
+        return Err(BadInput("--max-vus must be at least 1".into()).into());
+    }
+    Ok(Some(crate::load::run::AdaptiveOptions {
+        max_vus: a.max_vus,
+        budget: dur("budget", &a.budget)?,
+        precision: a.precision,
+        max_stage: dur("max-stage", &a.max_stage)?,
+        to_failure: a.to_failure,
+    }))
+}

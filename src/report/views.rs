@@ -1,0 +1,182 @@
+//! How each command's result looks in each format: the typed values the commands hand
+//! [`super::emit`]. Adding a format: a variant of [`super::Format`], its file, and a method of
+//! [`super::Rendered`] implemented here for the results that have it.
+
+use super::{html, sarif, table, text, Format, Rendered};
+use crate::record::recommendation::MemoryPlan;
+use crate::record::stage::ContainerStats;
+use crate::record::{Diagnosis, Recommendation, Summary};
+use serde::ser::{SerializeStruct, Serializer};
+use serde::Serialize;
+use std::path::Path;
+
+/// What a run's JSON holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunJson {
+    /// The whole summary (`sweep`, `demo`): what summary.json holds.
+    Summary,
+    /// The judgement with the stages it judged (`diagnose`).
+    Judgement,
+}
+
+/// A judged run: a sweep, the demo, or `diagnose` of a saved run or a k6 file.
+pub struct Run<'a> {
+    pub summary: &'a Summary,
+    pub diagnosis: &'a Diagnosis,
+    pub recommendation: &'a Result<Recommendation, String>,
+    pub json: RunJson,
+    /// Where the results were written, if they were.
+    pub results: Option<&'a Path>,
+}
+
+impl Serialize for Run<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.json {
+            RunJson::Summary => self.summary.serialize(s),
+            RunJson::Judgement => {
+                let mut st = s.serialize_struct("Judgement", 3)?;
+                st.serialize_field("diagnosis", self.diagnosis)?;
+                st.serialize_field("recommendation", &self.recommendation.as_ref().ok())?;
+                st.serialize_field("stages", &self.summary.stages)?;
+                st.end()
+            }
+        }
+    }
+}
+
+impl Rendered for Run<'_> {
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Html];
+
+    fn table(&self) -> String {
+        let mut s = text::run(self.summary, self.diagnosis, self.recommendation);
+        if let Some(dir) = self.results {
+            s.push_str(&format!("\nresults: {}", dir.display()));
+        }
+        s
+    }
+
+    fn html(&self) -> Option<String> {
+        let timeline = self
+            .results
+            .map(|d| crate::record::timeline::read_file(&d.join("timeline.jsonl")))
+            .unwrap_or_default();
+        Some(html::render(self.summary, &timeline))
+    }
+}
+
+/// `diagnose --prometheus`: the history read and its judgement.
+#[derive(Serialize)]
+pub struct History<'a> {
+    pub history: &'a crate::record::history::History,
+    pub diagnosis: &'a Diagnosis,
+    pub recommendation: Option<&'a Recommendation>,
+    pub stages: &'a [crate::record::StageResult],
+    #[serde(skip)]
+    pub why_not: Option<&'a str>,
+}
+
+impl Rendered for History<'_> {
+    fn table(&self) -> String {
+        let text = format!(
+            "{}\n{}{}",
+            text::history(self.history),
+            text::diagnosis(self.diagnosis),
+            match (self.recommendation, self.why_not) {
+                (Some(r), _) => text::recommendation(r),
+                (None, why) => format!("No recommendation: {}", why.unwrap_or("none")),
+            }
+        );
+        text::folded(&text)
+    }
+}
+
+/// `inspect`: the topology with where each setting comes from; live containers with one
+/// reading of their stats, files with what was read.
+#[derive(Serialize)]
+pub struct Inspect<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<&'a str>,
+    pub topology: &'a crate::topology::Topology,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<&'a [Option<ContainerStats>]>,
+    pub model_settings: crate::model::settings::Settings,
+}
+
+impl Rendered for Inspect<'_> {
+    fn table(&self) -> String {
+        match (self.input, self.stats) {
+            (_, Some(stats)) => table::topology_table(self.topology, stats),
+            (input, None) => format!(
+                "{}\n{}",
+                input.unwrap_or_default(),
+                table::manifest_table(self.topology)
+            ),
+        }
+    }
+}
+
+impl Rendered for crate::audit::Report {
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Sarif];
+
+    fn table(&self) -> String {
+        table::audit_table(self)
+    }
+
+    fn sarif(&self) -> Option<serde_json::Value> {
+        Some(sarif::sarif(self))
+    }
+}
+
+/// `recommend`: the plan in a deployment's dialect, or the memory plan when a runner was killed
+/// at its limit and no capacity plan can be made.
+pub struct Recommend<'a> {
+    pub plan: Result<&'a Recommendation, &'a str>,
+    pub memory: Option<&'a MemoryPlan>,
+    pub dialect: super::Dialect,
+}
+
+impl Serialize for Recommend<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match (self.plan, self.memory) {
+            (Ok(r), _) => r.serialize(s),
+            (Err(_), m) => {
+                let mut st = s.serialize_struct("MemoryOnly", 1)?;
+                st.serialize_field("memory_plan", &m)?;
+                st.end()
+            }
+        }
+    }
+}
+
+impl Rendered for Recommend<'_> {
+    fn table(&self) -> String {
+        use super::Dialect;
+        let mut out = String::new();
+        match self.plan {
+            Ok(rec) => {
+                if let Some(m) = self.memory.filter(|m| m.oom_killed) {
+                    out.push_str(&text::folded(&text::memory_plan(m)));
+                    out.push('\n');
+                }
+                out.push_str(&text::folded(&text::recommendation(rec)));
+                out.push('\n');
+                out.push_str(&match self.dialect {
+                    Dialect::Compose => text::compose_snippet(rec),
+                    Dialect::HelmOfficial => text::helm_official_values(rec),
+                    Dialect::HelmCommunity => text::helm_community_values(rec),
+                    Dialect::K8s => text::k8s_worker_patch(rec),
+                });
+            }
+            Err(why) => {
+                if let Some(m) = self.memory {
+                    out.push_str(&text::folded(&text::memory_plan(m)));
+                    out.push('\n');
+                    out.push_str(&text::memory_plan_snippet(m, self.dialect));
+                    out.push('\n');
+                }
+                out.push_str(&text::folded(&format!("No capacity plan: {why}")));
+            }
+        }
+        out
+    }
+}
