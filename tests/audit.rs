@@ -4,8 +4,9 @@
 //! on the same stacks started as containers.
 
 use crate::common::*;
-use n8ncap::audit::{self, compose};
+use n8ncap::audit;
 use n8ncap::findings::FindingId;
+use n8ncap::topology::compose;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;

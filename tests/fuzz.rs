@@ -64,7 +64,7 @@ proptest! {
     #[test]
     fn compose_yaml_never_panics(text in mutated(COMPOSE)) {
         let p = temp_file("compose.yml", text.as_bytes());
-        let _ = n8ncap::audit::compose::load(&[p]);
+        let _ = n8ncap::topology::compose::load(&[p]);
     }
 
     #[test]

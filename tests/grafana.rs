@@ -3,7 +3,7 @@
 //! read back with n8ncap's Prometheus parser).
 
 use crate::common::*;
-use n8ncap::audit::compose;
+use n8ncap::topology::compose;
 use n8ncap::topology::Topology;
 use n8ncap::wire::prometheus::parse;
 use std::collections::BTreeSet;

@@ -7,7 +7,7 @@
 use super::{env, finding, is_true, Ctx};
 use crate::findings::Finding;
 use crate::findings::FindingId;
-use crate::topology::{K8sFacts, Node, Role};
+use crate::topology::{K8sFacts, Node, ProbeKind, Role};
 
 /// n8n's own graceful shutdown (`N8N_GRACEFUL_SHUTDOWN_TIMEOUT`) and the runners'
 /// (`N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`), both 30 s by default; Kubernetes' default grace
@@ -129,7 +129,7 @@ fn worker_probes(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
         .probes
         .iter()
         .filter(|p| p.http_path.is_some())
-        .map(|p| p.kind.as_str())
+        .map(|p| p.kind.word())
         .collect();
     if !http.is_empty() && !is_true(env(n, "QUEUE_HEALTH_CHECK_ACTIVE")) {
         out.push(
@@ -146,7 +146,7 @@ fn worker_probes(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
 fn readiness(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
     if k.probes
         .iter()
-        .any(|p| p.kind == "readiness" && p.http_path.as_deref() == Some("/healthz"))
+        .any(|p| p.kind == ProbeKind::Readiness && p.http_path.as_deref() == Some("/healthz"))
     {
         out.push(
             finding(FindingId::ReadinessOnHealthz, n.name(), format!(
@@ -271,9 +271,10 @@ fn db_budget(c: &Ctx, out: &mut Vec<Finding>) {
     let mut parts = Vec::new();
     let mut total = 0u32;
     for n in &users {
-        let pool = env(n, "DB_POSTGRESDB_POOL_SIZE")
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(2);
+        let pool = n
+            .db_pool_size
+            .as_ref()
+            .map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value);
         let pods = n.facts.replicas;
         total = total.saturating_add(pool.saturating_mul(pods));
         parts.push(format!("{} {pods} × {pool}", n.name()));

@@ -2,11 +2,8 @@
 //! compose files or running containers before the load finds them. Both inputs become
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
-pub mod compose;
-pub mod k8s;
 mod kubernetes;
 
-use crate::error::BadInput;
 use crate::findings::{Finding, FindingId, Severity};
 use crate::topology::{Facts, Node, Role, Topology};
 use serde::Serialize;
@@ -93,63 +90,6 @@ impl<'a> Ctx<'a> {
 
     fn by_name(&self, name: &str) -> Option<&'a Node> {
         self.t.nodes.iter().find(|n| n.facts.name == name)
-    }
-}
-
-/// Reads `-f` inputs: compose files (merged in order, as Compose does) or Kubernetes
-/// manifests (`-` is standard input), recognised by their content. Returns the services and
-/// the input's label ("compose: a.yml", "kubernetes: rendered.yaml").
-pub fn load_files(files: &[PathBuf]) -> Result<(Vec<compose::Service>, String), BadInput> {
-    if files.is_empty() {
-        return Err(BadInput(
-            "give compose files or Kubernetes manifests with -f FILE (repeatable; - reads \
-             standard input)"
-                .into(),
-        ));
-    }
-    let mut manifests = Vec::new();
-    let mut compose_files = Vec::new();
-    for f in files {
-        let (text, shown) = k8s::read_input(f)?;
-        if k8s::looks_like_kubernetes(&text) {
-            manifests.push((text, shown));
-        } else if f.as_os_str() == "-" {
-            return Err(BadInput(
-                "standard input holds no Kubernetes objects (apiVersion and kind): give a \
-                 compose file by its path, so its .env and env_file can be found"
-                    .into(),
-            ));
-        } else {
-            compose_files.push(f.clone());
-        }
-    }
-    let label = |kind: &str, names: Vec<String>| format!("{kind}: {}", names.join(", "));
-    match (manifests.is_empty(), compose_files.is_empty()) {
-        (false, false) => Err(BadInput(
-            "-f mixes compose files and Kubernetes manifests: audit them separately".into(),
-        )),
-        (true, _) => {
-            let project = compose::load(&compose_files)?;
-            Ok((
-                project.services,
-                label(
-                    "compose",
-                    compose_files
-                        .iter()
-                        .map(|f| f.display().to_string())
-                        .collect(),
-                ),
-            ))
-        }
-        (false, true) => {
-            let mut services = Vec::new();
-            let mut names = Vec::new();
-            for (text, shown) in &manifests {
-                services.extend(k8s::load(shown, text)?.services);
-                names.push(shown.display().to_string());
-            }
-            Ok((services, label("kubernetes", names)))
-        }
     }
 }
 
@@ -261,7 +201,10 @@ fn binary_data(c: &Ctx, out: &mut Vec<Finding>) {
         return;
     }
     for n in c.n8n.iter() {
-        if env(n, "N8N_DEFAULT_BINARY_DATA_MODE") == Some("filesystem") {
+        // Set on the process (n8n's own default in queue mode is database).
+        let set = env(n, "N8N_DEFAULT_BINARY_DATA_MODE").is_some();
+        let mode = n.binary_data_mode.as_ref().map(|m| m.value);
+        if set && mode == Some(crate::model::settings::BinaryDataMode::Filesystem) {
             out.push(
                 finding(FindingId::BinaryDataFilesystemInQueueMode, n.name(), format!(
                     "{}: N8N_DEFAULT_BINARY_DATA_MODE=filesystem in queue mode: n8n does not support it",
@@ -645,9 +588,9 @@ fn database(c: &Ctx, out: &mut Vec<Finding>) {
         let pool: u32 = pg_users
             .iter()
             .map(|n| {
-                env(n, "DB_POSTGRESDB_POOL_SIZE")
-                    .and_then(|v| v.parse::<u32>().ok())
-                    .unwrap_or(2)
+                n.db_pool_size
+                    .as_ref()
+                    .map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value)
                     .saturating_mul(n.facts.replicas)
             })
             .fold(0u32, u32::saturating_add);

@@ -24,7 +24,7 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
             ),
         )
     } else {
-        let (services, input) = audit::load_files(&a.files)?;
+        let (services, input) = crate::topology::load_files(&a.files)?;
         let locations = services
             .iter()
             .map(|s| (s.facts.name.clone(), (s.file.clone(), s.line)))

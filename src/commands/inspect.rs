@@ -16,7 +16,7 @@ pub(super) async fn run(
 ) -> anyhow::Result<i32> {
     let format = output.format::<Inspect>("inspect")?;
     if !files.is_empty() {
-        let (services, input) = crate::audit::load_files(files)?;
+        let (services, input) = crate::topology::load_files(files)?;
         let topology =
             crate::topology::Topology::build(services.into_iter().map(|s| s.facts).collect());
         let view = Inspect {

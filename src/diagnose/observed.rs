@@ -136,7 +136,9 @@ const UPLOAD_BYTES: f64 = 100_000.0;
 /// worker that runs the execution reads it back).
 pub fn upload_memory(
     stages: &[StageResult],
-    binary_data_mode: Option<&crate::model::settings::Sourced<String>>,
+    binary_data_mode: Option<
+        &crate::model::settings::Sourced<crate::model::settings::BinaryDataMode>,
+    >,
     out: &mut Vec<Finding>,
 ) {
     let per_request = |s: &StageResult| s.bytes_sent as f64 / s.requests.max(1) as f64;

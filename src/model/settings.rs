@@ -64,6 +64,48 @@ pub enum ExecutionsMode {
     Regular,
 }
 
+/// `N8N_DEFAULT_BINARY_DATA_MODE`: where n8n keeps binary data (uploads, files a workflow
+/// makes). n8n refuses other values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BinaryDataMode {
+    /// In the process's memory.
+    Default,
+    /// Files under `N8N_BINARY_DATA_STORAGE_PATH`, on the process's own disk.
+    Filesystem,
+    /// In the database (n8n 2.x's default in queue mode).
+    Database,
+    /// In S3-compatible object storage.
+    S3,
+}
+
+impl BinaryDataMode {
+    pub fn parse(v: &str) -> Option<BinaryDataMode> {
+        match v.trim() {
+            "default" => Some(BinaryDataMode::Default),
+            "filesystem" => Some(BinaryDataMode::Filesystem),
+            "database" => Some(BinaryDataMode::Database),
+            "s3" => Some(BinaryDataMode::S3),
+            _ => None,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            BinaryDataMode::Default => "default",
+            BinaryDataMode::Filesystem => "filesystem",
+            BinaryDataMode::Database => "database",
+            BinaryDataMode::S3 => "s3",
+        }
+    }
+}
+
+impl std::fmt::Display for BinaryDataMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// The deployment and workload as far as they are known.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
@@ -85,7 +127,7 @@ pub struct Settings {
     /// Where binary data goes (`N8N_DEFAULT_BINARY_DATA_MODE` of main, or n8n's default for
     /// the executions mode), when the deployment was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binary_data_mode: Option<Sourced<String>>,
+    pub binary_data_mode: Option<Sourced<BinaryDataMode>>,
 }
 
 impl Settings {

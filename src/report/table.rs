@@ -76,11 +76,12 @@ fn mode_lines(table: &Table, t: &crate::topology::Topology) -> String {
             out.push_str(&wrapped(table, &line, 4));
         }
         if let Some(b) = n.binary_data_mode.as_ref() {
-            let why = match b.value.as_str() {
-                "database" => ": uploads are written to the database and read back by the process that runs the execution",
-                "filesystem" => ": uploads are files under N8N_BINARY_DATA_STORAGE_PATH (not shared between processes)",
-                "s3" => ": uploads go to S3",
-                _ => "",
+            use crate::model::settings::BinaryDataMode;
+            let why = match b.value {
+                BinaryDataMode::Database => ": uploads are written to the database and read back by the process that runs the execution",
+                BinaryDataMode::Filesystem => ": uploads are files under N8N_BINARY_DATA_STORAGE_PATH (not shared between processes)",
+                BinaryDataMode::S3 => ": uploads go to S3",
+                BinaryDataMode::Default => ": uploads are held in the process's memory",
             };
             out.push_str(&wrapped(
                 table,

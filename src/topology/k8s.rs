@@ -12,7 +12,7 @@
 
 use super::compose::{parse_memory, Project, Service};
 use crate::error::BadInput;
-use crate::topology::{Autoscaler, Facts, K8sFacts, Probe, Trigger};
+use crate::topology::{Autoscaler, Facts, K8sFacts, Probe, ProbeKind, Trigger};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -360,11 +360,11 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
             .and_then(|l| l.get("memory"))
             .and_then(parse_quantity_bytes);
         f.cpu_limit_cores = limits.and_then(|l| l.get("cpu")).and_then(parse_cpu);
-        let probes = ["livenessProbe", "readinessProbe", "startupProbe"]
+        let probes = ProbeKind::ALL
             .iter()
             .filter_map(|k| {
-                c.get(*k).map(|p| Probe {
-                    kind: k.trim_end_matches("Probe").to_string(),
+                c.get(k.field()).map(|p| Probe {
+                    kind: *k,
                     http_path: s(p, "/httpGet/path").map(str::to_string),
                 })
             })

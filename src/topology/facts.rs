@@ -1,0 +1,255 @@
+//! Facts: what is known about one container or compose service (image, command, environment,
+//! labels, limits, a Kubernetes pod's extras), secrets already dropped. The three readers
+//! (`docker.rs`, `compose.rs`, `k8s.rs`) produce them; the classification and the settings
+//! read them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Variables whose values n8ncap reads. Nothing secret is on this list.
+pub const KEPT_VARIABLES: &[&str] = &[
+    "EXECUTIONS_MODE",
+    "N8N_CONCURRENCY_PRODUCTION_LIMIT",
+    "N8N_RUNNERS_MODE",
+    "N8N_RUNNERS_ENABLED",
+    "N8N_RUNNERS_MAX_CONCURRENCY",
+    "N8N_RUNNERS_TASK_BROKER_URI",
+    "N8N_RUNNERS_BROKER_PORT",
+    "N8N_RUNNERS_BROKER_LISTEN_ADDRESS",
+    "N8N_RUNNERS_TASK_REQUEST_TIMEOUT",
+    "N8N_RUNNERS_TASK_TIMEOUT",
+    "N8N_DEFAULT_BINARY_DATA_MODE",
+    "N8N_RUNNERS_MAX_OLD_SPACE_SIZE",
+    "N8N_METRICS",
+    "N8N_METRICS_PREFIX",
+    "N8N_METRICS_INCLUDE_QUEUE_METRICS",
+    "N8N_METRICS_QUEUE_METRICS_INTERVAL",
+    "N8N_METRICS_INCLUDE_MESSAGE_EVENT_BUS_METRICS",
+    "N8N_PORT",
+    "QUEUE_HEALTH_CHECK_ACTIVE",
+    "QUEUE_HEALTH_CHECK_PORT",
+    "QUEUE_BULL_PREFIX",
+    "QUEUE_BULL_REDIS_HOST",
+    "QUEUE_BULL_REDIS_PORT",
+    "QUEUE_WORKER_CONCURRENCY",
+    "DB_TYPE",
+    "DB_POSTGRESDB_HOST",
+    "DB_POSTGRESDB_POOL_SIZE",
+    "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS",
+    "GENERIC_TIMEZONE",
+    "NODE_OPTIONS",
+    "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT",
+    "QUEUE_BULL_REDIS_DB",
+    "N8N_DEFAULT_BINARY_DATA_MODE",
+];
+
+/// `N8N_RUNNERS_MODE`: n8n starts its own runner (`internal`, the default) or waits for runner
+/// containers (`external`). Any other value is refused by n8n.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnersMode {
+    Internal,
+    External,
+    Invalid,
+}
+
+impl RunnersMode {
+    pub fn parse(v: &str) -> RunnersMode {
+        match v.trim() {
+            "internal" => RunnersMode::Internal,
+            "external" => RunnersMode::External,
+            _ => RunnersMode::Invalid,
+        }
+    }
+
+    pub fn word(&self) -> &'static str {
+        match self {
+            RunnersMode::Internal => "internal",
+            RunnersMode::External => "external",
+            RunnersMode::Invalid => "invalid",
+        }
+    }
+}
+
+/// What is known about one container or compose service, secrets already dropped.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Facts {
+    pub name: String,
+    pub service: Option<String>,
+    pub project: Option<String>,
+    pub image: String,
+    /// Entrypoint and command, as one argument list.
+    pub command: Vec<String>,
+    /// Values of [`KEPT_VARIABLES`] only.
+    pub env: BTreeMap<String, String>,
+    /// Every variable name set, values not kept.
+    pub env_names: Vec<String>,
+    /// Names by which other containers reach this one (hostname, service, aliases).
+    pub hostnames: Vec<String>,
+    pub memory_limit_bytes: Option<u64>,
+    /// CPU limit in cores (`--cpus`, `deploy.resources.limits.cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_cores: Option<f64>,
+    pub replicas: u32,
+    /// Where these facts came from ("container n8n-worker-1", "compose service n8n-worker").
+    pub origin: String,
+    /// In-memory fingerprints of the secrets whose equality the audit compares (encryption
+    /// key, runner auth token). Never serialized; the values themselves are never kept.
+    #[serde(skip)]
+    pub secret_fingerprints: BTreeMap<String, u64>,
+    /// Where each variable is set, when the input says more than `origin` ("ConfigMap n8n key
+    /// EXECUTIONS_MODE via envFrom", "Secret n8n-secret (value not read)").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_sources: BTreeMap<String, String>,
+    /// What only Kubernetes manifests say: pod, replicas and autoscaling, probes, grace period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s: Option<K8sFacts>,
+    /// Live containers: their state as Docker inspects it (OOM kill, exit code, restarts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::record::lifecycle::ContainerState>,
+}
+
+/// A container of a Kubernetes workload, as the rendered manifests describe it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct K8sFacts {
+    /// `Deployment` or `StatefulSet`, and its name: containers of one workload share a pod
+    /// (and `localhost`).
+    pub workload_kind: String,
+    pub workload: String,
+    pub container: String,
+    /// A sidecar: a second container of the pod, or an init container with
+    /// `restartPolicy: Always` (a native sidecar).
+    pub sidecar: bool,
+    /// `spec.replicas` was written (else Kubernetes runs 1 unless an autoscaler sets it).
+    pub replicas_declared: bool,
+    /// The autoscaler targeting the workload, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaler: Option<Autoscaler>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<Probe>,
+    /// requests / limits as written ("cpu: 500m, memory: 1Gi").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<String>,
+}
+
+/// An HPA or a KEDA ScaledObject and what it scales on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Autoscaler {
+    /// "HorizontalPodAutoscaler n8n-worker" or "ScaledObject n8n-worker".
+    pub by: String,
+    pub min: u32,
+    pub max: u32,
+    pub triggers: Vec<Trigger>,
+    /// File and line of the autoscaler, for findings about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+/// One scaling signal: a resource (`cpu`, `memory`) or a KEDA trigger (`redis` with its list).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Trigger {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+/// Which of a container's probes.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    #[default]
+    Liveness,
+    Readiness,
+    Startup,
+}
+
+impl ProbeKind {
+    pub const ALL: [ProbeKind; 3] = [
+        ProbeKind::Liveness,
+        ProbeKind::Readiness,
+        ProbeKind::Startup,
+    ];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            ProbeKind::Liveness => "liveness",
+            ProbeKind::Readiness => "readiness",
+            ProbeKind::Startup => "startup",
+        }
+    }
+
+    /// The field of a Kubernetes container that holds it (`livenessProbe`).
+    pub fn field(self) -> &'static str {
+        match self {
+            ProbeKind::Liveness => "livenessProbe",
+            ProbeKind::Readiness => "readinessProbe",
+            ProbeKind::Startup => "startupProbe",
+        }
+    }
+}
+
+/// A liveness, readiness or startup probe: its HTTP path, when it is an HTTP probe.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Probe {
+    pub kind: ProbeKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_path: Option<String>,
+}
+
+/// Secrets the audit compares across services, by fingerprint only.
+pub const COMPARED_SECRETS: &[&str] = &["N8N_ENCRYPTION_KEY", "N8N_RUNNERS_AUTH_TOKEN"];
+
+fn fingerprint(v: &str) -> u64 {
+    use std::hash::BuildHasher;
+    // A per-process random key: equal values compare equal within this run, and the number
+    // means nothing outside it.
+    static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    STATE.get_or_init(Default::default).hash_one(v)
+}
+
+impl Facts {
+    /// A secret known by reference only (Kubernetes `secretKeyRef`): its name is recorded and,
+    /// for the secrets the audit compares, a fingerprint of the reference — equal references
+    /// mean one shared secret; the value is never read.
+    pub fn set_secret_reference(&mut self, name: &str, reference: &str) {
+        if !self.env_names.iter().any(|n| n == name) {
+            self.env_names.push(name.to_string());
+            self.env_names.sort();
+        }
+        self.env.remove(name);
+        if COMPARED_SECRETS.contains(&name) {
+            self.secret_fingerprints
+                .insert(name.to_string(), fingerprint(&format!("ref:{reference}")));
+        }
+    }
+
+    /// Splits a full environment into kept values and names. Call it on raw `KEY=VALUE` items.
+    pub fn set_env<'a>(&mut self, items: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) {
+        for (k, v) in items {
+            let k = k.trim();
+            if k.is_empty() {
+                continue;
+            }
+            if !self.env_names.iter().any(|n| n == k) {
+                self.env_names.push(k.to_string());
+            }
+            if let Some(v) = v {
+                if KEPT_VARIABLES.contains(&k) {
+                    // A kept URL keeps its host, never its `user:password@`.
+                    self.env.insert(k.to_string(), crate::wire::url::redact(v));
+                }
+                if COMPARED_SECRETS.contains(&k) && !v.is_empty() {
+                    self.secret_fingerprints
+                        .insert(k.to_string(), fingerprint(v));
+                }
+            }
+        }
+        self.env_names.sort();
+    }
+}
