@@ -1,0 +1,116 @@
+//! The adaptive loop: the levels `adaptive::Search` chooses, each ended once its throughput
+//! is steady to the precision asked.
+
+use super::*;
+
+impl Sweep {
+    /// The adaptive search: runs the level the search asks for until it stops, the budget is
+    /// spent or the run is interrupted.
+    pub(super) async fn run_adaptive(
+        &mut self,
+        a: AdaptiveOptions,
+        interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> anyhow::Result<Ending> {
+        let mut search = Search::new(a.max_vus, a.to_failure);
+        let deadline = Instant::now() + a.budget;
+        // The profile's stages only lend their settings (stage fields such as max_vus); the
+        // levels are the search's.
+        let template = self.stages.first().map(|(s, _)| s.clone());
+        self.stages.clear();
+        self.total_time = a.budget;
+        loop {
+            search.counts_slots = self
+                .summary
+                .stages
+                .iter()
+                .any(|s| s.queue.as_ref().is_some_and(|q| q.samples > 0 && !q.coarse));
+            let settle = search.settle_threshold();
+            let (n, why, count_slots) = match search.next() {
+                Decision::Run {
+                    in_flight,
+                    why,
+                    count_slots,
+                } => (in_flight, why, count_slots),
+                Decision::Stop { why } => {
+                    self.summary.search.push(SearchStep {
+                        in_flight: None,
+                        why,
+                    });
+                    return Ok(Ending::Completed);
+                }
+            };
+            if Instant::now() >= deadline {
+                self.summary.search.push(SearchStep {
+                    in_flight: None,
+                    why: format!("the budget of {:?} is spent", a.budget),
+                });
+                return Ok(Ending::Completed);
+            }
+            self.summary.search.push(SearchStep {
+                in_flight: Some(n),
+                why,
+            });
+            let warmup = Duration::try_from_secs_f64(search.warmup_s(n))
+                .unwrap_or(a.max_stage)
+                .min(a.max_stage);
+            let mut stage = template.clone().unwrap_or(Stage {
+                vus: None,
+                rate: None,
+                ramp_to: None,
+                max_vus: None,
+                duration: Duration::ZERO,
+                warmup: Duration::ZERO,
+                ramp: None,
+            });
+            stage.vus = Some(n);
+            stage.ramp = None;
+            stage.warmup = warmup;
+            // A level that counts slots only needs the queue gauges to refresh twice.
+            let counting = (2 * self.opts.queue_metrics_interval).max(Duration::from_secs(3));
+            stage.duration = warmup + if count_slots { counting } else { a.max_stage };
+            self.stages.push((stage, 0));
+            let index = self.stages.len() - 1;
+            let steady = Steady {
+                // A refining level only has to say on which side of 95 % of the ceiling it
+                // lies: twice the precision is enough there (a level whose interval still
+                // straddles the line is at the knee, within the ±10 % the search asks).
+                precision: if settle.is_some() && !count_slots {
+                    (2.0 * a.precision).min(0.5)
+                } else {
+                    a.precision
+                },
+                // At least two response times (and 2 s) of steady window before judging.
+                min_window: Duration::from_secs_f64((warmup.as_secs_f64() / 1.5 * 2.0).max(2.0)),
+                deadline,
+                settle: settle.filter(|_| !count_slots),
+                count_slots,
+            };
+            let (end, failed) = self.run_stage(index, interrupt, Some(steady)).await?;
+            if end == StageEnd::Interrupted {
+                self.summary.interrupted = true;
+                return Ok(Ending::Interrupted);
+            }
+            search
+                .seen
+                .push(seen(&self.summary.stages[index], n, failed));
+        }
+    }
+}
+
+/// A finished stage as the search sees it.
+pub(super) fn seen(r: &StageResult, n: u32, failed_thresholds: bool) -> Seen {
+    Seen {
+        in_flight: n,
+        throughput: r.throughput_rps,
+        mean_response_s: r
+            .latency
+            .as_ref()
+            .map(|l| l.mean_ms / 1000.0)
+            .unwrap_or(0.0),
+        waited_in_redis: r
+            .queue
+            .as_ref()
+            .is_some_and(|q| q.samples > 0 && q.waiting_mean >= 1.0),
+        failed: !r.valid || failed_thresholds,
+    }
+}
