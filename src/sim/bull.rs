@@ -8,6 +8,11 @@ pub fn key(prefix: &str, suffix: &str) -> String {
     format!("{prefix}:jobs:{suffix}")
 }
 
+/// The channel workers publish outcomes on (the simulator's own; Bull uses job events).
+pub fn outcome_channel(prefix: &str) -> String {
+    key(prefix, "n8ncap-outcomes")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -455,13 +455,8 @@ async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()
     Ok(())
 }
 
-/// The channel workers publish outcomes on (the simulator's own; Bull uses job events).
-pub fn outcome_channel(prefix: &str) -> String {
-    bull::key(prefix, "n8ncap-outcomes")
-}
-
 async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {
-    let channel = outcome_channel(&st.cfg.bull_prefix);
+    let channel = bull::outcome_channel(&st.cfg.bull_prefix);
     if sub.cmd(&["SUBSCRIBE", &channel]).await.is_err() {
         eprintln!("n8ncap sim main: cannot subscribe to {channel} on Redis");
         return;

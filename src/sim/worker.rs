@@ -186,7 +186,7 @@ async fn queue_loop(st: Arc<State>) {
 async fn redis_slot(st: Arc<State>, url: RedisUrl) {
     let prefix = st.cfg.bull_prefix.clone();
     let (wait, active) = (bull::key(&prefix, "wait"), bull::key(&prefix, "active"));
-    let channel = super::main_role::outcome_channel(&prefix);
+    let channel = super::bull::outcome_channel(&prefix);
     let mut warned = false;
     loop {
         let mut c = match Conn::open(&url).await {
