@@ -84,7 +84,7 @@ proptest! {
     #[test]
     fn k6_json_output_never_panics(text in mutated(K6_JSON), warmup in 0.0f64..10.0) {
         let p = temp_file("k6-out.json", text.as_bytes());
-        if let Ok(stages) = n8ncap::load::k6::from_json(&p, Some(warmup)) {
+        if let Ok(stages) = n8ncap::load::k6series::from_json(&p, Some(warmup)) {
             for (i, s) in stages.iter().enumerate() {
                 prop_assert!(s.check(&format!("stages[{i}]")).is_ok(), "{s:?}");
             }

@@ -39,6 +39,8 @@ mod report;
 mod sim_fidelity;
 #[path = "sim_processes.rs"]
 mod sim_processes;
+#[path = "structure.rs"]
+mod structure;
 #[path = "sweep.rs"]
 mod sweep;
 #[path = "workloads.rs"]

@@ -257,7 +257,7 @@ async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
     let levels = v["diagnosis"]["levels"].as_array().expect("levels");
     assert_eq!(levels.len(), 1, "one level, not one stage per scenario");
     assert_eq!(levels[0]["level"]["in_flight"], 10);
-    let stages = n8ncap::load::k6::from_json(&json, Some(2.0)).expect("the k6 output reads");
+    let stages = n8ncap::load::k6series::from_json(&json, Some(2.0)).expect("the k6 output reads");
     assert_eq!(stages.len(), 1);
     let st = &stages[0];
     let sc = &st.scenarios;

@@ -52,7 +52,7 @@ fn input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
                 ),
             };
             Ok(crate::load::k6::summary(
-                crate::load::k6::from_json(k, warm)?,
+                crate::load::k6series::from_json(k, warm)?,
                 &k.display().to_string(),
                 a.body.as_deref(),
             )?)

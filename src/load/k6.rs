@@ -200,13 +200,6 @@ pub fn parse_time(t: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 - offset_s) as f64 + s)
 }
 
-/// `k6 run --out json=FILE` or `--out csv=FILE`: held steps, held rates and the ramps between
-/// them (see [`super::k6series`]); `warmup_s` is the least warm-up of each level (None: automatic).
-pub fn from_json(path: &Path, warmup_s: Option<f64>) -> Result<Vec<StageResult>, BadInput> {
-    let series = super::k6series::read(path)?;
-    super::k6series::stages(&series, super::k6series::Warmup(warmup_s))
-}
-
 /// Wraps stages read from k6 output in a summary, with the request body when given (for the
 /// job time).
 pub fn summary(
@@ -290,7 +283,7 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("n8ncap-k6-status-{}.json", std::process::id()));
         std::fs::write(&path, text).unwrap();
-        let stages = from_json(&path, Some(0.0)).unwrap();
+        let stages = crate::load::k6series::from_json(&path, Some(0.0)).unwrap();
         let _ = std::fs::remove_file(&path);
         let s = &stages[0];
         assert_eq!((s.requests, s.ok), (4, 2));

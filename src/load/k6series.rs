@@ -1176,6 +1176,16 @@ fn stage_of(
     Ok(st)
 }
 
+/// `k6 run --out json=FILE` or `--out csv=FILE`: held steps, held rates and the ramps between
+/// them; `warmup_s` is the least warm-up of each level (None: automatic).
+pub fn from_json(
+    path: &std::path::Path,
+    warmup_s: Option<f64>,
+) -> Result<Vec<StageResult>, BadInput> {
+    let series = read(path)?;
+    stages(&series, Warmup(warmup_s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,295 @@
+//! The shape of the code, checked from its text: the rooms' imports against the table in
+//! docs/ARCHITECTURE.md (no arrow up, hence no circle), no circle between the files of one
+//! room, and no function over 100 lines in src/.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("src"), &mut out);
+    out.sort();
+    out
+}
+
+/// The file's path under src/, with `/`.
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root().join("src"))
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// The room a file belongs to: its top-level module (`main` for main.rs).
+fn room_of(rel: &str) -> String {
+    rel.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// The code of a file without its test module (a trailing `#[cfg(test)]` at column 0) and
+/// without line comments.
+fn code(text: &str) -> String {
+    let text = match text.find("\n#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            // `//` inside a string ("http://") is not a comment: keep lines with a quote
+            // before it whole.
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every `crate::a` (or `n8ncap::a` in main.rs), including `crate::{a, b::c}`.
+fn imported_rooms(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find(prefix) {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != "self" {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// The table of docs/ARCHITECTURE.md: rooms top to bottom, each with what it may import.
+fn table() -> Vec<(String, BTreeSet<String>)> {
+    let doc = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let ticked = |cell: &str| -> BTreeSet<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    doc.lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells.len() == 5 && cells[1].starts_with('`')).then(|| {
+                let room = ticked(cells[1]).into_iter().next().unwrap();
+                (room, ticked(cells[3]))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn every_room_imports_only_what_the_architecture_table_allows_and_only_downwards() {
+    let table = table();
+    assert!(table.len() >= 15, "the table has {} rows", table.len());
+    let row: BTreeMap<&str, usize> = table
+        .iter()
+        .enumerate()
+        .map(|(i, (r, _))| (r.as_str(), i))
+        .collect();
+    // The table itself points down: a row may import only rows under it.
+    for (i, (room, allowed)) in table.iter().enumerate() {
+        for a in allowed {
+            let at = *row
+                .get(a.as_str())
+                .unwrap_or_else(|| panic!("{room} may import {a}, which has no row"));
+            assert!(at > i, "{room} may import {a}, which is above it");
+        }
+    }
+    let mut seen_rooms = BTreeSet::new();
+    let mut broken = Vec::new();
+    for file in sources() {
+        let rel = rel(&file);
+        if rel == "lib.rs" {
+            continue;
+        }
+        let room = room_of(&rel);
+        seen_rooms.insert(room.clone());
+        let (_, allowed) = table
+            .iter()
+            .find(|(r, _)| *r == room)
+            .unwrap_or_else(|| panic!("src/{rel}: room {room} has no row in ARCHITECTURE.md"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let prefix = if rel == "main.rs" {
+            "n8ncap::"
+        } else {
+            "crate::"
+        };
+        for used in imported_rooms(&code(&text), prefix) {
+            if used != room && !allowed.contains(&used) {
+                broken.push(format!("src/{rel} ({room}) imports {used}"));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "imports the table does not allow:\n{}",
+        broken.join("\n")
+    );
+    // Every row is a room that exists.
+    for (r, _) in &table {
+        assert!(
+            seen_rooms.contains(r),
+            "ARCHITECTURE.md names {r}, which src/ has not"
+        );
+    }
+}
+
+#[test]
+fn the_files_of_a_room_import_each_other_in_no_circle() {
+    // file → the sibling files it names (`super::x` or `crate::room::x`), mod.rs left out
+    // (a folder's mod.rs holds what its files share).
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let files: Vec<String> = sources().iter().map(|p| rel(p)).collect();
+    for rel in &files {
+        let Some((dir, name)) = rel.rsplit_once('/') else {
+            continue;
+        };
+        if name == "mod.rs" {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(root().join("src").join(rel)).unwrap());
+        let module_path = format!("crate::{}::", dir.replace('/', "::"));
+        let mut names = imported_rooms(&text, "super::");
+        names.extend(imported_rooms(&text, &module_path));
+        for n in names {
+            let sibling = format!("{dir}/{n}.rs");
+            let sibling_dir = format!("{dir}/{n}/mod.rs");
+            for s in [sibling, sibling_dir] {
+                if files.contains(&s) && s != *rel {
+                    edges.entry(rel.clone()).or_default().insert(s);
+                }
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(n) {
+            Some(1) => {
+                let from = path.iter().position(|p| p == n).unwrap();
+                let mut c = path[from..].to_vec();
+                c.push(n.to_string());
+                return Some(c);
+            }
+            Some(_) => return None,
+            None => {}
+        }
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            if let Some(c) = visit(m, edges, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if let Some(c) = visit(n, &edges, &mut state, &mut Vec::new()) {
+            panic!("a circle between the files of one room: {}", c.join(" → "));
+        }
+    }
+    assert!(edges.len() > 20, "{} files name siblings", edges.len());
+}
+
+/// Functions of src/ by length: (lines, file, name), from the `fn` line to its closing brace
+/// at the same indent (rustfmt's layout).
+fn function_lengths() -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    for file in sources() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let indent = &l[..l.len() - t.len()];
+            let t = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .fold(t, |t, p| t.strip_prefix(p).unwrap_or(t));
+            let t = ["async ", "const ", "unsafe "]
+                .iter()
+                .fold(t, |t, p| t.strip_prefix(p).unwrap_or(t));
+            let Some(sig) = t.strip_prefix("fn ") else {
+                continue;
+            };
+            let name: String = sig
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // The signature ends at the first line ending in `{` (a body), `;` (a
+            // declaration) or `}` (a one-line body).
+            let Some(open) = (i..lines.len()).find(|&j| {
+                let e = lines[j].trim_end();
+                e.ends_with('{') || e.ends_with(';') || e.ends_with('}')
+            }) else {
+                continue;
+            };
+            if !lines[open].trim_end().ends_with('{') {
+                continue;
+            }
+            let close = format!("{indent}}}");
+            if let Some(end) = (open + 1..lines.len()).find(|&j| lines[j] == close) {
+                out.push((end - i + 1, rel(&file), name));
+            }
+        }
+    }
+    out.sort_by(|a, b| b.cmp(a));
+    out
+}
+
+#[test]
+fn no_function_in_src_is_over_100_lines() {
+    let all = function_lengths();
+    assert!(all.len() > 500, "{} functions found", all.len());
+    let long: Vec<String> = all
+        .iter()
+        .filter(|(n, _, _)| *n > 100)
+        .map(|(n, f, name)| format!("src/{f}: {name} ({n} lines)"))
+        .collect();
+    assert!(long.is_empty(), "over 100 lines:\n{}", long.join("\n"));
+}
