@@ -109,33 +109,45 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
     }
     e.end_family();
     if let Some(j) = job_time.filter(|j| *j > 0.0) {
-        e.family(
+        ceilings(&mut e, &workers, j);
+    }
+    memory_families(&mut e, t, memory);
+    e.out
+}
+
+/// Each worker's throughput ceiling and the deployment's, for a job time `j` (s).
+fn ceilings(e: &mut TextWriter, workers: &[&crate::topology::Node], j: f64) {
+    let svc = |n: &crate::topology::Node| n.facts.service.clone().unwrap_or_default();
+    e.family(
+        "theoretical_ceiling_per_second",
+        "gauge",
+        "Throughput ceiling of each worker: effective concurrency ÷ job time.",
+    );
+    // The exporter knows the job time only: an all-Code job, as the model computes it.
+    let job = Job {
+        wait_s: 0.0,
+        code_s: j,
+        overhead_s: 0.0,
+    };
+    let all: Vec<WorkerLimits> = workers.iter().map(|w| limits(w)).collect();
+    for (w, l) in workers.iter().zip(&all) {
+        e.sample(
             "theoretical_ceiling_per_second",
-            "gauge",
-            "Throughput ceiling of each worker: effective concurrency ÷ job time.",
-        );
-        // The exporter knows the job time only: an all-Code job, as the model computes it.
-        let job = Job {
-            wait_s: 0.0,
-            code_s: j,
-            overhead_s: 0.0,
-        };
-        let all: Vec<WorkerLimits> = workers.iter().map(|w| limits(w)).collect();
-        for (w, l) in workers.iter().zip(&all) {
-            e.sample(
-                "theoretical_ceiling_per_second",
-                &[("container", w.name()), ("service", &svc(w))],
-                model::capacity(std::slice::from_ref(l), job).ceiling,
-            );
-        }
-        e.end_family();
-        e.single(
-            "theoretical_ceiling_total_per_second",
-            "gauge",
-            "Throughput ceiling of the deployment: Σ effective concurrency ÷ job time.",
-            model::capacity(&all, job).ceiling,
+            &[("container", w.name()), ("service", &svc(w))],
+            model::capacity(std::slice::from_ref(l), job).ceiling,
         );
     }
+    e.end_family();
+    e.single(
+        "theoretical_ceiling_total_per_second",
+        "gauge",
+        "Throughput ceiling of the deployment: Σ effective concurrency ÷ job time.",
+        model::capacity(&all, job).ceiling,
+    );
+}
+
+/// Memory limits of the n8n and runner containers, and each container's memory now.
+fn memory_families(e: &mut TextWriter, t: &Topology, memory: &[(String, u64)]) {
     e.family(
         "memory_limit_bytes",
         "gauge",
@@ -175,7 +187,6 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
         );
     }
     e.end_family();
-    e.out
 }
 
 async fn read_once(project: Option<&str>, job_time: Option<f64>) -> anyhow::Result<String> {

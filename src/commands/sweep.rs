@@ -33,32 +33,12 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let planned = profile.resolve_stages()?;
     profile.scenarios()?;
     profile.require_target()?;
-    let queue_metrics_interval = match Duration::try_from_secs_f64(a.queue_metrics_interval) {
-        Ok(d) if a.queue_metrics_interval > 0.0 && d <= crate::util::MAX_DURATION => d,
-        _ => {
-            return Err(BadInput(
-                "--queue-metrics-interval must be a number of seconds above 0 (n8n's \
-                 N8N_METRICS_QUEUE_METRICS_INTERVAL, 20 by default)"
-                    .into(),
-            )
-            .into())
-        }
-    };
-    let metrics = a
-        .metrics
-        .iter()
-        .map(|m| Endpoint::parse(m).map_err(BadInput))
-        .collect::<Result<Vec<_>, _>>()?;
-    let scrape_interval = crate::util::parse_duration(&a.scrape_interval)
-        .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;
-    if scrape_interval < Duration::from_millis(100) {
-        return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
-    }
-    let redis = a
-        .redis
-        .as_deref()
-        .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
-        .transpose()?;
+    let Watch {
+        queue_metrics_interval,
+        metrics,
+        scrape_interval,
+        redis,
+    } = Watch::from_args(&a)?;
     let out_dir = (!a.no_out).then(|| {
         a.out.clone().unwrap_or_else(|| {
             std::path::PathBuf::from("n8ncap-results")
@@ -95,34 +75,7 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     )
     .await;
     let profile_model = profile.model;
-    eprintln!(
-        "n8ncap: load goes to {} (profile {}: {}{})",
-        crate::wire::url::redact(&profile.request.url),
-        profile.name,
-        if a.adaptive {
-            "adaptive levels".to_string()
-        } else {
-            format!(
-                "{} stage{}, {:.0} s",
-                planned.len() * a.repeat.max(1) as usize,
-                if planned.len() * a.repeat.max(1) as usize == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                planned
-                    .iter()
-                    .map(|s| s.duration.as_secs_f64())
-                    .sum::<f64>()
-                    * a.repeat.max(1) as f64
-            )
-        },
-        if profile.scenarios.is_empty() {
-            String::new()
-        } else {
-            format!(", {} scenarios", profile.scenarios.len())
-        }
-    );
+    announce(&profile, &planned, &a);
     let opts = SweepOptions {
         profile,
         out,
@@ -198,4 +151,81 @@ fn adaptive_options(
         max_stage: dur("max-stage", &a.max_stage)?,
         to_failure: a.to_failure,
     }))
+}
+
+/// Names the target before the first request, with what will be sent there.
+fn announce(profile: &Profile, planned: &[crate::load::profile::Stage], a: &SweepArgs) {
+    eprintln!(
+        "n8ncap: load goes to {} (profile {}: {}{})",
+        crate::wire::url::redact(&profile.request.url),
+        profile.name,
+        if a.adaptive {
+            "adaptive levels".to_string()
+        } else {
+            format!(
+                "{} stage{}, {:.0} s",
+                planned.len() * a.repeat.max(1) as usize,
+                if planned.len() * a.repeat.max(1) as usize == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                planned
+                    .iter()
+                    .map(|s| s.duration.as_secs_f64())
+                    .sum::<f64>()
+                    * a.repeat.max(1) as f64
+            )
+        },
+        if profile.scenarios.is_empty() {
+            String::new()
+        } else {
+            format!(", {} scenarios", profile.scenarios.len())
+        }
+    );
+}
+
+/// What watches the load besides the client: n8n's metrics, Redis, and how often.
+struct Watch {
+    queue_metrics_interval: Duration,
+    metrics: Vec<Endpoint>,
+    scrape_interval: Duration,
+    redis: Option<(RedisUrl, String)>,
+}
+
+impl Watch {
+    fn from_args(a: &SweepArgs) -> anyhow::Result<Watch> {
+        let queue_metrics_interval = match Duration::try_from_secs_f64(a.queue_metrics_interval) {
+            Ok(d) if a.queue_metrics_interval > 0.0 && d <= crate::util::MAX_DURATION => d,
+            _ => {
+                return Err(BadInput(
+                    "--queue-metrics-interval must be a number of seconds above 0 (n8n's \
+                     N8N_METRICS_QUEUE_METRICS_INTERVAL, 20 by default)"
+                        .into(),
+                )
+                .into())
+            }
+        };
+        let metrics = a
+            .metrics
+            .iter()
+            .map(|m| Endpoint::parse(m).map_err(BadInput))
+            .collect::<Result<Vec<_>, _>>()?;
+        let scrape_interval = crate::util::parse_duration(&a.scrape_interval)
+            .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;
+        if scrape_interval < Duration::from_millis(100) {
+            return Err(BadInput("--scrape-interval must be at least 100ms".into()).into());
+        }
+        let redis = a
+            .redis
+            .as_deref()
+            .map(|u| RedisUrl::parse(u).map(|u| (u, a.bull_prefix.clone())))
+            .transpose()?;
+        Ok(Watch {
+            queue_metrics_interval,
+            metrics,
+            scrape_interval,
+            redis,
+        })
+    }
 }

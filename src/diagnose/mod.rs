@@ -83,19 +83,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &levels,
         &mut findings,
     );
-    let no_runner = findings
-        .iter()
-        .any(|f| f.id == FindingId::WorkerWithoutRunner);
-    let v = if no_runner && v.limit.is_none() {
-        Verdict {
-            limit: Some(Limit::NoRunner),
-            text: "Executions fail after the task request timeout: no runner takes the Code tasks."
-                .into(),
-            cpu: None,
-        }
-    } else {
-        v
-    };
+    let v = no_runner(v, &findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
@@ -117,46 +105,8 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
     ramp::findings(stages, &levels, &mut findings);
     let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);
-    lifecycle::findings(
-        &deaths,
-        runner_memory.as_ref(),
-        inputs.task_request_timeout_s,
-        &mut findings,
-    );
-    let v = match lifecycle::verdict_prefix(
-        &deaths,
-        inputs
-            .task_request_timeout_s
-            .unwrap_or(model::n8n_defaults::TASK_REQUEST_TIMEOUT_S),
-    ) {
-        Some(p) => Verdict {
-            text: p + &v.text,
-            ..v
-        },
-        None => v,
-    };
-    // What died outranks the rest: stable, so severity order holds within each group.
-    findings.sort_by_key(|f| {
-        (
-            std::cmp::Reverse(f.severity),
-            !deaths.iter().any(|d| {
-                f.subject.as_deref() == Some(d.name.as_str()) && f.id != FindingId::ContainerGone
-            }),
-        )
-    });
-
-    let x_max = capacity.map(|c| {
-        let cpu_cap = v
-            .cpu
-            .as_ref()
-            .map(|u| u.bound_per_s)
-            .unwrap_or(f64::INFINITY);
-        c.ceiling.min(cpu_cap)
-    });
-    let (comparison, curve) = match (capacity.as_ref(), job, x_max) {
-        (Some(cap), Some(job), Some(x_max)) if x_max > 0.0 => predictions(cap, job, x_max, &levels),
-        _ => (Vec::new(), Vec::new()),
-    };
+    let v = deaths_first(v, &deaths, runner_memory.as_ref(), inputs, &mut findings);
+    let (comparison, curve) = curves(capacity.as_ref(), job, &v, &levels);
     let effective = match (&measured, s_value) {
         (Some((x, _)), Some(s)) => Some(x.mean * s),
         _ => None,
@@ -187,6 +137,83 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         mix,
         deaths,
         runner_memory,
+    }
+}
+
+/// Executions that fail after the task request timeout with no limit named: no runner takes
+/// the Code tasks.
+fn no_runner(v: Verdict, findings: &[Finding]) -> Verdict {
+    let no_runner = findings
+        .iter()
+        .any(|f| f.id == FindingId::WorkerWithoutRunner);
+    if no_runner && v.limit.is_none() {
+        Verdict {
+            limit: Some(Limit::NoRunner),
+            text: "Executions fail after the task request timeout: no runner takes the Code tasks."
+                .into(),
+            cpu: None,
+        }
+    } else {
+        v
+    }
+}
+
+/// Containers that died: their findings, the verdict prefixed with them, and their findings
+/// first (stable, so severity order holds within each group).
+fn deaths_first(
+    v: Verdict,
+    deaths: &[crate::record::diagnosis::ContainerDeath],
+    runner_memory: Option<&crate::record::diagnosis::RunnerMemory>,
+    inputs: &Inputs,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    lifecycle::findings(
+        deaths,
+        runner_memory,
+        inputs.task_request_timeout_s,
+        findings,
+    );
+    let v = match lifecycle::verdict_prefix(
+        deaths,
+        inputs
+            .task_request_timeout_s
+            .unwrap_or(model::n8n_defaults::TASK_REQUEST_TIMEOUT_S),
+    ) {
+        Some(p) => Verdict {
+            text: p + &v.text,
+            ..v
+        },
+        None => v,
+    };
+    findings.sort_by_key(|f| {
+        (
+            std::cmp::Reverse(f.severity),
+            !deaths.iter().any(|d| {
+                f.subject.as_deref() == Some(d.name.as_str()) && f.id != FindingId::ContainerGone
+            }),
+        )
+    });
+    v
+}
+
+/// The model's predictions at each level and its curve, bounded by the CPU site that binds.
+fn curves(
+    capacity: Option<&Capacity>,
+    job: Option<model::Job>,
+    v: &Verdict,
+    levels: &[Level],
+) -> (Vec<Comparison>, Vec<CurvePoint>) {
+    let x_max = capacity.map(|c| {
+        let cpu_cap = v
+            .cpu
+            .as_ref()
+            .map(|u| u.bound_per_s)
+            .unwrap_or(f64::INFINITY);
+        c.ceiling.min(cpu_cap)
+    });
+    match (capacity, job, x_max) {
+        (Some(cap), Some(job), Some(x_max)) if x_max > 0.0 => predictions(cap, job, x_max, levels),
+        _ => (Vec::new(), Vec::new()),
     }
 }
 

@@ -1042,19 +1042,7 @@ fn stage_of(
     } else {
         (from, to)
     };
-    let label = match span {
-        Span::Held { vus, .. } => format!("{vus} in flight (k6 {name}, held step)"),
-        Span::Ramp {
-            vus_from, vus_to, ..
-        } => format!("ramp {vus_from}→{vus_to} (k6 {name})"),
-        Span::Rate { offered, .. } => format!("{offered:.1}/s offered (k6 {name})"),
-        Span::RateRamp {
-            offered_from,
-            offered_to,
-            ..
-        } => format!("rate ramp {offered_from:.0}→{offered_to:.0}/s (k6 {name})"),
-    };
-    let mut st = StageResult::empty(index, label, model);
+    let mut st = StageResult::empty(index, label_of(span, name), model);
     st.duration_s = (to - from).max(0.0);
     st.warmup_s = (w0 - from).max(0.0);
     st.window_s = (w1 - w0).max(0.0);
@@ -1067,8 +1055,7 @@ fn stage_of(
         .filter(|r| r.start() >= from && r.start() < w0)
         .count() as u64;
     let mut h = hist()?;
-    let mut per: Vec<(u64, u64, u64, Option<Histogram<u32>>)> =
-        vec![(0, 0, 0, None); s.scenarios.len()];
+    let mut per: Vec<PerScenario> = vec![(0, 0, 0, None); s.scenarios.len()];
     let (mut bad, mut good) = (0u64, 0u64);
     for r in &started {
         record(&mut h, r.dur);
@@ -1108,12 +1095,37 @@ fn stage_of(
     };
     st.latency = summarize(&h);
     match span {
-        Span::Held { vus, .. } => {
-            st.vus = Some(*vus);
+        Span::Held { .. } | Span::Ramp { .. } => {
             st.request_rate = per_s(n);
             st.throughput_rps = per_s(good);
+            closed_window(&mut st, s, span, (w0, w1), &started, good);
+        }
+        Span::Rate { .. } | Span::RateRamp { .. } => {
+            open_window(&mut st, s, reqs, scs, span, (w0, w1), &started)
+        }
+    }
+    st.iterations = iterations_in(s, scs, (w0, w1));
+    if per.iter().filter(|e| e.0 > 0).count() > 1 {
+        st.scenarios = scenario_parts(&st, s, &per, (good, n));
+    }
+    super::k6::judge(&mut st);
+    Ok(st)
+}
+
+/// A closed span's users: a held step's, with its throughput's interval; a ramp's middle.
+fn closed_window(
+    st: &mut StageResult,
+    s: &Series,
+    span: &Span,
+    (w0, w1): (f64, f64),
+    started: &[&&Req],
+    good: u64,
+) {
+    match span {
+        Span::Held { vus, .. } => {
+            st.vus = Some(*vus);
             let starts: Vec<f64> = started.iter().map(|r| r.start()).collect();
-            let share = good as f64 / n.max(1) as f64;
+            let share = good as f64 / (started.len() as u64).max(1) as f64;
             st.throughput_ci = Some(interval(
                 &starts,
                 (w0, w1),
@@ -1131,49 +1143,70 @@ fn stage_of(
                 from: *vus_from,
                 to: *vus_to,
             });
-            st.request_rate = per_s(n);
-            st.throughput_rps = per_s(good);
         }
-        Span::Rate { .. } | Span::RateRamp { .. } => {
-            open_window(&mut st, s, reqs, scs, span, (w0, w1), &started)
-        }
+        Span::Rate { .. } | Span::RateRamp { .. } => {}
     }
-    // Iterations started in the window: Little's law for scripts with think time.
+}
+
+/// A span's label as the tables show it.
+fn label_of(span: &Span, name: &str) -> String {
+    match span {
+        Span::Held { vus, .. } => format!("{vus} in flight (k6 {name}, held step)"),
+        Span::Ramp {
+            vus_from, vus_to, ..
+        } => format!("ramp {vus_from}→{vus_to} (k6 {name})"),
+        Span::Rate { offered, .. } => format!("{offered:.1}/s offered (k6 {name})"),
+        Span::RateRamp {
+            offered_from,
+            offered_to,
+            ..
+        } => format!("rate ramp {offered_from:.0}→{offered_to:.0}/s (k6 {name})"),
+    }
+}
+
+/// Iterations started in the window: Little's law for scripts with think time.
+fn iterations_in(s: &Series, scs: &[usize], (w0, w1): (f64, f64)) -> Option<IterationFigures> {
     let its: Vec<&(f64, f64, usize)> = s
         .iters
         .iter()
-        .filter(|i| scs.contains(&i.2) && in_window(i.0 - i.1))
+        .filter(|i| scs.contains(&i.2) && i.0 - i.1 >= w0 && i.0 - i.1 < w1)
         .collect();
-    if !its.is_empty() && st.window_s > 0.0 {
-        st.iterations = Some(IterationFigures {
-            per_s: its.len() as f64 / st.window_s,
-            mean_s: its.iter().map(|i| i.1).sum::<f64>() / its.len() as f64,
-        });
-    }
-    if per.iter().filter(|e| e.0 > 0).count() > 1 {
-        st.scenarios = per
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.0 > 0)
-            .map(|(k, (n_k, ok, good_k, hh))| ScenarioResult {
-                name: s.scenarios[k].clone(),
-                requests: *n_k,
-                ok: *ok,
-                throughput_rps: st.throughput_rps * *good_k as f64 / good.max(1) as f64,
-                request_rate: st.request_rate * *n_k as f64 / n.max(1) as f64,
-                share: *n_k as f64 / n.max(1) as f64,
-                latency: hh.as_ref().and_then(summarize),
-                error_rate: (*n_k - *ok) as f64 / *n_k as f64,
-                errors: Default::default(),
-                checks: Vec::new(),
-                check_pass_rate: *good_k as f64 / *n_k as f64,
-                bytes_sent: 0,
-                bytes_received: 0,
-            })
-            .collect();
-    }
-    super::k6::judge(&mut st);
-    Ok(st)
+    (!its.is_empty() && w1 > w0).then(|| IterationFigures {
+        per_s: its.len() as f64 / (w1 - w0),
+        mean_s: its.iter().map(|i| i.1).sum::<f64>() / its.len() as f64,
+    })
+}
+
+/// Per scenario of the window: requests, answered, good answers, latency.
+type PerScenario = (u64, u64, u64, Option<Histogram<u32>>);
+
+/// Each scenario's part of a window: its share of the good answers times the window's
+/// throughput, so the parts add up to the whole.
+fn scenario_parts(
+    st: &StageResult,
+    s: &Series,
+    per: &[PerScenario],
+    (good, n): (u64, u64),
+) -> Vec<ScenarioResult> {
+    per.iter()
+        .enumerate()
+        .filter(|(_, e)| e.0 > 0)
+        .map(|(k, (n_k, ok, good_k, hh))| ScenarioResult {
+            name: s.scenarios[k].clone(),
+            requests: *n_k,
+            ok: *ok,
+            throughput_rps: st.throughput_rps * *good_k as f64 / good.max(1) as f64,
+            request_rate: st.request_rate * *n_k as f64 / n.max(1) as f64,
+            share: *n_k as f64 / n.max(1) as f64,
+            latency: hh.as_ref().and_then(summarize),
+            error_rate: (*n_k - *ok) as f64 / *n_k as f64,
+            errors: Default::default(),
+            checks: Vec::new(),
+            check_pass_rate: *good_k as f64 / *n_k as f64,
+            bytes_sent: 0,
+            bytes_received: 0,
+        })
+        .collect()
 }
 
 /// `k6 run --out json=FILE` or `--out csv=FILE`: held steps, held rates and the ramps between

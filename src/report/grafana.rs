@@ -96,7 +96,50 @@ fn label_variable(name: &str, label: &str, query: &str) -> Value {
 }
 
 pub fn dashboard(datasource: Option<&str>) -> Value {
-    let mut panels = vec![
+    let mut panels = capacity_panels();
+    panels.extend(series_panels());
+    // The ceiling needs the job time, which only the operator knows: say so where it shows.
+    for p in panels.iter_mut() {
+        if p["id"] == 4 || p["id"] == 5 {
+            p["description"] = json!(
+                "The ceiling series exists only when `n8ncap exporter` runs with --job-time \
+                 (the time a job holds its slot): min(runner capacity, worker concurrency) ÷ \
+                 job time. Without it this panel shows no ceiling."
+            );
+        }
+    }
+    let current = match datasource {
+        Some(n) => json!({"text": n, "value": n}),
+        None => json!({}),
+    };
+    json!({
+        "title": "n8n queue mode — capacity (n8ncap)",
+        "uid": "n8ncap-queue-mode",
+        "description": "Worker slots, runner limits and the throughput ceiling n8n's own metrics do not show. Needs n8n's /metrics (N8N_METRICS, N8N_METRICS_INCLUDE_QUEUE_METRICS) and `n8ncap exporter`.",
+        "schemaVersion": SCHEMA_VERSION,
+        "version": 1,
+        "editable": true,
+        "tags": ["n8n", "queue mode", "n8ncap"],
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": [
+            {
+                "name": "datasource",
+                "label": "Prometheus",
+                "type": "datasource",
+                "query": "prometheus",
+                "current": current,
+            },
+            label_variable("job", "Scrape job", "label_values(up, job)"),
+            label_variable("namespace", "Namespace", "label_values(up{job=~\"$job\"}, namespace)"),
+        ]},
+        "panels": panels,
+    })
+}
+
+/// The first row: the capacity settings and the ceiling, as single figures.
+fn capacity_panels() -> Vec<Value> {
+    vec![
         panel(
             1,
             "Worker concurrency (slots)",
@@ -129,6 +172,12 @@ pub fn dashboard(datasource: Option<&str>) -> Value {
             &[("n8ncap_theoretical_ceiling_total_per_second", "jobs/s")],
             "reqps",
         ),
+    ]
+}
+
+/// Throughput against the ceiling, slots against waiting, runner limits, memory, lag.
+fn series_panels() -> Vec<Value> {
+    vec![
         panel(
             5,
             "Throughput against the ceiling",
@@ -203,44 +252,7 @@ pub fn dashboard(datasource: Option<&str>) -> Value {
             &[("n8n_nodejs_eventloop_lag_seconds", "{{instance}}")],
             "s",
         ),
-    ];
-    // The ceiling needs the job time, which only the operator knows: say so where it shows.
-    for p in panels.iter_mut() {
-        if p["id"] == 4 || p["id"] == 5 {
-            p["description"] = json!(
-                "The ceiling series exists only when `n8ncap exporter` runs with --job-time \
-                 (the time a job holds its slot): min(runner capacity, worker concurrency) ÷ \
-                 job time. Without it this panel shows no ceiling."
-            );
-        }
-    }
-    let current = match datasource {
-        Some(n) => json!({"text": n, "value": n}),
-        None => json!({}),
-    };
-    json!({
-        "title": "n8n queue mode — capacity (n8ncap)",
-        "uid": "n8ncap-queue-mode",
-        "description": "Worker slots, runner limits and the throughput ceiling n8n's own metrics do not show. Needs n8n's /metrics (N8N_METRICS, N8N_METRICS_INCLUDE_QUEUE_METRICS) and `n8ncap exporter`.",
-        "schemaVersion": SCHEMA_VERSION,
-        "version": 1,
-        "editable": true,
-        "tags": ["n8n", "queue mode", "n8ncap"],
-        "time": {"from": "now-1h", "to": "now"},
-        "refresh": "30s",
-        "templating": {"list": [
-            {
-                "name": "datasource",
-                "label": "Prometheus",
-                "type": "datasource",
-                "query": "prometheus",
-                "current": current,
-            },
-            label_variable("job", "Scrape job", "label_values(up, job)"),
-            label_variable("namespace", "Namespace", "label_values(up{job=~\"$job\"}, namespace)"),
-        ]},
-        "panels": panels,
-    })
+    ]
 }
 
 #[cfg(test)]

@@ -139,60 +139,92 @@ pub fn write_default_metrics(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    e.single(
-        "process_cpu_user_seconds_total",
-        "counter",
-        "Total user CPU time spent in seconds.",
-        p.cpu_user_s,
-    );
-    e.single(
-        "process_cpu_system_seconds_total",
-        "counter",
-        "Total system CPU time spent in seconds.",
-        p.cpu_system_s,
-    );
-    e.single(
-        "process_cpu_seconds_total",
-        "counter",
-        "Total user and system CPU time spent in seconds.",
-        p.cpu_user_s + p.cpu_system_s,
-    );
-    e.single(
-        "process_start_time_seconds",
-        "gauge",
-        "Start time of the process since unix epoch in seconds.",
-        start_s as f64,
-    );
-    e.single(
-        "process_resident_memory_bytes",
-        "gauge",
-        "Resident memory size in bytes.",
-        p.rss_bytes as f64,
-    );
-    e.single(
-        "process_virtual_memory_bytes",
-        "gauge",
-        "Virtual memory size in bytes.",
-        p.virtual_bytes as f64,
-    );
-    e.single(
-        "process_heap_bytes",
-        "gauge",
-        "Process heap size in bytes.",
-        p.rss_bytes.saturating_sub(external) as f64,
-    );
-    e.single(
-        "process_open_fds",
-        "gauge",
-        "Number of open file descriptors.",
-        p.open_fds as f64,
-    );
-    e.single(
-        "process_max_fds",
-        "gauge",
-        "Maximum number of open file descriptors.",
-        p.max_fds as f64,
-    );
+    // Memory the process holds apart from Code-work buffers plays the JS heap.
+    let heap = p.rss_bytes.saturating_sub(external) as f64;
+    let process: [(&str, &str, &str, f64); 9] = [
+        (
+            "process_cpu_user_seconds_total",
+            "counter",
+            "Total user CPU time spent in seconds.",
+            p.cpu_user_s,
+        ),
+        (
+            "process_cpu_system_seconds_total",
+            "counter",
+            "Total system CPU time spent in seconds.",
+            p.cpu_system_s,
+        ),
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+            p.cpu_user_s + p.cpu_system_s,
+        ),
+        (
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the process since unix epoch in seconds.",
+            start_s as f64,
+        ),
+        (
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+            p.rss_bytes as f64,
+        ),
+        (
+            "process_virtual_memory_bytes",
+            "gauge",
+            "Virtual memory size in bytes.",
+            p.virtual_bytes as f64,
+        ),
+        (
+            "process_heap_bytes",
+            "gauge",
+            "Process heap size in bytes.",
+            heap,
+        ),
+        (
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+            p.open_fds as f64,
+        ),
+        (
+            "process_max_fds",
+            "gauge",
+            "Maximum number of open file descriptors.",
+            p.max_fds as f64,
+        ),
+    ];
+    for (name, kind, help, v) in process {
+        e.single(name, kind, help, v);
+    }
+    write_event_loop(e, lag);
+    for (name, help, v) in [
+        (
+            "nodejs_heap_size_total_bytes",
+            "Process heap size from Node.js in bytes.",
+            heap,
+        ),
+        (
+            "nodejs_heap_size_used_bytes",
+            "Process heap size used from Node.js in bytes.",
+            heap,
+        ),
+        (
+            "nodejs_external_memory_bytes",
+            "Node.js external memory size in bytes.",
+            external as f64,
+        ),
+    ] {
+        e.single(name, "gauge", help, v);
+    }
+}
+
+/// Node's event-loop lag families (prom-client's), from the lag monitor's samples since the
+/// last scrape.
+fn write_event_loop(e: &mut TextWriter, lag: &LagMonitor) {
     let (last, mut samples) = lag.take();
     samples.sort_by(|a, b| a.total_cmp(b));
     let n = samples.len();
@@ -251,24 +283,4 @@ pub fn write_default_metrics(
             v,
         );
     }
-    // Memory the process holds apart from Code-work buffers plays the JS heap.
-    let heap = p.rss_bytes.saturating_sub(external) as f64;
-    e.single(
-        "nodejs_heap_size_total_bytes",
-        "gauge",
-        "Process heap size from Node.js in bytes.",
-        heap,
-    );
-    e.single(
-        "nodejs_heap_size_used_bytes",
-        "gauge",
-        "Process heap size used from Node.js in bytes.",
-        heap,
-    );
-    e.single(
-        "nodejs_external_memory_bytes",
-        "gauge",
-        "Node.js external memory size in bytes.",
-        external as f64,
-    );
 }
