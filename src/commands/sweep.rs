@@ -39,16 +39,7 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         scrape_interval,
         redis,
     } = Watch::from_args(&a)?;
-    let out_dir = (!a.no_out).then(|| {
-        a.out.clone().unwrap_or_else(|| {
-            std::path::PathBuf::from("n8ncap-results")
-                .join(crate::util::utc_compact(std::time::SystemTime::now()))
-        })
-    });
-    let out = out_dir
-        .as_deref()
-        .map(|d| ResultsDir::create(d, a.force))
-        .transpose()?;
+    let (out_dir, out) = results_dir(&a)?;
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
             .await
@@ -228,4 +219,20 @@ impl Watch {
             redis,
         })
     }
+}
+
+/// The results directory (`--out`, else `n8ncap-results/<UTC time>`; none with `--no-out`),
+/// created before any request so a bad path fails at once.
+fn results_dir(a: &SweepArgs) -> anyhow::Result<(Option<std::path::PathBuf>, Option<ResultsDir>)> {
+    let out_dir = (!a.no_out).then(|| {
+        a.out.clone().unwrap_or_else(|| {
+            std::path::PathBuf::from("n8ncap-results")
+                .join(crate::util::utc_compact(std::time::SystemTime::now()))
+        })
+    });
+    let out = out_dir
+        .as_deref()
+        .map(|d| ResultsDir::create(d, a.force))
+        .transpose()?;
+    Ok((out_dir, out))
 }

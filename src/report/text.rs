@@ -494,9 +494,30 @@ pub fn k6_block(summary: &crate::record::Summary) -> String {
             );
         }
         if let Some(f) = &st.flow {
-            let _ = writeln!(
-                s,
-                "    open model: offered {:.2}/s ({} arrivals{}) · completed {:.2}/s ({}) · backlog {} → {} ({:+.2}/s){}{}",
+            let _ = writeln!(s, "    {}", flow_line(st, f));
+        }
+    }
+    let requests: u64 = stages
+        .iter()
+        .map(|st| st.requests + st.warmup_requests)
+        .sum();
+    let window: u64 = stages.iter().map(|st| st.requests).sum();
+    let failed: u64 = stages.iter().map(|st| st.requests - st.ok).sum();
+    let sent: u64 = stages.iter().map(|st| st.bytes_sent).sum();
+    let received: u64 = stages.iter().map(|st| st.bytes_received).sum();
+    let _ = writeln!(
+        s,
+        "  iterations {requests} ({window} in steady windows, {failed} failed) · data sent {} · received {}",
+        bytes(sent),
+        bytes(received)
+    );
+    s
+}
+
+/// An open stage's books on one line: offered, completed, backlog and its growth.
+fn flow_line(st: &crate::record::StageResult, f: &crate::record::stage::Flow) -> String {
+    format!(
+        "open model: offered {:.2}/s ({} arrivals{}) · completed {:.2}/s ({}) · backlog {} → {} ({:+.2}/s){}{}",
                 f.offered_per_s,
                 f.arrivals,
                 if st.dropped_iterations > 0 {
@@ -525,24 +546,7 @@ pub fn k6_block(summary: &crate::record::Summary) -> String {
                 } else {
                     String::new()
                 }
-            );
-        }
-    }
-    let requests: u64 = stages
-        .iter()
-        .map(|st| st.requests + st.warmup_requests)
-        .sum();
-    let window: u64 = stages.iter().map(|st| st.requests).sum();
-    let failed: u64 = stages.iter().map(|st| st.requests - st.ok).sum();
-    let sent: u64 = stages.iter().map(|st| st.bytes_sent).sum();
-    let received: u64 = stages.iter().map(|st| st.bytes_received).sum();
-    let _ = writeln!(
-        s,
-        "  iterations {requests} ({window} in steady windows, {failed} failed) · data sent {} · received {}",
-        bytes(sent),
-        bytes(received)
-    );
-    s
+    )
 }
 
 fn dur(ms: f64) -> String {

@@ -9,6 +9,43 @@ pub(super) struct Pool {
     idle: Mutex<Vec<Connection>>,
 }
 
+/// One arrival: a request sent on an idle connection of the pool (or a new one), recorded
+/// from its intended start; the connection goes back to the pool when it answered.
+async fn arrival(
+    (sh, pool, rec): (Arc<Shared>, Arc<Pool>, Arc<StageRecorder>),
+    (k, scenario): (u64, usize),
+    intended: Instant,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let Some(sc) = sh.scenarios.get(scenario) else {
+        return;
+    };
+    let got = Instant::now();
+    let mut conn = pool
+        .idle
+        .lock()
+        .ok()
+        .and_then(|mut i| i.pop())
+        .unwrap_or_default();
+    let ex = conn.exchange(&sc.target).await;
+    sh.finish(
+        &rec,
+        (k as usize, scenario),
+        &ex,
+        (
+            got.saturating_duration_since(intended),
+            intended,
+            Some(intended),
+        ),
+    );
+    if ex.result.is_ok() {
+        if let Ok(mut i) = pool.idle.lock() {
+            i.push(conn);
+        }
+    }
+    drop(permit);
+}
+
 pub(super) async fn open_scheduler(
     shared: Arc<Shared>,
     stage: Stage,
@@ -66,39 +103,13 @@ pub(super) async fn open_scheduler(
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 rec.arrived(intended);
-                let sh = shared.clone();
-                let pool = pool.clone();
-                let rec = rec.clone();
                 let scenario = shared.pick();
-                inflight.spawn(async move {
-                    let Some(sc) = sh.scenarios.get(scenario) else {
-                        return;
-                    };
-                    let got = Instant::now();
-                    let mut conn = pool
-                        .idle
-                        .lock()
-                        .ok()
-                        .and_then(|mut i| i.pop())
-                        .unwrap_or_default();
-                    let ex = conn.exchange(&sc.target).await;
-                    sh.finish(
-                        &rec,
-                        (k as usize, scenario),
-                        &ex,
-                        (
-                            got.saturating_duration_since(intended),
-                            intended,
-                            Some(intended),
-                        ),
-                    );
-                    if ex.result.is_ok() {
-                        if let Ok(mut i) = pool.idle.lock() {
-                            i.push(conn);
-                        }
-                    }
-                    drop(permit);
-                });
+                inflight.spawn(arrival(
+                    (shared.clone(), pool.clone(), rec.clone()),
+                    (k, scenario),
+                    intended,
+                    permit,
+                ));
             }
             Err(_) => {
                 if Instant::now() >= rec.warmup_until {

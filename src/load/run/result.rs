@@ -184,20 +184,7 @@ pub(super) fn stage_result(
         partial,
         requests: agg.requests,
         ok: agg.ok,
-        throughput_rps: match (profile.model, stage.vus.filter(|_| stage.ramp.is_none())) {
-            // Little's law: in a closed loop N = X × R̄, exactly. Counting completions in the
-            // window is quantized when jobs finish in batches (a deterministic stack finishes
-            // all its slots together); N ÷ R̄ is not.
-            (LoadModel::Closed, Some(n)) if agg.requests > 0 && !agg.latency.is_empty() => {
-                let mean_s = agg.latency.mean() / 1e6;
-                if mean_s > 0.0 {
-                    n as f64 / mean_s * good as f64 / agg.requests as f64
-                } else {
-                    per_s(good)
-                }
-            }
-            _ => per_s(good),
-        },
+        throughput_rps: throughput(profile.model, stage, agg, per_s(good)),
         request_rate: per_s(agg.requests),
         latency: agg.latency_summary(),
         phases: agg.phases(),
@@ -231,6 +218,24 @@ pub(super) fn stage_result(
         flow: None,
         throughput_ci: None,
         iterations: None,
+    }
+}
+
+/// Good answers per second. Closed model: Little's law — in a closed loop N = X × R̄, exactly;
+/// counting completions in the window is quantized when jobs finish in batches (a
+/// deterministic stack finishes all its slots together), N ÷ R̄ is not. Else `counted`.
+fn throughput(model: LoadModel, stage: &Stage, agg: &Agg, counted: f64) -> f64 {
+    let good = agg.ok.saturating_sub(agg.errors.check_failed);
+    match (model, stage.vus.filter(|_| stage.ramp.is_none())) {
+        (LoadModel::Closed, Some(n)) if agg.requests > 0 && !agg.latency.is_empty() => {
+            let mean_s = agg.latency.mean() / 1e6;
+            if mean_s > 0.0 {
+                n as f64 / mean_s * good as f64 / agg.requests as f64
+            } else {
+                counted
+            }
+        }
+        _ => counted,
     }
 }
 
