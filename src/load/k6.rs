@@ -90,7 +90,7 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     let failed = num("http_req_failed", "value", 1.0)?.unwrap_or(0.0);
     let checks = num("checks", "value", 1.0)?.unwrap_or(1.0);
     let ms = |key: &str| num("http_req_duration", key, big);
-    let (med, avg, min, p90, p95, p99, max) = (
+    let durations = [
         ms("med")?,
         ms("avg")?,
         ms("min")?,
@@ -98,7 +98,7 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
         ms("p(95)")?,
         ms("p(99)")?,
         ms("max")?,
-    );
+    ];
     let mut s = blank_stage(0, format!("{vus} in flight (k6 summary)"), vus);
     s.requests = count as u64;
     s.request_rate = rate;
@@ -118,21 +118,7 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
             s.throughput_rps * (1.0 + half),
         ]);
     }
-    // A percentile the summary left out is the next one k6 did write (k6 exports p90 and p95
-    // by default, not p99), never a lower one: p99 below p95 cannot be.
-    s.latency = med.map(|med| {
-        let p90 = p90.unwrap_or(med);
-        let p95 = p95.unwrap_or(p90);
-        Latency {
-            mean_ms: avg.unwrap_or(med),
-            min_ms: min.unwrap_or(0.0),
-            p50_ms: med,
-            p90_ms: p90,
-            p95_ms: p95,
-            p99_ms: p99.or(max).unwrap_or(p95),
-            max_ms: max.or(p99).unwrap_or(p95),
-        }
-    });
+    s.latency = latency(durations);
     // Iterations (a VU's whole loop, think time included) for Little's law on the VUs — only
     // when the users never moved (vus min = max): a summary of steps mixes them.
     let held = matches!(
@@ -151,6 +137,25 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     }
     judge(&mut s);
     Ok(vec![s])
+}
+
+/// The summary's `http_req_duration` (med, avg, min, p90, p95, p99, max in ms) as a latency.
+/// A percentile the summary left out is the next one k6 did write (k6 exports p90 and p95 by
+/// default, not p99), never a lower one: p99 below p95 cannot be.
+fn latency([med, avg, min, p90, p95, p99, max]: [Option<f64>; 7]) -> Option<Latency> {
+    med.map(|med| {
+        let p90 = p90.unwrap_or(med);
+        let p95 = p95.unwrap_or(p90);
+        Latency {
+            mean_ms: avg.unwrap_or(med),
+            min_ms: min.unwrap_or(0.0),
+            p50_ms: med,
+            p90_ms: p90,
+            p95_ms: p95,
+            p99_ms: p99.or(max).unwrap_or(p95),
+            max_ms: max.or(p99).unwrap_or(p95),
+        }
+    })
 }
 
 /// Seconds since the epoch from k6's RFC 3339 timestamps ("2026-11-30T07:38:23.463212645Z").

@@ -20,6 +20,76 @@ use std::path::{Path, PathBuf};
 /// Largest manifest read (a rendered chart is a few hundred KB).
 pub const MAX_MANIFEST: u64 = 16 << 20;
 
+/// A HorizontalPodAutoscaler: the workload it scales, its bounds and what it scales on.
+fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
+    let v = &d.value;
+    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
+    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
+    let mut triggers: Vec<Trigger> = v
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| Trigger {
+            kind: match s(m, "/type") {
+                Some("Resource") => s(m, "/resource/name").unwrap_or("resource").to_string(),
+                Some("ContainerResource") => s(m, "/containerResource/name")
+                    .unwrap_or("resource")
+                    .to_string(),
+                Some(other) => other.to_ascii_lowercase(),
+                None => "unknown".into(),
+            },
+            ..Trigger::default()
+        })
+        .collect();
+    if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() {
+        triggers.push(Trigger {
+            kind: "cpu".into(),
+            ..Trigger::default()
+        });
+    }
+    (
+        target_kind.to_string(),
+        target,
+        Autoscaler {
+            by: format!("HorizontalPodAutoscaler {name}"),
+            min: u32_at(v, "/spec/minReplicas").unwrap_or(1),
+            max: u32_at(v, "/spec/maxReplicas").unwrap_or(1),
+            triggers,
+            line: Some(d.line),
+        },
+    )
+}
+
+/// A KEDA ScaledObject: the workload it scales, its bounds and its triggers.
+fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
+    let v = &d.value;
+    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
+    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
+    let triggers = v
+        .pointer("/spec/triggers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| Trigger {
+            kind: s(t, "/type").unwrap_or("unknown").to_string(),
+            list_name: t.pointer("/metadata/listName").map(scalar),
+            database: t.pointer("/metadata/databaseIndex").map(scalar),
+        })
+        .collect();
+    (
+        target_kind.to_string(),
+        target,
+        Autoscaler {
+            by: format!("ScaledObject {name}"),
+            min: u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
+            max: u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
+            triggers,
+            line: Some(d.line),
+        },
+    )
+}
+
 /// True when `text` holds Kubernetes objects (a document with `apiVersion` and `kind`) rather
 /// than a compose file.
 pub fn looks_like_kubernetes(text: &str) -> bool {
@@ -170,72 +240,8 @@ impl Index {
                         ix.services.push((name, sel.clone()));
                     }
                 }
-                "HorizontalPodAutoscaler" => {
-                    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
-                    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
-                    let mut triggers: Vec<Trigger> = v
-                        .pointer("/spec/metrics")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .map(|m| Trigger {
-                            kind: match s(m, "/type") {
-                                Some("Resource") => {
-                                    s(m, "/resource/name").unwrap_or("resource").to_string()
-                                }
-                                Some("ContainerResource") => s(m, "/containerResource/name")
-                                    .unwrap_or("resource")
-                                    .to_string(),
-                                Some(other) => other.to_ascii_lowercase(),
-                                None => "unknown".into(),
-                            },
-                            ..Trigger::default()
-                        })
-                        .collect();
-                    if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() {
-                        triggers.push(Trigger {
-                            kind: "cpu".into(),
-                            ..Trigger::default()
-                        });
-                    }
-                    ix.autoscalers.push((
-                        target_kind.to_string(),
-                        target,
-                        Autoscaler {
-                            by: format!("HorizontalPodAutoscaler {name}"),
-                            min: u32_at(v, "/spec/minReplicas").unwrap_or(1),
-                            max: u32_at(v, "/spec/maxReplicas").unwrap_or(1),
-                            triggers,
-                            line: Some(d.line),
-                        },
-                    ));
-                }
-                "ScaledObject" => {
-                    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
-                    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
-                    let triggers = v
-                        .pointer("/spec/triggers")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .map(|t| Trigger {
-                            kind: s(t, "/type").unwrap_or("unknown").to_string(),
-                            list_name: t.pointer("/metadata/listName").map(scalar),
-                            database: t.pointer("/metadata/databaseIndex").map(scalar),
-                        })
-                        .collect();
-                    ix.autoscalers.push((
-                        target_kind.to_string(),
-                        target,
-                        Autoscaler {
-                            by: format!("ScaledObject {name}"),
-                            min: u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
-                            max: u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
-                            triggers,
-                            line: Some(d.line),
-                        },
-                    ));
-                }
+                "HorizontalPodAutoscaler" => ix.autoscalers.push(hpa(d, &name)),
+                "ScaledObject" => ix.autoscalers.push(scaled_object(d, &name)),
                 _ => {}
             }
         }
