@@ -719,6 +719,53 @@ fn window(reqs: &[&Req], from: f64, to: f64, warm: Warmup, resolution: f64) -> (
     (w0, w1)
 }
 
+/// Runs of bins within counting noise of their median, neighbouring runs at the same rate
+/// merged: k6 schedules arrivals on a clock, so a held rate varies by about one arrival per
+/// second, and a bin that strayed (k6 late to start arrivals, a coarse time) does not cut a
+/// held rate in two.
+fn held_runs(count: &[f64], full: usize, tol: &dyn Fn(f64) -> f64) -> Vec<(usize, usize)> {
+    // Runs of bins within counting noise of their median: k6 schedules arrivals on a clock,
+    // so a held rate varies by about one arrival per second.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < full {
+        let mut end = start + 1;
+        while end < full {
+            let mut v: Vec<f64> = count[start..=end].to_vec();
+            v.sort_by(f64::total_cmp);
+            let med = v[v.len() / 2];
+            if count[start..=end]
+                .iter()
+                .all(|c| (c - med).abs() <= tol(med) + 1e-9)
+            {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        runs.push((start, end));
+        start = end;
+    }
+    // Neighbouring runs at the same rate (within the noise) are one: a bin that strayed (k6
+    // late to start arrivals, a coarse time) does not cut a held rate in two.
+    let mean = |a: usize, b: usize| count[a..b].iter().sum::<f64>() / (b - a) as f64;
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in runs {
+        match merged.last_mut() {
+            Some(last)
+                if {
+                    let (m1, m2) = (mean(last.0, last.1), mean(a, b));
+                    (m1 - m2).abs() <= tol(m1.max(m2))
+                } =>
+            {
+                last.1 = b
+            }
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+}
+
 /// Open model: held arrival rates and the moves between them.
 pub fn open_spans(s: &Series, reqs: &[&Req], scenarios: &[usize], from: f64, to: f64) -> Vec<Span> {
     // Bins of a second; of two resolutions when the file's times are coarse.
@@ -759,46 +806,7 @@ pub fn open_spans(s: &Series, reqs: &[&Req], scenarios: &[usize], from: f64, to:
             t
         }
     };
-    // Runs of bins within counting noise of their median: k6 schedules arrivals on a clock,
-    // so a held rate varies by about one arrival per second.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut start = 0;
-    while start < full {
-        let mut end = start + 1;
-        while end < full {
-            let mut v: Vec<f64> = count[start..=end].to_vec();
-            v.sort_by(f64::total_cmp);
-            let med = v[v.len() / 2];
-            if count[start..=end]
-                .iter()
-                .all(|c| (c - med).abs() <= tol(med) + 1e-9)
-            {
-                end += 1;
-            } else {
-                break;
-            }
-        }
-        runs.push((start, end));
-        start = end;
-    }
-    // Neighbouring runs at the same rate (within the noise) are one: a bin that strayed (k6
-    // late to start arrivals, a coarse time) does not cut a held rate in two.
-    let mean = |a: usize, b: usize| count[a..b].iter().sum::<f64>() / (b - a) as f64;
-    let mut merged: Vec<(usize, usize)> = Vec::new();
-    for (a, b) in runs {
-        match merged.last_mut() {
-            Some(last)
-                if {
-                    let (m1, m2) = (mean(last.0, last.1), mean(a, b));
-                    (m1 - m2).abs() <= tol(m1.max(m2))
-                } =>
-            {
-                last.1 = b
-            }
-            _ => merged.push((a, b)),
-        }
-    }
-    let runs = merged;
+    let runs = held_runs(&count, full, &tol);
     let min_bins = (MIN_WINDOW_S / width).ceil() as usize + 1;
     let mut out = Vec::new();
     let mut ramp: Option<(usize, usize)> = None;
