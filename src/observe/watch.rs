@@ -114,6 +114,66 @@ struct ContainerAcc {
     events: Vec<LifecycleEvent>,
 }
 
+/// Each role's memory over the stage: Σ of its containers per reading, with their baselines.
+fn role_memory(acc: &StageAcc, baselines: &BTreeMap<String, f64>) -> Vec<RoleMemory> {
+    let roles_of: BTreeMap<Role, (u32, f64)> = {
+        let mut m: BTreeMap<Role, (u32, f64)> = BTreeMap::new();
+        for (name, a) in &acc.containers {
+            if let Some(r) = a.role {
+                let e = m.entry(r).or_default();
+                e.0 += 1;
+                e.1 += baselines.get(name).copied().unwrap_or(0.0);
+            }
+        }
+        m
+    };
+    acc.role_totals
+        .iter()
+        .map(|(role, v)| {
+            let (n, base) = roles_of.get(role).copied().unwrap_or_default();
+            RoleMemory {
+                role: *role,
+                containers: n,
+                baseline_bytes: base,
+                mean_bytes: mean(v),
+                max_bytes: max(v).max(0.0),
+            }
+        })
+        .collect()
+}
+
+/// The queue over the stage: from Redis when it was read (it is read directly and at the
+/// scrape interval, so it wins over n8n's gauges), else from n8n's queue gauges.
+fn queue_observed(acc: &StageAcc, coarse: bool) -> QueueObserved {
+    // Redis is read directly and at the scrape interval: it wins over n8n's gauges.
+    let from_redis = !acc.redis_active.is_empty() || acc.redis_gaps > 0;
+    let (active, waiting, gaps, source) = if from_redis {
+        (
+            &acc.redis_active,
+            &acc.redis_waiting,
+            acc.redis_gaps,
+            QueueSource::Redis,
+        )
+    } else {
+        (
+            &acc.queue_active,
+            &acc.queue_waiting,
+            acc.queue_gaps,
+            QueueSource::Metrics,
+        )
+    };
+    QueueObserved {
+        source,
+        active_mean: mean(active),
+        active_max: max(active).max(0.0),
+        waiting_mean: mean(waiting),
+        waiting_max: max(waiting).max(0.0),
+        samples: active.len() as u32,
+        gaps,
+        coarse: coarse && !from_redis,
+    }
+}
+
 #[derive(Default)]
 struct StageAcc {
     redis_active: Vec<f64>,
@@ -289,60 +349,8 @@ impl Observer for Watcher {
             }
             Err(_) => Default::default(),
         };
-        let roles_of: BTreeMap<Role, (u32, f64)> = {
-            let mut m: BTreeMap<Role, (u32, f64)> = BTreeMap::new();
-            for (name, a) in &acc.containers {
-                if let Some(r) = a.role {
-                    let e = m.entry(r).or_default();
-                    e.0 += 1;
-                    e.1 += baselines.get(name).copied().unwrap_or(0.0);
-                }
-            }
-            m
-        };
-        let memory_by_role = acc
-            .role_totals
-            .iter()
-            .map(|(role, v)| {
-                let (n, base) = roles_of.get(role).copied().unwrap_or_default();
-                RoleMemory {
-                    role: *role,
-                    containers: n,
-                    baseline_bytes: base,
-                    mean_bytes: mean(v),
-                    max_bytes: max(v).max(0.0),
-                }
-            })
-            .collect();
-        // Redis is read directly and at the scrape interval: it wins over n8n's gauges.
-        let from_redis = !acc.redis_active.is_empty() || acc.redis_gaps > 0;
-        let queue = self.has_queue_source.then(|| {
-            let (active, waiting, gaps, source) = if from_redis {
-                (
-                    &acc.redis_active,
-                    &acc.redis_waiting,
-                    acc.redis_gaps,
-                    QueueSource::Redis,
-                )
-            } else {
-                (
-                    &acc.queue_active,
-                    &acc.queue_waiting,
-                    acc.queue_gaps,
-                    QueueSource::Metrics,
-                )
-            };
-            QueueObserved {
-                source,
-                active_mean: mean(active),
-                active_max: max(active).max(0.0),
-                waiting_mean: mean(waiting),
-                waiting_max: max(waiting).max(0.0),
-                samples: active.len() as u32,
-                gaps,
-                coarse: coarse && !from_redis,
-            }
-        });
+        let memory_by_role = role_memory(&acc, &baselines);
+        let queue = self.has_queue_source.then(|| queue_observed(&acc, coarse));
         let endpoints = acc
             .endpoints
             .into_iter()
