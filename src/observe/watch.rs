@@ -648,6 +648,28 @@ fn cpu_rate(
     Ok(Some(cores))
 }
 
+/// A scrape that failed: a gap in the timeline, and in the stage's figures when steady (main's
+/// also leaves the queue gauges with a gap).
+fn scrape_failed(st: &mut State, url: &str, role: Option<Role>, err: &anyhow::Error, at: &Moment) {
+    let msg = format!("{err:#}");
+    st.timeline.write(&Event::Gap {
+        t: at.t,
+        unix: at.unix,
+        source: url.to_string(),
+        error: msg.clone(),
+        gone: false,
+    });
+    if at.steady {
+        let acc = st.acc.endpoints.entry(url.to_string()).or_default();
+        acc.role = role;
+        acc.gaps += 1;
+        acc.last_error = Some(msg);
+        if role.is_none_or(|r| r == Role::Main) {
+            st.acc.queue_gaps += 1;
+        }
+    }
+}
+
 fn record_scrape(
     st: &mut State,
     rates: &mut Rates,
@@ -660,27 +682,7 @@ fn record_scrape(
     let prefix = &src.prefix;
     let exp = match got {
         Ok(exp) => exp,
-        Err(err) => {
-            let msg = format!("{err:#}");
-            st.timeline.write(&Event::Gap {
-                t: at.t,
-                unix: at.unix,
-                source: e.url.clone(),
-                error: msg.clone(),
-                gone: false,
-            });
-            if at.steady {
-                let role = rates.roles[i];
-                let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
-                acc.role = role;
-                acc.gaps += 1;
-                acc.last_error = Some(msg);
-                if role.is_none_or(|r| r == Role::Main) {
-                    st.acc.queue_gaps += 1;
-                }
-            }
-            return;
-        }
+        Err(err) => return scrape_failed(st, &e.url, rates.roles[i], &err, at),
     };
     if rates.roles[i].is_none() {
         rates.roles[i] = Some(role_of(&exp, prefix));
