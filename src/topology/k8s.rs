@@ -285,6 +285,41 @@ pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {
     })
 }
 
+/// A pod's containers, each with whether it is a sidecar: a second container, or an init
+/// container with `restartPolicy: Always` (a native sidecar).
+fn pod_containers(pod: &Value) -> Vec<(&Value, bool)> {
+    let mut containers: Vec<(&Value, bool)> = pod
+        .get("containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (c, i > 0))
+        .collect();
+    containers.extend(
+        pod.get("initContainers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| s(c, "/restartPolicy") == Some("Always"))
+            .map(|c| (c, true)),
+    );
+    containers
+}
+
+/// A container's liveness, readiness and startup probes, with their HTTP paths.
+fn probes(c: &Value) -> Vec<Probe> {
+    ProbeKind::ALL
+        .iter()
+        .filter_map(|k| {
+            c.get(k.field()).map(|p| Probe {
+                kind: *k,
+                http_path: s(p, "/httpGet/path").map(str::to_string),
+            })
+        })
+        .collect()
+}
+
 fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
     let v = &d.value;
     let name = name_of(v);
@@ -319,22 +354,7 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
     let grace = pod
         .get("terminationGracePeriodSeconds")
         .and_then(Value::as_u64);
-    let mut containers: Vec<(&Value, bool)> = pod
-        .get("containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| (c, i > 0))
-        .collect();
-    containers.extend(
-        pod.get("initContainers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|c| s(c, "/restartPolicy") == Some("Always"))
-            .map(|c| (c, true)),
-    );
+    let containers = pod_containers(&pod);
     let hostnames = ix.hostnames(&labels);
     let mut out = Vec::new();
     for (c, sidecar) in containers {
@@ -366,15 +386,7 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
             .and_then(|l| l.get("memory"))
             .and_then(parse_quantity_bytes);
         f.cpu_limit_cores = limits.and_then(|l| l.get("cpu")).and_then(parse_cpu);
-        let probes = ProbeKind::ALL
-            .iter()
-            .filter_map(|k| {
-                c.get(k.field()).map(|p| Probe {
-                    kind: *k,
-                    http_path: s(p, "/httpGet/path").map(str::to_string),
-                })
-            })
-            .collect();
+        let probes = probes(c);
         f.k8s = Some(K8sFacts {
             workload_kind: kind.to_string(),
             workload: name.clone(),
