@@ -235,6 +235,15 @@ pub fn stages_table(stages: &[StageResult]) -> String {
     }
     let mut out = t.to_string();
     out.push_str(&scenarios_table(stages));
+    for n in stage_notes(stages) {
+        out.push('\n');
+        out.push_str(&n);
+    }
+    out
+}
+
+/// The notes under the stage table: ramp rows, invalid stages, coarse gauges, what slots are.
+fn stage_notes(stages: &[StageResult]) -> Vec<String> {
     let mut notes = Vec::new();
     if stages.iter().any(|s| s.ramp.is_some()) {
         notes.push(
@@ -267,11 +276,7 @@ pub fn stages_table(stages: &[StageResult]) -> String {
                 .into(),
         );
     }
-    for n in notes {
-        out.push('\n');
-        out.push_str(&n);
-    }
-    out
+    notes
 }
 
 fn bytes(v: f64) -> String {
