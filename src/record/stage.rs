@@ -619,6 +619,12 @@ impl StageResult {
                 ));
             }
         }
+        self.check_counts(at)
+    }
+
+    /// The counts behind the rates: no more answers per second than were counted, a window
+    /// for every rate, users for every closed request, an interval that is one.
+    fn check_counts(&self, at: &str) -> Result<(), String> {
         if let Some(r) = self.ramp {
             if r.from.max(r.to) > MAX_IN_FLIGHT {
                 return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}"));
