@@ -400,7 +400,6 @@ fn named_limit(
 ) -> Verdict {
     let x = ceiling.x.mean;
     let u_w = x * ceiling.s / cap.total_worker_concurrency.max(1) as f64;
-    let u_r = x * job.code_s / cap.total_runner_capacity.max(1) as f64;
     let (c, r, st) = (
         cap.total_worker_concurrency,
         cap.total_runner_capacity,
@@ -427,48 +426,7 @@ fn named_limit(
             .figure("runner_bound_per_s", cap.runner_bound)
     };
     match limit {
-        Limit::RunnerLimit => {
-            let slots = ceiling.level.slots_taken;
-            let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
-                format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
-            ))
-            .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
-            if let Some(sl) = slots {
-                f = f.figure("slots_taken", sl).evidence(format!(
-                    "slots {} taken ({sl:.1} of {c}), yet throughput {x:.2} req/s is {} under worker concurrency ÷ S ({c} ÷ {st:.2} s = {:.2} req/s)",
-                    pct(sl / c.max(1) as f64),
-                    pct(1.0 - x / cap.worker_bound.max(1e-9)),
-                    cap.worker_bound
-                ));
-            }
-            f = f
-                .evidence(format!(
-                    "{:.1} runner tasks running (X × C = {x:.2} × {:.2} s) = {} of runner capacity {r}{}; {at}",
-                    x * job.code_s,
-                    job.code_s,
-                    pct(u_r),
-                    src(&s.runner_limit)
-                ))
-                .evidence(format!(
-                    "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots hold a job that waits for a runner; n8n's queue gauges count slots taken, not runner tasks",
-                    x * st,
-                    (c as f64 - x * st).max(0.0)
-                ))
-                .why("Adding workers or raising --concurrency changes nothing while each worker's runners cap Code tasks.")
-                .fix(format!(
-                    "raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker) to at least {} per worker",
-                    (c as f64 / s.worker_count() as f64 * job.code_s / job.job_time().max(1e-9)).ceil()
-                ));
-            findings.push(f);
-            Verdict {
-                limit: Some(Limit::RunnerLimit),
-                text: format!(
-                    "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
-                    job.code_s, cap.runner_bound, cap.worker_bound
-                ),
-                cpu: None,
-            }
-        }
+        Limit::RunnerLimit => runner_limit_caps(base, (s, cap, job), ceiling, &at, findings),
         Limit::WorkerConcurrency if s.is_regular() => {
             production_limit(base, (s, cap, job), ceiling, &at, findings)
         }
@@ -523,6 +481,66 @@ fn named_limit(
                 cpu: None,
             }
         }
+    }
+}
+
+/// The runner limit caps: the slots taken while throughput stays under what they allow, the
+/// runner tasks running against runner capacity.
+fn runner_limit_caps(
+    base: impl Fn(Finding) -> Finding,
+    (s, cap, job): (&Settings, &Capacity, Job),
+    ceiling: &Ceiling,
+    at: &str,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let x = ceiling.x.mean;
+    let st = ceiling.s;
+    let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
+    let u_r = x * job.code_s / r.max(1) as f64;
+    let src = |o: &Option<Sourced<u32>>| {
+        o.as_ref()
+            .map(|v| format!(" ({})", v.source))
+            .unwrap_or_default()
+    };
+    let slots = ceiling.level.slots_taken;
+    let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
+        format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
+    ))
+    .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
+    if let Some(sl) = slots {
+        f = f.figure("slots_taken", sl).evidence(format!(
+            "slots {} taken ({sl:.1} of {c}), yet throughput {x:.2} req/s is {} under worker concurrency ÷ S ({c} ÷ {st:.2} s = {:.2} req/s)",
+            pct(sl / c.max(1) as f64),
+            pct(1.0 - x / cap.worker_bound.max(1e-9)),
+            cap.worker_bound
+        ));
+    }
+    f = f
+        .evidence(format!(
+            "{:.1} runner tasks running (X × C = {x:.2} × {:.2} s) = {} of runner capacity {r}{}; {at}",
+            x * job.code_s,
+            job.code_s,
+            pct(u_r),
+            src(&s.runner_limit)
+        ))
+        .evidence(format!(
+            "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots hold a job that waits for a runner; n8n's queue gauges count slots taken, not runner tasks",
+            x * st,
+            (c as f64 - x * st).max(0.0)
+        ))
+        .why("Adding workers or raising --concurrency changes nothing while each worker's runners cap Code tasks.")
+        .fix(format!(
+            "raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker) to at least {} per worker",
+            (c as f64 / s.worker_count() as f64 * job.code_s / job.job_time().max(1e-9)).ceil()
+        ));
+    findings.push(f);
+    Verdict {
+        limit: Some(Limit::RunnerLimit),
+        text: format!(
+            "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
+            job.code_s, cap.runner_bound, cap.worker_bound
+        ),
+        cpu: None,
     }
 }
 
