@@ -14,6 +14,15 @@ pub struct StageObservation {
     pub containers: Vec<ContainerObserved>,
 }
 
+impl StageObservation {
+    /// What was watched, into the stage's result (the queue went in with its figures).
+    pub fn into_stage(self, result: &mut super::StageResult) {
+        result.endpoints = self.endpoints;
+        result.containers = self.containers;
+        result.memory_by_role = self.memory_by_role;
+    }
+}
+
 /// Watches the system under test beside a sweep.
 pub trait Observer: Send + Sync {
     /// A new stage begins; readings before `steady_from` (its warm-up) are not aggregated.

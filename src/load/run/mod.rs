@@ -419,47 +419,20 @@ impl Sweep {
         steady: Option<Steady>,
     ) -> anyhow::Result<(StageEnd, bool)> {
         let (stage, rep) = self.stages[index].clone();
-        if self.opts.progress && !std::io::stderr().is_terminal() {
-            eprintln!(
-                "n8ncap: stage {}{} ({}) started",
-                index + 1,
-                if self.opts.adaptive.is_none() {
-                    format!("/{}", self.stages.len())
-                } else {
-                    String::new()
-                },
-                stage.label()
+        if self.opts.progress {
+            stage_started(
+                index,
+                &stage,
+                (self.opts.adaptive.is_none()).then_some(self.stages.len()),
             );
         }
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
         let host_start = crate::util::host_busy_cpu_seconds();
-        let per_scenario: Vec<usize> = match self.names.len() {
-            1 => Vec::new(),
-            _ => self.names.iter().map(|n| n.checks.len()).collect(),
-        };
-        let rec = Arc::new(StageRecorder::new(
-            stage_start,
-            stage.warmup,
-            self.check_names.len(),
-            &per_scenario,
-        ));
+        let rec = self.recorder(stage_start, stage.warmup);
         self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
-        match self.opts.profile.model {
-            LoadModel::Closed => {
-                let n = stage.ramp.map(|r| r.from).or(stage.vus).unwrap_or(1);
-                self.vus.resize(&self.shared, n as usize)
-            }
-            LoadModel::Open => {
-                stage_tasks.spawn(open_scheduler(
-                    self.shared.clone(),
-                    stage.clone(),
-                    rec.clone(),
-                    stage_start,
-                ));
-            }
-        }
+        self.start_load(&stage, (&rec, stage_start), &mut stage_tasks);
         if let Some(o) = self.opts.observer.as_mut() {
             o.begin_stage(index, stage_start + stage.warmup);
         }
@@ -478,10 +451,8 @@ impl Sweep {
             // Open model: the arrivals this stage started finish and count in it, for at most
             // the request timeout (30 s at most, as k6's gracefulStop).
             let grace = self.opts.profile.timeout()?.min(Duration::from_secs(30));
-            let drain = async { while stage_tasks.join_next().await.is_some() {} };
-            tokio::select! {
-                _ = tokio::time::timeout(grace, drain) => {}
-                _ = interrupt.as_mut() => end = StageEnd::Interrupted,
+            if drained(&mut stage_tasks, grace, interrupt).await {
+                end = StageEnd::Interrupted;
             }
         }
         stage_tasks.abort_all();
@@ -518,33 +489,25 @@ impl Sweep {
         result.repeat = rep;
         result.ended_by = Some(end);
         if let Some(seen) = seen {
-            result.endpoints = seen.endpoints;
-            result.containers = seen.containers;
-            result.memory_by_role = seen.memory_by_role;
+            seen.into_stage(&mut result);
         }
         let wall = ended.saturating_duration_since(stage_start).as_secs_f64();
-        if wall > 0.0 {
-            result.client_cpu_percent =
-                100.0 * (crate::util::own_cpu_seconds() - cpu_start).max(0.0) / wall;
-            if self.target_is_local {
-                if let (Some(a), Some(b)) = (host_start, crate::util::host_busy_cpu_seconds()) {
-                    result.host_cpu_percent = Some(100.0 * (b - a).max(0.0) / wall);
-                }
-            }
+        cpu_figures(
+            &mut result,
+            (cpu_start, host_start),
+            wall,
+            self.target_is_local,
+        );
+        if self.opts.progress {
+            stage_ended(index, &result);
         }
-        if self.opts.progress && std::io::stderr().is_terminal() {
-            eprint!("\r\x1b[2K");
-        } else if self.opts.progress {
-            // CI logs, `| tee`: one plain line per stage end instead of a progress bar.
-            eprintln!(
-                "n8ncap: stage {} ({}) ended: {} requests, {:.2} req/s{}",
-                index + 1,
-                result.label,
-                result.requests,
-                result.throughput_rps,
-                if result.valid { "" } else { ", invalid" }
-            );
-        }
+        let failed_thresholds = self.record(result, agg)?;
+        Ok((end, failed_thresholds))
+    }
+
+    /// A finished stage into the summary and the results directory (`stages.jsonl` appended,
+    /// `summary.json` rewritten); true when one of its thresholds failed.
+    fn record(&mut self, result: StageResult, agg: Agg) -> anyhow::Result<bool> {
         if let Some(o) = self.opts.out.as_mut() {
             o.append_stage(&result)?;
         }
@@ -555,7 +518,44 @@ impl Sweep {
         if let Some(o) = self.opts.out.as_ref() {
             o.write_summary(&self.summary)?;
         }
-        Ok((end, failed_thresholds))
+        Ok(failed_thresholds)
+    }
+
+    /// The stage's recorder: its checks, and per scenario of a mix.
+    fn recorder(&self, start: Instant, warmup: Duration) -> Arc<StageRecorder> {
+        let per_scenario: Vec<usize> = match self.names.len() {
+            1 => Vec::new(),
+            _ => self.names.iter().map(|n| n.checks.len()).collect(),
+        };
+        Arc::new(StageRecorder::new(
+            start,
+            warmup,
+            self.check_names.len(),
+            &per_scenario,
+        ))
+    }
+
+    /// Closed model: the stage's users (the ramp's first count); open model: its scheduler.
+    fn start_load(
+        &mut self,
+        stage: &Stage,
+        (rec, start): (&Arc<StageRecorder>, Instant),
+        tasks: &mut JoinSet<()>,
+    ) {
+        match self.opts.profile.model {
+            LoadModel::Closed => {
+                let n = stage.ramp.map(|r| r.from).or(stage.vus).unwrap_or(1);
+                self.vus.resize(&self.shared, n as usize)
+            }
+            LoadModel::Open => {
+                tasks.spawn(open_scheduler(
+                    self.shared.clone(),
+                    stage.clone(),
+                    rec.clone(),
+                    start,
+                ));
+            }
+        }
     }
 
     /// Waits out the stage (or, adaptive, until it is steady), drawing the progress line once a

@@ -123,3 +123,17 @@ pub(super) async fn open_scheduler(
     // the wait (and dropping the set aborts what is left).
     while inflight.join_next().await.is_some() {}
 }
+
+/// Waits for the stage's arrivals still in flight, for at most `grace`; true when the wait
+/// was interrupted.
+pub(super) async fn drained(
+    tasks: &mut JoinSet<()>,
+    grace: Duration,
+    interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> bool {
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    tokio::select! {
+        _ = tokio::time::timeout(grace, drain) => false,
+        _ = interrupt.as_mut() => true,
+    }
+}

@@ -37,3 +37,33 @@ pub(super) fn progress_line(
     );
     let _ = std::io::stderr().flush();
 }
+
+/// A stage's start, one plain line when standard error is no terminal (CI logs, `| tee`);
+/// `of`: the stages planned (None: adaptive).
+pub(super) fn stage_started(index: usize, stage: &Stage, of: Option<usize>) {
+    if std::io::stderr().is_terminal() {
+        return;
+    }
+    eprintln!(
+        "n8ncap: stage {}{} ({}) started",
+        index + 1,
+        of.map(|n| format!("/{n}")).unwrap_or_default(),
+        stage.label()
+    );
+}
+
+/// A stage's end: the progress line cleared on a terminal, else one plain line.
+pub(super) fn stage_ended(index: usize, result: &StageResult) {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+        return;
+    }
+    eprintln!(
+        "n8ncap: stage {} ({}) ended: {} requests, {:.2} req/s{}",
+        index + 1,
+        result.label,
+        result.requests,
+        result.throughput_rps,
+        if result.valid { "" } else { ", invalid" }
+    );
+}

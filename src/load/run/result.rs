@@ -354,6 +354,26 @@ pub(super) fn observe_metric(t: &Threshold, agg: &Agg, window_s: f64, dropped: u
     }
 }
 
+/// n8ncap's own CPU over the stage's wall time, and the host's when the target is on this
+/// machine (from the readings at the stage's start).
+pub(super) fn cpu_figures(
+    result: &mut StageResult,
+    (cpu_start, host_start): (f64, Option<f64>),
+    wall: f64,
+    local: bool,
+) {
+    if wall <= 0.0 {
+        return;
+    }
+    result.client_cpu_percent =
+        100.0 * (crate::util::own_cpu_seconds() - cpu_start).max(0.0) / wall;
+    if local {
+        if let (Some(a), Some(b)) = (host_start, crate::util::host_busy_cpu_seconds()) {
+            result.host_cpu_percent = Some(100.0 * (b - a).max(0.0) / wall);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
