@@ -195,7 +195,7 @@ pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f6
         ),
         (Some(s), None) => (
             Some(Sourced::new(s, "measured: mean response at 1 in flight")),
-            DEFAULT_OVERHEAD_S.min(s),
+            s - job_from_response(s),
         ),
         (None, Some(j)) => (
             Some(Sourced::new(
@@ -209,6 +209,13 @@ pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f6
         ),
         (None, None) => (None, DEFAULT_OVERHEAD_S),
     }
+}
+
+/// The job time in a mean response `s` at 1 in flight when nothing says the job's time: the
+/// response less n8n's typical overhead (never below 0). The one place this rule is stated;
+/// a mix's workflows (`mix::kinds`) use it per scenario.
+pub fn job_from_response(s: f64) -> f64 {
+    s - DEFAULT_OVERHEAD_S.min(s)
 }
 
 /// Marks each level whose mean response is well above S.

@@ -90,7 +90,7 @@ pub fn kinds(
             .flat_map(|s| s.scenarios.iter())
             .find(|c| c.name == name && c.requests > 0)
             .and_then(|c| c.latency.as_ref())
-            .map(|l| (l.mean_ms / 1000.0 - crate::model::DEFAULT_OVERHEAD_S).max(0.0))
+            .map(|l| super::levels::job_from_response(l.mean_ms / 1000.0))
     };
     scenarios
         .iter()

@@ -1,0 +1,62 @@
+//! SIGINT and SIGTERM: the stop signal a process waits for, and the sweep's `Interrupt`.
+
+/// Waits for a signal that asks the process to stop — SIGINT (Ctrl-C), SIGTERM (`docker stop`,
+/// Kubernetes, `timeout`) or SIGHUP (the terminal closed, an SSH session dropped) — and returns
+/// the shell's exit code for it (130, 143, 129).
+pub async fn stop_signal() -> i32 {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let wait = |kind: SignalKind| async move {
+            match signal(kind) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => crate::error::EXIT_INTERRUPTED,
+            _ = wait(SignalKind::terminate()) => crate::error::EXIT_TERMINATED,
+            _ = wait(SignalKind::hangup()) => crate::error::EXIT_HANGUP,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        crate::error::EXIT_INTERRUPTED
+    }
+}
+
+/// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
+/// run is still being prepared is kept and ends the first stage at once.
+#[derive(Clone)]
+pub struct Interrupt {
+    rx: tokio::sync::watch::Receiver<Option<i32>>,
+}
+
+impl Interrupt {
+    /// Starts listening (needs a tokio runtime).
+    pub fn install() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        tokio::spawn(async move {
+            let code = stop_signal().await;
+            let _ = tx.send(Some(code));
+            // A second signal ends the process at once, as the shells' convention has it.
+            let _ = stop_signal().await;
+            std::process::exit(code);
+        });
+        Interrupt { rx }
+    }
+
+    /// Resolves when a signal has arrived (at once if one already did).
+    pub async fn wait(mut self) {
+        let _ = self.rx.wait_for(|c| c.is_some()).await;
+    }
+
+    /// The exit code of the signal that arrived: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
+    pub fn exit_code(&self) -> i32 {
+        (*self.rx.borrow()).unwrap_or(crate::error::EXIT_INTERRUPTED)
+    }
+}
