@@ -346,42 +346,74 @@ fn measured(
                 .iter()
                 .any(|d| d.role == Role::Runner && d.stage == s.index)
         })
-        .filter_map(|s| {
-            let r = s.memory_by_role.iter().find(|r| r.role == Role::Runner)?;
-            // Both sides are the window's averages: the runners' memory above their base, and
-            // the runner tasks running (X × C, Little's law). A peak over a mean would count a
-            // moment when more tasks overlapped than on average, and that moment depends on
-            // how busy the machine was.
-            let growth = (r.mean_bytes - r.baseline_bytes) / MIB;
-            let limits: Vec<u32> = s
-                .containers
-                .iter()
-                .filter(|c| c.role == Role::Runner)
-                .filter_map(|c| c.runner_limit)
-                .collect();
-            let mut tasks = s.throughput_rps * code_s;
-            if let Some(n) = s.vus {
-                tasks = tasks.min(n as f64);
-            }
-            if !limits.is_empty() {
-                tasks = tasks.min(limits.iter().sum::<u32>() as f64);
-            }
-            (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some((s, growth, tasks))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let (s, growth, tasks) = best;
+        .filter_map(|s| per_task_in(s, code_s))
+        .max_by(|a, b| a.growth.total_cmp(&b.growth))?;
     Some(RunnerMemory {
-        per_task_mib: Sourced::new(
-            growth / tasks,
+        per_task_mib: Sourced::new(best.growth / best.tasks, best.how),
+        base_mib: base.clone(),
+        tasks: Some(best.tasks),
+        stage: Some(best.stage),
+        growth_mib: Some(best.growth),
+    })
+}
+
+/// One stage's reading of the runners' memory per task.
+struct PerTask {
+    stage: usize,
+    growth: f64,
+    tasks: f64,
+    how: String,
+}
+
+/// The runners' memory above their base over the runner tasks that held it. The tasks running
+/// on average are X × C (Little's law), at most min(users in flight, Σ runner limits). When
+/// they run at that most for most of the time (X × C ≥ half of it: Code-bound), the peak
+/// reading over the most tasks is the measure: memory cannot be above what that many tasks
+/// hold, so it is a floor no busy machine moves, while the mean of a few readings of a square
+/// wave is as far off as the readings that fell between tasks. Otherwise both sides are the
+/// window's averages (mean memory above the base over X × C).
+fn per_task_in(s: &StageResult, code_s: f64) -> Option<PerTask> {
+    let r = s.memory_by_role.iter().find(|r| r.role == Role::Runner)?;
+    let mean = (r.mean_bytes - r.baseline_bytes) / MIB;
+    let peak = (r.max_bytes - r.baseline_bytes) / MIB;
+    let limits: Vec<u32> = s
+        .containers
+        .iter()
+        .filter(|c| c.role == Role::Runner)
+        .filter_map(|c| c.runner_limit)
+        .collect();
+    let most = match (s.vus.map(f64::from), limits.is_empty()) {
+        (Some(n), true) => Some(n),
+        (Some(n), false) => Some(n.min(limits.iter().sum::<u32>() as f64)),
+        (None, false) => Some(limits.iter().sum::<u32>() as f64),
+        (None, true) => None,
+    };
+    let running = s.throughput_rps * code_s;
+    let running = most.map_or(running, |m| running.min(m));
+    let at_most = most.filter(|m| *m >= 1.0 && running >= 0.5 * m && peak >= mean);
+    let (growth, tasks, how) = match at_most {
+        Some(m) => (
+            peak,
+            m,
             format!(
-                "measured: the runners held {growth:.0} MiB above their base on average over {tasks:.1} runner tasks running (X × C) in stage {}",
+                "measured: the runners held {peak:.0} MiB above their base at their peak in stage {}, with at most {m:.0} runner tasks running (on average X × C = {running:.1} tasks, {mean:.0} MiB)",
                 s.index + 1
             ),
         ),
-        base_mib: base.clone(),
-        tasks: Some(tasks),
-        stage: Some(s.index),
-        growth_mib: Some(growth),
+        None => (
+            mean,
+            running,
+            format!(
+                "measured: the runners held {mean:.0} MiB above their base on average over {running:.1} runner tasks running (X × C) in stage {}",
+                s.index + 1
+            ),
+        ),
+    };
+    (growth >= MIN_GROWTH_MIB && tasks >= 0.5).then_some(PerTask {
+        stage: s.index,
+        growth,
+        tasks,
+        how,
     })
 }
 
@@ -692,16 +724,24 @@ mod tests {
             mean_bytes: 350.0 * MIB,
             max_bytes: 406.0 * MIB,
         }];
-        // On average 200 MiB above the base over X × C = 3.9 × 1 s tasks running.
+        // Code-bound: X × C = 3.9 of at most 4 tasks running. The peak, 256 MiB above the
+        // base, was held by at most 4 tasks: 64 MiB each. The mean of the readings (200 MiB over
+        // 3.9 tasks: 51 each) counts the readings that fell between tasks.
         let set = settings(1.0, Some(10), Some(5));
         let m = runner_memory(std::slice::from_ref(&s), &set, &[]).unwrap();
-        assert!((m.per_task_mib.value - 200.0 / 3.9).abs() < 1e-9);
+        assert!((m.per_task_mib.value - 256.0 / 4.0).abs() < 1e-9);
+        assert_eq!(m.tasks, Some(4.0));
         assert_eq!(m.base_mib.value, 150.0);
         assert_eq!(
             memory_needed_mib(5.0, &m, 1.0),
-            (5.0 * 200.0 / 3.9 + 150.0_f64).ceil()
+            (5.0 * 64.0 + 150.0_f64).ceil()
         );
-        // 0.3 s of Code in a 1 s job: X × C = 3.9 × 0.3 tasks.
+        // A busy machine lowers X (2.9/s), not what 4 tasks hold: still 64.
+        let mut slow = s.clone();
+        slow.throughput_rps = 2.9;
+        let m = runner_memory(std::slice::from_ref(&slow), &set, &[]).unwrap();
+        assert!((m.per_task_mib.value - 64.0).abs() < 1e-9);
+        // 0.3 s of Code in a 1 s job: X × C = 3.9 × 0.3 tasks, under half of 4: the means.
         let mut part = settings(1.0, Some(10), Some(5));
         part.code_time = Some(Sourced::new(0.3, "test"));
         let m = runner_memory(std::slice::from_ref(&s), &part, &[]).unwrap();
