@@ -5,9 +5,13 @@
 mod audit;
 mod demo;
 mod diagnose;
+mod exporter;
+mod grafana;
 mod history;
 mod inspect;
 mod recommend;
+mod report;
+mod shell;
 mod sim;
 mod sweep;
 
@@ -18,12 +22,11 @@ pub use demo::{
 
 use crate::cli::Command;
 use crate::diagnose::{self as judge, Inputs};
-use crate::error::{self, BadInput};
+use crate::error;
 use crate::model::settings::Settings;
 use crate::observe::watch::WatchedContainer;
 use crate::record::{Diagnosis, Recommendation, Summary};
 use crate::topology::Topology;
-use std::time::Duration;
 
 /// Runs one command; the exit code follows README.md "Exit codes" (0, 1, 2, 99, 130).
 pub async fn run(cmd: Command) -> anyhow::Result<i32> {
@@ -37,44 +40,9 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             project,
             refresh,
             job_time,
-        } => {
-            let refresh = crate::util::parse_duration(&refresh)
-                .map_err(|e| BadInput(format!("--refresh: {e}")))?;
-            let job_time = job_time
-                .map(|j| crate::util::parse_duration(&j).map(|d| d.as_secs_f64()))
-                .transpose()
-                .map_err(|e| BadInput(format!("--job-time: {e}")))?;
-            crate::exporter::run(crate::exporter::ExporterConfig {
-                listen,
-                project,
-                refresh: refresh.max(Duration::from_secs(1)),
-                job_time,
-            })
-            .await?;
-            Ok(error::EXIT_OK)
-        }
-        Command::Grafana { datasource } => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&crate::report::grafana::dashboard(
-                    datasource.as_deref()
-                ))?
-            );
-            Ok(error::EXIT_OK)
-        }
-        Command::Report { dir } => {
-            let mut summary = crate::record::dir::load_summary(&dir)?;
-            // Re-diagnosed with what the run recorded (its settings and host).
-            let _ = analyze(&mut summary, Settings::default(), None);
-            let dir = if dir.is_dir() {
-                dir
-            } else {
-                dir.parent().map(|p| p.to_path_buf()).unwrap_or_default()
-            };
-            let path = crate::report::html::write(&dir, &summary)?;
-            println!("{}", path.display());
-            Ok(error::EXIT_OK)
-        }
+        } => exporter::run(listen, project, &refresh, job_time.as_deref()).await,
+        Command::Grafana { datasource } => grafana::run(datasource.as_deref()),
+        Command::Report { dir } => report::run(dir),
         Command::Inspect {
             project,
             files,
@@ -85,20 +53,8 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             sim::run(s).await?;
             Ok(error::EXIT_OK)
         }
-        Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut cmd = crate::cli::Cli::command();
-            clap_complete::generate(shell, &mut cmd, "n8ncap", &mut std::io::stdout());
-            Ok(error::EXIT_OK)
-        }
-        Command::Man => {
-            use clap::CommandFactory;
-            match clap_mangen::Man::new(crate::cli::Cli::command()).render(&mut std::io::stdout()) {
-                // `n8ncap man | head` closes the pipe early: not an error.
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-                _ => Ok(error::EXIT_OK),
-            }
-        }
+        Command::Completions { shell } => shell::completions(shell),
+        Command::Man => shell::man(),
     }
 }
 
