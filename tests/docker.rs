@@ -254,6 +254,8 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
     // readings even when the engine is slow to answer (busy starting other tests' containers,
     // a stats call can take over 3 s: a 4.5 s window once held none).
     let dir = std::env::temp_dir().join(format!("n8ncap-docker-{}", std::process::id()));
+    // A run of an earlier process with this id may have left it.
+    let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new(bin())
         .args([
             "sweep",
@@ -465,6 +467,8 @@ fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
     let dir = std::env::temp_dir().join(format!("n8ncap-gone-{}", std::process::id()));
+    // A run of an earlier process with this id may have left it.
+    let _ = std::fs::remove_dir_all(&dir);
     let child = Command::new(bin())
         .args([
             "sweep",
@@ -594,6 +598,8 @@ fn a_runner_killed_at_its_memory_limit_is_the_first_thing_the_diagnosis_says() {
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
     std::thread::sleep(Duration::from_secs(1));
     let dir = std::env::temp_dir().join(format!("n8ncap-oom-{}", std::process::id()));
+    // A run of an earlier process with this id may have left it.
+    let _ = std::fs::remove_dir_all(&dir);
     let out = sweep_stack(
         &stack,
         &dir,
@@ -707,6 +713,8 @@ fn a_container_restarted_mid_run_is_named_and_invents_no_figures() {
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
     std::thread::sleep(Duration::from_secs(1));
     let dir = std::env::temp_dir().join(format!("n8ncap-rst-{}", std::process::id()));
+    // A run of an earlier process with this id may have left it.
+    let _ = std::fs::remove_dir_all(&dir);
     let runner = format!("{}-n8n-worker-runner", stack.project);
     let restarter = {
         let runner = runner.clone();
