@@ -405,11 +405,6 @@ fn named_limit(
         cap.total_runner_capacity,
         ceiling.s,
     );
-    let src = |o: &Option<Sourced<u32>>| {
-        o.as_ref()
-            .map(|v| format!(" ({})", v.source))
-            .unwrap_or_default()
-    };
     let at = format!(
         "measured {} from {} on",
         ceiling.x.describe("req/s"),
@@ -439,7 +434,7 @@ fn named_limit(
                     "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of {c} slots{}; {at}",
                     x * st,
                     pct(u_w),
-                    src(&s.worker_concurrency)
+                    source_of(&s.worker_concurrency)
                 ))
                 .evidence(format!(
                     "runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s leaves room",
@@ -484,6 +479,13 @@ fn named_limit(
     }
 }
 
+/// " (where it came from)" of a known setting, for the evidence; nothing when unknown.
+fn source_of(o: &Option<Sourced<u32>>) -> String {
+    o.as_ref()
+        .map(|v| format!(" ({})", v.source))
+        .unwrap_or_default()
+}
+
 /// The runner limit caps: the slots taken while throughput stays under what they allow, the
 /// runner tasks running against runner capacity.
 fn runner_limit_caps(
@@ -497,11 +499,6 @@ fn runner_limit_caps(
     let st = ceiling.s;
     let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
     let u_r = x * job.code_s / r.max(1) as f64;
-    let src = |o: &Option<Sourced<u32>>| {
-        o.as_ref()
-            .map(|v| format!(" ({})", v.source))
-            .unwrap_or_default()
-    };
     let slots = ceiling.level.slots_taken;
     let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
         format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
@@ -521,7 +518,7 @@ fn runner_limit_caps(
             x * job.code_s,
             job.code_s,
             pct(u_r),
-            src(&s.runner_limit)
+            source_of(&s.runner_limit)
         ))
         .evidence(format!(
             "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots hold a job that waits for a runner; n8n's queue gauges count slots taken, not runner tasks",

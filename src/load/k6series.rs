@@ -1417,7 +1417,13 @@ mod tests {
         }
         s.reqs.sort_by(|a, b| a.end.total_cmp(&b.end));
         s.iters.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for sec in 0..=(end as usize) {
+        sample_vus(&mut s, 0..=(end as usize));
+        s
+    }
+
+    /// k6's `vus` gauge once a second: the requests in flight at each second.
+    fn sample_vus(s: &mut Series, secs: std::ops::RangeInclusive<usize>) {
+        for sec in secs {
             let at = T0 + sec as f64;
             let busy = s
                 .reqs
@@ -1426,7 +1432,6 @@ mod tests {
                 .count();
             s.vus.push((at, busy as f64));
         }
-        s
     }
 
     #[test]
@@ -1473,15 +1478,7 @@ mod tests {
         let last = s.reqs.last().unwrap().end;
         assert!(last - T0 > 22.0, "{}", last - T0);
         // k6 samples its VUs through the drain (gracefulStop) too.
-        for sec in 16..=((last - T0).ceil() as usize) {
-            let at = T0 + sec as f64;
-            let busy = s
-                .reqs
-                .iter()
-                .filter(|r| r.start() <= at && r.end > at)
-                .count();
-            s.vus.push((at, busy as f64));
-        }
+        sample_vus(&mut s, 16..=((last - T0).ceil() as usize));
         s.dropped.push((last - 2.5, 0, 1.0));
         let st = stages(&s, Warmup(None)).unwrap();
         let levels = held(&st);

@@ -20,11 +20,32 @@ use std::path::{Path, PathBuf};
 /// Largest manifest read (a rendered chart is a few hundred KB).
 pub const MAX_MANIFEST: u64 = 16 << 20;
 
+/// An autoscaler of the workload its `scaleTargetRef` names (kind, name), with its bounds.
+fn scaling(
+    d: &Doc,
+    by: String,
+    (min, max): (u32, u32),
+    triggers: Vec<Trigger>,
+) -> (String, String, Autoscaler) {
+    let v = &d.value;
+    (
+        s(v, "/spec/scaleTargetRef/kind")
+            .unwrap_or("Deployment")
+            .to_string(),
+        s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string(),
+        Autoscaler {
+            by,
+            min,
+            max,
+            triggers,
+            line: Some(d.line),
+        },
+    )
+}
+
 /// A HorizontalPodAutoscaler: the workload it scales, its bounds and what it scales on.
 fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
     let v = &d.value;
-    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
-    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
     let mut triggers: Vec<Trigger> = v
         .pointer("/spec/metrics")
         .and_then(Value::as_array)
@@ -48,24 +69,20 @@ fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             ..Trigger::default()
         });
     }
-    (
-        target_kind.to_string(),
-        target,
-        Autoscaler {
-            by: format!("HorizontalPodAutoscaler {name}"),
-            min: u32_at(v, "/spec/minReplicas").unwrap_or(1),
-            max: u32_at(v, "/spec/maxReplicas").unwrap_or(1),
-            triggers,
-            line: Some(d.line),
-        },
+    scaling(
+        d,
+        format!("HorizontalPodAutoscaler {name}"),
+        (
+            u32_at(v, "/spec/minReplicas").unwrap_or(1),
+            u32_at(v, "/spec/maxReplicas").unwrap_or(1),
+        ),
+        triggers,
     )
 }
 
 /// A KEDA ScaledObject: the workload it scales, its bounds and its triggers.
 fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
     let v = &d.value;
-    let target_kind = s(v, "/spec/scaleTargetRef/kind").unwrap_or("Deployment");
-    let target = s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string();
     let triggers = v
         .pointer("/spec/triggers")
         .and_then(Value::as_array)
@@ -77,16 +94,14 @@ fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             database: t.pointer("/metadata/databaseIndex").map(scalar),
         })
         .collect();
-    (
-        target_kind.to_string(),
-        target,
-        Autoscaler {
-            by: format!("ScaledObject {name}"),
-            min: u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
-            max: u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
-            triggers,
-            line: Some(d.line),
-        },
+    scaling(
+        d,
+        format!("ScaledObject {name}"),
+        (
+            u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
+            u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
+        ),
+        triggers,
     )
 }
 

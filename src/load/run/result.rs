@@ -184,7 +184,7 @@ pub(super) fn stage_result(
         partial,
         requests: agg.requests,
         ok: agg.ok,
-        throughput_rps: throughput(profile.model, stage, agg, per_s(good)),
+        throughput_rps: throughput(profile.model, stage, agg, (good, per_s(good))),
         request_rate: per_s(agg.requests),
         latency: agg.latency_summary(),
         phases: agg.phases(),
@@ -223,9 +223,9 @@ pub(super) fn stage_result(
 
 /// Good answers per second. Closed model: Little's law — in a closed loop N = X × R̄, exactly;
 /// counting completions in the window is quantized when jobs finish in batches (a
-/// deterministic stack finishes all its slots together), N ÷ R̄ is not. Else `counted`.
-fn throughput(model: LoadModel, stage: &Stage, agg: &Agg, counted: f64) -> f64 {
-    let good = agg.ok.saturating_sub(agg.errors.check_failed);
+/// deterministic stack finishes all its slots together), N ÷ R̄ is not. Else `counted` (the
+/// `good` answers over the window).
+fn throughput(model: LoadModel, stage: &Stage, agg: &Agg, (good, counted): (u64, f64)) -> f64 {
     match (model, stage.vus.filter(|_| stage.ramp.is_none())) {
         (LoadModel::Closed, Some(n)) if agg.requests > 0 && !agg.latency.is_empty() => {
             let mean_s = agg.latency.mean() / 1e6;
