@@ -137,9 +137,7 @@ fn recommend_reference_check_from_flags() {
 
 #[test]
 fn diagnose_and_recommend_reject_bad_input_with_exit_2() {
-    let dir = std::env::temp_dir().join(format!("n8ncap-cli-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("cli");
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("summary.json");
     std::fs::write(&bad, "{\"schema\": 3").unwrap();
@@ -198,9 +196,7 @@ fn a_saved_sweep_is_diagnosed_again_with_settings_from_flags() {
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
-    let dir = std::env::temp_dir().join(format!("n8ncap-saved-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("saved");
     let out = Command::new(bin())
         .args([
             "sweep",

@@ -253,9 +253,7 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
     // about 4 × 64 MiB, the workers' not. The steady window (10.5 s) holds several Docker
     // readings even when the engine is slow to answer (busy starting other tests' containers,
     // a stats call can take over 3 s: a 4.5 s window once held none).
-    let dir = std::env::temp_dir().join(format!("n8ncap-docker-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("docker");
     let out = Command::new(bin())
         .args([
             "sweep",
@@ -466,9 +464,7 @@ fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
     let port = stack.main_port();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
-    let dir = std::env::temp_dir().join(format!("n8ncap-gone-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("gone");
     let child = Command::new(bin())
         .args([
             "sweep",
@@ -597,9 +593,7 @@ fn a_runner_killed_at_its_memory_limit_is_the_first_thing_the_diagnosis_says() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
     std::thread::sleep(Duration::from_secs(1));
-    let dir = std::env::temp_dir().join(format!("n8ncap-oom-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("oom");
     let out = sweep_stack(
         &stack,
         &dir,
@@ -712,9 +706,7 @@ fn a_container_restarted_mid_run_is_named_and_invents_no_figures() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")));
     std::thread::sleep(Duration::from_secs(1));
-    let dir = std::env::temp_dir().join(format!("n8ncap-rst-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("rst");
     let runner = format!("{}-n8n-worker-runner", stack.project);
     let restarter = {
         let runner = runner.clone();

@@ -128,9 +128,7 @@ proptest! {
         cut in any::<usize>(),
     ) {
         use n8ncap::load::body::{build, BodySource, FileSpec};
-        let dir = std::env::temp_dir().join(format!("n8ncap-fuzz-up-{}", std::process::id()));
-        // A run of an earlier process with this id may have left it.
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::common::fresh_dir("fuzz-up");
         std::fs::create_dir_all(&dir).unwrap();
         let mut specs = Vec::new();
         for (i, f) in files.iter().enumerate() {

@@ -484,9 +484,7 @@ async fn tls_prometheus(dir: &std::path::Path) -> (String, PathBuf) {
 
 #[test]
 fn an_https_prometheus_is_read_with_its_ca_file_and_refused_without() {
-    let dir = std::env::temp_dir().join(format!("n8ncap-history-tls-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("history-tls");
     std::fs::create_dir_all(&dir).unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (url, ca) = rt.block_on(tls_prometheus(&dir));

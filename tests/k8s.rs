@@ -186,9 +186,7 @@ fn a_sidecar_reaches_its_broker_on_localhost() {
         "N8N_RUNNERS_BROKER_LISTEN_ADDRESS: \"127.0.0.1\"",
     );
     assert_ne!(text, base);
-    let d = std::env::temp_dir().join(format!("n8ncap-k8s-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&d);
+    let d = fresh_dir("k8s");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("local.yaml");
     std::fs::write(&f, text).unwrap();
@@ -240,9 +238,7 @@ fn no_secret_value_reaches_any_output() {
          \x20           - name: EXTRA\n              valueFrom:\n                secretKeyRef: {name: n8n-planted, key: N8N_ENCRYPTION_KEY}\n",
     );
     assert!(planted.contains("planted-inline-99"));
-    let d = std::env::temp_dir().join(format!("n8ncap-k8s-secret-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&d);
+    let d = fresh_dir("k8s-secret");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("planted.yaml");
     std::fs::write(&f, &planted).unwrap();
@@ -275,9 +271,7 @@ fn no_secret_value_reaches_any_output() {
 
 #[test]
 fn bad_manifests_are_refused_with_file_and_line() {
-    let d = std::env::temp_dir().join(format!("n8ncap-k8s-bad-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&d);
+    let d = fresh_dir("k8s-bad");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("bad.yaml");
     std::fs::write(
@@ -346,9 +340,7 @@ fn eight_gears_worker_autoscaling_without_an_hpa_runs_one_worker() {
     let at = text.find("  name: n8n-worker\n").unwrap();
     let i = at + text[at..].find("  replicas: 2\n").unwrap();
     let autoscaled = format!("{}{}", &text[..i], &text[i + "  replicas: 2\n".len()..]);
-    let d = std::env::temp_dir().join(format!("n8ncap-k8s-8g-{}", std::process::id()));
-    // A run of an earlier process with this id may have left it.
-    let _ = std::fs::remove_dir_all(&d);
+    let d = fresh_dir("k8s-8g");
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join("8gears-autoscaling.yaml");
     std::fs::write(&f, autoscaled).unwrap();

@@ -11,6 +11,15 @@ use std::time::Duration;
 /// Whether a test may run: `present` says whether its dependency is here. Outside CI a missing
 /// dependency skips the test and says why; when `CI` is set it fails the test, so a green CI
 /// never hides a test that did not run.
+/// `n8ncap-<tag>-<pid>` under the temporary directory, emptied first: a run that failed under
+/// an earlier process with the same id may have left results there, which a sweep's `--out`
+/// refuses.
+pub fn fresh_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("n8ncap-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
 pub fn require(dependency: &str, present: bool, install: &str) -> bool {
     if present {
         return true;
