@@ -216,6 +216,7 @@ proptest! {
             samples: 4,
             gaps: 0,
             coarse: false,
+            ..Default::default()
         });
         st.endpoints = vec![EndpointObserved {
             url: "http://127.0.0.1:5678/metrics".into(),

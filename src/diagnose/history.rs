@@ -9,10 +9,11 @@
 use super::{diagnose, Inputs};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
+use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::Diagnosis;
 use crate::record::history::{History, Window, WindowEvidence};
-use crate::record::stage::{EndpointObserved, Latency, QueueObserved, QueueSource};
-use crate::record::{LoadModel, Role, StageResult};
+use crate::record::stage::{EndpointObserved, HistoryFigures, Latency, QueueObserved, QueueSource};
+use crate::record::{Estimate, LoadModel, Role, StageResult};
 
 /// A window at least this share of the highest throughput is busy.
 const BUSY_SHARE: f64 = 0.8;
@@ -112,29 +113,56 @@ pub fn mark(h: &mut History, s: &Settings) {
     }
 }
 
-/// A busy window as an open-model stage: what arrived, what completed, slots and waiting from
-/// the gauges, time in the system by Little's law, CPU per process.
-pub fn stage(i: usize, w: &Window) -> StageResult {
-    let label = format!("window {}–{}", clock(w.start), clock(w.end));
+/// Windows as one open-model stage: what arrived, what completed, slots and waiting from the
+/// gauges, time in the system by Little's law, CPU per process. A saturated period is pooled
+/// into one stage: its completions over the time between its first and last refresh tick (the
+/// windows tile tick to tick), so its rate is the period's, never its best window's; the
+/// interval holds the ends' tick uncertainty and the spread between the windows.
+pub fn stage(i: usize, ws: &[&Window], h: &History) -> StageResult {
+    let (first, last) = (ws[0], ws[ws.len() - 1]);
+    let label = if ws.len() == 1 {
+        format!("window {}–{}", clock(first.start), clock(last.end))
+    } else {
+        format!(
+            "saturated period {}–{} ({} windows)",
+            clock(first.start),
+            clock(last.end),
+            ws.len()
+        )
+    };
     let mut st = StageResult::empty(i, label, LoadModel::Open);
-    let grew = (w.waiting_end - w.waiting_start).max(0.0);
-    let arrivals = w.completions + w.failures + grew;
-    st.rate = Some((arrivals / w.covered_s).max(w.throughput_per_s));
-    st.duration_s = w.end - w.start;
-    st.window_s = w.covered_s;
-    st.requests = (w.completions + w.failures).round() as u64;
-    st.ok = w.completions.round() as u64;
-    st.throughput_rps = w.throughput_per_s;
-    st.request_rate = (w.completions + w.failures) / w.covered_s;
-    st.throughput_ci = Some(w.throughput_interval);
+    let sum = |f: &dyn Fn(&Window) -> f64| ws.iter().map(|w| f(w)).sum::<f64>();
+    let covered = sum(&|w| w.covered_s).max(1e-9);
+    let (completions, failures) = (sum(&|w| w.completions), sum(&|w| w.failures));
+    let grew = (last.waiting_end - first.waiting_start).max(0.0);
+    let x = completions / covered;
+    let samples = sum(&|w| w.samples as f64).max(1.0);
+    let by_samples = |f: &dyn Fn(&Window) -> f64| sum(&|w| f(w) * w.samples as f64) / samples;
+    let (active, waiting) = (
+        by_samples(&|w| w.active_mean),
+        by_samples(&|w| w.waiting_mean),
+    );
+    let arrivals = completions + failures + grew;
+    st.rate = Some((arrivals / covered).max(x));
+    st.duration_s = last.end - first.start;
+    st.window_s = covered;
+    st.requests = (completions + failures).round() as u64;
+    st.ok = completions.round() as u64;
+    st.throughput_rps = x;
+    st.request_rate = (completions + failures) / covered;
+    st.throughput_ci = Some(if ws.len() == 1 {
+        first.throughput_interval
+    } else {
+        pooled_interval(x, covered, ws, h)
+    });
     st.error_rate = if st.requests > 0 {
-        w.failures / (w.completions + w.failures)
+        failures / (completions + failures)
     } else {
         0.0
     };
     st.check_pass_rate = 1.0 - st.error_rate;
-    if w.throughput_per_s > 0.0 {
-        let r_ms = (w.active_mean + w.waiting_mean) / w.throughput_per_s * 1000.0;
+    if x > 0.0 {
+        let r_ms = (active + waiting) / x * 1000.0;
         st.latency = Some(Latency {
             mean_ms: r_ms,
             min_ms: r_ms,
@@ -145,32 +173,72 @@ pub fn stage(i: usize, w: &Window) -> StageResult {
             max_ms: r_ms,
         });
     }
+    let executions = sum(&|w| w.executions);
+    st.history = Some(HistoryFigures {
+        windows: ws.len() as u32,
+        slot_time_s: (executions > 0.0)
+            .then(|| sum(&|w| w.execution_s.unwrap_or(0.0) * w.executions) / executions),
+        executions,
+    });
     st.queue = Some(QueueObserved {
         source: QueueSource::Metrics,
-        active_mean: w.active_mean,
-        active_max: w.active_max,
-        waiting_mean: w.waiting_mean,
-        waiting_max: w.waiting_max,
-        samples: w.samples,
-        gaps: w.gaps,
+        active_mean: active,
+        active_max: ws.iter().map(|w| w.active_max).fold(0.0, f64::max),
+        waiting_mean: waiting,
+        waiting_max: ws.iter().map(|w| w.waiting_max).fold(0.0, f64::max),
+        samples: samples as u32,
+        gaps: ws.iter().map(|w| w.gaps).sum(),
         coarse: false,
+        ..Default::default()
     });
-    st.endpoints = w
-        .cpu
-        .iter()
-        .map(|c| EndpointObserved {
-            url: c.process.clone(),
-            role: Some(c.role),
-            samples: w.samples.max(1),
-            cpu_percent_mean: c.cores * 100.0,
-            rss_max_bytes: c.rss_max_bytes.unwrap_or(0.0),
-            rss_mean_bytes: c.rss_max_bytes.unwrap_or(0.0),
-            eventloop_lag_max_s: c.eventloop_lag_max_s.unwrap_or(0.0),
-            eventloop_lag_mean_s: c.eventloop_lag_max_s.unwrap_or(0.0),
+    st.endpoints = endpoints(ws);
+    st
+}
+
+/// The pooled rate's interval: the two ends' refresh-tick uncertainty over the whole period
+/// (one refresh's worth on the step grid), and the spread between its windows (Student's t).
+fn pooled_interval(x: f64, covered: f64, ws: &[&Window], h: &History) -> [f64; 2] {
+    let ends = if ws.iter().all(|w| w.between_ticks) {
+        2.0 * h.tick_half_width_s.unwrap_or(0.0)
+    } else {
+        h.queue_refresh_s.unwrap_or(h.step_s.value)
+    };
+    let edges = x * ends / covered;
+    let rates: Vec<f64> = ws.iter().map(|w| w.throughput_per_s).collect();
+    let e = Estimate::of(&rates);
+    let spread = (e.high - e.low) / 2.0;
+    let half = (edges * edges + spread * spread).sqrt();
+    [(x - half).max(0.0), x + half]
+}
+
+/// Each process's CPU over the windows (mean cores, highest memory and lag).
+fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
+    let mut by: std::collections::BTreeMap<String, (Role, Vec<f64>, f64, f64)> =
+        std::collections::BTreeMap::new();
+    for w in ws {
+        for c in &w.cpu {
+            let e = by
+                .entry(c.process.clone())
+                .or_insert((c.role, Vec::new(), 0.0, 0.0));
+            e.1.push(c.cores);
+            e.2 = e.2.max(c.rss_max_bytes.unwrap_or(0.0));
+            e.3 = e.3.max(c.eventloop_lag_max_s.unwrap_or(0.0));
+        }
+    }
+    let samples = ws.iter().map(|w| w.samples).sum::<u32>().max(1);
+    by.into_iter()
+        .map(|(url, (role, cores, rss, lag))| EndpointObserved {
+            url,
+            role: Some(role),
+            samples,
+            cpu_percent_mean: cores.iter().sum::<f64>() / cores.len().max(1) as f64 * 100.0,
+            rss_max_bytes: rss,
+            rss_mean_bytes: rss,
+            eventloop_lag_max_s: lag,
+            eventloop_lag_mean_s: lag,
             ..EndpointObserved::default()
         })
-        .collect();
-    st
+        .collect()
 }
 
 fn clock(t: f64) -> String {
@@ -180,22 +248,106 @@ fn clock(t: f64) -> String {
     crate::util::utc_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t))
 }
 
-/// The history judged: its busy windows as levels, through the same verdict; findings of the
-/// history's own added.
+/// A busy window where jobs waited in Redis while the workers were up and taking them: the
+/// stack was at its ceiling.
+fn saturated(w: &Window) -> bool {
+    w.busy && w.waiting_mean >= WAITED && !w.evidence.contains(&WindowEvidence::QueueStalled)
+}
+
+/// The stages of a history: each run of adjacent saturated windows pooled into one stage,
+/// every other busy window a stage of its own, in time order.
+pub fn stages(h: &History) -> Vec<StageResult> {
+    let busy: Vec<&Window> = h
+        .windows
+        .iter()
+        .filter(|w| w.busy && w.throughput_per_s > 0.0)
+        .collect();
+    let mut groups: Vec<Vec<&Window>> = Vec::new();
+    for w in busy {
+        match groups.last_mut() {
+            Some(g)
+                if saturated(w)
+                    && g.iter().all(|p| saturated(p))
+                    && (g[g.len() - 1].end - w.start).abs() < 1e-6 =>
+            {
+                g.push(w)
+            }
+            _ => groups.push(vec![w]),
+        }
+    }
+    groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| stage(i, g, h))
+        .collect()
+}
+
+/// The service time of a history's stages: the slot time n8n's execution histogram measured
+/// where nothing waited (the job time it recorded), else the job or Code time given, never
+/// above the slot time measured at saturation, else that slot time itself — which may hold
+/// time spent waiting for a runner, and is said so.
+pub fn service_time(stages: &[StageResult], s: &Settings) -> Option<(Sourced<f64>, f64)> {
+    let hist = |src: &str| src.starts_with(HISTOGRAM);
+    if let Some(j) = s.job_time.as_ref().filter(|j| hist(&j.source)) {
+        return Some((
+            Sourced::new(
+                j.value,
+                format!(
+                    "{} (the slot time of an execution that waited for nothing)",
+                    j.source
+                ),
+            ),
+            0.0,
+        ));
+    }
+    let at_saturation = stages
+        .iter()
+        .filter(|st| st.queue.as_ref().is_some_and(|q| q.waiting_mean >= WAITED))
+        .filter_map(|st| st.history.and_then(|h| h.slot_time_s))
+        .reduce(f64::min);
+    let given = s
+        .job_time
+        .as_ref()
+        .map(|j| (j.value, "the job time given"))
+        .or(s
+            .code_time
+            .as_ref()
+            .map(|c| (c.value, "the Code time given (a workflow of one Code node)")));
+    match (given, at_saturation) {
+        (Some((g, what)), d) => {
+            let assumed = g + DEFAULT_OVERHEAD_S;
+            let v = d.map_or(assumed, |d| assumed.min(d.max(g)));
+            Some((
+                Sourced::new(
+                    v,
+                    format!("{what}, {g:.3} s, with n8n's overhead, at most the slot time measured at saturation"),
+                ),
+                (v - g).max(0.0),
+            ))
+        }
+        (None, Some(d)) => Some((
+            Sourced::new(
+                d,
+                format!("{HISTOGRAM} at saturation: the time an execution held its slot, which may include waiting for a runner task (give --code-time or --job-time to tell)"),
+            ),
+            0.0,
+        )),
+        (None, None) => None,
+    }
+}
+
+const HISTOGRAM: &str = "n8n_workflow_execution_duration_seconds";
+
+/// The history judged: its busy windows as levels (saturated periods pooled), through the same
+/// verdict; findings of the history's own added.
 pub fn judge(
     h: &mut History,
     flags: Settings,
     timeout_s: Option<f64>,
 ) -> (Diagnosis, Vec<StageResult>) {
-    let settings = flags.or(settings(h));
+    let settings = flags.clone().or(settings(h));
     mark(h, &settings);
-    let stages: Vec<StageResult> = h
-        .windows
-        .iter()
-        .filter(|w| w.busy && w.throughput_per_s > 0.0)
-        .enumerate()
-        .map(|(i, w)| stage(i, w))
-        .collect();
+    let stages = stages(h);
     let inputs = Inputs {
         settings,
         task_request_timeout_s: timeout_s,
@@ -222,10 +374,126 @@ pub fn judge(
     stalled(h, &mut extra);
     coarse(h, &mut extra);
     resets_and_gaps(h, &mut extra);
+    gauges_above_settings(h, &flags, &mut extra);
+    if let Some(more) = slots_bind(&stages, &d, &mut extra) {
+        d.verdict.push(' ');
+        d.verdict.push_str(&more);
+    }
     extra.append(&mut d.findings);
     extra.sort_by_key(|f| std::cmp::Reverse(f.severity));
     d.findings = extra;
     (d, stages)
+}
+
+/// Little's law at the slots, from what n8n exposes: at the saturated stage with the most
+/// throughput, completions/s × the slot time of n8n's execution histogram against the slots
+/// the gauge says were taken while jobs waited. Holding, it is direct evidence that the slots
+/// are where executions queue; failing, one of the two readings is wrong, and it is said.
+/// Answers the words the verdict needs when the slot time alone cannot say what fills a slot.
+fn slots_bind(stages: &[StageResult], d: &Diagnosis, out: &mut Vec<Finding>) -> Option<String> {
+    let (st, q, slot) = stages
+        .iter()
+        .filter_map(|st| {
+            let q = st
+                .queue
+                .as_ref()
+                .filter(|q| q.waiting_mean >= WAITED && q.samples > 0)?;
+            let slot = st.history?.slot_time_s?;
+            Some((st, q, slot))
+        })
+        .max_by(|a, b| a.0.throughput_rps.total_cmp(&b.0.throughput_rps))?;
+    let x = st.throughput_rps;
+    let in_slots = x * slot;
+    let ratio = in_slots / q.active_mean.max(1e-9);
+    let at = format!(
+        "{x:.2} completions/s × slot time {slot:.3} s = {in_slots:.1} executions in slots; the gauge: {:.1} slots taken while {:.1} jobs waited ({})",
+        q.active_mean, q.waiting_mean, st.label
+    );
+    if (ratio - 1.0).abs() > LITTLE_AT_SLOTS {
+        out.push(
+            Finding::new(
+                FindingId::SettingsDisagree,
+                format!(
+                    "Little's law at the slots fails: {in_slots:.1} executions in slots by the counter and the histogram, {:.1} by the slots gauge",
+                    q.active_mean
+                ),
+            )
+            .evidence(at)
+            .figure("executions_in_slots", in_slots)
+            .figure("slots_taken", q.active_mean)
+            .fix("one reading is wrong: a stale gauge (main's N8N_METRICS_QUEUE_METRICS_INTERVAL against the window), or a selector that holds executions of other deployments in the histogram"),
+        );
+        return None;
+    }
+    let ambiguous = d
+        .service_time
+        .as_ref()
+        .is_some_and(|s| s.source.contains("at saturation"));
+    let mut f = Finding::new(
+        FindingId::SlotsBind,
+        format!(
+            "Little's law at the slots: {in_slots:.1} executions held slots ≈ the {:.1} slots taken while jobs waited: the slots are where executions queue",
+            q.active_mean
+        ),
+    )
+    .evidence(at)
+    .figure("throughput_per_s", x)
+    .figure("slot_time_s", slot)
+    .figure("executions_in_slots", in_slots)
+    .figure("slots_taken", q.active_mean)
+    .figure("waiting", q.waiting_mean);
+    let more = ambiguous.then(|| {
+        let why = format!(
+            "Whether a slot's {slot:.2} s is the workflow's own work or work plus waiting for a runner task, n8n's metrics cannot tell (n8n exposes no runner metric): give --code-time (or --runner-limit) to tell."
+        );
+        f = f.clone().evidence(why.clone());
+        why
+    });
+    out.push(f);
+    more
+}
+
+/// Little's law at the slots holds within this share (the gauge's refresh against the window).
+const LITTLE_AT_SLOTS: f64 = 0.2;
+
+/// Slots taken above what the settings given allow: the settings are not the ones running
+/// (or the selector holds more workers than were counted).
+fn gauges_above_settings(h: &History, flags: &Settings, out: &mut Vec<Finding>) {
+    let Some(c) = &flags.worker_concurrency else {
+        return;
+    };
+    let slots = c.value as f64 * flags.worker_count() as f64;
+    let Some(w) = h
+        .windows
+        .iter()
+        .filter(|w| w.samples > 0)
+        .max_by(|a, b| a.active_mean.total_cmp(&b.active_mean))
+        .filter(|w| w.active_mean > slots * 1.05 + 0.5)
+    else {
+        return;
+    };
+    out.push(
+        Finding::new(
+            FindingId::SettingsDisagree,
+            format!(
+                "n8n's slots gauge read {:.1} slots taken on average, more than the {slots:.0} the settings given allow",
+                w.active_mean
+            ),
+        )
+        .evidence(format!(
+            "{}–{}: n8n_scaling_mode_queue_jobs_active {:.1} on average (at most {:.0}); worker concurrency {} × {} worker(s) ({})",
+            clock(w.start),
+            clock(w.end),
+            w.active_mean,
+            w.active_max,
+            c.value,
+            flags.worker_count(),
+            c.source
+        ))
+        .figure("slots_taken", w.active_mean)
+        .figure("worker_slots", slots)
+        .fix("check --worker-concurrency and --workers against the deployment (n8ncap inspect reads them); the verdict follows the gauges"),
+    );
 }
 
 fn stalled(h: &History, out: &mut Vec<Finding>) {

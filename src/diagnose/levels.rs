@@ -116,6 +116,10 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         saturated_by,
         impossible,
         stack_changed: None,
+        window: used
+            .first()
+            .filter(|s| s.history.is_some())
+            .map(|s| s.label.clone()),
     }
 }
 

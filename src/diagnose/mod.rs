@@ -47,7 +47,12 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     let mut levels = levels::group(stages);
     let deaths = lifecycle::deaths(stages, &settings);
     lifecycle::mark_levels(&mut levels, &deaths, stages);
-    let (service_time, overhead_s) = levels::service_time(&levels, &settings);
+    let from_history = !stages.is_empty() && stages.iter().all(|s| s.history.is_some());
+    let (service_time, overhead_s) = match from_history {
+        true => history::service_time(stages, &settings)
+            .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o)),
+        false => levels::service_time(&levels, &settings),
+    };
     levels::mark_saturation(&mut levels, service_time.as_ref().map(|s| s.value));
     validity::findings(
         stages,
@@ -102,6 +107,12 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &inputs.host,
         &mut findings,
     );
+    if let Some(f) = measured
+        .as_ref()
+        .and_then(|(_, l)| cpu::other_work(stages, l, &cpu, &inputs.host))
+    {
+        findings.push(f);
+    }
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
     ramp::findings(stages, &levels, &mut findings);
     let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);
@@ -128,7 +139,12 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         saturation_rule: levels::saturation_rule(),
         failure_point: failure_point(stages, &levels),
         knee: knee(&levels, measured.as_ref().map(|(x, _)| x.mean), effective),
-        next_level: next_level(&levels, capacity.as_ref(), measured.is_some()),
+        // A history chose no level: there is no next one to try.
+        next_level: next_level(
+            &levels,
+            capacity.as_ref(),
+            measured.is_some() || from_history,
+        ),
         levels,
         comparison,
         curve,
@@ -360,7 +376,7 @@ pub fn failure_point(stages: &[StageResult], levels: &[Level]) -> Option<BreakPo
             kind: BreakPointKind::Failure,
             level: l.level,
             in_flight: l.in_flight,
-            reason: format!("thresholds failed at {}: {why}", l.level.words()),
+            reason: format!("thresholds failed at {}: {why}", l.words()),
         })
     })
 }
@@ -383,7 +399,7 @@ fn knee(levels: &[Level], capacity: Option<f64>, effective: Option<f64>) -> Opti
         in_flight: from,
         reason: format!(
             "at the ceiling from {} ({:.2} req/s); it begins near {from:.1} in flight (X × S)",
-            l.level.words(),
+            l.words(),
             l.throughput.mean
         ),
     })

@@ -72,7 +72,7 @@ fn queue_backlog(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding
         Finding::new(FindingId::QueueBacklog,
             format!(
                 "Jobs wait {where_} at {}: {:.1} waiting on average, {:.1} slots taken",
-                l.level.words(),
+                l.words(),
                 l.waiting.unwrap_or(0.0),
                 l.slots_taken.unwrap_or(0.0)
             ),
@@ -103,8 +103,8 @@ fn ceiling_reached(levels: &[Level], out: &mut Vec<Finding>) {
         let mut f = Finding::new(FindingId::CeilingReached,
             format!(
                 "Throughput flat from {} to {} ({:.2} → {:.2} req/s) while p95 grew {pa:.0} → {pb:.0} ms",
-                a.level.words(),
-                b.level.words(),
+                a.words(),
+                b.words(),
                 a.throughput.mean,
                 b.throughput.mean
             ),

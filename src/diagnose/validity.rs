@@ -17,6 +17,7 @@ pub fn findings(
     out: &mut Vec<Finding>,
 ) {
     warmup(stages, out);
+    refresh_contradicts_flag(stages, out);
     let baseline_p50 = levels
         .iter()
         .find(|l| l.valid && l.level == LoadLevel::InFlight(1))
@@ -44,7 +45,7 @@ pub fn findings(
             FindingId::LevelImpossible,
             format!(
                 "{} is left out: its figures break Little's law, so they are not a measurement",
-                l.level.words()
+                l.words()
             ),
         )
         .evidence(why.clone())
@@ -66,6 +67,39 @@ pub fn findings(
     }
 }
 
+/// The queue gauges refreshed less often than the interval given said: the stages whose steady
+/// window held fewer than two refreshes measured had their gauges left out.
+fn refresh_contradicts_flag(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let hit: Vec<&StageResult> = stages
+        .iter()
+        .filter(|s| s.queue.as_ref().is_some_and(|q| q.refresh_contradicts_flag))
+        .collect();
+    let Some(r) = hit
+        .iter()
+        .filter_map(|s| s.queue.as_ref().and_then(|q| q.refresh_s))
+        .reduce(f64::max)
+    else {
+        return;
+    };
+    out.push(
+        Finding::new(
+            FindingId::QueueRefreshMismatch,
+            format!(
+                "n8n refreshed its queue gauges every ≈ {r:.1} s: {} stage(s) held fewer than two refreshes, and their gauges were left out",
+                hit.len()
+            ),
+        )
+        .evidence(format!(
+            "stages {}: main's slots, waiting and completion counter changed every ≈ {r:.1} s, longer than the --queue-metrics-interval given allows for these stages",
+            hit.iter().map(|s| (s.index + 1).to_string()).collect::<Vec<_>>().join(", ")
+        ))
+        .figure("queue_refresh_s", r)
+        .figure("stages", hit.len() as f64)
+        .why("A gauge older than the stage describes the stage before: slots read from it cap nothing that ran.")
+        .fix("set --queue-metrics-interval to main's N8N_METRICS_QUEUE_METRICS_INTERVAL, or make stages at least two refreshes long (or lower that setting on main)"),
+    );
+}
+
 /// A window that opens before the first responses at this load came back is not steady. One
 /// virtual user has no ramp to mix in (its requests follow each other from the first); a
 /// ramp window is moving load by design (see `ramp`).
@@ -74,6 +108,7 @@ fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
         s.valid
             && s.vus != Some(1)
             && s.ramp.is_none()
+            && s.history.is_none()
             && s.latency
                 .as_ref()
                 .is_some_and(|l| s.warmup_s + 1e-9 < l.p50_ms / 1000.0)

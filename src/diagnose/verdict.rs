@@ -94,7 +94,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
                 per,
                 format!(
                     "inferred: at least {per} — slots taken at {} while no job waited in the queue",
-                    c.level.level.words()
+                    c.level.words()
                 ),
             ));
         }
@@ -108,7 +108,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
                 [c.x.low * k, c.x.high * k],
                 format!(
                     "inferred from one saturated level ({}): {x:.2} req/s × Code time {code:.2} s = {tasks:.1} runner tasks",
-                    c.level.level.words()
+                    c.level.words()
                 ),
             ));
         }
@@ -121,7 +121,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
                     [c.x.low * k, c.x.high * k],
                     format!(
                         "inferred from one saturated level ({}): {x:.2} req/s × S {:.2} s = {in_progress:.1} executions in progress",
-                        c.level.level.words(),
+                        c.level.words(),
                         c.s
                     ),
                 ));
@@ -168,7 +168,7 @@ pub fn decide(
                 _ => cap.worker_bound,
             };
             let v = named_limit(lower, s, (cap, job), ceiling, findings);
-            return hedge(v, bound, ceiling, findings);
+            return hedge(v, bound, (s, ceiling), findings);
         }
         return third_limit(Some(cap), ceiling, in_progress, findings);
     }
@@ -186,7 +186,7 @@ pub fn decide(
             "Throughput tops out at {} with {in_progress:.1} executions in progress (X × S) from {} on: \
              a limit of about {:.0} concurrent executions caps it. Unknown: {} — give them (or --docker) to say which limit that is.",
             ceiling.x.describe("req/s"),
-            ceiling.level.level.words(),
+            ceiling.level.words(),
             in_progress.round(),
             missing.join(", ")
         ),
@@ -206,7 +206,7 @@ fn one_limit_reached(
     let at = format!(
         "measured {} from {} on",
         ceiling.x.describe("req/s"),
-        ceiling.level.level.words()
+        ceiling.level.words()
     );
     if let Some(c) = s
         .worker_concurrency
@@ -242,7 +242,7 @@ fn one_limit_reached(
                 ),
                 cpu: None,
             };
-            return Some(hedge(v, slots / ceiling.s, ceiling, findings));
+            return Some(hedge(v, slots / ceiling.s, (s, ceiling), findings));
         }
     }
     if let (Some(r), None) = (&s.runner_limit, &s.worker_concurrency) {
@@ -273,7 +273,7 @@ fn one_limit_reached(
                 ),
                 cpu: None,
             };
-            return Some(hedge(v, tasks / code.max(1e-9), ceiling, findings));
+            return Some(hedge(v, tasks / code.max(1e-9), (s, ceiling), findings));
         }
     }
     None
@@ -289,9 +289,25 @@ pub const MISMATCH: f64 = 0.10;
 /// bound of the limit it names and even the top of its interval stays under the bound: the
 /// limit is still the likeliest (its slots or tasks were ≥ 85 % in use), but something
 /// unmeasured costs the difference.
-fn hedge(v: Verdict, bound: f64, ceiling: &Ceiling, findings: &mut Vec<Finding>) -> Verdict {
+fn hedge(
+    v: Verdict,
+    bound: f64,
+    (s, ceiling): (&Settings, &Ceiling),
+    findings: &mut Vec<Finding>,
+) -> Verdict {
     let x = ceiling.x;
     let Some(limit) = v.limit else { return v };
+    // The most the limit can allow: a slot is not held for the part of S outside the worker
+    // (the webhook's intake and answer), so slots ÷ (S − overhead) is its upper end.
+    let most = match limit {
+        Limit::RunnerLimit | Limit::Cpu | Limit::NoRunner => bound,
+        Limit::WorkerConcurrency | Limit::ProductionLimit | Limit::Both => {
+            bound * ceiling.s / (ceiling.s - ceiling.overhead_s).max(1e-9)
+        }
+    };
+    if most.is_finite() && most > 0.0 && most < (1.0 - FLOOR_TOLERANCE) * x.low.min(x.mean) {
+        return below_measured(limit, most, (s, ceiling), findings);
+    }
     if !(bound.is_finite() && bound > 0.0) || x.mean >= (1.0 - MISMATCH) * bound || x.high >= bound
     {
         return v;
@@ -314,7 +330,7 @@ fn hedge(v: Verdict, bound: f64, ceiling: &Ceiling, findings: &mut Vec<Finding>)
     .evidence(format!(
         "measured {} from {} on; the model puts {} at {bound:.2} req/s",
         x.describe("req/s"),
-        ceiling.level.level.words(),
+        ceiling.level.words(),
         limit.words()
     ))
     .figure("measured_per_s", x.mean)
@@ -348,6 +364,88 @@ fn hedge(v: Verdict, bound: f64, ceiling: &Ceiling, findings: &mut Vec<Finding>)
         ),
         ..v
     }
+}
+
+/// A named bound may sit this far under the low end of the measured interval before the
+/// reading behind it is doubted (rounding of a slot count, a level's last few per cent).
+pub const FLOOR_TOLERANCE: f64 = 0.03;
+
+/// A limit whose bound (at its most: slots ÷ (S − overhead)) is below what was measured cannot
+/// be what capped it: the reading behind
+/// the bound (a stale gauge, a wrong flag, a mislabelled metric, an assumed service time) is the
+/// suspect. Named in `settings-disagree` with both figures; the verdict follows the
+/// measurement: a limit of about X × S executions in progress, unnamed.
+fn below_measured(
+    limit: Limit,
+    bound: f64,
+    (s, ceiling): (&Settings, &Ceiling),
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let x = ceiling.x;
+    let in_progress = x.mean * ceiling.s;
+    let read = |o: &Option<Sourced<u32>>, what: &str| {
+        o.as_ref()
+            .map(|v| format!("{what} {} ({})", v.value, v.source))
+    };
+    let readings: Vec<String> = match limit {
+        Limit::RunnerLimit => vec![read(&s.runner_limit, "runner limit")],
+        Limit::WorkerConcurrency | Limit::ProductionLimit => {
+            vec![read(&s.worker_concurrency, "worker concurrency")]
+        }
+        Limit::Both | Limit::Cpu | Limit::NoRunner => vec![
+            read(&s.worker_concurrency, "worker concurrency"),
+            read(&s.runner_limit, "runner limit"),
+        ],
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    let suspect = if readings.is_empty() {
+        "the settings read".to_string()
+    } else {
+        readings.join(", ")
+    };
+    if !findings.iter().any(|f| f.id == FindingId::SettingsDisagree) {
+        findings.push(
+            Finding::new(
+                FindingId::SettingsDisagree,
+                format!(
+                    "Measured {:.2} req/s is above the {bound:.2} req/s that {} allows: the reading behind it is stale or wrong",
+                    x.mean,
+                    limit.words()
+                ),
+            )
+            .evidence(format!(
+                "{suspect}; S {:.2} s ({}); {in_progress:.1} executions in progress (X × S) at {}",
+                ceiling.s,
+                if ceiling.overhead_s > 0.0 { "overhead included" } else { "as measured" },
+                ceiling.level.words()
+            ))
+            .figure("measured_per_s", x.mean)
+            .figure("measured_low_per_s", x.low)
+            .figure("named_bound_per_s", bound)
+            .figure("executions_in_progress", in_progress)
+            .fix("check the setting where it runs (n8ncap inspect), and that main's queue gauges refresh within the stage (N8N_METRICS_QUEUE_METRICS_INTERVAL)"),
+        );
+    }
+    Verdict {
+        limit: None,
+        text: format!(
+            "Throughput tops out at {} from {} on: a limit holds about {in_progress:.1} executions in progress (X × S {:.2} s). {} would allow only {bound:.2} req/s ({suspect}): that reading is stale or wrong, so no limit is named from it.",
+            x.describe("req/s"),
+            ceiling.level.words(),
+            ceiling.s,
+            capitalise(limit.words())
+        ),
+        cpu: None,
+    }
+}
+
+fn capitalise(w: &str) -> String {
+    let mut c = w.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 fn missing_settings(s: &Settings) -> Vec<&'static str> {
@@ -408,7 +506,7 @@ fn named_limit(
     let at = format!(
         "measured {} from {} on",
         ceiling.x.describe("req/s"),
-        ceiling.level.level.words()
+        ceiling.level.words()
     );
     let base = |f: Finding| {
         f.figure("throughput_per_s", x)
@@ -607,7 +705,7 @@ fn third_limit(
     )
     .evidence(format!(
         "{in_progress:.1} executions in progress at the ceiling (X × S) from {} on; worker-bound {:.2} req/s, runner-bound {:.2} req/s",
-        ceiling.level.level.words(),
+        ceiling.level.words(),
         cap.map(|c| c.worker_bound).unwrap_or(f64::NAN),
         cap.map(|c| c.runner_bound).unwrap_or(f64::NAN),
     ))
@@ -698,7 +796,7 @@ fn cpu_verdict(
         text: format!(
             "CPU caps throughput: {} measured from {} on; {where_} uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s.",
             ceiling.x.describe("req/s"),
-            ceiling.level.level.words(),
+            ceiling.level.words(),
             site.cores_used,
             site.cpu_s_per_execution,
             site.bound_per_s

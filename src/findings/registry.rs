@@ -155,7 +155,16 @@ registry! {
     ContainerRestarted = "container-restarted", Run, Warning,
         "a container restarted during the run",
         "find why it restarted (docker logs, docker inspect State); re-run the stage once it stays up";
+    HostShared = "host-shared", Run, Warning,
+        "processes outside the stack used a share of the host's cores during the saturated level",
+        "measure on a host the stack has to itself, or read the ceiling as the contention's";
+    QueueRefreshMismatch = "queue-refresh-mismatch", Run, Warning,
+        "n8n's queue gauges refreshed less often than the queue-metrics interval given: the interval measured is used",
+        "give --queue-metrics-interval as main's N8N_METRICS_QUEUE_METRICS_INTERVAL, or lower that setting on main";
     // ── Prometheus history ──
+    SlotsBind = "slots-bind", Run, Info,
+        "Little's law at the slots: completions/s × n8n's slot time ≈ the slots taken while jobs waited — the slots are where executions queue",
+        "raise worker concurrency if a slot's time is the workflow's own work; give --code-time to tell it from waiting for a runner";
     QueueStalled = "queue-stalled", Run, Error,
         "jobs waited in Redis while worker slots stood free",
         "check the workers' Redis connection and Bull's stalled-job settings (QUEUE_WORKER_LOCK_DURATION, QUEUE_WORKER_STALLED_INTERVAL)";

@@ -21,6 +21,9 @@ pub mod n8n_defaults {
     pub const TASK_REQUEST_TIMEOUT_S: f64 = 60.0;
     /// `DB_POSTGRESDB_POOL_SIZE`.
     pub const DB_POOL_SIZE: u32 = 2;
+    /// `N8N_METRICS_QUEUE_METRICS_INTERVAL`, seconds: how often main refreshes its queue
+    /// gauges and counters.
+    pub const QUEUE_METRICS_INTERVAL_S: f64 = 20.0;
     /// MiB an idle `n8nio/runners` container holds (its launcher and a Node runner), used when
     /// a run did not measure the runner before load.
     pub const RUNNER_IDLE_MIB: f64 = 150.0;

@@ -225,6 +225,8 @@ impl History {
             step_s: step,
             scrape_interval_s: interval,
             queue_refresh_s: None,
+            queue_refresh_by: String::new(),
+            tick_half_width_s: None,
             window_s: 0.0,
             processes: Vec::new(),
             windows: Vec::new(),
@@ -265,6 +267,23 @@ impl Steps {
     fn increases(&self, g: &Grid, h: &mut History) -> Vec<Option<f64>> {
         increases(g, self.start, self.step, h)
     }
+
+    /// The per-step increases of every series of a counter, added: a step counts where any
+    /// series had one.
+    fn summed(&self, v: &[Series], metric: &str, h: &mut History) -> Option<Vec<Option<f64>>> {
+        let mut out: Option<Vec<Option<f64>>> = None;
+        for s in v {
+            let g = self.checked(s, metric, false, h);
+            let inc = self.increases(&g, h);
+            let o = out.get_or_insert_with(|| vec![None; inc.len()]);
+            for (a, b) in o.iter_mut().zip(inc) {
+                if let Some(b) = b {
+                    *a = Some(a.unwrap_or(0.0) + b);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// n8n's series, each read over the whole range; Prometheus' warnings kept.
@@ -279,6 +298,10 @@ const READ: [&str; 9] = [
     "n8n_workflow_execution_duration_seconds_sum",
     "n8n_workflow_execution_duration_seconds_count",
 ];
+
+/// Raw samples read at most, for the completion counter's refresh ticks (past it, the step
+/// grid's increases are used, with their coarser interval).
+pub const MAX_RAW_POINTS: usize = 2_000_000;
 
 /// Reads the range and cuts it into windows.
 pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
@@ -307,16 +330,32 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let w = g.main(&waiting, READ[1], true, &mut h);
     let c = g.main(&completed, READ[2], false, &mut h);
     let f = g.main(&failed, READ[3], false, &mut h);
-    let ds = g.main(&dur_sum, READ[7], false, &mut h);
-    let dc = g.main(&dur_count, READ[8], false, &mut h);
-    h.queue_refresh_s = c
-        .as_ref()
-        .and_then(|x| refresh_of(x, step))
-        .or(a.as_ref().and_then(|x| refresh_of(x, step)));
+    let ticks = completion_ticks(src, q, interval).await;
+    h.queue_refresh_s = ticks.as_ref().and_then(|t| t.period_s);
+    h.queue_refresh_by = match h.queue_refresh_s {
+        Some(_) => "measured: the refresh ticks of the completion counter's raw samples".into(),
+        None => String::new(),
+    };
+    if h.queue_refresh_s.is_none() {
+        h.queue_refresh_s = c
+            .as_ref()
+            .and_then(|x| refresh_of(x, step))
+            .or(a.as_ref().and_then(|x| refresh_of(x, step)));
+        if h.queue_refresh_s.is_some() {
+            h.queue_refresh_by =
+                "the median spacing of the counter's changes on the step grid".into();
+        }
+    }
+    h.tick_half_width_s = ticks.as_ref().and_then(|t| {
+        let mut v: Vec<f64> = t.ticks.iter().map(|t| t.half_width).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    });
     let done = c.as_ref().map(|x| g.increases(x, &mut h));
     let fail = f.as_ref().map(|x| g.increases(x, &mut h));
-    let dsum = ds.as_ref().map(|x| g.increases(x, &mut h));
-    let dcnt = dc.as_ref().map(|x| g.increases(x, &mut h));
+    // Every series of the execution histogram counts (each workflow, status and process).
+    let dsum = g.summed(&dur_sum, READ[7], &mut h);
+    let dcnt = g.summed(&dur_count, READ[8], &mut h);
     let procs = per_process(&g, (&cpu, &rss, &lag), &mut h);
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
@@ -329,6 +368,7 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         a: a.as_ref(),
         w: w.as_ref(),
         done: done.as_deref(),
+        ticks: ticks.as_ref(),
         fail: fail.as_deref(),
         dsum: dsum.as_deref(),
         dcnt: dcnt.as_deref(),
@@ -344,6 +384,31 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         i = j;
     }
     Ok(h)
+}
+
+/// The completion counter's refresh ticks, from its raw samples on main (the series with the
+/// most samples). None when the API gives no raw samples or too many.
+async fn completion_ticks(
+    src: &Source,
+    q: &Query,
+    interval: Option<f64>,
+) -> Option<super::refresh::Refreshes> {
+    let chunk = interval.unwrap_or(15.0).max(1.0) * super::prometheus::MAX_POINTS_PER_QUERY;
+    let raw = src
+        .raw(
+            &selector(READ[2], &q.matchers),
+            (q.start, q.end),
+            chunk,
+            MAX_RAW_POINTS,
+        )
+        .await
+        .ok()??;
+    let main = raw.iter().max_by_key(|s| s.points.len())?;
+    let r = super::refresh::refreshes(
+        &main.points,
+        crate::model::n8n_defaults::QUEUE_METRICS_INTERVAL_S,
+    );
+    (!r.ticks.is_empty()).then_some(r)
 }
 
 /// Each process found: its CPU counter's increases, its resident memory and event-loop lag.
@@ -388,6 +453,8 @@ struct Series5<'a> {
     a: Option<&'a Grid>,
     w: Option<&'a Grid>,
     done: Option<&'a [Option<f64>]>,
+    /// The completion counter's refresh ticks, when its raw samples could be read.
+    ticks: Option<&'a super::refresh::Refreshes>,
     fail: Option<&'a [Option<f64>]>,
     dsum: Option<&'a [Option<f64>]>,
     dcnt: Option<&'a [Option<f64>]>,
@@ -413,11 +480,24 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         })
         .unwrap_or((0.0, 0))
     };
-    let (completions, covered) = steps(s.done);
-    if covered == 0 {
-        return None;
-    }
-    let covered_s = covered as f64 * step;
+    let (from, to) = (start + i as f64 * step, start + j as f64 * step);
+    let on_ticks = s.ticks.and_then(|r| super::refresh::between(r, from, to));
+    let (completions, covered_s, slack) = match on_ticks {
+        Some((c, span, ends)) => {
+            let x = c / span;
+            (c, span, x * ends / span)
+        }
+        None => {
+            let (c, covered) = steps(s.done);
+            if covered == 0 {
+                return None;
+            }
+            let covered_s = covered as f64 * step;
+            // The counter moves once per refresh: the window's count is known to one
+            // refresh's worth.
+            (c, covered_s, c / covered_s * refresh.max(step) / covered_s)
+        }
+    };
     let (failures, _) = steps(s.fail);
     let gauge = |g: Option<&Grid>| -> Vec<f64> {
         g.map(|g| g.values[i..j].iter().flatten().copied().collect())
@@ -433,8 +513,6 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
     };
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     let x = completions / covered_s;
-    // The counter moves once per refresh: the window's count is known to one refresh's worth.
-    let slack = x * refresh.max(step) / covered_s;
     let (ds, dn) = (steps(s.dsum).0, steps(s.dcnt).0);
     let cpu = s
         .cpu
@@ -459,11 +537,12 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         .collect();
     let gaps = (j - i).saturating_sub(av.len().min(wv.len())) as u32;
     Some(Window {
-        start: start + i as f64 * step,
-        end: start + j as f64 * step,
+        start: from,
+        end: to,
         covered_s,
         completions,
         failures,
+        between_ticks: on_ticks.is_some(),
         throughput_per_s: x,
         throughput_interval: [(x - slack).max(0.0), x + slack],
         active_mean: mean(&av),
@@ -476,6 +555,7 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         gaps,
         cpu,
         execution_s: (dn > 0.0).then(|| ds / dn),
+        executions: dn,
         busy: false,
         evidence: Vec::new(),
         idle_workers: Vec::new(),

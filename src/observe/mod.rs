@@ -6,6 +6,7 @@ pub mod bull;
 pub mod docker;
 pub mod history;
 pub mod prometheus;
+pub mod refresh;
 pub mod scrape;
 pub mod watch;
 

@@ -321,6 +321,51 @@ impl Source {
         Ok(out)
     }
 
+    /// The raw samples of `selector` in `(start, end]`, as scraped (their own timestamps, not a
+    /// step grid), read with range selectors at instants, `chunk` seconds at a time and at most
+    /// `max_points` in all (None past it: the caller keeps its step grid).
+    pub async fn raw(
+        &self,
+        selector: &str,
+        (start, end): (f64, f64),
+        chunk: f64,
+        max_points: usize,
+    ) -> Result<Option<Vec<Series>>, PromError> {
+        let mut out: Vec<Series> = Vec::new();
+        let mut total = 0usize;
+        let chunk = chunk.max(1.0);
+        let mut from = start;
+        while from < end {
+            let to = (from + chunk).min(end);
+            let ms = ((to - from) * 1000.0).round().max(1.0) as u64;
+            let (data, _) = self
+                .get(
+                    "/api/v1/query",
+                    &[
+                        ("query", format!("{selector}[{ms}ms]")),
+                        ("time", fmt_time(to)),
+                    ],
+                )
+                .await?;
+            for s in matrix(data)? {
+                total += s.points.len();
+                if total > max_points {
+                    return Ok(None);
+                }
+                match out.iter_mut().find(|o| o.labels == s.labels) {
+                    Some(o) => o.points.extend(s.points),
+                    None => out.push(s),
+                }
+            }
+            from = to;
+        }
+        for s in &mut out {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.points.dedup_by(|a, b| a.0 == b.0);
+        }
+        Ok(Some(out))
+    }
+
     /// An instant query's vector: (labels, value) at `time`.
     pub async fn query(
         &self,

@@ -144,7 +144,7 @@ fn role_memory(acc: &StageAcc, baselines: &BTreeMap<String, f64>) -> Vec<RoleMem
 
 /// The queue over the stage: from Redis when it was read (it is read directly and at the
 /// scrape interval, so it wins over n8n's gauges), else from n8n's queue gauges.
-fn queue_observed(acc: &StageAcc, coarse: bool) -> QueueObserved {
+fn queue_observed(acc: &StageAcc, coarse: bool, refresh: &RefreshSeen) -> QueueObserved {
     // Redis is read directly and at the scrape interval: it wins over n8n's gauges.
     let from_redis = !acc.redis_active.is_empty() || acc.redis_gaps > 0;
     let (active, waiting, gaps, source) = if from_redis {
@@ -170,8 +170,59 @@ fn queue_observed(acc: &StageAcc, coarse: bool) -> QueueObserved {
         waiting_max: max(waiting).max(0.0),
         samples: active.len() as u32,
         gaps,
-        coarse: coarse && !from_redis,
+        coarse: (coarse || refresh.too_few) && !from_redis,
+        refresh_s: refresh.period_s,
+        refresh_contradicts_flag: !coarse && refresh.too_few && !from_redis,
     }
+}
+
+/// How often main's queue gauges and completion counter changed, as the scrapes saw them.
+#[derive(Default)]
+struct QueueRefresh {
+    last: Option<[f64; 3]>,
+    /// When they last changed, and the latest changes (a bounded list).
+    changed_at: Option<Instant>,
+    changes: std::collections::VecDeque<Instant>,
+}
+
+/// Changes kept to measure the refresh.
+const REFRESH_CHANGES: usize = 64;
+
+impl QueueRefresh {
+    fn saw(&mut self, v: [f64; 3], now: Instant) {
+        if self.last.is_some_and(|l| l != v) {
+            self.changed_at = Some(now);
+            if self.changes.len() == REFRESH_CHANGES {
+                self.changes.pop_front();
+            }
+            self.changes.push_back(now);
+        }
+        self.last = Some(v);
+    }
+
+    /// The median spacing of the changes, once there are four.
+    fn period_s(&self) -> Option<f64> {
+        let mut d: Vec<f64> = self
+            .changes
+            .iter()
+            .zip(self.changes.iter().skip(1))
+            .map(|(a, b)| b.duration_since(*a).as_secs_f64())
+            .collect();
+        if d.len() < 4 {
+            return None;
+        }
+        d.sort_by(f64::total_cmp);
+        Some(d[d.len() / 2])
+    }
+}
+
+/// What the refresh measured says of one stage: its period, and whether the stage's steady
+/// window held fewer than two refreshes (the rule: a stage's gauge means are used when its
+/// steady window holds two refreshes or more, and only samples taken after a refresh inside
+/// the window count).
+struct RefreshSeen {
+    period_s: Option<f64>,
+    too_few: bool,
 }
 
 #[derive(Default)]
@@ -189,6 +240,8 @@ struct StageAcc {
 }
 
 struct State {
+    /// When main's queue gauges changed.
+    refresh: QueueRefresh,
     /// First memory reading of each container in the run.
     baselines: BTreeMap<String, f64>,
     /// The stage under way and when it began (lifecycle events are stamped with both).
@@ -237,6 +290,7 @@ fn max(v: &[f64]) -> f64 {
 impl Watcher {
     pub fn start(cfg: WatchConfig) -> Watcher {
         let state = Arc::new(Mutex::new(State {
+            refresh: QueueRefresh::default(),
             baselines: BTreeMap::new(),
             stage: None,
             down: Default::default(),
@@ -336,8 +390,14 @@ impl Observer for Watcher {
     }
 
     fn end_stage(&mut self, coarse: bool) -> StageObservation {
-        let (acc, baselines, down, last_memory) = match self.state.lock() {
+        let (acc, baselines, down, last_memory, refresh) = match self.state.lock() {
             Ok(mut s) => {
+                let steady = s.steady_from.map(|f| f.elapsed().as_secs_f64());
+                let period_s = s.refresh.period_s();
+                let seen = RefreshSeen {
+                    period_s,
+                    too_few: matches!((steady, period_s), (Some(w), Some(p)) if w < 2.0 * p),
+                };
                 s.steady_from = None;
                 s.stage = None;
                 (
@@ -345,12 +405,24 @@ impl Observer for Watcher {
                     s.baselines.clone(),
                     s.down.clone(),
                     s.last_memory.clone(),
+                    seen,
                 )
             }
-            Err(_) => Default::default(),
+            Err(_) => (
+                StageAcc::default(),
+                BTreeMap::new(),
+                Default::default(),
+                BTreeMap::new(),
+                RefreshSeen {
+                    period_s: None,
+                    too_few: false,
+                },
+            ),
         };
         let memory_by_role = role_memory(&acc, &baselines);
-        let queue = self.has_queue_source.then(|| queue_observed(&acc, coarse));
+        let queue = self
+            .has_queue_source
+            .then(|| queue_observed(&acc, coarse, &refresh));
         let endpoints = acc
             .endpoints
             .into_iter()
@@ -734,6 +806,10 @@ fn record_scrape(
             None
         }
     };
+    if let Some(q) = q {
+        let done = v("scaling_mode_queue_jobs_completed").unwrap_or(-1.0);
+        st.refresh.saw([q.active, q.waiting, done], at.now);
+    }
     st.timeline.write(&Event::Metrics {
         t: at.t,
         unix: at.unix,
@@ -756,7 +832,14 @@ fn record_scrape(
         acc.lag.extend(v("nodejs_eventloop_lag_seconds"));
         acc.cpu_rate.extend(cpu);
         acc.runner_requested_rate.extend(req);
-        if let Some(q) = q {
+        // A gauge read before main refreshed it inside this stage's window describes what
+        // came before: not evidence for this stage.
+        let fresh = st
+            .refresh
+            .changed_at
+            .zip(st.steady_from)
+            .is_some_and(|(c, f)| c >= f);
+        if let Some(q) = q.filter(|_| fresh) {
             st.acc.queue_active.push(q.active);
             st.acc.queue_waiting.push(q.waiting);
         }

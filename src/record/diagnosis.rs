@@ -50,11 +50,21 @@ pub struct Level {
     /// or restarted), so its figures describe no one deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_changed: Option<String>,
+    /// A history's window or saturated period (its label): what the level words say instead
+    /// of an arrival rate the history never offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
 }
 
 impl Level {
     pub fn saturated(&self) -> bool {
         self.valid && !self.saturated_by.is_empty()
+    }
+
+    /// What the level was: "20 in flight", "5.0 arrivals/s", or a history's window or period
+    /// as measured (it chose no level).
+    pub fn words(&self) -> String {
+        self.window.clone().unwrap_or_else(|| self.level.words())
     }
 }
 

@@ -76,8 +76,13 @@ pub struct Window {
     pub covered_s: f64,
     pub completions: f64,
     pub failures: f64,
-    /// Completions per second, and its interval from the gauges' refresh (± one refresh's
-    /// worth of completions over the window).
+    /// The completions were counted between two refresh ticks of main's counter, over
+    /// `covered_s` from tick to tick (`observe::refresh`); false: between the window's edges
+    /// on the step grid (± one refresh's worth).
+    #[serde(default)]
+    pub between_ticks: bool,
+    /// Completions per second, and its interval: the two ends' tick uncertainty (between
+    /// ticks), or one refresh's worth of completions over the window (on the step grid).
     pub throughput_per_s: f64,
     pub throughput_interval: [f64; 2],
     pub active_mean: f64,
@@ -90,9 +95,13 @@ pub struct Window {
     pub samples: u32,
     pub gaps: u32,
     pub cpu: Vec<ProcessCpu>,
-    /// Mean of `n8n_workflow_execution_duration_seconds` (includes time waiting for a runner).
+    /// Mean of `n8n_workflow_execution_duration_seconds` over every series the selector
+    /// matched: the time an execution held its slot (includes time waiting for a runner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_s: Option<f64>,
+    /// How many executions that mean is over (the histogram's count).
+    #[serde(default)]
+    pub executions: f64,
     pub busy: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<WindowEvidence>,
@@ -142,6 +151,13 @@ pub struct History {
     /// them every `N8N_METRICS_QUEUE_METRICS_INTERVAL`, 20 s by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_refresh_s: Option<f64>,
+    /// How the refresh was told: "measured: the refresh ticks of the completion counter's raw
+    /// samples" or "the median spacing of its changes on the step grid".
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub queue_refresh_by: String,
+    /// How far a refresh tick of the completion counter may be off (median half-width, s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_half_width_s: Option<f64>,
     pub window_s: f64,
     pub processes: Vec<Process>,
     pub windows: Vec<Window>,

@@ -45,6 +45,20 @@ impl LoadLevel {
     }
 }
 
+/// What a stretch of production history adds to its stage's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HistoryFigures {
+    /// Windows pooled into the stage (a saturated period is one stage).
+    pub windows: u32,
+    /// Mean of `n8n_workflow_execution_duration_seconds` over the stage: the time an
+    /// execution held its slot, waiting for a runner included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_time_s: Option<f64>,
+    /// Executions that mean is over.
+    #[serde(default)]
+    pub executions: f64,
+}
+
 /// The metrics a threshold can name, as k6 names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ThresholdMetric {
@@ -178,8 +192,18 @@ pub struct QueueObserved {
     pub samples: u32,
     /// Scrapes that failed (endpoint down or garbage).
     pub gaps: u32,
-    /// True when the stage was shorter than n8n's refresh interval of these gauges.
+    /// True when the stage was shorter than n8n's refresh interval of these gauges (the
+    /// interval given), or its steady window held fewer than two refreshes measured: its gauge
+    /// means may describe another level and are not used.
     pub coarse: bool,
+    /// How often main's gauges and completion counter changed value, measured over the run so
+    /// far (median spacing of the changes the scrapes saw).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_s: Option<f64>,
+    /// Coarse by the refresh measured although the interval given said the stage was long
+    /// enough: the interval given is not main's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refresh_contradicts_flag: bool,
 }
 
 /// One `/metrics` endpoint during the stage's steady window.
@@ -360,6 +384,10 @@ pub struct StageResult {
     /// (arrivals by intended start, completions by completion time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<Flow>,
+    /// A stretch of production history (`diagnose --prometheus`): no load was driven, so no
+    /// level was chosen and there is no warm-up; its figures are what n8n's metrics counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryFigures>,
     /// 95 % interval of `throughput_rps` from the window itself (batch means over the window,
     /// widened by the one response per virtual user a window edge can cut).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -500,6 +528,7 @@ impl StageResult {
             flow: None,
             throughput_ci: None,
             iterations: None,
+            history: None,
         }
     }
 
