@@ -48,7 +48,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     };
     let timeout_s = a.settings.task_request_timeout()?;
     // Recorded with the windows, so the saved run is judged again with the same settings.
-    let known = flags.clone().or(crate::diagnose::history::settings(&hist));
+    let known = crate::diagnose::history::known(flags.clone(), &hist);
     let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
     let rec = crate::recommend::recommend(&d, None);
     let mut summary = crate::record::Summary::new(

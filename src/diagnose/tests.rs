@@ -570,3 +570,64 @@ fn the_load_generator_is_judged_against_the_cores_it_ran_on_wherever_diagnosed()
     assert!(judged(2.0));
     assert!(!judged(64.0));
 }
+
+#[test]
+fn a_stale_slots_gauge_names_no_bound_below_the_measured_ceiling() {
+    // 2 workers × 5 slots, runners of 3 tasks each, 0.5 s jobs: 12/s. The gauges (20 s refresh)
+    // still show the 4 slots of an earlier level; the interval given (1 s) let them through.
+    let mut st = closed(1, 20, 11.96);
+    st.queue = Some(QueueObserved {
+        active_mean: 4.0,
+        active_max: 4.0,
+        waiting_mean: 6.0,
+        waiting_max: 7.0,
+        samples: 10,
+        ..Default::default()
+    });
+    let mut s = settings(0.5, None, None);
+    s.workers = None;
+    let d = run(&[closed(0, 1, 1.0 / 0.54), st], s);
+    assert_ne!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    let f = finding(&d, "settings-disagree");
+    assert!(f.get("named_bound_per_s").unwrap() < f.get("measured_per_s").unwrap());
+    // What the measurement supports: about 6.5 executions in progress.
+    let x_s = d.effective_concurrency.unwrap();
+    assert!((x_s - 11.96 * 0.54).abs() < 0.05, "{x_s}");
+}
+
+#[test]
+fn a_host_busy_with_other_work_is_named_and_never_a_cpu_verdict() {
+    // A runner of 5 tasks of 0.4 s: 12.5/s; the stack's processes use a few % of a core
+    // while a build keeps both cores busy.
+    let mut stages = [closed(0, 1, 1.0 / 0.46), closed(1, 20, 12.5)];
+    for s in stages.iter_mut() {
+        s.host_cpu_percent = Some(198.0);
+        s.endpoints = vec![
+            EndpointObserved {
+                url: "main".into(),
+                role: Some(Role::Main),
+                samples: 10,
+                cpu_percent_mean: 4.0,
+                ..Default::default()
+            },
+            EndpointObserved {
+                url: "worker".into(),
+                role: Some(Role::Worker),
+                samples: 10,
+                cpu_percent_mean: 6.0,
+                ..Default::default()
+            },
+        ];
+    }
+    let d = run(&stages, settings(0.4, Some(20), Some(5)));
+    assert_ne!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    let f = finding(&d, "host-shared");
+    let other = f.get("other_cores").unwrap();
+    assert!(other > 1.5 && other < 2.0, "{other}");
+}
