@@ -752,8 +752,10 @@ mod tests {
         // 0.96 s (waiting for a runner inside it). The windows alias ±20 %.
         let busy: Vec<_> = WOBBLE.iter().map(|k| (12.5 * k, 12.0, 8.0, 0.96)).collect();
         let mut h = history(0, 0.4, &busy);
-        let mut flags = Settings::default();
-        flags.code_time = Some(Sourced::new(0.4, "flag --code-time"));
+        let flags = Settings {
+            code_time: Some(Sourced::new(0.4, "flag --code-time")),
+            ..Default::default()
+        };
         let (d, _) = judge(&mut h, flags, None);
         assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
         let x = d.measured_ceiling.as_ref().unwrap();
@@ -795,8 +797,10 @@ mod tests {
     fn a_slots_gauge_above_the_settings_given_is_named() {
         let busy: Vec<_> = [1.0; 4].iter().map(|_| (8.0, 4.0, 8.0, 0.5)).collect();
         let mut h = history(0, 0.5, &busy);
-        let mut flags = Settings::default();
-        flags.worker_concurrency = Some(Sourced::new(2, "flag --worker-concurrency"));
+        let flags = Settings {
+            worker_concurrency: Some(Sourced::new(2, "flag --worker-concurrency")),
+            ..Default::default()
+        };
         let (d, _) = judge(&mut h, flags, None);
         assert!(
             ids(&d).contains(&FindingId::SettingsDisagree),
