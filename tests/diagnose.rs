@@ -351,7 +351,9 @@ fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
 /// slots and runners out of the way (worker 15, runner 20, 0.3 s Code): CPU caps. On an idle
 /// machine the worker's core binds at ≈ 10 executions/s and the plan adds workers, each with its
 /// runner; on a busy one (other tests, a build, a CPU hog beside the suite) the worker cannot get
-/// its core and the host's CPU binds, measured from /proc/stat, and no setting is proposed.
+/// its core: then either the stack's own processes still saturate (the worker's core, or the
+/// host's cores by the stack's processes alone), or the other work is named as `host-shared`
+/// and no CPU verdict is drawn from it.
 /// Either way the CPU per execution (thread CPU time) is what contention cannot change, and the
 /// site named allows what was measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -384,7 +386,18 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     ];
     let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
-    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    if d.capping_limit != Some(Limit::Cpu) {
+        // On a busy machine (a CPU hog beside the suite) the worker cannot get its core: the
+        // host's CPU taken by other work is named with its share, and never becomes a CPU
+        // verdict of the stack's.
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.id == "host-shared")
+            .unwrap_or_else(|| panic!("{}: {:?}", d.verdict, d.findings));
+        assert!(f.get("other_cores").unwrap() >= 0.25, "{f:?}");
+        return;
+    }
     let worker = d
         .cpu
         .iter()

@@ -40,6 +40,22 @@ struct Spec {
     cpu_ms: u32,
     /// The worker's Redis database: another than main's leaves it up and idle.
     worker_db: u32,
+    /// Main's N8N_METRICS_QUEUE_METRICS_INTERVAL (s) and Prometheus' scrape interval.
+    refresh: &'static str,
+    scrape: &'static str,
+}
+
+impl Default for Spec {
+    fn default() -> Spec {
+        Spec {
+            concurrency: 10,
+            runner_limit: 10,
+            cpu_ms: 0,
+            worker_db: 0,
+            refresh: "1",
+            scrape: "1s",
+        }
+    }
 }
 
 fn available() -> bool {
@@ -85,7 +101,7 @@ fn start(spec: Spec) -> Stack {
             ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
             ("N8N_METRICS", "true".into()),
             ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
-            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", spec.refresh.into()),
         ],
     ));
     let worker_args: Vec<String> = [
@@ -121,9 +137,10 @@ fn start(spec: Spec) -> Stack {
     std::fs::write(
         &config,
         format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  \
+            "global: {{scrape_interval: {}, evaluation_interval: 1s}}\nscrape_configs:\n  \
              - job_name: n8n\n    static_configs: [{{targets: ['127.0.0.1:{http}']}}]\n  \
-             - job_name: n8n-worker\n    static_configs: [{{targets: ['127.0.0.1:{health}']}}]\n"
+             - job_name: n8n-worker\n    static_configs: [{{targets: ['127.0.0.1:{health}']}}]\n",
+            spec.scrape
         ),
     )
     .unwrap();
@@ -171,7 +188,7 @@ fn start(spec: Spec) -> Stack {
 
 impl Stack {
     /// A closed sweep at these levels, `secs` each, of jobs of `sleep_ms`.
-    fn load(&self, vus: &str, secs: u32, sleep_ms: u32) {
+    fn load(&self, vus: &str, secs: u32, sleep_ms: u32) -> serde_json::Value {
         let out = Command::new(bin())
             .args([
                 "sweep",
@@ -195,6 +212,7 @@ impl Stack {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// Kills the worker process and starts it again (a restart: its counters start at 0).
@@ -205,6 +223,10 @@ impl Stack {
     }
 
     fn diagnose(&self, start: f64, extra: &[&str]) -> serde_json::Value {
+        self.diagnose_with(start, "6s", extra)
+    }
+
+    fn diagnose_with(&self, start: f64, window: &str, extra: &[&str]) -> serde_json::Value {
         // The last scrape of the load lands in the TSDB.
         std::thread::sleep(Duration::from_millis(2500));
         let out = Command::new(bin())
@@ -219,7 +241,7 @@ impl Stack {
                 "--end",
                 &format!("{:.0}", now()),
             ])
-            .args(["--window", "6s", "--json"])
+            .args(["--window", window, "--json"])
             .args(extra)
             .output()
             .unwrap();
@@ -254,13 +276,14 @@ fn a_runner_capped_peak_in_prometheus_gives_the_runner_limit_and_a_restart_inven
         runner_limit: 5,
         cpu_ms: 0,
         worker_db: 0,
+        ..Spec::default()
     });
     let t0 = now();
-    s.load("2,14", 14, 500);
+    let _ = s.load("2,14", 14, 500);
     // The worker restarts between two peaks: its CPU counter falls back to 0.
     s.restart_worker();
     std::thread::sleep(Duration::from_secs(3));
-    s.load("14", 10, 500);
+    let _ = s.load("14", 10, 500);
     let out = s.dir.join("results");
     let d = s.diagnose(
         t0,
@@ -329,9 +352,10 @@ fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reache
         runner_limit: 10,
         cpu_ms: 0,
         worker_db: 0,
+        ..Spec::default()
     });
     let t0 = now();
-    s.load("1", 10, 500);
+    let _ = s.load("1", 10, 500);
     let quiet = s.diagnose(t0, &[]);
     assert!(
         quiet["diagnosis"]["capping_limit"].is_null(),
@@ -348,7 +372,7 @@ fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reache
     );
     // The range holds the quiet minutes before the peak, as an operator's would: their
     // execution durations give the job time.
-    s.load("12", 14, 500);
+    let _ = s.load("12", 14, 500);
     let d = s.diagnose(t0, &[]);
     let diag = &d["diagnosis"];
     assert_eq!(
@@ -373,9 +397,10 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
         runner_limit: 30,
         cpu_ms: 100,
         worker_db: 0,
+        ..Spec::default()
     });
     let t0 = now();
-    s.load("1,16", 12, 20);
+    let _ = s.load("1,16", 12, 20);
     // The workflow's time is known (20 ms of sleep, 100 ms of CPU): on a busy machine the
     // quiet windows' execution durations carry the contention, and this test is about where
     // the CPU goes (the job time's inference is the runner test's).
@@ -402,6 +427,7 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
         runner_limit: 5,
         cpu_ms: 0,
         worker_db: 1,
+        ..Spec::default()
     });
     let t0 = now();
     let h = s.http;
@@ -438,6 +464,91 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
         .find(|f| f["id"] == "queue-stalled")
         .unwrap();
     assert!(f["evidence"].to_string().contains("n8n-worker"), "{f}");
+}
+
+/// Production's sampling scaled down ten times (the ratios are what matter): main refreshes
+/// its queue gauges every 2 s (n8n's default 20 s), Prometheus scrapes every 1.5 s (15 s),
+/// windows of 7.5 s (75 s), half a minute of load (5 minutes). The stacks are judged from what
+/// n8n exposes — Little's law at the slots, rates between the counter's refresh ticks — with
+/// no flag beyond what the evidence needs (the runner-capped one: the Code time). The ceiling
+/// is checked against the load generator's own count of the same load.
+#[test]
+fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
+    if !available() {
+        return;
+    }
+    let within = |a: f64, b: f64, tol: f64| (a / b - 1.0).abs() <= tol;
+    // Worker-capped: 4 slots, a runner of 10, 0.5 s jobs, 12 in flight: ≈ 8/s.
+    let s = start(Spec {
+        concurrency: 4,
+        runner_limit: 10,
+        refresh: "2",
+        scrape: "1500ms",
+        ..Spec::default()
+    });
+    let t0 = now();
+    let sweep = s.load("12", 32, 500);
+    let truth = sweep["stages"][0]["throughput_rps"].as_f64().unwrap();
+    let d = s.diagnose_with(t0, "7500ms", &[]);
+    let diag = &d["diagnosis"];
+    assert_eq!(
+        diag["capping_limit"], "worker_concurrency",
+        "{}",
+        diag["verdict"]
+    );
+    let wc = diag["settings"]["worker_concurrency"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!((3.0..=5.0).contains(&wc), "{}", diag["settings"]);
+    let refresh = d["history"]["queue_refresh_s"].as_f64().unwrap();
+    assert_eq!(refresh, 2.0, "{}", d["history"]["queue_refresh_by"]);
+    let x = diag["measured_ceiling"]["mean"].as_f64().unwrap();
+    assert!(
+        within(x, truth, 0.05),
+        "{x} from Prometheus, {truth} counted by n8ncap"
+    );
+    // The named bound is not below what was measured (within its interval).
+    let s_time = diag["service_time"]["value"].as_f64().unwrap();
+    let low = diag["measured_ceiling"]["low"].as_f64().unwrap();
+    assert!(
+        wc / s_time >= 0.97 * low,
+        "bound {} under {low}",
+        wc / s_time
+    );
+    assert!(ids(&d).contains(&"slots-bind".to_string()), "{:?}", ids(&d));
+    assert!(!ids(&d).contains(&"warmup-too-short".to_string()));
+    assert!(diag["next_level"].is_null());
+    drop(s);
+
+    // Runner-capped: 12 slots, a runner of 5, 0.4 s Code, 20 in flight: ≈ 12.5/s.
+    let s = start(Spec {
+        concurrency: 12,
+        runner_limit: 5,
+        refresh: "2",
+        scrape: "1500ms",
+        ..Spec::default()
+    });
+    let t0 = now();
+    let sweep = s.load("20", 32, 400);
+    let truth = sweep["stages"][0]["throughput_rps"].as_f64().unwrap();
+    let d = s.diagnose_with(t0, "7500ms", &["--code-time", "400ms"]);
+    let diag = &d["diagnosis"];
+    assert_eq!(diag["capping_limit"], "runner_limit", "{}", diag["verdict"]);
+    let x = diag["measured_ceiling"]["mean"].as_f64().unwrap();
+    assert!(
+        within(x, truth, 0.05),
+        "{x} from Prometheus, {truth} counted by n8ncap"
+    );
+    let r = &diag["settings"]["runner_limit"];
+    let v = r["value"].as_f64().unwrap();
+    assert!((4.0..=6.0).contains(&v), "{r}");
+    let iv = r["interval"].as_array().unwrap();
+    // The interval holds the tasks that ran (X × C by n8ncap's own count).
+    let ran = truth * 0.4;
+    assert!(
+        iv[0].as_f64().unwrap() <= ran + 0.5 && iv[1].as_f64().unwrap() >= ran - 0.5,
+        "{r} for {ran:.2}"
+    );
 }
 
 /// An https Prometheus API (rustls, a certificate for "localhost" made here) answering every

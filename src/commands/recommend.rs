@@ -42,6 +42,9 @@ pub(super) fn run(a: RecommendArgs) -> anyhow::Result<i32> {
         memory: memory.as_ref(),
         dialect,
     };
+    if format == Format::Table {
+        eprintln!("{}", view.prose());
+    }
     crate::report::emit(&view, format)?;
     Ok(error::EXIT_OK)
 }

@@ -291,12 +291,34 @@ pub fn stages(h: &History) -> Vec<StageResult> {
             _ => groups.push(vec![w]),
         }
     }
+    let groups: Vec<Vec<&Window>> = groups.into_iter().flat_map(trim).collect();
     groups
         .iter()
         .enumerate()
         .map(|(i, g)| stage(i, g, h))
         .collect()
 }
+
+/// A saturated period's first and last windows hold the load's arrival and departure: those
+/// under [`EDGE_SHARE`] of the period's median rate are stages of their own, not pooled.
+fn trim(g: Vec<&Window>) -> Vec<Vec<&Window>> {
+    if g.len() < 3 {
+        return vec![g];
+    }
+    let mut rates: Vec<f64> = g.iter().map(|w| w.throughput_per_s).collect();
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    let full = |w: &&Window| w.throughput_per_s >= EDGE_SHARE * median;
+    let from = g.iter().position(full).unwrap_or(0);
+    let to = g.iter().rposition(full).map_or(g.len(), |i| i + 1);
+    let mut out: Vec<Vec<&Window>> = g[..from].iter().map(|w| vec![*w]).collect();
+    out.push(g[from..to].to_vec());
+    out.extend(g[to..].iter().map(|w| vec![*w]));
+    out
+}
+
+/// See [`trim`]: a window between ticks is a few per cent off the period's rate at most.
+const EDGE_SHARE: f64 = 0.9;
 
 /// The service time of a history's stages: the slot time n8n's execution histogram measured
 /// where nothing waited (the job time it recorded), else the job or Code time given, never

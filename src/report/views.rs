@@ -148,9 +148,11 @@ impl Serialize for Recommend<'_> {
     }
 }
 
-impl Rendered for Recommend<'_> {
-    fn table(&self) -> String {
-        use super::Dialect;
+impl Recommend<'_> {
+    /// What people read beside the settings: the plan in words, the memory plan, why there is
+    /// no capacity plan. `recommend` prints it on stderr, so stdout holds the settings alone
+    /// (`… > values.yaml` writes a file helm, kubectl or compose accept).
+    pub fn prose(&self) -> String {
         let mut out = String::new();
         match self.plan {
             Ok(rec) => {
@@ -159,24 +161,32 @@ impl Rendered for Recommend<'_> {
                     out.push('\n');
                 }
                 out.push_str(&text::folded(&text::recommendation(rec)));
-                out.push('\n');
-                out.push_str(&match self.dialect {
-                    Dialect::Compose => text::compose_snippet(rec),
-                    Dialect::HelmOfficial => text::helm_official_values(rec),
-                    Dialect::HelmCommunity => text::helm_community_values(rec),
-                    Dialect::K8s => text::k8s_worker_patch(rec),
-                });
             }
             Err(why) => {
                 if let Some(m) = self.memory {
                     out.push_str(&text::folded(&text::memory_plan(m)));
-                    out.push('\n');
-                    out.push_str(&text::memory_plan_snippet(m, self.dialect));
                     out.push('\n');
                 }
                 out.push_str(&text::folded(&format!("No capacity plan: {why}")));
             }
         }
         out
+    }
+}
+
+impl Rendered for Recommend<'_> {
+    /// The settings in the deployment's dialect, alone.
+    fn table(&self) -> String {
+        use super::Dialect;
+        match (self.plan, self.memory) {
+            (Ok(rec), _) => match self.dialect {
+                Dialect::Compose => text::compose_snippet(rec),
+                Dialect::HelmOfficial => text::helm_official_values(rec),
+                Dialect::HelmCommunity => text::helm_community_values(rec),
+                Dialect::K8s => text::k8s_worker_patch(rec),
+            },
+            (Err(_), Some(m)) => text::memory_plan_snippet(m, self.dialect),
+            (Err(_), None) => String::new(),
+        }
     }
 }
