@@ -297,3 +297,19 @@ fn sweep_help_names_every_built_in_profile() {
         assert!(help.contains(name), "{name} is not in sweep --help");
     }
 }
+
+#[test]
+fn a_live_audit_of_a_project_with_no_container_is_refused_with_exit_2() {
+    if !have_docker() {
+        return;
+    }
+    let project = format!("n8ncap-no-such-project-{}", std::process::id());
+    let out = Command::new(bin())
+        .args(["audit", "--live", "--project", &project])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&project), "{err}");
+    assert!(out.stdout.is_empty(), "no report of 0 services");
+}

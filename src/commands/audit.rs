@@ -12,6 +12,14 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
         let found =
             crate::observe::docker::discover_containers(&docker, a.project.as_deref(), true)
                 .await?;
+        if let (Some(p), true) = (a.project.as_deref(), found.is_empty()) {
+            // A typo'd project audits nothing: refused, not a clean report.
+            return Err(crate::error::BadInput(format!(
+                "--project {}: no container of that compose project (label com.docker.compose.project); check the name with `docker compose ls -a`",
+                crate::util::escape_control(p)
+            ))
+            .into());
+        }
         audit::audit(
             found.into_iter().map(|(_, f)| f).collect(),
             &Default::default(),
