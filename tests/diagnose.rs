@@ -448,3 +448,73 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
         }
     }
 }
+
+/// Main's gauges refreshed every 4 s (n8n's 20 s, scaled) while the sweep is told 1 s, stages of
+/// 3 s: a gauge read in a stage is often the stage before's. 2 workers × 5 slots, runners of 3
+/// tasks each, 0.5 s jobs (the stack: 6 tasks, 12/s). Whatever is named, its bound is
+/// not below what was measured, and the refresh the scrapes saw is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
+    let stack = Stack::start(StackConfig {
+        workers: 2,
+        worker_concurrency: 5,
+        runner_limit: 3,
+        queue_metrics_interval: Duration::from_secs(4),
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut s = sweep_scraped(
+        closed_profile(
+            &stack.webhook_url,
+            &[1, 4, 8, 12, 16, 20, 24],
+            serde_json::json!({"sleep_ms": 500}),
+            "1s",
+            "3s",
+        ),
+        Some(format!("{}/metrics", stack.main_url)),
+        Duration::from_millis(500),
+    )
+    .await;
+    let given = Settings {
+        workers: Some(Sourced::new(2, "test")),
+        job_time: Some(Sourced::new(0.5, "test")),
+        ..Settings::default()
+    };
+    let (d, _) = analyze(&mut s, given, None);
+    let x = d.measured_ceiling.clone().expect("saturated");
+    let st = d.service_time.as_ref().unwrap().value;
+    let slot = (st - d.fixed_overhead_s.unwrap_or(0.0)).max(0.5);
+    match d.capping_limit {
+        Some(Limit::WorkerConcurrency) => {
+            let c = d.settings.worker_concurrency.as_ref().unwrap().value as f64 * 2.0;
+            assert!(
+                c / slot >= 0.97 * x.low,
+                "{c} slots ÷ {slot} under {x:?}: {}",
+                d.verdict
+            );
+        }
+        Some(Limit::RunnerLimit) => {
+            let r = d.settings.runner_limit.as_ref().unwrap().value as f64 * 2.0;
+            assert!(
+                r / 0.5 >= 0.97 * x.low,
+                "{r} tasks under {x:?}: {}",
+                d.verdict
+            );
+        }
+        None => {}
+        other => panic!("{other:?}: {}", d.verdict),
+    }
+    // The refresh seen, ≈ 4 s, is reported with the stages that came after four changes.
+    let seen: Vec<f64> = s
+        .stages
+        .iter()
+        .filter_map(|st| st.queue.as_ref().and_then(|q| q.refresh_s))
+        .collect();
+    assert!(seen.iter().any(|r| (3.0..=5.5).contains(r)), "{seen:?}");
+    assert!(
+        d.findings.iter().any(|f| f.id == "queue-refresh-mismatch"),
+        "{:?}",
+        d.findings.iter().map(|f| f.id).collect::<Vec<_>>()
+    );
+}

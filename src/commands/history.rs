@@ -104,7 +104,29 @@ fn out_dir(dir: &std::path::Path) -> anyhow::Result<bool> {
             dir.display()
         )
     })?;
+    crate::record::dir::refuse_links(dir)?;
     Ok(!existed)
+}
+
+/// A time that no Prometheus holds is refused, with the units it looks like: Unix seconds
+/// from 2000 to a day from now.
+fn plausible(flag: &str, t: f64, now: f64) -> Result<(), BadInput> {
+    const Y2000: f64 = 946_684_800.0;
+    if (Y2000..=now + 86_400.0).contains(&t) {
+        return Ok(());
+    }
+    let looks = if t >= 1e17 {
+        " — it looks like nanoseconds: divide by 1 000 000 000"
+    } else if t >= 1e14 {
+        " — it looks like microseconds: divide by 1 000 000"
+    } else if t >= 1e11 {
+        " — it looks like milliseconds: divide by 1 000"
+    } else {
+        ""
+    };
+    Err(BadInput(format!(
+        "{flag} {t:.0} is not a plausible time (Unix seconds from 2000 to now){looks}"
+    )))
 }
 
 /// The range: --since back from --end (or now), or --start to --end.
@@ -125,6 +147,7 @@ fn query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, 
                     "{flag}: not a time — give RFC 3339 (2026-11-24T14:00:00Z) or Unix seconds"
                 ))
             })?;
+        plausible(flag, t, now)?;
         Ok(t)
     };
     let end = match &h.end {
@@ -155,6 +178,13 @@ fn query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, 
             let d = crate::util::parse_duration(s).map_err(|e| BadInput(format!("--step: {e}")))?;
             if d.as_secs_f64() < 0.001 {
                 return Err(BadInput("--step must be at least 1ms".into()));
+            }
+            let steps = (end - start) / d.as_secs_f64();
+            if steps > crate::observe::history::MAX_STEPS {
+                return Err(BadInput(format!(
+                    "--step {s} over this range is {steps:.0} steps per series, more than the {:.0} read (a week at 15 s): give a larger --step or a shorter range",
+                    crate::observe::history::MAX_STEPS
+                )));
             }
             Some(d.as_secs_f64())
         }

@@ -25,7 +25,7 @@ use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{self, Capacity, Job, Limit};
 use crate::record::diagnosis::{
-    BreakPoint, BreakPointKind, Comparison, CurvePoint, Diagnosis, Level,
+    BreakPoint, BreakPointKind, Comparison, CpuUse, CurvePoint, Diagnosis, Level,
 };
 use crate::record::StageResult;
 use verdict::{Ceiling, Verdict};
@@ -48,11 +48,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     let deaths = lifecycle::deaths(stages, &settings);
     lifecycle::mark_levels(&mut levels, &deaths, stages);
     let from_history = !stages.is_empty() && stages.iter().all(|s| s.history.is_some());
-    let (service_time, overhead_s) = match from_history {
-        true => history::service_time(stages, &settings)
-            .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o)),
-        false => levels::service_time(&levels, &settings),
-    };
+    let (service_time, overhead_s) = service_time(stages, &levels, &settings, from_history);
     levels::mark_saturation(&mut levels, service_time.as_ref().map(|s| s.value));
     validity::findings(
         stages,
@@ -100,28 +96,16 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         text: v.text + books.as_deref().unwrap_or("") + mix_words.as_deref().unwrap_or(""),
         ..v
     };
-    observed::findings(
-        &levels,
-        stages,
+    observations(
+        (stages, &levels, measured.as_ref().map(|(_, l)| *l)),
         (&cpu, v.cpu.as_ref()),
-        &inputs.host,
+        (inputs, &settings),
         &mut findings,
     );
-    if let Some(f) = measured
-        .as_ref()
-        .and_then(|(_, l)| cpu::other_work(stages, l, &cpu, &inputs.host))
-    {
-        findings.push(f);
-    }
-    observed::upload_memory(stages, settings.binary_data_mode.as_ref(), &mut findings);
-    ramp::findings(stages, &levels, &mut findings);
     let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);
     let v = deaths_first(v, &deaths, runner_memory.as_ref(), inputs, &mut findings);
     let (comparison, curve) = curves(capacity.as_ref(), job, &v, &levels);
-    let effective = match (&measured, s_value) {
-        (Some((x, _)), Some(s)) => Some(x.mean * s),
-        _ => None,
-    };
+    let effective = measured.as_ref().zip(s_value).map(|((x, _), s)| x.mean * s);
     Diagnosis {
         capping_limit: v.limit,
         cpu_limit: v.cpu,
@@ -153,6 +137,36 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         mix,
         deaths,
         runner_memory,
+    }
+}
+
+/// Findings of what was observed beside the verdict: the processes and containers, the host's
+/// CPU taken by other work, an upload's memory, ramps.
+fn observations(
+    (stages, levels, at): (&[StageResult], &[Level], Option<&Level>),
+    (cpu, binding): (&[CpuUse], Option<&CpuUse>),
+    (inputs, settings): (&Inputs, &Settings),
+    findings: &mut Vec<Finding>,
+) {
+    observed::findings(levels, stages, (cpu, binding), &inputs.host, findings);
+    findings.extend(at.and_then(|l| cpu::other_work(stages, l, cpu, &inputs.host)));
+    observed::upload_memory(stages, settings.binary_data_mode.as_ref(), findings);
+    ramp::findings(stages, levels, findings);
+}
+
+/// The service time and n8n's overhead: a history's from n8n's slot times, a run's from its
+/// level at 1 in flight (or the job time given).
+fn service_time(
+    stages: &[StageResult],
+    levels: &[Level],
+    settings: &Settings,
+    from_history: bool,
+) -> (Option<crate::model::settings::Sourced<f64>>, f64) {
+    if from_history {
+        history::service_time(stages, settings)
+            .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o))
+    } else {
+        levels::service_time(levels, settings)
     }
 }
 

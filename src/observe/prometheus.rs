@@ -17,6 +17,9 @@ use std::time::Duration;
 
 /// Prometheus refuses a range query of more than 11 000 points per series.
 pub const MAX_POINTS_PER_QUERY: f64 = 10_000.0;
+/// Series one query may match: a deployment's processes are tens, a selector that matches
+/// thousands has selected more than one deployment (and memory would grow with each).
+pub const MAX_SERIES: usize = 2_000;
 /// Largest answer read (a week at 15 s for 50 series is about 20 MB per query).
 const MAX_ANSWER: usize = 256 << 20;
 
@@ -60,7 +63,18 @@ impl Auth {
                 })
         };
         let from_file = |p: &std::path::Path, what: &str| {
-            crate::util::read_text_file(p, 64 << 10, what).map(|t| t.trim().to_string())
+            crate::util::read_text_file(p, 64 << 10, what)
+                .map(|t| t.trim().to_string())
+                .and_then(|t| {
+                    if t.is_empty() {
+                        Err(BadInput(format!(
+                            "{what} {} is empty: an empty credential would be sent as one",
+                            p.display()
+                        )))
+                    } else {
+                        Ok(t)
+                    }
+                })
         };
         let given = [
             token_env.is_some(),
@@ -306,7 +320,21 @@ impl Source {
                 )
                 .await?;
             out.warnings.extend(warnings);
-            for s in matrix(data)? {
+            let asked = ((to - from) / step).floor() as usize + 1;
+            let series = matrix(data)?;
+            if out.series.len().max(series.len()) > MAX_SERIES {
+                return Err(PromError::Malformed(format!(
+                    "{query} matched {} series, more than the {MAX_SERIES} read: narrow it with --match",
+                    series.len()
+                )));
+            }
+            for s in series {
+                if s.points.len() > asked + 1 {
+                    return Err(PromError::Malformed(format!(
+                        "{} points answered for the {asked} steps asked: not a range query's answer",
+                        s.points.len()
+                    )));
+                }
                 let key: Vec<(String, String)> = s.labels.clone().into_iter().collect();
                 match index.get(&key) {
                     Some(i) => out.series[*i].points.extend(s.points),

@@ -259,6 +259,36 @@ struct State {
     started: Instant,
 }
 
+/// What a stage hands over when it ends: its readings, the run's baselines, the containers
+/// down, their last memory, and what the refresh measured says of it.
+type Closed = (
+    StageAcc,
+    BTreeMap<String, f64>,
+    std::collections::BTreeSet<String>,
+    BTreeMap<String, f64>,
+    RefreshSeen,
+);
+
+impl State {
+    fn close_stage(&mut self) -> Closed {
+        let steady = self.steady_from.map(|f| f.elapsed().as_secs_f64());
+        let period_s = self.refresh.period_s();
+        let seen = RefreshSeen {
+            period_s,
+            too_few: matches!((steady, period_s), (Some(w), Some(p)) if w < 2.0 * p),
+        };
+        self.steady_from = None;
+        self.stage = None;
+        (
+            std::mem::take(&mut self.acc),
+            self.baselines.clone(),
+            self.down.clone(),
+            self.last_memory.clone(),
+            seen,
+        )
+    }
+}
+
 /// A container's memory limit, the container it attaches to and its runner limit.
 type ContainerSettings = (Option<u64>, Option<String>, Option<u32>);
 
@@ -391,23 +421,7 @@ impl Observer for Watcher {
 
     fn end_stage(&mut self, coarse: bool) -> StageObservation {
         let (acc, baselines, down, last_memory, refresh) = match self.state.lock() {
-            Ok(mut s) => {
-                let steady = s.steady_from.map(|f| f.elapsed().as_secs_f64());
-                let period_s = s.refresh.period_s();
-                let seen = RefreshSeen {
-                    period_s,
-                    too_few: matches!((steady, period_s), (Some(w), Some(p)) if w < 2.0 * p),
-                };
-                s.steady_from = None;
-                s.stage = None;
-                (
-                    std::mem::take(&mut s.acc),
-                    s.baselines.clone(),
-                    s.down.clone(),
-                    s.last_memory.clone(),
-                    seen,
-                )
-            }
+            Ok(mut s) => s.close_stage(),
             Err(_) => (
                 StageAcc::default(),
                 BTreeMap::new(),
@@ -824,25 +838,36 @@ fn record_scrape(
         queue_waiting: q.map(|q| q.waiting),
     });
     if at.steady {
-        let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
-        acc.role = rates.roles[i];
-        acc.rss.extend(v("process_resident_memory_bytes"));
-        acc.heap.extend(v("nodejs_heap_size_used_bytes"));
-        acc.external.extend(v("nodejs_external_memory_bytes"));
-        acc.lag.extend(v("nodejs_eventloop_lag_seconds"));
-        acc.cpu_rate.extend(cpu);
-        acc.runner_requested_rate.extend(req);
-        // A gauge read before main refreshed it inside this stage's window describes what
-        // came before: not evidence for this stage.
-        let fresh = st
-            .refresh
-            .changed_at
-            .zip(st.steady_from)
-            .is_some_and(|(c, f)| c >= f);
-        if let Some(q) = q.filter(|_| fresh) {
-            st.acc.queue_active.push(q.active);
-            st.acc.queue_waiting.push(q.waiting);
-        }
+        steady_scrape(st, (&e.url, rates.roles[i]), &v, (cpu, req), q);
+    }
+}
+
+/// A scrape inside the stage's steady window, added to its readings.
+fn steady_scrape(
+    st: &mut State,
+    (url, role): (&str, Option<Role>),
+    v: &dyn Fn(&str) -> Option<f64>,
+    (cpu, req): (Option<f64>, Option<f64>),
+    q: Option<super::scrape::QueueGauges>,
+) {
+    let acc = st.acc.endpoints.entry(url.to_string()).or_default();
+    acc.role = role;
+    acc.rss.extend(v("process_resident_memory_bytes"));
+    acc.heap.extend(v("nodejs_heap_size_used_bytes"));
+    acc.external.extend(v("nodejs_external_memory_bytes"));
+    acc.lag.extend(v("nodejs_eventloop_lag_seconds"));
+    acc.cpu_rate.extend(cpu);
+    acc.runner_requested_rate.extend(req);
+    // A gauge read before main refreshed it inside this stage's window describes what came
+    // before: not evidence for this stage.
+    let fresh = st
+        .refresh
+        .changed_at
+        .zip(st.steady_from)
+        .is_some_and(|(c, f)| c >= f);
+    if let Some(q) = q.filter(|_| fresh) {
+        st.acc.queue_active.push(q.active);
+        st.acc.queue_waiting.push(q.waiting);
     }
 }
 
@@ -1053,6 +1078,27 @@ fn record_lifecycle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refresh_is_measured_from_the_changes_the_scrapes_saw() {
+        // Scraped every second, refreshed every 20 s (n8n's default) while a flag says 1 s.
+        let t0 = Instant::now();
+        let mut r = QueueRefresh::default();
+        for i in 0..120u64 {
+            let k = (i / 20) as f64;
+            r.saw([4.0, 6.0, 100.0 + 160.0 * k], t0 + Duration::from_secs(i));
+        }
+        assert_eq!(r.period_s(), Some(20.0));
+        // A gauge read after the last change at 100 s is fresh only for a stage whose window
+        // opened before it.
+        assert_eq!(r.changed_at, Some(t0 + Duration::from_secs(100)));
+        // Until four changes are seen, nothing is claimed.
+        let mut few = QueueRefresh::default();
+        for i in 0..50u64 {
+            few.saw([1.0, 0.0, (i / 20) as f64], t0 + Duration::from_secs(i));
+        }
+        assert_eq!(few.period_s(), None);
+    }
 
     #[test]
     fn cpu_counters_that_cannot_be_true_are_gaps() {

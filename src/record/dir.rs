@@ -34,8 +34,9 @@ impl ResultsDir {
                 dir.display()
             )
         })?;
+        refuse_links(dir)?;
         let stages_path = dir.join("stages.jsonl");
-        let stages = File::create(&stages_path).map_err(|e| {
+        let stages = create_file(&stages_path).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write {}: {e}; choose another --out",
                 stages_path.display()
@@ -49,7 +50,7 @@ impl ResultsDir {
 
     pub fn timeline(&self) -> anyhow::Result<File> {
         let p = self.path.join("timeline.jsonl");
-        File::create(&p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+        create_file(&p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
     }
 
     pub fn append_stage(&mut self, s: &StageResult) -> anyhow::Result<()> {
@@ -77,12 +78,64 @@ impl ResultsDir {
 /// Writes a file through a temporary name so a reader never sees half of it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
+    // A stale temporary file, or a link planted in its place, is removed (a link itself, never
+    // what it points to); the new one is created exclusively, following no link.
+    let _ = std::fs::remove_file(&tmp);
+    create_new_file(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
         .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             anyhow::anyhow!("cannot write {}: {e}", path.display())
         })
+}
+
+/// A file of a results directory, created (or truncated) without following a link: a link
+/// planted in the directory under one of its names is refused, not written through.
+pub fn create_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+fn create_new_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// The names n8ncap writes in a results directory.
+pub const WRITTEN: [&str; 8] = [
+    "summary.json",
+    "summary.tmp",
+    "stages.jsonl",
+    "timeline.jsonl",
+    "history.json",
+    "history.tmp",
+    "report.html",
+    "report.tmp",
+];
+
+/// A results directory holding a link under a name n8ncap writes is refused: writing would
+/// overwrite whatever the link points to.
+pub fn refuse_links(dir: &Path) -> anyhow::Result<()> {
+    for name in WRITTEN {
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return crate::error::bad_input(format!(
+                "{} is a symbolic link: n8ncap writes no file through a link in a results directory — remove it, or choose another --out",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads `summary.json` from a results directory or a path to the file itself.

@@ -132,7 +132,12 @@ pub fn read_bytes(bytes: &[u8]) -> (Vec<Event>, usize) {
 /// stderr says what was left out. Absent: no events.
 pub fn read_file(path: &std::path::Path) -> Vec<Event> {
     use std::io::Read;
-    let Ok(f) = std::fs::File::open(path) else {
+    // A link (to a file outside the directory) or a FIFO is no timeline of this run.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        eprintln!("n8ncap: {} is a symbolic link: left unread", path.display());
+        return Vec::new();
+    }
+    let Ok(f) = crate::util::open_regular_file(path, "timeline") else {
         return Vec::new();
     };
     let mut bytes = Vec::new();

@@ -23,7 +23,13 @@ pub fn open_regular_file(path: &std::path::Path, what: &str) -> Result<std::fs::
             )));
         }
     }
-    let file = std::fs::File::open(path)
+    // Opened without blocking, so a FIFO with no writer is refused below instead of hanging
+    // the open (reads of a regular file are not changed by the flag).
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
         .map_err(|e| BadInput(format!("cannot read {what} {shown}: {e}")))?;
     let meta = file
         .metadata()
