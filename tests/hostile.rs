@@ -1615,3 +1615,125 @@ fn a_sweep_and_a_history_into_a_closed_pipe_end_quietly() {
         );
     }
 }
+
+#[test]
+fn history_ranges_steps_and_credentials_that_cannot_be_are_refused_before_any_request() {
+    // Nothing listens on port 9: a refusal must come before any request.
+    let prom = "http://127.0.0.1:9";
+    let o = run(&[
+        "diagnose",
+        "--prometheus",
+        prom,
+        "--end",
+        "1733000000000000000",
+    ]);
+    refused(&o, &["--end", "nanoseconds"]);
+    let o = run(&["diagnose", "--prometheus", prom, "--start", "1733000000000"]);
+    refused(&o, &["--start", "milliseconds"]);
+    let o = run(&[
+        "diagnose",
+        "--prometheus",
+        prom,
+        "--since",
+        "1h",
+        "--step",
+        "1ms",
+    ]);
+    refused(&o, &["--step", "3600000 steps"]);
+    let d = dir("empty-token");
+    let token = write(&d, "token", "  \n");
+    let o = run(&[
+        "diagnose",
+        "--prometheus",
+        prom,
+        "--prometheus-token-file",
+        &token,
+    ]);
+    refused(&o, &["--prometheus-token-file", "empty"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_fifo_given_as_an_input_file_is_refused_at_once() {
+    let d = dir("fifo");
+    let fifo = d.join("profile.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let f = fifo.to_str().unwrap();
+    // With no writer, opening a FIFO for reading blocks for ever: it must be refused instead.
+    for args in [
+        vec![
+            "sweep",
+            "--profile",
+            f,
+            "--url",
+            "http://127.0.0.1:9/x",
+            "--no-out",
+        ],
+        vec!["diagnose", "--k6-summary", f],
+        vec!["audit", "-f", f],
+    ] {
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the state (an exit), with a generous bound that only a hang reaches.
+        let mut status = None;
+        for _ in 0..600 {
+            if let Some(s) = child.try_wait().unwrap() {
+                status = Some(s);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let Some(status) = status else {
+            let _ = child.kill();
+            panic!("{args:?} hangs on a FIFO");
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn links_planted_in_a_results_directory_are_never_written_through() {
+    let d = dir("links");
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("summary.tmp")).unwrap();
+    let o = run(&[
+        "sweep",
+        "--url",
+        "http://127.0.0.1:9/webhook/load",
+        "--vus",
+        "1",
+        "--stage-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    refused(&o, &["summary.tmp", "symbolic link"]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    // A timeline that is a link to a file outside the directory is not read.
+    let saved = d.join("saved");
+    std::fs::create_dir_all(&saved).unwrap();
+    std::os::unix::fs::symlink(&victim, saved.join("timeline.jsonl")).unwrap();
+    let t = n8ncap::record::timeline::read_file(&saved.join("timeline.jsonl"));
+    assert!(t.is_empty());
+    let _ = std::fs::remove_dir_all(&d);
+}

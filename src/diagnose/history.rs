@@ -13,7 +13,7 @@ use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::Diagnosis;
 use crate::record::history::{History, Window, WindowEvidence};
 use crate::record::stage::{EndpointObserved, HistoryFigures, Latency, QueueObserved, QueueSource};
-use crate::record::{Estimate, LoadModel, Role, StageResult};
+use crate::record::{LoadModel, Role, StageResult};
 
 /// A window at least this share of the highest throughput is busy.
 const BUSY_SHARE: f64 = 0.8;
@@ -220,9 +220,14 @@ fn pooled_interval(x: f64, covered: f64, ws: &[&Window], h: &History) -> [f64; 2
         h.queue_refresh_s.unwrap_or(h.step_s.value)
     };
     let edges = x * ends / covered;
+    // The spread between the windows, as the standard error of their mean at 95 % (normal:
+    // each window counts hundreds of completions, and Student's t on three or four windows
+    // would make the count itself — exact — look vaguer than the variation it describes).
     let rates: Vec<f64> = ws.iter().map(|w| w.throughput_per_s).collect();
-    let e = Estimate::of(&rates);
-    let spread = (e.high - e.low) / 2.0;
+    let n = rates.len() as f64;
+    let mean = rates.iter().sum::<f64>() / n;
+    let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let spread = 1.96 * (var / n).sqrt();
     let half = (edges * edges + spread * spread).sqrt();
     [(x - half).max(0.0), x + half]
 }

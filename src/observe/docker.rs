@@ -24,7 +24,11 @@ pub async fn connect() -> anyhow::Result<Docker> {
         Some(_) => Docker::connect_with_defaults(),
         None => Docker::connect_with_socket_defaults(),
     }
-    .map_err(|e| anyhow::anyhow!("cannot use the Docker API at {where_}: {e}"))?;
+    .map_err(|e| {
+        anyhow::anyhow!(crate::wire::url::redact(&format!(
+            "cannot use the Docker API at {where_}: {e}"
+        )))
+    })?;
     match tokio::time::timeout(Duration::from_secs(3), docker.ping()).await {
         Ok(Ok(_)) => Ok(docker),
         Ok(Err(e)) => {
@@ -36,9 +40,9 @@ pub async fn connect() -> anyhow::Result<Docker> {
             } else {
                 ""
             };
-            Err(anyhow::anyhow!(
+            Err(anyhow::anyhow!(crate::wire::url::redact(&format!(
                 "the Docker API at {where_} does not answer: {text}{hint}"
-            ))
+            ))))
         }
         Err(_) => Err(anyhow::anyhow!(
             "the Docker API at {where_} did not answer within 3 s"

@@ -106,13 +106,29 @@ fn check(g: &mut Grid, gauge: bool, start: f64, step: f64, h: &mut History) {
 /// Per-step increases of a counter; a fall is a reset (recorded, no figure for that step).
 fn increases(g: &Grid, start: f64, step: f64, h: &mut History) -> Vec<Option<f64>> {
     let mut out = vec![None; g.values.len()];
-    let mut last: Option<f64> = None;
+    let mut last: Option<(usize, f64)> = None;
+    let most = most_per_s(&g.name);
     for (i, v) in g.values.iter().enumerate() {
         let Some(v) = *v else {
             continue;
         };
-        if let Some(p) = last {
-            if v >= p {
+        if let Some((j, p)) = last {
+            let per_s = (v - p) / ((i - j) as f64 * step);
+            if v >= p && per_s > most {
+                // A rise no n8n can make (1e15 completions/s, a million cores): a gap with
+                // its reason, never a rate.
+                h.gap_steps += 1;
+                if h.gaps.len() < MAX_LISTED_GAPS {
+                    h.gaps.push(HistoryGap {
+                        series: g.name.clone(),
+                        from: start + j as f64 * step,
+                        to: start + i as f64 * step,
+                        reason: format!(
+                            "rose {per_s:.3e}/s: beyond any n8n (at most {most:.0e}/s)"
+                        ),
+                    });
+                }
+            } else if v >= p {
                 out[i] = Some(v - p);
             } else {
                 h.resets.push(CounterReset {
@@ -123,16 +139,31 @@ fn increases(g: &Grid, start: f64, step: f64, h: &mut History) -> Vec<Option<f64
                 });
             }
         }
-        last = Some(v);
+        last = Some((i, v));
     }
     out
 }
 
+/// The fastest a counter of n8n's can rise: executions (completions, failures, the
+/// histogram's count) 10⁵/s — n8n's published peak is about 220/s per instance; CPU seconds
+/// 1 024 cores; a histogram's sum of seconds 10⁵ executions/s of up to a day each.
+fn most_per_s(name: &str) -> f64 {
+    if name.starts_with("n8n_process_cpu_seconds_total") {
+        1024.0
+    } else if name.starts_with("n8n_workflow_execution_duration_seconds_sum") {
+        1e5 * 86_400.0
+    } else {
+        1e5
+    }
+}
+
+/// A target's `job` and `instance`, with every control character escaped: a label value is
+/// outside text, and a raw newline in it would forge lines in tables and findings.
 fn key(labels: &BTreeMap<String, String>) -> (String, String) {
-    (
-        labels.get("job").cloned().unwrap_or_default(),
-        labels.get("instance").cloned().unwrap_or_default(),
-    )
+    let label = |k: &str| {
+        crate::util::escape_control(labels.get(k).map_or("", String::as_str)).into_owned()
+    };
+    (label("job"), label("instance"))
 }
 
 /// The scrape interval: the median spacing of n8n's CPU counter's raw samples in the last

@@ -37,6 +37,9 @@ pub struct Refreshes {
     pub last: Option<(f64, f64)>,
 }
 
+/// Executions per second no n8n reaches (its published peak is about 220/s per instance).
+const MAX_RISE_PER_S: f64 = 1e5;
+
 /// Periods tried, in steps of this: n8n's interval is whole seconds (a neighbouring period
 /// half a second off can still fit one neighbourhood's arcs, a whole second cannot).
 const PERIOD_STEP_S: f64 = 1.0;
@@ -72,11 +75,19 @@ struct Arc {
 /// The ticks of a counter's raw samples (time, value), sorted by time. A sample that is not
 /// finite or negative is passed over (it is a gap, counted where it was read).
 pub fn refreshes(samples: &[(f64, f64)], fallback_period_s: f64) -> Refreshes {
-    let good: Vec<(f64, f64)> = samples
-        .iter()
-        .copied()
-        .filter(|(t, v)| t.is_finite() && v.is_finite() && *v >= 0.0)
-        .collect();
+    let mut good: Vec<(f64, f64)> = Vec::with_capacity(samples.len());
+    for &(t, v) in samples {
+        if !(t.is_finite() && v.is_finite() && v >= 0.0) {
+            continue;
+        }
+        // A rise no n8n can make is passed over too (it is counted as a gap on the step grid).
+        if let Some(&(t0, v0)) = good.last() {
+            if t <= t0 || (v > v0 && (v - v0) / (t - t0) > MAX_RISE_PER_S) {
+                continue;
+            }
+        }
+        good.push((t, v));
+    }
     let mut arcs = Vec::new();
     for w in good.windows(2) {
         let ((t0, v0), (t1, v1)) = (w[0], w[1]);
@@ -345,7 +356,13 @@ mod tests {
         let r = refreshes(&flat, 20.0);
         assert_eq!(between(&r, 10.0, 50.0), Some((0.0, 40.0, 0.0)));
         // Impossible samples are passed over, never counted.
-        let bad = vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, -5.0), (3.0, 1.0)];
+        let bad = vec![
+            (0.0, 1.0),
+            (1.0, f64::NAN),
+            (2.0, -5.0),
+            (3.0, 2.7e306),
+            (4.0, 1.0),
+        ];
         assert!(refreshes(&bad, 20.0).ticks.is_empty());
     }
 }

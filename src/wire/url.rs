@@ -127,6 +127,36 @@ impl HttpUrl {
 
 /// `text` with the credentials of every `scheme://user:password@` in it replaced by `***`.
 pub fn redact(text: &str) -> String {
+    redact_bare(&redact_schemes(text))
+}
+
+/// `user:password@host` written without a scheme (as `DOCKER_HOST` or a proxy setting may
+/// be): the part before the `@` of a word that holds a `:` before it.
+fn redact_bare(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let lead = word.len() - word.trim_start_matches(['"', '\'', '(', '[', '<']).len();
+        let (open, body) = word.split_at(lead);
+        match body.rfind('@') {
+            Some(at)
+                if !body.contains("://")
+                    && body[..at].contains(':')
+                    && !body[..at].starts_with("***") =>
+            {
+                out.push_str(open);
+                out.push_str("***");
+                out.push_str(&body[at..]);
+            }
+            _ => out.push_str(word),
+        }
+    }
+    out
+}
+
+fn redact_schemes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {
@@ -210,6 +240,20 @@ mod tests {
             "a http://***@h:1/x and redis://***@r:6379/0 \"ws://***@b\""
         );
         assert_eq!(redact("http://h/x@y"), "http://h/x@y");
+        // DOCKER_HOST in every form a user may write it.
+        for (given, shown) in [
+            ("ssh://user:pw@h", "ssh://***@h"),
+            ("https://user:pw@h:2376", "https://***@h:2376"),
+            (
+                "unix://user:pw@/var/run/docker.sock",
+                "unix://***@/var/run/docker.sock",
+            ),
+            ("user:pw@h:2375", "***@h:2375"),
+            ("at (user:pw@h:2375): refused", "at (***@h:2375): refused"),
+        ] {
+            assert_eq!(redact(given), shown);
+        }
+        assert_eq!(redact("ops@example.com"), "ops@example.com");
         assert_eq!(truncate("ééé", 2), "éé…");
         assert_eq!(truncate("ab", 2), "ab");
     }
