@@ -80,13 +80,19 @@ pub enum Command {
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),
-    /// Print a shell completion script: `n8ncap completions bash > /etc/bash_completion.d/n8ncap`.
+    /// Print a shell completion script: `n8ncap completions bash >
+    /// ~/.local/share/bash-completion/completions/n8ncap`.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `n8ncap man > n8ncap.1 && man ./n8ncap.1`.
-    Man,
+    /// Print the manual page (roff): `n8ncap man > n8ncap.1 && man ./n8ncap.1`; `n8ncap man
+    /// sweep` prints n8ncap-sweep(1), each subcommand's page from the same definitions as
+    /// its --help.
+    Man {
+        /// A subcommand (sweep, diagnose, audit, …); none: the page of n8ncap itself.
+        command: Option<String>,
+    },
 }
 
 /// What the model needs to know about the deployment and the job. Unknown limits are read from

@@ -283,7 +283,33 @@ fn completions_and_the_man_page_cover_every_command() {
     assert!(
         text.contains("n8ncap\\-audit") || text.contains("audit"),
         "{text}"
-    );
+    ); // A page for every subcommand, from the same definitions as its --help.
+    for cmd in [
+        "demo",
+        "sweep",
+        "inspect",
+        "exporter",
+        "grafana",
+        "report",
+        "audit",
+        "diagnose",
+        "recommend",
+        "sim",
+        "completions",
+    ] {
+        let out = std::process::Command::new(bin())
+            .args(["man", cmd])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "man {cmd}");
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(page.contains(&format!(".TH n8ncap-{cmd} 1")), "{page}");
+    }
+    let out = std::process::Command::new(bin())
+        .args(["man", "sweeep"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

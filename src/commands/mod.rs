@@ -54,7 +54,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             Ok(error::EXIT_OK)
         }
         Command::Completions { shell } => shell::completions(shell),
-        Command::Man => shell::man(),
+        Command::Man { command } => shell::man(command.as_deref()),
     }
 }
 

@@ -35,6 +35,17 @@ pub fn settings(h: &History) -> Settings {
             s.runners_per_worker = Some(Sourced::new(1, src));
         }
     }
+    let workers = h
+        .processes
+        .iter()
+        .filter(|p| p.role == Role::Worker)
+        .count() as u32;
+    if s.workers.is_none() && workers > 0 {
+        s.workers = Some(Sourced::new(
+            workers,
+            format!("Prometheus: {workers} worker process(es) with n8n's process metrics"),
+        ));
+    }
     let calm: Vec<f64> = h
         .windows
         .iter()
@@ -818,6 +829,25 @@ mod tests {
         assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
         let r = d.settings.runner_limit.as_ref().unwrap().value;
         assert!((4..=6).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn the_workers_a_history_listed_are_the_plan_s_workers() {
+        let busy: Vec<_> = [1.0; 4].iter().map(|_| (16.0, 8.0, 8.0, 0.5)).collect();
+        let mut h = history(0, 0.5, &busy);
+        h.processes = ["w1", "w2"]
+            .iter()
+            .map(|i| crate::record::history::Process {
+                job: "n8n-worker".into(),
+                instance: i.to_string(),
+                role: Role::Worker,
+                role_by: "test".into(),
+            })
+            .collect();
+        let (d, _) = judge(&mut h, Settings::default(), None);
+        assert_eq!(d.settings.workers.as_ref().unwrap().value, 2);
+        // 8 slots taken across two workers: 4 each.
+        assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
     }
 
     #[test]

@@ -598,6 +598,9 @@ fn runner_limit_caps(
     let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
     let u_r = x * job.code_s / r.max(1) as f64;
     let slots = ceiling.level.slots_taken;
+    // Slots taken: the gauge's reading, else every execution in progress holds one (at most
+    // the slots there are).
+    let taken = slots.unwrap_or(x * st).min(c as f64);
     let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
         format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
     ))
@@ -619,9 +622,11 @@ fn runner_limit_caps(
             source_of(&s.runner_limit)
         ))
         .evidence(format!(
-            "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots hold a job that waits for a runner; n8n's queue gauges count slots taken, not runner tasks",
+            "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots taken hold a job that waits for a runner ({:.1} taken − {:.1} runner tasks running); n8n's queue gauges count slots taken, not runner tasks",
             x * st,
-            (c as f64 - x * st).max(0.0)
+            (taken - x * job.code_s).max(0.0),
+            taken,
+            x * job.code_s
         ))
         .why("Adding workers or raising --concurrency changes nothing while each worker's runners cap Code tasks.")
         .fix(format!(

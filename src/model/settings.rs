@@ -26,20 +26,26 @@ impl<T> Sourced<T> {
     }
 }
 
+/// How finely an inferred limit's estimate and interval are read.
+const READING: f64 = 0.1;
+
 impl Sourced<u32> {
     /// An inferred whole number from its estimate and interval: the one integer inside the
     /// interval when there is exactly one, else the nearest to the estimate — and the source
     /// says which, with the interval ("runner limit 5 (4.8–5.2, inferred)").
     pub fn inferred(estimate: f64, interval: [f64; 2], source: impl Into<String>) -> Self {
         let [lo, hi] = [interval[0].min(estimate), interval[1].max(estimate)];
-        let whole: Vec<u32> =
-            ((lo.ceil().max(1.0) as u32)..=(hi.floor().max(0.0) as u32)).collect();
+        // Figures read to a tenth: an integer within that of the interval lies in it (a
+        // degenerate 6.04–6.04 holds 6).
+        let whole: Vec<u32> = (((lo - READING).ceil().max(1.0) as u32)
+            ..=((hi + READING).floor().max(0.0) as u32))
+            .collect();
         let (value, note) = match whole.as_slice() {
             [one] => (*one, String::new()),
             [] => (
                 estimate.round().max(1.0) as u32,
                 format!(
-                    "; no whole number lies in {lo:.1}–{hi:.1}: something besides this limit costs"
+                    "; no whole number lies in {lo:.2}–{hi:.2}: something besides this limit costs"
                 ),
             ),
             _ => (
