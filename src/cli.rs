@@ -458,6 +458,10 @@ pub struct SweepArgs {
     /// Stop after the first stage whose thresholds fail.
     #[arg(long)]
     pub abort_on_fail: bool,
+    /// Send no pre-flight request: by default one request goes to each target before any load,
+    /// and a refused connection or a 400/401/403/404/405/410 stops the run (exit 2).
+    #[arg(long)]
+    pub no_preflight: bool,
     /// n8n /metrics to watch, as URL or role=URL (main, worker, webhook); repeatable. Main's
     /// queue gauges give slots taken and waiting.
     #[arg(long = "metrics")]

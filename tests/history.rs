@@ -440,6 +440,7 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
                 &format!("http://127.0.0.1:{h}/webhook/load"),
             ])
             .args([
+                "--no-preflight",
                 "--body",
                 "{\"sleep_ms\":10}",
                 "--vus",

@@ -546,6 +546,7 @@ fn sigint_before_the_first_stage_still_writes_the_summary() {
     let child = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--profile",
             "smoke",
             "--url",
@@ -1024,6 +1025,7 @@ fn no_output_contains_an_unfilled_placeholder() {
     for url in [fast_500.as_str(), garbage.as_str(), refused.as_str()] {
         let out = run(&[
             "sweep",
+            "--no-preflight",
             "--profile",
             "smoke",
             "--url",

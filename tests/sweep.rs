@@ -166,6 +166,7 @@ fn refused_port_exits_99_and_writes_the_summary() {
     let out = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--profile",
             "steady",
             "--url",
@@ -426,6 +427,7 @@ fn abort_on_fail_stops_after_the_first_failing_stage() {
     let out = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--url",
             &format!("http://127.0.0.1:{}/webhook/load", free_port()),
             "--vus",
@@ -599,6 +601,7 @@ fn refused_connections_back_off_and_an_interrupted_warmup_keeps_its_error_share(
     let out = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--url",
             &url,
             "--vus",
@@ -623,6 +626,7 @@ fn refused_connections_back_off_and_an_interrupted_warmup_keeps_its_error_share(
     let child = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--url",
             &url,
             "--vus",
@@ -658,6 +662,7 @@ fn a_hangup_keeps_what_was_measured() {
     let child = Command::new(bin())
         .args([
             "sweep",
+            "--no-preflight",
             "--url",
             &url,
             "--vus",
@@ -763,4 +768,77 @@ async fn open_model_past_the_ceiling_counts_completions() {
     assert!(lo <= 5.0 && 5.0 <= hi, "{r:?}");
     let x = d.measured_ceiling.as_ref().unwrap().mean;
     assert!(within(x, 12.5, 0.1), "{x}");
+}
+
+/// A server answering every request with `status` and counting the requests it read.
+fn counting_server(status: u16) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = n.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(k) = s.read(&mut buf) {
+                    if k == 0 {
+                        break;
+                    }
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let body = "no such webhook";
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 {status} X\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    (format!("http://127.0.0.1:{port}/webhook/typo"), n)
+}
+
+/// A wrong path (404) and a wrong port are each stopped after one request, exit 2, naming the
+/// status and the URL, with no results directory left behind; --no-preflight sends the load.
+#[test]
+fn a_wrong_path_or_port_is_stopped_after_one_request() {
+    let (url, seen) = counting_server(404);
+    let dir = tempdir("preflight");
+    let args = |url: &str| {
+        vec![
+            "sweep".to_string(),
+            "--url".into(),
+            url.to_string(),
+            "--vus".into(),
+            "4".into(),
+            "--stage-duration".into(),
+            "1s".into(),
+            "--warmup".into(),
+            "0s".into(),
+            "--out".into(),
+            dir.to_str().unwrap().to_string(),
+        ]
+    };
+    let out = Command::new(bin()).args(args(&url)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("404") && err.contains(&url), "{err}");
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(!dir.exists(), "a refused run leaves no directory");
+    let port = format!("http://127.0.0.1:{}/webhook/load", free_port());
+    let out = Command::new(bin()).args(args(&port)).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("refused") && err.contains(&port), "{err}");
+    assert!(!dir.exists());
+    // Skipped, the load goes: many requests, all 404, and the run says so (exit 99).
+    let mut skip = args(&url);
+    skip.insert(1, "--no-preflight".into());
+    let out = Command::new(bin()).args(&skip).output().unwrap();
+    assert_eq!(out.status.code(), Some(99));
+    assert!(seen.load(std::sync::atomic::Ordering::SeqCst) > 1);
+    let _ = std::fs::remove_dir_all(&dir);
 }

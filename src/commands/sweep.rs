@@ -39,7 +39,28 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         scrape_interval,
         redis,
     } = Watch::from_args(&a)?;
+    crate::load::checks::parse_all(&profile.thresholds)?;
+    crate::load::run::check_targets(&profile).await?;
+    let existed = a.out.as_deref().is_some_and(|d| d.exists());
     let (out_dir, out) = results_dir(&a)?;
+    // One request before any load: a wrong path or port stops here, leaving no directory.
+    let preflight = match a.no_preflight {
+        true => Vec::new(),
+        false => match crate::load::run::preflight(&profile).await {
+            Ok(p) => p,
+            Err(e) => {
+                drop(out);
+                if let (Some(d), false) = (&out_dir, existed) {
+                    let _ = std::fs::remove_dir_all(d);
+                    if a.out.is_none() {
+                        // n8ncap-results/ itself, when this run made it.
+                        let _ = d.parent().map(std::fs::remove_dir);
+                    }
+                }
+                return Err(e);
+            }
+        },
+    };
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
             .await
@@ -80,6 +101,7 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         host: Some(host),
     };
     let (mut summary, ending) = run_sweep(opts, interrupt.clone().wait()).await?;
+    summary.preflight = preflight;
     let (diagnosis, rec) = super::analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {
         crate::record::dir::write_atomic(

@@ -123,6 +123,21 @@ pub struct Summary {
         deserialize_with = "lenient"
     )]
     pub memory_plan: Option<super::recommendation::MemoryPlan>,
+    /// The pre-flight request to each target before any load (none when skipped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<Preflight>,
+}
+
+/// What one request before the load found at a target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preflight {
+    /// The target, credentials redacted.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub latency_ms: f64,
 }
 
 impl Summary {
@@ -157,6 +172,7 @@ impl Summary {
             diagnosis: None,
             recommendation: None,
             memory_plan: None,
+            preflight: Vec::new(),
         }
     }
 }

@@ -29,6 +29,8 @@ pub fn yaml_error_at(origin: &str, e: &serde_saphyr::Error, line_offset: usize) 
             "the key `{}` appears twice in one mapping: keep one of them",
             truncate(key, 60)
         )
+    } else if let Some(w) = unknown_field(&first) {
+        w
     } else {
         truncate(&unquote(&first), 160)
     };
@@ -37,6 +39,47 @@ pub fn yaml_error_at(origin: &str, e: &serde_saphyr::Error, line_offset: usize) 
         .map(|l| format!(":{}:{}", l.line() as usize + line_offset, l.column()))
         .unwrap_or_default();
     format!("{origin}{loc}: not valid YAML for this file: {what}")
+}
+
+/// "unknown field `stagess`, expected one of …": a key of the file is no secret (a value is):
+/// it is named, with the nearest field the file may hold.
+fn unknown_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let key_like = !field.is_empty()
+        && field.len() <= 60
+        && field
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !key_like {
+        return None;
+    }
+    let expected: Vec<&str> = rest
+        .split_once("expected one of ")
+        .or_else(|| rest.split_once("expected "))
+        .map(|(_, list)| {
+            list.split(',')
+                .map(|f| f.trim().trim_matches('`'))
+                .filter(|f| !f.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let nearest = expected
+        .iter()
+        .map(|f| (edit_distance(field, f), *f))
+        .min()
+        .filter(|(d, f)| *d <= 2.max(f.len() / 3));
+    Some(match nearest {
+        Some((_, f)) => format!(
+            "unknown field `{field}`: did you mean `{f}`? (it may hold {})",
+            expected.join(", ")
+        ),
+        None if !expected.is_empty() => format!(
+            "unknown field `{field}`: it may hold {}",
+            expected.join(", ")
+        ),
+        None => format!("unknown field `{field}`"),
+    })
 }
 
 /// `text` with every quoted part ("…", '…', `…`) replaced by an ellipsis: parser messages
@@ -143,5 +186,33 @@ mod text_tests {
         assert_eq!(edit_distance("servces", "services"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("volumes", "volumes"), 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_field_is_named_with_the_nearest_known_one_and_a_value_is_not() {
+        let w = unknown_field(
+            "unknown field `stagess`, expected one of `name`, `model`, `stages`, `warmup`",
+        )
+        .unwrap();
+        assert!(
+            w.contains("`stagess`") && w.contains("did you mean `stages`"),
+            "{w}"
+        );
+        // Nothing near: the known fields are listed.
+        let w = unknown_field("unknown field `zzz`, expected one of `name`, `model`").unwrap();
+        assert!(
+            !w.contains("did you mean") && w.contains("name, model"),
+            "{w}"
+        );
+        // A key that could be a value (spaces, quotes) is not quoted back.
+        assert_eq!(
+            unknown_field("unknown field `my s3cr3t`, expected `a`"),
+            None
+        );
     }
 }

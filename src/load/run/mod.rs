@@ -6,8 +6,11 @@
 mod adaptive_loop;
 mod closed;
 mod open;
+mod preflight;
 mod progress;
 mod result;
+
+pub use preflight::{check_targets, preflight};
 
 use crate::error::BadInput;
 use crate::load::adaptive::{Batches, Decision, Search, SearchStep, Seen, StageEnd};

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite beside a CPU hog on every core, N times (CONVENTIONS: tests must pass on a
+# busy shared machine every time). Prints one line per run: its exit code, the passed and failed
+# counts of each test binary, and its wall time; exits non-zero when any run failed.
+#
+# Usage: benches/busy-suite.sh [RUNS]   (default 3; builds first, so the runs time the tests)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-3}
+command -v stress-ng >/dev/null || { apt-get update -qq && apt-get install -y -qq stress-ng; }
+CI=true cargo test --no-run -q 2>/dev/null
+failed=0
+for i in $(seq "$RUNS"); do
+  stress-ng --cpu 0 --timeout 3600s >/dev/null 2>&1 &
+  hog=$!
+  start=$(date +%s)
+  log=$(mktemp)
+  CI=true cargo test --no-fail-fast >"$log" 2>&1
+  rc=$?
+  kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
+  counts=$(grep -E '^test result:' "$log" | sed -E 's/.*ok\. |.*FAILED\. //; s/; [0-9]+ ignored.*//' | paste -sd' ' -)
+  echo "run $i/$RUNS: exit $rc, $counts, $(( $(date +%s) - start )) s"
+  grep -E '^    [a-z_:]+$' "$log" | sed 's/^/    failed: /'
+  [ "$rc" -eq 0 ] || failed=1
+  rm -f "$log"
+done
+exit $failed
