@@ -114,7 +114,7 @@ fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
 }
 
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("n8ncap-audit-{tag}-{}", std::process::id()));
+    let d = crate::common::scratch().join(format!("n8ncap-audit-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -120,7 +120,7 @@ fn the_readme_walkthrough_runs_as_written() {
         tag: tag.clone(),
     };
     let port = free_port();
-    let dir = std::env::temp_dir().join(format!("n8ncap-e2e-{id}"));
+    let dir = crate::common::scratch().join(format!("n8ncap-e2e-{id}"));
     let _ = std::fs::remove_dir_all(&dir);
     let compose = |args: &[&str]| {
         Command::new("docker-compose")

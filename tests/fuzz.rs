@@ -11,7 +11,7 @@ use std::path::PathBuf;
 const REAL_METRICS: &str = include_str!("../fixtures/n8n-real/metrics-main-allflags-load.txt");
 
 fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("n8ncap-fuzz-{}", std::process::id()));
+    let dir = crate::common::scratch().join(format!("n8ncap-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();

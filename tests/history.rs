@@ -64,7 +64,7 @@ fn available() -> bool {
 }
 
 fn start(spec: Spec) -> Stack {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = crate::common::scratch().join(format!(
         "n8ncap-history-{}-{}",
         std::process::id(),
         free_port()

@@ -31,7 +31,7 @@ fn refused(o: &Output, names: &[&str]) {
 }
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("n8ncap-hostile-{name}-{}", std::process::id()));
+    let d = crate::common::scratch().join(format!("n8ncap-hostile-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// A fresh temporary directory for one test's k6 output.
 fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("n8ncap-{tag}-{}", std::process::id()));
+    let dir = crate::common::scratch().join(format!("n8ncap-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -27,7 +27,7 @@ async fn report_html_renders_its_charts_in_a_browser() {
     })
     .await
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("n8ncap-report-{}", std::process::id()));
+    let dir = crate::common::scratch().join(format!("n8ncap-report-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let port = stack.main_url.rsplit(':').next().unwrap().to_string();
     let out = tokio::task::spawn_blocking({

@@ -203,7 +203,7 @@ fn refused_port_exits_99_and_writes_the_summary() {
 }
 
 fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("n8ncap-test-{tag}-{}", std::process::id()));
+    let d = crate::common::scratch().join(format!("n8ncap-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
 }

@@ -406,7 +406,7 @@ fn a_saved_mix_is_diagnosed_from_its_directory_and_a_damaged_one_is_refused() {
         ],
         &[("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into())],
     );
-    let d = std::env::temp_dir().join(format!("n8ncap-mix-{}", std::process::id()));
+    let d = crate::common::scratch().join(format!("n8ncap-mix-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     let profile = d.join("mix.yaml");

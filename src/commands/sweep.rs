@@ -39,28 +39,7 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         scrape_interval,
         redis,
     } = Watch::from_args(&a)?;
-    crate::load::checks::parse_all(&profile.thresholds)?;
-    crate::load::run::check_targets(&profile).await?;
-    let existed = a.out.as_deref().is_some_and(|d| d.exists());
-    let (out_dir, out) = results_dir(&a)?;
-    // One request before any load: a wrong path or port stops here, leaving no directory.
-    let preflight = match a.no_preflight {
-        true => Vec::new(),
-        false => match crate::load::run::preflight(&profile).await {
-            Ok(p) => p,
-            Err(e) => {
-                drop(out);
-                if let (Some(d), false) = (&out_dir, existed) {
-                    let _ = std::fs::remove_dir_all(d);
-                    if a.out.is_none() {
-                        // n8ncap-results/ itself, when this run made it.
-                        let _ = d.parent().map(std::fs::remove_dir);
-                    }
-                }
-                return Err(e);
-            }
-        },
-    };
+    let (out_dir, out, preflight) = checked_out(&a, &profile).await?;
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
             .await
@@ -126,6 +105,39 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     };
     crate::report::emit(&run, format)?;
     Ok(code)
+}
+
+/// The thresholds and each request checked, the results directory made, then the pre-flight
+/// request; a refused pre-flight leaves no directory behind.
+async fn checked_out(
+    a: &SweepArgs,
+    profile: &Profile,
+) -> anyhow::Result<(
+    Option<std::path::PathBuf>,
+    Option<ResultsDir>,
+    Vec<crate::record::summary::Preflight>,
+)> {
+    crate::load::checks::parse_all(&profile.thresholds)?;
+    crate::load::run::check_targets(profile).await?;
+    let existed = a.out.as_deref().is_some_and(|d| d.exists());
+    let (out_dir, out) = results_dir(a)?;
+    if a.no_preflight {
+        return Ok((out_dir, out, Vec::new()));
+    }
+    match crate::load::run::preflight(profile).await {
+        Ok(p) => Ok((out_dir, out, p)),
+        Err(e) => {
+            drop(out);
+            if let (Some(d), false) = (&out_dir, existed) {
+                let _ = std::fs::remove_dir_all(d);
+                if a.out.is_none() {
+                    // n8ncap-results/ itself, when this run made it.
+                    let _ = d.parent().map(std::fs::remove_dir);
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 /// `--adaptive` and its bounds, checked.

@@ -15,9 +15,31 @@ use std::time::Duration;
 /// an earlier process with the same id may have left results there, which a sweep's `--out`
 /// refuses.
 pub fn fresh_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("n8ncap-{tag}-{}", std::process::id()));
+    let d = scratch().join(format!("n8ncap-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// The directory every test's files go under: `n8ncap-tests-<pid>` in the temporary directory,
+/// removed when the test process exits (whatever the tests left in it), so runs leave nothing
+/// behind.
+pub fn scratch() -> std::path::PathBuf {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let root = std::env::temp_dir().join(format!("n8ncap-tests-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("the tests' scratch directory");
+        extern "C" fn remove_scratch() {
+            let root = std::env::temp_dir().join(format!("n8ncap-tests-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(root);
+        }
+        // SAFETY: registering a plain function without arguments to run at exit.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
+        root
+    })
+    .clone()
 }
 
 pub fn require(dependency: &str, present: bool, install: &str) -> bool {
@@ -180,7 +202,7 @@ pub fn within(actual: f64, expected: f64, tolerance: f64) -> bool {
 /// with the given entrypoint (no registry here: images are made locally).
 pub fn build_image(tag: &str, entrypoint: &[&str]) {
     use std::path::{Path, PathBuf};
-    let ctx = std::env::temp_dir().join(format!(
+    let ctx = scratch().join(format!(
         "n8ncap-img-{}-{}",
         std::process::id(),
         tag.replace(['/', ':'], "_")
