@@ -446,6 +446,23 @@ fn saved_summaries_with_impossible_values_name_the_field() {
         ),
         ("/stages/1/vus", serde_json::json!(1e12), "stages[1].vus"),
         ("/stages/0/ok", serde_json::json!(1e9), "stages[0].ok"),
+        // Percentiles out of order, a host of no cores, settings no deployment has.
+        (
+            "/stages/0/latency/p50_ms",
+            serde_json::json!(500.0),
+            "stages[0].latency",
+        ),
+        ("/host/cores/value", serde_json::json!(0.0), "host.cores"),
+        (
+            "/settings/worker_concurrency",
+            serde_json::json!({"value": 0, "source": "hand edit"}),
+            "settings.worker_concurrency",
+        ),
+        (
+            "/settings/job_time",
+            serde_json::json!({"value": -1.0, "source": "hand edit"}),
+            "settings.job_time",
+        ),
         // 5000 req/s over the window is more answers than the stage counted.
         (
             "/stages/0/throughput_rps",

@@ -631,3 +631,24 @@ fn a_host_busy_with_other_work_is_named_and_never_a_cpu_verdict() {
     let other = f.get("other_cores").unwrap();
     assert!(other > 1.5 && other < 2.0, "{other}");
 }
+
+#[test]
+fn zero_slots_and_zero_runner_tasks_refuted_by_what_was_served() {
+    // Every stage served (19 of 19 in the hostile case): settings of 0 cannot be the ones
+    // running, whatever they say.
+    let stages: Vec<StageResult> = [1u32, 5, 10, 20]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| closed(i, *n, (*n as f64 / 1.06).min(4.7)))
+        .collect();
+    let d = run(&stages, settings(1.0, Some(0), Some(0)));
+    assert_ne!(d.capping_limit, Some(Limit::NoRunner), "{}", d.verdict);
+    assert_ne!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    let f = finding(&d, "settings-disagree");
+    assert!(f.get("measured_per_s").unwrap() > 4.0, "{f:?}");
+}

@@ -142,6 +142,34 @@ pub fn decide(
     let x = ceiling.x.mean;
     let in_progress = x * ceiling.s;
     if let (Some(cap), Some(job)) = (cap, job) {
+        if cap.capping == Limit::NoRunner && x > 0.0 {
+            // The settings say no runner task can run, yet executions completed: the settings
+            // are refuted, named, and the verdict follows what ran.
+            findings.push(
+                Finding::new(
+                    FindingId::SettingsDisagree,
+                    format!(
+                        "The settings read give no runner task (runner capacity 0), yet {x:.2} executions/s completed"
+                    ),
+                )
+                .evidence(format!(
+                    "runner limit {}, runners per worker {}: measured {} from {} on",
+                    source_of(&s.runner_limit),
+                    source_of(&s.runners_per_worker),
+                    ceiling.x.describe("req/s"),
+                    ceiling.level.words()
+                ))
+                .figure("measured_per_s", x)
+                .figure("runner_capacity", 0.0)
+                .fix("check the runner settings where they run (n8ncap inspect): the runners' N8N_RUNNERS_MAX_CONCURRENCY, and which worker each attaches to"),
+            );
+            let refuted = Settings {
+                runner_limit: None,
+                runners_per_worker: None,
+                ..s.clone()
+            };
+            return decide(&refuted, None, None, ceiling, findings);
+        }
         if cap.capping == Limit::NoRunner {
             return Verdict {
                 limit: Some(Limit::NoRunner),
@@ -305,7 +333,8 @@ fn hedge(
             bound * ceiling.s / (ceiling.s - ceiling.overhead_s).max(1e-9)
         }
     };
-    if most.is_finite() && most > 0.0 && most < (1.0 - FLOOR_TOLERANCE) * x.low.min(x.mean) {
+    let measured = x.low.min(x.mean);
+    if most.is_finite() && measured > 0.0 && most < (1.0 - FLOOR_TOLERANCE) * measured {
         return below_measured(limit, most, (s, ceiling), findings);
     }
     if !(bound.is_finite() && bound > 0.0) || x.mean >= (1.0 - MISMATCH) * bound || x.high >= bound

@@ -194,6 +194,8 @@ pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
         st.check(&format!("stages[{i}]"))
             .map_err(|e| crate::error::BadInput(format!("{}: {e}", file.display())))?;
     }
+    check_recorded(&summary)
+        .map_err(|e| crate::error::BadInput(format!("{}: {e}", file.display())))?;
     for (i, sc) in summary.scenarios.iter().enumerate() {
         let times = [sc.job_time_s, sc.code_time_s];
         let good = (0.0..=1.0).contains(&sc.share)
@@ -218,6 +220,62 @@ pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
         .into());
     }
     Ok(summary)
+}
+
+/// The host and the settings a run recorded: what the saved run is judged with again, so each
+/// must be possible — cores from 1/64 to 4 096, counts of at least 1, times from 0 to 30 days.
+fn check_recorded(summary: &super::Summary) -> Result<(), String> {
+    if let Some(h) = &summary.host {
+        for (name, c) in [
+            ("host.cores", h.cores.as_ref().map(|c| c.value)),
+            ("host.client_cores", h.client_cores),
+        ] {
+            if let Some(c) = c.filter(|c| !(c.is_finite() && (1.0 / 64.0..=4096.0).contains(c))) {
+                return Err(format!("{name} is {c}: a host has from 1/64 to 4096 cores"));
+            }
+        }
+    }
+    let Some(s) = &summary.settings else {
+        return Ok(());
+    };
+    for (name, v) in [
+        ("settings.workers", s.workers.as_ref().map(|v| v.value)),
+        (
+            "settings.worker_concurrency",
+            s.worker_concurrency.as_ref().map(|v| v.value),
+        ),
+        (
+            "settings.runner_limit",
+            s.runner_limit.as_ref().map(|v| v.value),
+        ),
+    ] {
+        if let Some(v) = v.filter(|v| !(1..=1_000_000).contains(v)) {
+            return Err(format!("{name} is {v}: it must be from 1 to 1000000"));
+        }
+    }
+    // 0 runners per worker is a deployment with none attached (a finding, not a misreading).
+    if let Some(v) = s
+        .runners_per_worker
+        .as_ref()
+        .filter(|v| v.value > 1_000_000)
+    {
+        return Err(format!(
+            "settings.runners_per_worker is {}: it must be from 0 to 1000000",
+            v.value
+        ));
+    }
+    let days = crate::util::MAX_DURATION.as_secs_f64();
+    for (name, v) in [
+        ("settings.job_time", s.job_time.as_ref().map(|v| v.value)),
+        ("settings.code_time", s.code_time.as_ref().map(|v| v.value)),
+    ] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && (0.0..=days).contains(v))) {
+            return Err(format!(
+                "{name} is {v}: it must be from 0 to 30 days (seconds)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// serde_json writes a number that is not finite (a NaN mean) as `null`: the run wrote it, so

@@ -620,6 +620,19 @@ impl StageResult {
             ] {
                 nonneg(&format!("latency.{name}"), v)?;
             }
+            // Percentiles rise with their rank, and a mean lies between the extremes (a
+            // thousandth of slack for rounding).
+            let ranked = [l.min_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms];
+            let slack = |a: f64| a * 1e-3 + 1e-6;
+            if ranked.windows(2).any(|w| w[0] > w[1] + slack(w[1]))
+                || l.mean_ms + slack(l.mean_ms) < l.min_ms
+                || l.mean_ms > l.max_ms + slack(l.max_ms)
+            {
+                return Err(format!(
+                    "{at}.latency: min {} ≤ p50 {} ≤ p90 {} ≤ p95 {} ≤ p99 {} ≤ max {} (mean {} between min and max) does not hold: figures no measurement has",
+                    l.min_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms, l.mean_ms
+                ));
+            }
         }
         if let Some(q) = &self.queue {
             for (name, v) in [
@@ -629,6 +642,23 @@ impl StageResult {
                 ("waiting_max", q.waiting_max),
             ] {
                 nonneg(&format!("queue.{name}"), v)?;
+            }
+            if q.active_mean > q.active_max + 1e-6 || q.waiting_mean > q.waiting_max + 1e-6 {
+                return Err(format!(
+                    "{at}.queue: a mean above its max (active {} > {}, or waiting {} > {})",
+                    q.active_mean, q.active_max, q.waiting_mean, q.waiting_max
+                ));
+            }
+        }
+        if let Some(h) = &self.history {
+            let ok = h.slot_time_s.is_none_or(|t| t.is_finite() && t >= 0.0)
+                && h.executions.is_finite()
+                && h.executions >= 0.0;
+            if !ok {
+                return Err(format!(
+                    "{at}.history: slot_time_s {:?} and executions {} must be numbers of at least 0",
+                    h.slot_time_s, h.executions
+                ));
             }
         }
         for (i, c) in self.scenarios.iter().enumerate() {
