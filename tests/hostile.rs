@@ -1756,3 +1756,133 @@ fn links_planted_in_a_results_directory_are_never_written_through() {
     assert!(t.is_empty());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Docker Engine API on a unix socket with three containers of project "slow", whose third
+/// never answers its inspect.
+fn stalling_docker_api(sock: &Path) {
+    let _ = std::fs::remove_file(sock);
+    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    let inspect = |id: &str, service: &str| {
+        serde_json::json!({
+            "Id": id,
+            "Name": format!("/slow-{service}-1"),
+            "RestartCount": 0,
+            "State": {"Running": true, "OOMKilled": false, "ExitCode": 0},
+            "Config": {
+                "Image": "n8nio/n8n:2.41.1",
+                "Cmd": if service == "worker" { vec!["worker"] } else { vec![] },
+                "Env": ["EXECUTIONS_MODE=queue"],
+                "Labels": {
+                    "com.docker.compose.project": "slow",
+                    "com.docker.compose.service": service
+                }
+            },
+            "HostConfig": {}
+        })
+        .to_string()
+    };
+    let (main, worker) = (inspect("aaa", "n8n"), inspect("bbb", "worker"));
+    let list = serde_json::json!([
+        {"Id": "aaa", "Names": ["/slow-n8n-1"]},
+        {"Id": "bbb", "Names": ["/slow-worker-1"]},
+        {"Id": "ccc", "Names": ["/slow-stuck-1"]}
+    ])
+    .to_string();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let (main, worker, list) = (main.clone(), worker.clone(), list.clone());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match s.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end + 4);
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let path = path.split('?').next().unwrap_or("").to_string();
+                    let body = if path.ends_with("/_ping") {
+                        "OK".to_string()
+                    } else if path.ends_with("/containers/json") {
+                        list.clone()
+                    } else if path.ends_with("/ccc/json") {
+                        // Never answers: holds the connection until the client gives up.
+                        std::thread::sleep(Duration::from_secs(3600));
+                        return;
+                    } else if path.ends_with("/aaa/json") {
+                        main.clone()
+                    } else if path.ends_with("/bbb/json") {
+                        worker.clone()
+                    } else {
+                        r#"{"NCPU":2}"#.to_string()
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.47\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// An inspect that never answers is a gap, named, and the other containers are audited.
+#[test]
+fn a_docker_inspect_that_never_answers_is_a_named_gap() {
+    let d = dir("stall");
+    let sock = d.join("docker.sock");
+    stalling_docker_api(&sock);
+    let host = format!("unix://{}", sock.display());
+    let mut child = Command::new(bin())
+        .args(["audit", "--live", "--project", "slow", "--json"])
+        .env("DOCKER_HOST", &host)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the state (an exit); only a hang reaches this bound.
+    let mut status = None;
+    for _ in 0..1200 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("audit --live hangs on an inspect that never answers");
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(matches!(status.code(), Some(0) | Some(1)), "{err}");
+    assert!(err.contains("slow-stuck-1") && err.contains("gap"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let text = v.to_string();
+    assert!(
+        text.contains("slow-worker-1") && !text.contains("slow-stuck-1"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -76,24 +76,52 @@ pub async fn discover_containers(
         .all(all)
         .filters(&filters)
         .build();
-    let list = docker
-        .list_containers(Some(opts))
+    let list = tokio::time::timeout(CALL_LIMIT, docker.list_containers(Some(opts)))
         .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "listing containers: the Docker API did not answer within {} s",
+                CALL_LIMIT.as_secs()
+            )
+        })?
         .map_err(|e| anyhow::anyhow!("listing containers: {e}"))?;
+    // Every inspect at once, each bounded: one container whose inspect never answers costs
+    // [`CALL_LIMIT`] once, not per container, and is a gap, named.
+    let inspected = futures_util::future::join_all(list.iter().filter_map(|c| {
+        let id = c.id.clone()?;
+        let name = c
+            .names
+            .as_ref()
+            .and_then(|n| n.first().cloned())
+            .unwrap_or_else(|| id.chars().take(12).collect());
+        Some(async move {
+            let got = tokio::time::timeout(
+                CALL_LIMIT,
+                docker.inspect_container(&id, None::<InspectContainerOptions>),
+            )
+            .await;
+            (id, name, got)
+        })
+    }))
+    .await;
     let mut out = Vec::new();
-    for c in list {
-        let Some(id) = c.id.clone() else { continue };
-        // A container may vanish between list and inspect: skip it.
-        let Ok(info) = docker
-            .inspect_container(&id, None::<InspectContainerOptions>)
-            .await
-        else {
-            continue;
-        };
-        out.push((id, crate::topology::docker::facts(&info)));
+    for (id, name, got) in inspected {
+        match got {
+            Ok(Ok(info)) => out.push((id, crate::topology::docker::facts(&info))),
+            // A container may vanish between list and inspect: skip it.
+            Ok(Err(_)) => {}
+            Err(_) => eprintln!(
+                "n8ncap: container {} did not answer inspect within {} s: left out (a gap)",
+                crate::util::escape_control(name.trim_start_matches('/')),
+                CALL_LIMIT.as_secs()
+            ),
+        }
     }
     Ok(out)
 }
+
+/// The longest one Docker API call may take before it is a gap.
+const CALL_LIMIT: Duration = Duration::from_secs(10);
 
 /// Why a stats reading failed: the container is gone (the API answered 404), or anything else.
 #[derive(Debug, thiserror::Error)]
