@@ -158,52 +158,7 @@ fn latency([med, avg, min, p90, p95, p99, max]: [Option<f64>; 7]) -> Option<Late
     })
 }
 
-/// Seconds since the epoch from k6's RFC 3339 timestamps ("2026-11-30T07:38:23.463212645Z").
-pub fn parse_time(t: &str) -> Option<f64> {
-    let (date, rest) = t.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>());
-    let (y, mo, da) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    if !((1..=9999).contains(&y) && (1..=12).contains(&mo) && (1..=31).contains(&da)) {
-        return None;
-    }
-    let (clock, offset_s) = match rest.find(['Z', '+']).or_else(|| rest.rfind('-')) {
-        Some(i) => {
-            let off = &rest[i..];
-            let secs = if off == "Z" {
-                0
-            } else {
-                let sign = if off.starts_with('-') { -1 } else { 1 };
-                let hm: Vec<i64> = off[1..]
-                    .split(':')
-                    .filter_map(|x| x.parse().ok())
-                    .filter(|x| (0..100).contains(x))
-                    .collect();
-                sign * (hm.first().copied().unwrap_or(0) * 3600
-                    + hm.get(1).copied().unwrap_or(0) * 60)
-            };
-            (&rest[..i], secs)
-        }
-        None => (rest, 0),
-    };
-    let mut c = clock.split(':');
-    let (h, mi) = (
-        c.next()?.parse::<i64>().ok()?,
-        c.next()?.parse::<i64>().ok()?,
-    );
-    let s: f64 = c.next()?.parse().ok()?;
-    if !((0..=24).contains(&h) && (0..=59).contains(&mi) && (0.0..62.0).contains(&s)) {
-        return None;
-    }
-    // days from civil (Howard Hinnant).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + da - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + h * 3600 + mi * 60 - offset_s) as f64 + s)
-}
+pub use crate::util::parse_rfc3339 as parse_time;
 
 /// Wraps stages read from k6 output in a summary, with the request body when given (for the
 /// job time).

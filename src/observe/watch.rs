@@ -1013,12 +1013,40 @@ async fn follow_lifecycle(state: Arc<Mutex<State>>, d: Docker, containers: Vec<W
     let ids: Vec<String> = containers.iter().map(|c| c.id.clone()).collect();
     let stream = docker::lifecycle_events(&d, &ids);
     futures_util::pin_mut!(stream);
+    let mut books = EventBooks::default();
     while let Some(ev) = stream.next().await {
         let Some(c) = containers.iter().find(|c| c.id == ev.id) else {
             continue;
         };
+        // The same action again (a die while down, a start while up) adds nothing.
+        if !books.news(&ev) {
+            continue;
+        }
         let (oom_killed, exit_code) = if ev.action == LifecycleAction::Die {
             match docker::state(&d, &c.id).await {
+                // Running since before the event: the container did not die — the event is
+                // refuted by its state, and left out.
+                Ok(s) if s.running && started_before(s.started_at.as_deref(), ev.unix) => {
+                    books.refuted += 1;
+                    books.undo(&ev);
+                    // Said in the timeline at 1, 2, 4, 8 … and every thousand: not once per event.
+                    if books.refuted.is_power_of_two() || books.refuted % 1000 == 0 {
+                        if let Ok(mut st) = state.lock() {
+                            let t = st.started.elapsed().as_secs_f64();
+                            st.timeline.write(&Event::Gap {
+                                t,
+                                unix: ev.unix,
+                                source: format!("{} (Docker events)", c.name),
+                                error: format!(
+                                    "{} die event(s) refuted: the container runs since before them",
+                                    books.refuted
+                                ),
+                                gone: false,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 Ok(s) => (s.oom_killed, ev.exit_code.or(s.exit_code)),
                 Err(_) => (false, ev.exit_code),
             }
@@ -1026,8 +1054,51 @@ async fn follow_lifecycle(state: Arc<Mutex<State>>, d: Docker, containers: Vec<W
             (false, ev.exit_code)
         };
         let Ok(mut st) = state.lock() else { return };
+        if books.recorded >= MAX_LIFECYCLE_EVENTS {
+            continue;
+        }
+        books.recorded += 1;
         record_lifecycle(&mut st, c, ev, oom_killed, exit_code);
     }
+}
+
+/// Lifecycle events recorded in a run at most: a flood (an engine replaying, a container in a
+/// crash loop) is bounded, not a timeline of gigabytes.
+const MAX_LIFECYCLE_EVENTS: usize = 1000;
+
+/// What the events stream has said of each container: whether it is down, how many events
+/// were recorded, and how many its state refuted.
+#[derive(Default)]
+struct EventBooks {
+    down: std::collections::BTreeSet<String>,
+    recorded: usize,
+    refuted: usize,
+}
+
+impl EventBooks {
+    /// True when `ev` changes what is known: a die of a container up, a start of one down
+    /// (or seen first), anything else.
+    fn news(&mut self, ev: &docker::Lifecycle) -> bool {
+        match ev.action {
+            LifecycleAction::Die | LifecycleAction::Destroy => self.down.insert(ev.id.clone()),
+            LifecycleAction::Start => {
+                self.down.remove(&ev.id);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    fn undo(&mut self, ev: &docker::Lifecycle) {
+        self.down.remove(&ev.id);
+    }
+}
+
+/// The container started (RFC 3339 `StartedAt`) before the Unix time `unix`.
+fn started_before(started_at: Option<&str>, unix: f64) -> bool {
+    started_at
+        .and_then(crate::util::parse_rfc3339)
+        .is_some_and(|t| unix > 0.0 && t < unix)
 }
 
 fn record_lifecycle(
@@ -1078,6 +1149,33 @@ fn record_lifecycle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_of_dies_is_one_death_and_a_die_of_a_container_up_since_before_is_refuted() {
+        let ev = |action, unix| docker::Lifecycle {
+            id: "c".into(),
+            action,
+            exit_code: Some(1),
+            unix,
+        };
+        let mut b = EventBooks::default();
+        assert!(b.news(&ev(LifecycleAction::Die, 10.0)));
+        for i in 0..10_000 {
+            assert!(!b.news(&ev(LifecycleAction::Die, 11.0 + i as f64)));
+        }
+        assert!(b.news(&ev(LifecycleAction::Start, 20.0)));
+        assert!(b.news(&ev(LifecycleAction::Die, 30.0)));
+        // Running since 2026-12-01 (before the event): refuted; started after it: a restart.
+        assert!(started_before(
+            Some("2026-12-01T00:00:00Z"),
+            1_800_000_000.0
+        ));
+        assert!(!started_before(
+            Some("2027-12-01T00:00:00Z"),
+            1_800_000_000.0
+        ));
+        assert!(!started_before(None, 1_800_000_000.0));
+    }
 
     #[test]
     fn the_refresh_is_measured_from_the_changes_the_scrapes_saw() {
