@@ -608,6 +608,39 @@ impl StageResult {
                 self.ok, self.requests
             ));
         }
+        self.check_observed(at)?;
+        for (i, c) in self.scenarios.iter().enumerate() {
+            let name = |f: &str| format!("scenarios[{i}].{f}");
+            nonneg(&name("throughput_rps"), c.throughput_rps)?;
+            nonneg(&name("request_rate"), c.request_rate)?;
+            share(&name("share"), c.share)?;
+            share(&name("error_rate"), c.error_rate)?;
+            share(&name("check_pass_rate"), c.check_pass_rate)?;
+            if c.ok > c.requests || c.requests > self.requests {
+                return Err(format!(
+                    "{at}.{}: ok {} of {} requests in a stage of {}: figures a measurement cannot have",
+                    name("requests"),
+                    c.ok,
+                    c.requests,
+                    self.requests
+                ));
+            }
+        }
+        self.check_counts(at)
+    }
+
+    /// The latency, the queue and a history's figures: numbers of at least 0, in the order
+    /// their meaning gives them.
+    fn check_observed(&self, at: &str) -> Result<(), String> {
+        let nonneg = |name: &str, v: f64| -> Result<(), String> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a number of at least 0"
+                ))
+            }
+        };
         if let Some(l) = &self.latency {
             for (name, v) in [
                 ("mean_ms", l.mean_ms),
@@ -661,24 +694,7 @@ impl StageResult {
                 ));
             }
         }
-        for (i, c) in self.scenarios.iter().enumerate() {
-            let name = |f: &str| format!("scenarios[{i}].{f}");
-            nonneg(&name("throughput_rps"), c.throughput_rps)?;
-            nonneg(&name("request_rate"), c.request_rate)?;
-            share(&name("share"), c.share)?;
-            share(&name("error_rate"), c.error_rate)?;
-            share(&name("check_pass_rate"), c.check_pass_rate)?;
-            if c.ok > c.requests || c.requests > self.requests {
-                return Err(format!(
-                    "{at}.{}: ok {} of {} requests in a stage of {}: figures a measurement cannot have",
-                    name("requests"),
-                    c.ok,
-                    c.requests,
-                    self.requests
-                ));
-            }
-        }
-        self.check_counts(at)
+        Ok(())
     }
 
     /// The counts behind the rates: no more answers per second than were counted, a window

@@ -9,6 +9,7 @@ pub mod grafana;
 pub mod html;
 pub mod json;
 pub mod sarif;
+pub mod svg;
 pub mod table;
 pub mod text;
 pub mod views;
