@@ -365,6 +365,10 @@ pub struct HistoryArgs {
     /// Timeout of each API request.
     #[arg(long, default_value = "30s", requires = "prometheus")]
     pub prometheus_timeout: String,
+    /// The whole history's deadline (every request together): past it the read stops with an
+    /// error that says so, and nothing is judged from a part.
+    #[arg(long, default_value = "10m", requires = "prometheus")]
+    pub deadline: String,
     /// Write summary.json (the busy windows as stages), history.json and report.html here.
     #[arg(long, requires = "prometheus")]
     pub out: Option<PathBuf>,

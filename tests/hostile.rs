@@ -1576,6 +1576,20 @@ fn a_prometheus_that_never_answers_times_out_with_its_name() {
     assert!(t.elapsed() < Duration::from_secs(20));
     // Nothing was read: no empty results directory is left behind.
     assert!(!results.exists());
+    // Each request may take 60 s, the whole history 2 s: the deadline ends it, named.
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &format!("http://127.0.0.1:{port}"),
+        "--since",
+        "1h",
+        "--prometheus-timeout",
+        "60s",
+        "--deadline",
+        "2s",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--deadline 2s"), "{}", stderr(&out));
 }
 
 /// A sweep and a Prometheus diagnosis into a pipe whose reader is gone: their own exit code,

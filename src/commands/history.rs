@@ -36,7 +36,19 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
         Some(dir) => out_dir(dir)?,
         None => false,
     };
-    let mut hist = match history::read(&src, &q).await {
+    let deadline = crate::util::parse_duration(&h.deadline)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| BadInput("--deadline: give a duration above 0, e.g. 10m".into()))?;
+    let read = tokio::time::timeout(deadline, history::read(&src, &q))
+        .await
+        .unwrap_or_else(|_| {
+            Err(prometheus::PromError::Transport(format!(
+                "the history was not read within --deadline {} (a shorter range, a larger --step or a narrower --match reads less)",
+                h.deadline
+            )))
+        });
+    let mut hist = match read {
         Ok(h) => h,
         Err(e) => {
             // Nothing was read: leave no empty results directory behind.

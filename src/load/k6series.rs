@@ -457,6 +457,10 @@ pub fn read(path: &Path) -> Result<Series, BadInput> {
 /// A run's requests lie within the longest run n8ncap accepts (30 days): points years apart
 /// (a clock jump, an edited file) would spread a handful of requests over centuries and make
 /// a "level" of 1e-9 req/s.
+/// How long before k6's first `vus` sample a request may have started (the gauge's first
+/// sample comes about a second into the run).
+const BEFORE_THE_RUN_S: f64 = 5.0;
+
 pub fn plausible_span(s: &Series) -> Result<(), String> {
     let starts = s.reqs.iter().map(|r| r.start());
     let first = starts.clone().fold(f64::INFINITY, f64::min);
@@ -466,6 +470,21 @@ pub fn plausible_span(s: &Series) -> Result<(), String> {
         .map(|r| r.end)
         .fold(f64::NEG_INFINITY, f64::max);
     let most = crate::util::MAX_DURATION.as_secs_f64();
+    // k6 samples the `vus` gauge from the run's first second: a request that started well
+    // before it (end − http_req_duration) started before the run — a duration no request had.
+    let run_start = s.vus.iter().map(|(t, _)| *t).fold(f64::INFINITY, f64::min);
+    if let Some(r) = s
+        .reqs
+        .iter()
+        .find(|r| run_start.is_finite() && r.start() < run_start - BEFORE_THE_RUN_S)
+    {
+        return Err(format!(
+            "a request of {:.0} s (http_req_duration) ending at {:.3} would have started {:.0} s before the run's first vus sample: no request outlasts its run — an edited or corrupted file",
+            r.dur,
+            r.end,
+            run_start - r.start()
+        ));
+    }
     if s.reqs.is_empty() || last - first <= most {
         return Ok(());
     }
@@ -1278,6 +1297,25 @@ mod tests {
         s.reqs.push(req(253_402_000_000.0, 0.05));
         let e = plausible_span(&s).unwrap_err();
         assert!(e.contains("9999-"), "{e}");
+    }
+
+    #[test]
+    fn a_request_longer_than_its_run_is_refused() {
+        let now = 1.8e9;
+        let mut s = Series {
+            reqs: (0..100)
+                .map(|i| req(now + 2.0 + i as f64 * 0.1, 0.05))
+                .collect(),
+            vus: (0..15).map(|i| (now + 1.0 + i as f64, 4.0)).collect(),
+            ..Series::default()
+        };
+        assert!(plausible_span(&s).is_ok());
+        // A minute-long request at the start is fine; one of 29 days is not.
+        s.reqs.push(req(now + 61.0, 60.0));
+        assert!(plausible_span(&s).is_ok());
+        s.reqs.push(req(now + 9.0, 29.0 * 86_400.0));
+        let e = plausible_span(&s).unwrap_err();
+        assert!(e.contains("before the run"), "{e}");
     }
 
     fn req(end: f64, dur: f64) -> Req {

@@ -340,7 +340,12 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let (step, why) = choose_step(q, interval);
     let mut h = History::empty(src.shown.clone(), q, Sourced::new(step, why), interval);
     let mut read: Vec<Vec<Series>> = Vec::with_capacity(READ.len());
-    for metric in READ {
+    // A long history takes a while: say how far it is (on stderr).
+    let long = q.end - q.start > 86_400.0;
+    for (i, metric) in READ.iter().enumerate() {
+        if long {
+            eprintln!("n8ncap: reading {metric} ({}/{})", i + 1, READ.len());
+        }
         let m = src
             .query_range(&selector(metric, &q.matchers), q.start, q.end, step)
             .await?;
