@@ -265,3 +265,107 @@ proptest! {
         }
     }
 }
+
+/// A window of a history as `observe::history` can produce it: finite, non-negative figures,
+/// a mean under its max.
+fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
+    (
+        (0.0f64..200.0, 0.0f64..50.0, 0.0f64..100.0, 0.0f64..500.0),
+        (0.0f64..5.0, 0.0f64..2.0, any::<bool>(), 0u32..30),
+    )
+        .prop_map(
+            |((x, active, waiting, slack), (slot, cores, ticks, samples))| {
+                let covered = 60.0;
+                n8ncap::record::history::Window {
+                    start: 0.0,
+                    end: covered,
+                    covered_s: covered,
+                    completions: x * covered,
+                    failures: (x * covered * 0.01).floor(),
+                    between_ticks: ticks,
+                    throughput_per_s: x,
+                    throughput_interval: [(x - slack / 100.0).max(0.0), x + slack / 100.0],
+                    active_mean: active,
+                    active_max: active * 1.1,
+                    waiting_mean: waiting,
+                    waiting_start: waiting * 0.5,
+                    waiting_end: waiting,
+                    waiting_max: waiting * 1.2,
+                    samples,
+                    gaps: 0,
+                    cpu: vec![n8ncap::record::history::ProcessCpu {
+                        process: "w:9100 (n8n-worker)".into(),
+                        role: n8ncap::record::Role::Worker,
+                        cores,
+                        rss_max_bytes: Some(1e8),
+                        eventloop_lag_max_s: Some(0.01),
+                    }],
+                    execution_s: (slot > 0.01).then_some(slot),
+                    executions: x * covered,
+                    busy: false,
+                    evidence: Vec::new(),
+                    idle_workers: Vec::new(),
+                }
+            },
+        )
+}
+
+proptest! {
+    /// Any history window set the code can produce round-trips through what `--out` writes,
+    /// and is diagnosed again without error, naming the same limit.
+    #[test]
+    fn history_windows_round_trip_through_out_and_are_diagnosed_again(
+        ws in proptest::collection::vec(window(), 1..12),
+        refresh in proptest::option::of(1.0f64..60.0),
+    ) {
+        use n8ncap::model::settings::Sourced;
+        use n8ncap::record::history::History;
+        let mut windows = ws;
+        for (i, w) in windows.iter_mut().enumerate() {
+            w.start = 1.8e9 + 60.0 * i as f64;
+            w.end = w.start + 60.0;
+        }
+        let mut h = History {
+            source: "fuzz".into(),
+            start: 1.8e9,
+            end: 1.8e9 + 60.0 * windows.len() as f64,
+            matchers: Vec::new(),
+            step_s: Sourced::new(15.0, "fuzz"),
+            scrape_interval_s: Some(15.0),
+            queue_refresh_s: refresh,
+            queue_refresh_by: String::new(),
+            tick_half_width_s: refresh.map(|r| r / 8.0),
+            window_s: 60.0,
+            processes: Vec::new(),
+            windows,
+            gap_steps: 0,
+            gaps: Vec::new(),
+            resets: Vec::new(),
+            warnings: Vec::new(),
+            exporter: None,
+        };
+        let flags = n8ncap::model::settings::Settings::default();
+        let known = n8ncap::diagnose::history::known(flags.clone(), &h);
+        let (d, stages) = n8ncap::diagnose::history::judge(&mut h, flags, None);
+        // As `diagnose --prometheus --out` writes it.
+        let mut s = n8ncap::record::Summary::new(
+            "prometheus: fuzz",
+            n8ncap::record::LoadModel::Open,
+            "",
+            None,
+            std::time::SystemTime::now(),
+        );
+        s.stages = stages;
+        s.settings = Some(known);
+        s.diagnosis = Some(d.clone());
+        let p = temp_file("history-summary.json", &serde_json::to_vec_pretty(&s).unwrap());
+        let back = n8ncap::record::dir::load_summary(&p);
+        prop_assert!(back.is_ok(), "{:?}", back.err().map(|e| e.to_string()));
+        let mut back = back.unwrap();
+        let (again, _) = n8ncap::commands::analyze(&mut back, Default::default(), None);
+        prop_assert_eq!(again.capping_limit, d.capping_limit, "{} / {}", again.verdict, d.verdict);
+        let h2 = temp_file("history.json", &serde_json::to_vec_pretty(&h).unwrap());
+        let text = std::fs::read_to_string(h2).unwrap();
+        prop_assert!(serde_json::from_str::<History>(&text).is_ok());
+    }
+}
