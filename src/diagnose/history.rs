@@ -90,11 +90,21 @@ fn slots(s: &Settings) -> Option<f64> {
 
 /// Marks the busy windows and what each shows.
 pub fn mark(h: &mut History, s: &Settings) {
+    // The busiest window by what it surely did (its interval's low end): one window read high
+    // by its ticks' uncertainty does not make the windows at the real ceiling look idle.
     let top = h
         .windows
         .iter()
-        .map(|w| w.throughput_per_s)
+        .map(|w| w.throughput_interval[0].min(w.throughput_per_s))
         .fold(0.0, f64::max);
+    let top = match top > 0.0 {
+        true => top,
+        false => h
+            .windows
+            .iter()
+            .map(|w| w.throughput_per_s)
+            .fold(0.0, f64::max),
+    };
     let slots = slots(s);
     let mut prev: Option<f64> = None;
     for w in h.windows.iter_mut() {

@@ -411,9 +411,10 @@ fn knee(levels: &[Level], capacity: Option<f64>, effective: Option<f64>) -> Opti
         kind: BreakPointKind::Knee,
         level: l.level,
         in_flight: from,
+        // One knee: the smallest level measured at the ceiling. X × S there is what the slots
+        // and tasks hold, said as such (the plan sizes from it), not as a second knee.
         reason: format!(
-            "at the ceiling from {} ({:.2} req/s); it begins near {from:.1} in flight (X × S)",
-            l.words(),
+            "the smallest level at the ceiling ({:.2} req/s), holding {from:.1} executions in progress (X × S)",
             l.throughput.mean
         ),
     })

@@ -66,7 +66,10 @@ impl Timeline {
 pub fn render(s: &Summary, events: &[Event]) -> String {
     let timeline = Timeline::from_events(events);
     let d: Option<&Diagnosis> = s.diagnosis.as_ref();
-    let levels = d.map(|d| d.levels.as_slice()).unwrap_or(&[]);
+    // Drawn in the order of load, whatever order they ran in (an adaptive search steps down).
+    let mut by_load: Vec<Level> = d.map(|d| d.levels.clone()).unwrap_or_default();
+    by_load.sort_by(|a, b| a.level.magnitude().total_cmp(&b.level.magnitude()));
+    let levels = by_load.as_slice();
     let mut charts = vec![
         throughput_chart(s, d, levels),
         latency_chart(d, levels),
@@ -289,6 +292,15 @@ fn memory_chart(timeline: &Timeline) -> Option<Chart> {
     }
 }
 
+/// What ran: the profile, or the adaptive search that chose the levels instead of it.
+fn ran(s: &Summary) -> String {
+    if s.search.is_empty() {
+        s.profile.clone()
+    } else {
+        format!("adaptive search (profile {}'s request)", s.profile)
+    }
+}
+
 fn page(
     s: &Summary,
     d: Option<&Diagnosis>,
@@ -299,12 +311,12 @@ fn page(
     let _ = write!(
         h,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8ncap report — {}</title><style>body{{font-family:sans-serif;max-width:1200px;margin:24px auto;padding:0 16px;color:#222}}table{{border-collapse:collapse;font-size:13px;max-width:100%;display:block;overflow-x:auto}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}th{{background:#f4f4f4}}.bad{{color:#b00;font-weight:bold}}.chart{{display:block;width:100%;height:auto;margin:8px 0 24px}}pre{{white-space:pre-wrap;background:#f8f8f8;padding:8px}}.verdict{{font-size:1.1em;font-weight:bold}}dl.figures{{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:14px}}dt{{font-weight:bold}}dd{{margin:0}}.finding{{border-left:4px solid #999;padding:2px 10px;margin:8px 0;background:#fafafa}}.sev-error{{border-color:#b00}}.sev-warning{{border-color:#d80}}.sev-info{{border-color:#28c}}.sev{{text-transform:uppercase;font-size:11px;font-weight:bold}}.why,.fix{{margin:2px 0;font-size:14px}}.note{{color:#555;font-size:14px;margin:0}}</style></head><body>"#,
-        esc(&s.profile)
+        esc(&ran(s))
     );
     let _ = write!(
         h,
         "<h1>n8ncap report</h1><p>{} · {} model · {} · {} → {}</p>",
-        esc(&s.profile),
+        esc(&ran(s)),
         if s.model == LoadModel::Closed {
             "closed"
         } else {

@@ -47,11 +47,15 @@ pub(super) async fn closed_vu(shared: Arc<Shared>, id: u32, retired: Arc<AtomicB
         let Some(sc) = shared.scenarios.get(scenario) else {
             return;
         };
+        // A request counts in the stage it was sent in: one sent before a step down and
+        // answered after it belongs to the level that sent it, whose books are closed by then,
+        // not to the next level's figures.
+        let rec = shared.current();
         let started = Instant::now();
         let ex = conn.exchange(&sc.target).await;
         let refused = ex.result.is_err() && ex.new_connection;
         shared.finish(
-            &shared.current(),
+            &rec,
             (id as usize, scenario),
             &ex,
             (Duration::ZERO, started, None),
