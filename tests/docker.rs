@@ -241,8 +241,9 @@ fn inspect_and_sweep_a_stack_of_real_containers() {
     assert!(w1["facts"]["env_names"]
         .to_string()
         .contains("N8N_ENCRYPTION_KEY"));
+    // --wide: the note whole on one line, whatever the terminal's width folds.
     let table = Command::new(bin())
-        .args(["inspect", "--project", &stack.project])
+        .args(["inspect", "--project", &stack.project, "--wide"])
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&table.stdout).to_string();

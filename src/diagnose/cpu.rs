@@ -192,7 +192,9 @@ pub fn other_work(
     if busy.is_empty() || busy.len() < used.len() {
         return None;
     }
-    let stack = host_bound(uses).map_or(0.0, |h| h.cores_used);
+    // Without the stack's own CPU (no process or container measured) the two cannot be told
+    // apart: nothing is said.
+    let stack = host_bound(uses)?.cores_used;
     let other = (mean(&busy).min(cores.value) - stack).max(0.0);
     if other < OTHER_WORK_CORES || other < OTHER_WORK_SHARE * cores.value {
         return None;

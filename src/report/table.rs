@@ -14,6 +14,51 @@ fn fitted() -> Table {
     t
 }
 
+/// The table as text, no column narrower than its longest word or number: comfy-table wraps a
+/// cell inside its column, and without this a narrow terminal splits "12.50" or "waiting"
+/// across two lines.
+fn laid_out(t: &mut Table) -> String {
+    use comfy_table::{ColumnConstraint, Width};
+    let longest_word = |text: &str| {
+        text.split_whitespace()
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let mut longest = vec![0usize; t.column_count()];
+    let rows = t.header().into_iter().chain(t.row_iter());
+    for row in rows {
+        for (i, cell) in row.cell_iter().enumerate() {
+            if let Some(l) = longest.get_mut(i) {
+                *l = (*l).max(longest_word(&cell.content()));
+            }
+        }
+    }
+    // Past the width, the longest words give way first (a file path, a long rule id): numbers
+    // and headers stay whole.
+    let width = super::width::output_width();
+    let total = |l: &[usize]| l.iter().map(|w| w + 3).sum::<usize>() + 1;
+    while total(&longest) > width {
+        let over = total(&longest) - width;
+        let Some((i, w)) = longest
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|(_, w)| *w)
+            .filter(|(_, w)| *w > 12)
+        else {
+            break;
+        };
+        longest[i] = (w - over).max(12);
+    }
+    for (col, l) in t.column_iter_mut().zip(longest) {
+        col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
+            (l + 2).min(u16::MAX as usize) as u16,
+        )));
+    }
+    t.to_string()
+}
+
 /// Sources cited by number in a table's cells and listed under it: the cells stay short.
 #[derive(Default)]
 struct Notes(Vec<String>);
@@ -145,101 +190,169 @@ fn ms(v: f64) -> String {
 }
 
 pub fn stages_table(stages: &[StageResult]) -> String {
-    let mut t = fitted();
     let has_queue = stages.iter().any(|s| s.queue.is_some());
     let open = stages.iter().any(|s| s.rate.is_some());
-    let mut header = vec![
-        "stage",
-        if open { "arrivals/s" } else { "in flight" },
-        "valid",
-        "check %",
-        "err %",
-        "req/s",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "conns/req",
-    ];
-    if open {
-        header.push("dropped");
-    }
     // Uploads: what each request carried.
     let per_request = |s: &StageResult| s.bytes_sent as f64 / s.requests.max(1) as f64;
     let uploads = stages.iter().any(|s| per_request(s) >= 10_000.0);
-    if uploads {
-        header.push("sent/req");
-    }
-    if has_queue {
-        header.push("slots");
-        header.push("waiting");
-    }
-    t.set_header(header);
-    for s in stages {
-        let mut row = vec![
-            Cell::new(format!(
+    // Columns a narrow terminal may go without, dropped in this order while the table would
+    // not fit: what they say is elsewhere too (the k6-style block, the validity notes, JSON).
+    let churn = stages.iter().any(|s| s.new_conns_per_request >= 0.5);
+    let all_valid = stages.iter().all(|s| s.valid);
+    let all_checked = stages.iter().all(|s| s.check_pass_rate >= 0.9995);
+    let mut cols: Vec<Column> = vec![
+        Column::new("stage", None, |s| {
+            format!(
                 "{}{}",
                 s.index + 1,
                 if s.partial { " (partial)" } else { "" }
-            )),
-            // The load, compact: a ramp's ends, an offered rate, the users in flight (the
-            // label, with k6's scenario names, is in the run block and summary.json).
-            Cell::new(match (s.ramp, s.rate, s.vus) {
+            )
+        }),
+        // The load, compact: a ramp's ends, an offered rate, the users in flight (the label,
+        // with k6's scenario names, is in the run block and summary.json).
+        Column::new(
+            if open { "arrivals/s" } else { "in flight" },
+            None,
+            |s| match (s.ramp, s.rate, s.vus) {
                 (Some(r), _, _) => format!("{}→{}", r.from, r.to),
                 (None, Some(rate), _) => format!("{rate:.1}"),
                 (None, None, Some(v)) => v.to_string(),
                 (None, None, None) => s.label.clone(),
-            }),
-            Cell::new(if s.valid { "yes" } else { "NO" }),
-            Cell::new(format!("{:.1}", s.check_pass_rate * 100.0)),
-            Cell::new(format!("{:.1}", s.error_rate * 100.0)),
-            Cell::new(format!("{:.2}", s.throughput_rps)),
-        ];
-        match (&s.latency, s.valid) {
-            (Some(l), true) => {
-                row.push(Cell::new(bare_ms(l.p50_ms)));
-                row.push(Cell::new(bare_ms(l.p95_ms)));
-                row.push(Cell::new(bare_ms(l.p99_ms)));
-            }
-            _ => {
-                for _ in 0..3 {
-                    row.push(Cell::new("invalid"));
-                }
-            }
-        }
-        row.push(Cell::new(format!("{:.2}", s.new_conns_per_request)));
-        if open {
-            row.push(Cell::new(s.dropped_iterations.to_string()));
-        }
-        if uploads {
-            row.push(Cell::new(bytes(per_request(s))));
-        }
-        if has_queue {
-            match &s.queue {
-                Some(q) if q.samples > 0 => {
-                    let coarse = if q.coarse { "*" } else { "" };
-                    row.push(Cell::new(format!("{:.1}{coarse}", q.active_mean)));
-                    row.push(Cell::new(format!("{:.1}{coarse}", q.waiting_mean)));
-                }
-                _ => {
-                    row.push(Cell::new("—"));
-                    row.push(Cell::new("—"));
-                }
-            }
-        }
-        t.add_row(row);
+            },
+        ),
+        Column::new("valid", all_valid.then_some(3), |s| {
+            (if s.valid { "yes" } else { "NO" }).into()
+        }),
+        Column::new("check %", all_checked.then_some(4), |s| {
+            format!("{:.1}", s.check_pass_rate * 100.0)
+        }),
+        Column::new("err %", None, |s| format!("{:.1}", s.error_rate * 100.0)),
+        Column::new("req/s", None, |s| format!("{:.2}", s.throughput_rps)),
+        Column::new("p50 ms", None, |s| latency(s, |l| l.p50_ms)),
+        Column::new("p95 ms", None, |s| latency(s, |l| l.p95_ms)),
+        Column::new("p99 ms", Some(2), |s| latency(s, |l| l.p99_ms)),
+        Column::new("conns/req", (!churn).then_some(1), |s| {
+            format!("{:.2}", s.new_conns_per_request)
+        }),
+    ];
+    if open {
+        cols.push(Column::new("dropped", None, |s| {
+            s.dropped_iterations.to_string()
+        }));
+    }
+    if uploads {
+        cols.push(Column::new("sent/req", None, move |s| {
+            bytes(per_request(s))
+        }));
+    }
+    if has_queue {
+        cols.push(Column::new("slots", None, |s| {
+            queue_cell(s, |q| q.active_mean)
+        }));
+        cols.push(Column::new("waiting", None, |s| {
+            queue_cell(s, |q| q.waiting_mean)
+        }));
+    }
+    let cells: Vec<Vec<String>> = cols
+        .iter()
+        .map(|c| stages.iter().map(|s| (c.value)(s)).collect())
+        .collect();
+    let keep = fitting(&cols, &cells, super::width::output_width());
+    let mut t = fitted();
+    t.set_header(keep.iter().map(|i| cols[*i].header).collect::<Vec<_>>());
+    for r in 0..stages.len() {
+        t.add_row(
+            keep.iter()
+                .map(|i| Cell::new(&cells[*i][r]))
+                .collect::<Vec<_>>(),
+        );
     }
     for i in 1..t.column_count() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let mut out = t.to_string();
+    let mut out = laid_out(&mut t);
     out.push_str(&scenarios_table(stages));
     for n in stage_notes(stages) {
         out.push('\n');
         out.push_str(&n);
     }
     out
+}
+
+/// A column of the stage table: its header, when it may be dropped (lower goes first; None:
+/// never), and its cell for a stage.
+struct Column {
+    header: &'static str,
+    drop_rank: Option<u8>,
+    value: Box<dyn Fn(&StageResult) -> String>,
+}
+
+impl Column {
+    fn new(
+        header: &'static str,
+        drop_rank: Option<u8>,
+        value: impl Fn(&StageResult) -> String + 'static,
+    ) -> Column {
+        Column {
+            header,
+            drop_rank,
+            value: Box::new(value),
+        }
+    }
+}
+
+/// The columns kept: all, less the droppable ones (lowest rank first) while the table's
+/// narrowest layout — each column as wide as its longest word or number, three characters of
+/// border each — is wider than `width`.
+fn fitting(cols: &[Column], cells: &[Vec<String>], width: usize) -> Vec<usize> {
+    let word = |t: &str| {
+        t.split_whitespace()
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let narrowest: Vec<usize> = cols
+        .iter()
+        .zip(cells)
+        .map(|(c, v)| {
+            v.iter()
+                .map(|x| word(x))
+                .max()
+                .unwrap_or(0)
+                .max(word(c.header))
+        })
+        .collect();
+    let mut keep: Vec<usize> = (0..cols.len()).collect();
+    let mut ranks: Vec<(u8, usize)> = cols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.drop_rank.map(|r| (r, i)))
+        .collect();
+    ranks.sort_unstable();
+    let total = |k: &[usize]| k.iter().map(|i| narrowest[*i] + 3).sum::<usize>() + 1;
+    for (_, i) in ranks {
+        if total(&keep) <= width {
+            break;
+        }
+        keep.retain(|k| *k != i);
+    }
+    keep
+}
+
+fn latency(s: &StageResult, f: impl Fn(&crate::record::stage::Latency) -> f64) -> String {
+    match (&s.latency, s.valid) {
+        (Some(l), true) => bare_ms(f(l)),
+        _ => "invalid".into(),
+    }
+}
+
+fn queue_cell(s: &StageResult, f: impl Fn(&crate::record::stage::QueueObserved) -> f64) -> String {
+    match &s.queue {
+        Some(q) if q.samples > 0 => format!("{:.1}{}", f(q), if q.coarse { "*" } else { "" }),
+        _ => "—".into(),
+    }
 }
 
 /// The notes under the stage table: ramp rows, invalid stages, coarse gauges, what slots are.
@@ -337,7 +450,7 @@ fn scenarios_table(stages: &[StageResult]) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    format!("\nper scenario:\n{t}")
+    format!("\nper scenario:\n{}", laid_out(&mut t))
 }
 
 /// `n8ncap inspect`: one row per container with its role, capacity settings and their sources.
@@ -412,7 +525,7 @@ pub fn topology_table(
             None => ("—".into(), "—".into()),
         };
         table.add_row(vec![
-            n.facts.name.clone(),
+            n.facts.name.replace('/', "/\n"),
             n.role.word().to_string(),
             n.facts.image.clone(),
             conc,
@@ -423,7 +536,7 @@ pub fn topology_table(
             cpu,
         ]);
     }
-    let mut out = table.to_string();
+    let mut out = laid_out(&mut table);
     out.push_str(&notes.render(&table));
     out.push_str(&mode_lines(&table, t));
     out.push_str(&node_warnings(&table, t));
@@ -505,7 +618,8 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
             })
             .unwrap_or_else(|| "none".into());
         table.add_row(vec![
-            n.facts.name.clone(),
+            // A pod's container ("pod/container") breaks after its pod.
+            n.facts.name.replace('/', "/\n"),
             n.role.word().to_string(),
             replicas,
             conc,
@@ -514,7 +628,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
             resources,
         ]);
     }
-    let mut out = table.to_string();
+    let mut out = laid_out(&mut table);
     out.push_str(&notes.render(&table));
     out.push_str(&mode_lines(&table, t));
     out.push_str(&node_warnings(&table, t));
@@ -547,7 +661,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
             f.title.clone(),
         ]);
     }
-    let mut out = format!("{}: {} services\n{t}", r.input, r.services);
+    let mut out = format!("{}: {} services\n{}", r.input, r.services, laid_out(&mut t));
     for l in &sorted {
         let f = &l.finding;
         out.push_str(&format!(

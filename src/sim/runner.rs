@@ -27,8 +27,7 @@ pub async fn run(cfg: RunnerConfig) {
             Ok(stream) => {
                 warned = false;
                 eprintln!(
-                    "n8ncap sim runner {}: connected to the task broker at {host}:{port} \
-                     (N8N_RUNNERS_MAX_CONCURRENCY={})",
+                    "n8ncap sim runner {}: broker {host}:{port}, {} tasks at most",
                     cfg.name, cfg.max_concurrency
                 );
                 session(&cfg, stream, permits.clone()).await;
