@@ -253,19 +253,15 @@ pub fn stages_table(stages: &[StageResult]) -> String {
             queue_cell(s, |q| q.waiting_mean)
         }));
     }
-    let cells: Vec<Vec<String>> = cols
+    let rows: Vec<Vec<String>> = stages
         .iter()
-        .map(|c| stages.iter().map(|s| (c.value)(s)).collect())
+        .map(|s| cols.iter().map(|c| (c.value)(s)).collect())
         .collect();
-    let keep = fitting(&cols, &cells, super::width::output_width());
+    let keep = fitting(&cols, &rows, super::width::output_width());
     let mut t = fitted();
     t.set_header(keep.iter().map(|i| cols[*i].header).collect::<Vec<_>>());
-    for r in 0..stages.len() {
-        t.add_row(
-            keep.iter()
-                .map(|i| Cell::new(&cells[*i][r]))
-                .collect::<Vec<_>>(),
-        );
+    for row in &rows {
+        t.add_row(keep.iter().map(|i| Cell::new(&row[*i])).collect::<Vec<_>>());
     }
     for i in 1..t.column_count() {
         if let Some(c) = t.column_mut(i) {
@@ -306,7 +302,7 @@ impl Column {
 /// The columns kept: all, less the droppable ones (lowest rank first) while the table's
 /// narrowest layout — each column as wide as its longest word or number, three characters of
 /// border each — is wider than `width`.
-fn fitting(cols: &[Column], cells: &[Vec<String>], width: usize) -> Vec<usize> {
+fn fitting(cols: &[Column], rows: &[Vec<String>], width: usize) -> Vec<usize> {
     let word = |t: &str| {
         t.split_whitespace()
             .map(|w| w.chars().count())
@@ -315,9 +311,10 @@ fn fitting(cols: &[Column], cells: &[Vec<String>], width: usize) -> Vec<usize> {
     };
     let narrowest: Vec<usize> = cols
         .iter()
-        .zip(cells)
-        .map(|(c, v)| {
-            v.iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
                 .map(|x| word(x))
                 .max()
                 .unwrap_or(0)
