@@ -1226,31 +1226,19 @@ fn control_characters_from_input_never_reach_the_terminal() {
     }
 }
 
-/// A Docker Engine API on a unix socket that names its one container with escape sequences
-/// (clear screen, window title, colours) in its name, image, service and broker URI.
-fn fake_docker_api(sock: &Path) -> std::thread::JoinHandle<()> {
+/// A Docker Engine API on a unix socket: each request's path goes to `answer`, whose body is
+/// sent with 200 (404 when it says "not here"); None holds the connection unanswered.
+fn docker_api(
+    sock: &Path,
+    answer: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+) -> std::thread::JoinHandle<()> {
     let _ = std::fs::remove_file(sock);
     let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    let answer = std::sync::Arc::new(answer);
     std::thread::spawn(move || {
-        let inspect = serde_json::json!({
-            "Id": "c0ffee",
-            "Name": "/evil\u{1b}[2J\u{1b}[HFAKE: all clean",
-            "RestartCount": 0,
-            "State": {"Running": true, "OOMKilled": false, "ExitCode": 0},
-            "Config": {
-                "Image": "n8nio/runners:1\u{1b}]0;pwned\u{7}",
-                "Env": ["N8N_RUNNERS_TASK_BROKER_URI=http://x\u{1b}[31m:5679"],
-                "Labels": {
-                    "com.docker.compose.project": "evil",
-                    "com.docker.compose.service": "svc\u{1b}[2J"
-                }
-            },
-            "HostConfig": {}
-        });
-        let list = serde_json::json!([{"Id": "c0ffee", "Names": ["/evil"]}]);
         for s in listener.incoming() {
             let Ok(mut s) = s else { continue };
-            let (inspect, list) = (inspect.to_string(), list.to_string());
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -1266,32 +1254,61 @@ fn fake_docker_api(sock: &Path) -> std::thread::JoinHandle<()> {
                     buf.drain(..end + 4);
                     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
                     let path = path.split('?').next().unwrap_or("");
-                    let body = if path.ends_with("/_ping") {
-                        "OK".to_string()
-                    } else if path.ends_with("/containers/json") {
-                        list.clone()
-                    } else if path.ends_with("/json") {
-                        inspect.clone()
-                    } else if path.ends_with("/info") {
-                        r#"{"NCPU":2}"#.to_string()
-                    } else {
-                        r#"{"message":"not here"}"#.to_string()
+                    let Some(body) = answer(path) else {
+                        // Never answers: holds the connection until the client gives up.
+                        std::thread::sleep(Duration::from_secs(3600));
+                        return;
                     };
                     let status = if body.contains("not here") {
                         "404 Not Found"
                     } else {
                         "200 OK"
                     };
-                    let answer = format!(
+                    let reply = format!(
                         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nApi-Version: 1.47\r\nContent-Length: {}\r\n\r\n{body}",
                         body.len()
                     );
-                    if s.write_all(answer.as_bytes()).is_err() {
+                    if s.write_all(reply.as_bytes()).is_err() {
                         return;
                     }
                 }
             });
         }
+    })
+}
+
+/// A Docker Engine API that names its one container with escape sequences (clear screen,
+/// window title, colours) in its name, image, service and broker URI.
+fn fake_docker_api(sock: &Path) -> std::thread::JoinHandle<()> {
+    let inspect = serde_json::json!({
+        "Id": "c0ffee",
+        "Name": "/evil\u{1b}[2J\u{1b}[HFAKE: all clean",
+        "RestartCount": 0,
+        "State": {"Running": true, "OOMKilled": false, "ExitCode": 0},
+        "Config": {
+            "Image": "n8nio/runners:1\u{1b}]0;pwned\u{7}",
+            "Env": ["N8N_RUNNERS_TASK_BROKER_URI=http://x\u{1b}[31m:5679"],
+            "Labels": {
+                "com.docker.compose.project": "evil",
+                "com.docker.compose.service": "svc\u{1b}[2J"
+            }
+        },
+        "HostConfig": {}
+    })
+    .to_string();
+    let list = serde_json::json!([{"Id": "c0ffee", "Names": ["/evil"]}]).to_string();
+    docker_api(sock, move |path| {
+        Some(if path.ends_with("/_ping") {
+            "OK".to_string()
+        } else if path.ends_with("/containers/json") {
+            list.clone()
+        } else if path.ends_with("/json") {
+            inspect.clone()
+        } else if path.ends_with("/info") {
+            r#"{"NCPU":2}"#.to_string()
+        } else {
+            r#"{"message":"not here"}"#.to_string()
+        })
     })
 }
 
@@ -1771,11 +1788,9 @@ fn links_planted_in_a_results_directory_are_never_written_through() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// A Docker Engine API on a unix socket with three containers of project "slow", whose third
-/// never answers its inspect.
+/// A Docker Engine API with three containers of project "slow", whose third never answers
+/// its inspect.
 fn stalling_docker_api(sock: &Path) {
-    let _ = std::fs::remove_file(sock);
-    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
     let inspect = |id: &str, service: &str| {
         serde_json::json!({
             "Id": id,
@@ -1802,50 +1817,21 @@ fn stalling_docker_api(sock: &Path) {
         {"Id": "ccc", "Names": ["/slow-stuck-1"]}
     ])
     .to_string();
-    std::thread::spawn(move || {
-        for s in listener.incoming() {
-            let Ok(mut s) = s else { continue };
-            let (main, worker, list) = (main.clone(), worker.clone(), list.clone());
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        match s.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                    buf.drain(..end + 4);
-                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-                    let path = path.split('?').next().unwrap_or("").to_string();
-                    let body = if path.ends_with("/_ping") {
-                        "OK".to_string()
-                    } else if path.ends_with("/containers/json") {
-                        list.clone()
-                    } else if path.ends_with("/ccc/json") {
-                        // Never answers: holds the connection until the client gives up.
-                        std::thread::sleep(Duration::from_secs(3600));
-                        return;
-                    } else if path.ends_with("/aaa/json") {
-                        main.clone()
-                    } else if path.ends_with("/bbb/json") {
-                        worker.clone()
-                    } else {
-                        r#"{"NCPU":2}"#.to_string()
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.47\r\nContent-Length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    if s.write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
+    docker_api(sock, move |path| {
+        if path.ends_with("/ccc/json") {
+            return None;
         }
+        Some(if path.ends_with("/_ping") {
+            "OK".to_string()
+        } else if path.ends_with("/containers/json") {
+            list.clone()
+        } else if path.ends_with("/aaa/json") {
+            main.clone()
+        } else if path.ends_with("/bbb/json") {
+            worker.clone()
+        } else {
+            r#"{"NCPU":2}"#.to_string()
+        })
     });
 }
 

@@ -298,3 +298,15 @@ pub fn tls_acceptor(dir: &std::path::Path) -> (tokio_rustls::TlsAcceptor, std::p
         pem,
     )
 }
+
+/// On a busy machine (a CPU hog beside the suite) a CPU-bound simulated process cannot get its
+/// core: the host's CPU taken by other work is named with its share (`host-shared`), and never
+/// becomes a CPU verdict of the stack's drawn from it.
+pub fn assert_host_shared(d: &n8ncap::record::Diagnosis) {
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "host-shared")
+        .unwrap_or_else(|| panic!("{}: {:?}", d.verdict, d.findings));
+    assert!(f.get("other_cores").unwrap() >= 0.25, "{f:?}");
+}
