@@ -1703,6 +1703,19 @@ fn history_ranges_steps_and_credentials_that_cannot_be_are_refused_before_any_re
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Waits for the child to exit (a state, not a time): the bound, two minutes, only a hang
+/// reaches; then the child is killed and the test fails naming `what`.
+fn exit_of(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    for _ in 0..1200 {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("{what}: it hangs");
+}
+
 #[test]
 fn a_fifo_given_as_an_input_file_is_refused_at_once() {
     let d = dir("fifo");
@@ -1730,19 +1743,7 @@ fn a_fifo_given_as_an_input_file_is_refused_at_once() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Wait for the state (an exit), with a generous bound that only a hang reaches.
-        let mut status = None;
-        for _ in 0..600 {
-            if let Some(s) = child.try_wait().unwrap() {
-                status = Some(s);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let Some(status) = status else {
-            let _ = child.kill();
-            panic!("{args:?} hangs on a FIFO");
-        };
+        let status = exit_of(&mut child, &format!("{args:?} on a FIFO"));
         let mut err = String::new();
         child
             .stderr
@@ -1849,19 +1850,7 @@ fn a_docker_inspect_that_never_answers_is_a_named_gap() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the state (an exit); only a hang reaches this bound.
-    let mut status = None;
-    for _ in 0..1200 {
-        if let Some(s) = child.try_wait().unwrap() {
-            status = Some(s);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let Some(status) = status else {
-        let _ = child.kill();
-        panic!("audit --live hangs on an inspect that never answers");
-    };
+    let status = exit_of(&mut child, "audit --live on an inspect that never answers");
     let mut out = String::new();
     let mut err = String::new();
     child
