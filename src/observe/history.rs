@@ -129,7 +129,11 @@ fn increases(g: &Grid, start: f64, step: f64, h: &mut History) -> Vec<Option<f64
                     });
                 }
             } else if v >= p {
-                out[i] = Some(v - p);
+                // Across a gap the rise is no figure: the gap shortens the time a rate is
+                // taken over, it is never spread into completions of the steps it covered.
+                if i == j + 1 {
+                    out[i] = Some(v - p);
+                }
             } else {
                 h.resets.push(CounterReset {
                     series: g.name.clone(),
@@ -697,22 +701,47 @@ mod tests {
         // The NaN and the missing step at 6 are gaps.
         assert_eq!(h.gap_steps, 2);
         let inc = increases(&g, 0.0, 1.0, &mut h);
+        // The rises across the NaN (12 → 15) and the missing step (4 → 5) are no figures:
+        // the gaps shorten the time counted, they add no completions.
         assert_eq!(
             inc,
-            vec![
-                None,
-                Some(2.0),
-                None,
-                Some(3.0),
-                None,
-                Some(2.0),
-                None,
-                Some(1.0)
-            ]
+            vec![None, Some(2.0), None, None, None, Some(2.0), None, None]
         );
         // The fall from 15 to 2 is a reset: its step counts nothing.
         assert_eq!(h.resets.len(), 1);
         assert_eq!((h.resets[0].from, h.resets[0].to), (15.0, 2.0));
+    }
+
+    #[test]
+    fn missing_and_nan_samples_shorten_the_time_and_never_inflate_the_rate() {
+        // A true 20/s, scraped every second, every third sample NaN and every seventh missing.
+        let points: Vec<(f64, f64)> = (0..300)
+            .filter(|i| i % 7 != 6)
+            .map(|i| {
+                (
+                    i as f64,
+                    if i % 3 == 2 {
+                        f64::NAN
+                    } else {
+                        20.0 * i as f64
+                    },
+                )
+            })
+            .collect();
+        let s = Series {
+            labels: BTreeMap::new(),
+            points,
+        };
+        let mut h = empty_history();
+        let mut g = grid(&s, "c".into(), 0.0, 1.0, 300);
+        check(&mut g, false, 0.0, 1.0, &mut h);
+        let inc = increases(&g, 0.0, 1.0, &mut h);
+        let (sum, steps) = inc
+            .iter()
+            .flatten()
+            .fold((0.0, 0), |(a, k), x| (a + x, k + 1));
+        assert!(steps > 100);
+        assert_eq!(sum / steps as f64, 20.0);
     }
 
     #[test]
