@@ -1875,3 +1875,101 @@ fn a_docker_inspect_that_never_answers_is_a_named_gap() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Prometheus API whose range answers are `points(start, end, step)` for every query, and whose
+/// instant queries (raw samples) are empty.
+fn fake_prometheus(
+    points: impl Fn(f64, f64, f64) -> Vec<(f64, String)> + Send + Sync + 'static,
+) -> u16 {
+    http_server(move |head| {
+        let target = head.split_whitespace().nth(1).unwrap_or("");
+        let param = |k: &str| {
+            target
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        if !target.starts_with("/api/v1/query_range") {
+            return (
+                "200 OK",
+                r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#.into(),
+            );
+        }
+        let values: Vec<String> = points(param("start"), param("end"), param("step"))
+            .into_iter()
+            .map(|(t, v)| format!("[{t},\"{v}\"]"))
+            .collect();
+        (
+            "200 OK",
+            format!(
+                r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"job":"n8n","instance":"main:5678"}},"values":[{}]}}]}}}}"#,
+                values.join(",")
+            ),
+        )
+    })
+}
+
+/// More points than steps asked is no range answer (memory grows with what is kept, not with
+/// what a server sends); a counter rising 1e15/s is a gap with its reason, and what --out
+/// writes from such a history reads back.
+#[test]
+fn a_prometheus_answering_too_much_or_the_impossible_is_bounded_and_believed_in_nothing() {
+    let flood = fake_prometheus(|start, end, step| {
+        let n = ((end - start) / step) as usize * 3 + 10;
+        (0..n)
+            .map(|i| (start + i as f64, "1".to_string()))
+            .collect()
+    });
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &format!("http://127.0.0.1:{flood}"),
+        "--since",
+        "10m",
+        "--step",
+        "15s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("steps asked"), "{}", stderr(&out));
+
+    let absurd = fake_prometheus(|start, end, step| {
+        let n = ((end - start) / step).floor() as usize + 1;
+        (0..n)
+            .map(|i| {
+                (
+                    start + i as f64 * step,
+                    format!("{:e}", 1e15 * i as f64 * step),
+                )
+            })
+            .collect()
+    });
+    let d = dir("absurdprom");
+    let saved = d.join("out");
+    let out = run(&[
+        "diagnose",
+        "--prometheus",
+        &format!("http://127.0.0.1:{absurd}"),
+        "--since",
+        "10m",
+        "--step",
+        "15s",
+        "--json",
+        "--out",
+        saved.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // No window counts a completion it could not have had.
+    for w in v["history"]["windows"].as_array().unwrap() {
+        assert!(w["throughput_per_s"].as_f64().unwrap() < 1e5, "{w}");
+    }
+    assert!(
+        v["history"]["gaps"].to_string().contains("beyond any n8n"),
+        "{}",
+        v["history"]["gaps"]
+    );
+    let again = run(&["diagnose", saved.to_str().unwrap(), "--json"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let _ = std::fs::remove_dir_all(&d);
+}
