@@ -18,6 +18,10 @@ fn fitted() -> Table {
 /// cell inside its column, and without this a narrow terminal splits "12.50" or "waiting"
 /// across two lines.
 fn laid_out(t: &mut Table) -> String {
+    laid_out_at(t, super::width::output_width())
+}
+
+fn laid_out_at(t: &mut Table, width: usize) -> String {
     use comfy_table::{ColumnConstraint, Width};
     let longest_word = |text: &str| {
         text.split_whitespace()
@@ -36,7 +40,6 @@ fn laid_out(t: &mut Table) -> String {
     }
     // Past the width, the longest words give way first (a file path, a long rule id): numbers
     // and headers stay whole.
-    let width = super::width::output_width();
     let total = |l: &[usize]| l.iter().map(|w| w + 3).sum::<usize>() + 1;
     while total(&longest) > width {
         let over = total(&longest) - width;
@@ -49,7 +52,7 @@ fn laid_out(t: &mut Table) -> String {
         else {
             break;
         };
-        longest[i] = (w - over).max(12);
+        longest[i] = w.saturating_sub(over).max(12);
     }
     for (col, l) in t.column_iter_mut().zip(longest) {
         col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
@@ -674,4 +677,25 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_of_long_words_is_laid_out_at_any_width_splitting_no_number() {
+        for width in [20, 40, 80, 100] {
+            let mut t = fitted();
+            t.set_header(vec!["container", "replicas", "worker concurrency"]);
+            t.add_row(vec![
+                "n8n-worker/n8n-task-runners-with-a-very-long-name-indeed",
+                "12345",
+                "fixtures/k8s/rendered/official-task-runners.yaml:123",
+            ]);
+            let text = laid_out_at(&mut t, width);
+            // The number stands whole on one line.
+            assert!(text.contains("12345"), "{width}: {text}");
+        }
+    }
 }
