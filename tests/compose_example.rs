@@ -191,9 +191,15 @@ fn the_readme_walkthrough_runs_as_written() {
     };
     assert!(out_of("n8ncap inspect").contains("runner"));
     assert!(out_of("n8ncap audit --live").contains("runner-limit-below-worker-concurrency"));
-    // `docker-compose down` is quick: the simulator stops on SIGTERM, as n8n does.
+    // The simulator stops on SIGTERM, as n8n does: `docker-compose down` does not wait out
+    // Docker's stop grace (10 s) and kill it. The grace is the line between the two, whatever
+    // a busy machine adds to a stop that honoured the signal (3.1 s was seen beside a hog).
     let down_s = down_s.expect("the walkthrough ends with docker-compose down");
-    assert!(down_s < 3.0, "docker-compose down took {down_s:.1} s");
+    const DOCKER_STOP_GRACE_S: f64 = 10.0;
+    assert!(
+        down_s < DOCKER_STOP_GRACE_S,
+        "docker-compose down took {down_s:.1} s: a container waited out the stop grace (SIGTERM ignored)"
+    );
     // The saved directory, judged again as JSON: the runner limit caps, ≈ 5 tasks ÷ 1 s, and the
     // slots taken at 8 in flight come from n8n's own gauges (the runner limit invisible there).
     let d = run_json(&["diagnose", dir.to_str().unwrap(), "--json"]);
