@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite beside a CPU hog on every core, N times (CONVENTIONS: tests must pass on a
 # busy shared machine every time). Prints one line per run: its exit code, the passed and failed
-# counts of each test binary, and its wall time; exits non-zero when any run failed.
+# counts of each test binary, its wall time and the failed tests (a failed run's whole log is kept
+# as $TMPDIR/busy-suite-run-N.log); exits non-zero when any run failed.
 #
 # Usage: benches/busy-suite.sh [RUNS]   (default 3; builds first, so the runs time the tests)
 set -uo pipefail
@@ -20,7 +21,8 @@ for i in $(seq "$RUNS"); do
   kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
   counts=$(grep -E '^test result:' "$log" | sed -E 's/.*ok\. |.*FAILED\. //; s/; [0-9]+ ignored.*//' | paste -sd' ' -)
   echo "run $i/$RUNS: exit $rc, $counts, $(( $(date +%s) - start )) s"
-  grep -E '^    [a-z_:]+$' "$log" | sed 's/^/    failed: /'
+  grep -E '^    [a-z0-9_:]+$' "$log" | sed 's/^/    failed: /'
+  [ "$rc" -eq 0 ] || cp "$log" "${TMPDIR:-/tmp}/busy-suite-run-$i.log"
   [ "$rc" -eq 0 ] || failed=1
   rm -f "$log"
 done
