@@ -80,20 +80,23 @@ async fn runner_limit_20_leaves_worker_concurrency_named() {
         "{}",
         d.verdict
     );
-    // 15 slots of 220 ms (job + in-slot overhead).
-    assert!(within(
-        d.measured_ceiling.as_ref().unwrap().mean,
-        15.0 / 0.22,
-        0.06
-    ));
-    // X × S counts the jobs in main's 20 ms too: 15 slots of 220 ms, × S.
+    // What contention cannot move: 15 slots of at least 220 ms (job + in-slot overhead) allow
+    // at most 15 ÷ 0.22 s — a busy machine only lengthens a slot — and at the ceiling n8n's
+    // gauge counts the 15 slots taken while X × S fills them.
+    let x = d.measured_ceiling.as_ref().unwrap().mean;
+    assert!(x <= 15.0 / 0.22 * 1.06, "{x}");
+    let at = d
+        .levels
+        .iter()
+        .filter(|l| l.saturated())
+        .filter_map(|l| l.slots_taken)
+        .fold(0.0, f64::max);
+    assert!(within(at, 15.0, 0.06), "slots taken {at}");
     let f = finding(&d, "worker-concurrency-caps");
-    let s_time = d.service_time.as_ref().unwrap().value;
-    assert!(within(
-        f.get("executions_in_progress").unwrap(),
-        15.0 * s_time / 0.22,
-        0.06
-    ));
+    assert!(
+        f.get("executions_in_progress").unwrap() >= 15.0 * 0.94,
+        "{f:?}"
+    );
 }
 
 /// One stage, nothing known but the request body: the level alone pins both limits — worker
