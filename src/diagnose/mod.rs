@@ -8,6 +8,7 @@
 //! (`recommend`), rendering (`report`).
 
 pub mod cpu;
+pub mod floor;
 pub mod history;
 pub mod levels;
 pub mod lifecycle;

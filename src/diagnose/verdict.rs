@@ -6,7 +6,7 @@
 //! the flags that would tell). A limit that is not known is inferred from one saturated level
 //! and marked inferred.
 
-use super::cpu;
+use super::{cpu, floor};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Capacity, Job, Limit};
@@ -334,8 +334,8 @@ fn hedge(
         }
     };
     let measured = x.low.min(x.mean);
-    if most.is_finite() && measured > 0.0 && most < (1.0 - FLOOR_TOLERANCE) * measured {
-        return below_measured(limit, most, (s, ceiling), findings);
+    if most.is_finite() && measured > 0.0 && most < (1.0 - floor::FLOOR_TOLERANCE) * measured {
+        return floor::below_measured(limit, most, (s, ceiling), findings);
     }
     if !(bound.is_finite() && bound > 0.0) || x.mean >= (1.0 - MISMATCH) * bound || x.high >= bound
     {
@@ -379,11 +379,7 @@ fn hedge(
         .split_once(": ")
         .map_or(v.text.as_str(), |(_, r)| r)
         .to_string();
-    let mut chars = rest.chars();
-    let rest = chars
-        .next()
-        .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
-        .unwrap_or_default();
+    let rest = floor::capitalise(&rest);
     Verdict {
         text: format!(
             "Most likely {} caps throughput, but the measured {:.2} req/s is {} under its {bound:.2} req/s: something unmeasured costs that much — {cause}. {rest}",
@@ -393,88 +389,6 @@ fn hedge(
         ),
         ..v
     }
-}
-
-/// A named bound may sit this far under the low end of the measured interval before the
-/// reading behind it is doubted (rounding of a slot count, a level's last few per cent).
-pub const FLOOR_TOLERANCE: f64 = 0.03;
-
-/// A limit whose bound (at its most: slots ÷ (S − overhead)) is below what was measured cannot
-/// be what capped it: the reading behind
-/// the bound (a stale gauge, a wrong flag, a mislabelled metric, an assumed service time) is the
-/// suspect. Named in `settings-disagree` with both figures; the verdict follows the
-/// measurement: a limit of about X × S executions in progress, unnamed.
-fn below_measured(
-    limit: Limit,
-    bound: f64,
-    (s, ceiling): (&Settings, &Ceiling),
-    findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x;
-    let in_progress = x.mean * ceiling.s;
-    let read = |o: &Option<Sourced<u32>>, what: &str| {
-        o.as_ref()
-            .map(|v| format!("{what} {} ({})", v.value, v.source))
-    };
-    let readings: Vec<String> = match limit {
-        Limit::RunnerLimit => vec![read(&s.runner_limit, "runner limit")],
-        Limit::WorkerConcurrency | Limit::ProductionLimit => {
-            vec![read(&s.worker_concurrency, "worker concurrency")]
-        }
-        Limit::Both | Limit::Cpu | Limit::NoRunner => vec![
-            read(&s.worker_concurrency, "worker concurrency"),
-            read(&s.runner_limit, "runner limit"),
-        ],
-    }
-    .into_iter()
-    .flatten()
-    .collect();
-    let suspect = if readings.is_empty() {
-        "the settings read".to_string()
-    } else {
-        readings.join(", ")
-    };
-    if !findings.iter().any(|f| f.id == FindingId::SettingsDisagree) {
-        findings.push(
-            Finding::new(
-                FindingId::SettingsDisagree,
-                format!(
-                    "Measured {:.2} req/s is above the {bound:.2} req/s that {} allows: the reading behind it is stale or wrong",
-                    x.mean,
-                    limit.words()
-                ),
-            )
-            .evidence(format!(
-                "{suspect}; S {:.2} s ({}); {in_progress:.1} executions in progress (X × S) at {}",
-                ceiling.s,
-                if ceiling.overhead_s > 0.0 { "overhead included" } else { "as measured" },
-                ceiling.level.words()
-            ))
-            .figure("measured_per_s", x.mean)
-            .figure("measured_low_per_s", x.low)
-            .figure("named_bound_per_s", bound)
-            .figure("executions_in_progress", in_progress)
-            .fix("check the setting where it runs (n8ncap inspect), and that main's queue gauges refresh within the stage (N8N_METRICS_QUEUE_METRICS_INTERVAL)"),
-        );
-    }
-    Verdict {
-        limit: None,
-        text: format!(
-            "Throughput tops out at {} from {} on: a limit holds about {in_progress:.1} executions in progress (X × S {:.2} s). {} would allow only {bound:.2} req/s ({suspect}): that reading is stale or wrong, so no limit is named from it.",
-            x.describe("req/s"),
-            ceiling.level.words(),
-            ceiling.s,
-            capitalise(limit.words())
-        ),
-        cpu: None,
-    }
-}
-
-fn capitalise(w: &str) -> String {
-    let mut c = w.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }
 
 fn missing_settings(s: &Settings) -> Vec<&'static str> {
