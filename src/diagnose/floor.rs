@@ -2,10 +2,10 @@
 //! capped it. The reading behind the bound is the suspect and is named; the verdict follows the
 //! measurement. Written once for every limit; `verdict::hedge` calls it.
 
-use super::verdict::{Ceiling, Verdict};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::Limit;
+use crate::record::Estimate;
 
 /// A named bound may sit this far under the low end of the measured interval before the
 /// reading behind it is doubted (rounding of a slot count, a level's last few per cent).
@@ -16,14 +16,25 @@ pub const FLOOR_TOLERANCE: f64 = 0.03;
 /// the bound (a stale gauge, a wrong flag, a mislabelled metric, an assumed service time) is the
 /// suspect. Named in `settings-disagree` with both figures; the verdict follows the
 /// measurement: a limit of about X × S executions in progress, unnamed.
+/// What was measured at the ceiling: the throughput, the service time S and n8n's overhead in
+/// it, and the level's words.
+pub struct Measured<'a> {
+    pub x: &'a Estimate,
+    pub s: f64,
+    pub overhead_s: f64,
+    pub at: String,
+}
+
+/// The verdict's words when `limit`'s bound (at its most) is below the measurement; the
+/// finding naming the reading behind it is pushed.
 pub(super) fn below_measured(
     limit: Limit,
     bound: f64,
-    (s, ceiling): (&Settings, &Ceiling),
+    (s, m): (&Settings, &Measured),
     findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x;
-    let in_progress = x.mean * ceiling.s;
+) -> String {
+    let x = m.x;
+    let in_progress = x.mean * m.s;
     let read = |o: &Option<Sourced<u32>>, what: &str| {
         o.as_ref()
             .map(|v| format!("{what} {} ({})", v.value, v.source))
@@ -58,9 +69,9 @@ pub(super) fn below_measured(
             )
             .evidence(format!(
                 "{suspect}; S {:.2} s ({}); {in_progress:.1} executions in progress (X × S) at {}",
-                ceiling.s,
-                if ceiling.overhead_s > 0.0 { "overhead included" } else { "as measured" },
-                ceiling.level.words()
+                m.s,
+                if m.overhead_s > 0.0 { "overhead included" } else { "as measured" },
+                m.at
             ))
             .figure("measured_per_s", x.mean)
             .figure("measured_low_per_s", x.low)
@@ -69,17 +80,13 @@ pub(super) fn below_measured(
             .fix("check the setting where it runs (n8ncap inspect), and that main's queue gauges refresh within the stage (N8N_METRICS_QUEUE_METRICS_INTERVAL)"),
         );
     }
-    Verdict {
-        limit: None,
-        text: format!(
+    format!(
             "Throughput tops out at {} from {} on: a limit holds about {in_progress:.1} executions in progress (X × S {:.2} s). {} would allow only {bound:.2} req/s ({suspect}): that reading is stale or wrong, so no limit is named from it.",
             x.describe("req/s"),
-            ceiling.level.words(),
-            ceiling.s,
+            m.at,
+            m.s,
             capitalise(limit.words())
-        ),
-        cpu: None,
-    }
+    )
 }
 
 pub(super) fn capitalise(w: &str) -> String {

@@ -335,7 +335,17 @@ fn hedge(
     };
     let measured = x.low.min(x.mean);
     if most.is_finite() && measured > 0.0 && most < (1.0 - floor::FLOOR_TOLERANCE) * measured {
-        return floor::below_measured(limit, most, (s, ceiling), findings);
+        let m = floor::Measured {
+            x: ceiling.x,
+            s: ceiling.s,
+            overhead_s: ceiling.overhead_s,
+            at: ceiling.level.words(),
+        };
+        return Verdict {
+            limit: None,
+            text: floor::below_measured(limit, most, (s, &m), findings),
+            cpu: None,
+        };
     }
     if !(bound.is_finite() && bound > 0.0) || x.mean >= (1.0 - MISMATCH) * bound || x.high >= bound
     {
