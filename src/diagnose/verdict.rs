@@ -333,8 +333,21 @@ fn hedge(
             bound * ceiling.s / (ceiling.s - ceiling.overhead_s).max(1e-9)
         }
     };
+    // A limit inferred from this very measurement equals it by construction, up to its
+    // rounding to a whole number (its interval says how far): it is no reading to doubt.
+    let inferred = |o: &Option<Sourced<u32>>| o.as_ref().is_some_and(|v| v.interval.is_some());
+    let from_this_run = match limit {
+        Limit::RunnerLimit => inferred(&s.runner_limit),
+        Limit::WorkerConcurrency | Limit::ProductionLimit => inferred(&s.worker_concurrency),
+        Limit::Both => inferred(&s.runner_limit) || inferred(&s.worker_concurrency),
+        Limit::Cpu | Limit::NoRunner => false,
+    };
     let measured = x.low.min(x.mean);
-    if most.is_finite() && measured > 0.0 && most < (1.0 - floor::FLOOR_TOLERANCE) * measured {
+    if !from_this_run
+        && most.is_finite()
+        && measured > 0.0
+        && most < (1.0 - floor::FLOOR_TOLERANCE) * measured
+    {
         let m = floor::Measured {
             x: ceiling.x,
             s: ceiling.s,
