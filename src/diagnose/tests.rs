@@ -652,3 +652,15 @@ fn zero_slots_and_zero_runner_tasks_refuted_by_what_was_served() {
     let f = finding(&d, "settings-disagree");
     assert!(f.get("measured_per_s").unwrap() > 4.0, "{f:?}");
 }
+
+#[test]
+fn a_limit_inferred_from_the_measurement_is_not_doubted_for_its_rounding() {
+    // 50 workers × 10 slots, runners of 5 tasks, Code 0.5 s in a 0.52 s job: 500/s. The runner
+    // limit inferred from X × C = 260 tasks rounds to 5 per worker, whose bound (250 ÷ 0.52 s =
+    // 481/s) is under the 500 measured only by that rounding.
+    let mut s = settings(0.52, Some(10), None);
+    s.workers = Some(Sourced::new(50, "test"));
+    let d = run(&[closed(0, 1, 1.0 / 0.56), closed(1, 800, 500.0)], s);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 5);
+}
