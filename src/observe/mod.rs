@@ -4,8 +4,10 @@
 
 pub mod bull;
 pub mod docker;
+mod events;
 pub mod history;
 pub mod prometheus;
+mod queue_refresh;
 pub mod refresh;
 pub mod scrape;
 pub mod watch;

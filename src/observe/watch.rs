@@ -5,6 +5,8 @@
 
 use super::bull::queue_lengths;
 use super::docker::{self, RawStats};
+use super::events::{started_before, EventBooks, MAX_LIFECYCLE_EVENTS};
+use super::queue_refresh::{QueueRefresh, RefreshSeen};
 use super::scrape::{self, queue_gauges, queue_gauges_checked};
 use crate::record::lifecycle::{LifecycleAction, LifecycleEvent};
 use crate::record::observation::{Observer, StageObservation};
@@ -174,55 +176,6 @@ fn queue_observed(acc: &StageAcc, coarse: bool, refresh: &RefreshSeen) -> QueueO
         refresh_s: refresh.period_s,
         refresh_contradicts_flag: !coarse && refresh.too_few && !from_redis,
     }
-}
-
-/// How often main's queue gauges and completion counter changed, as the scrapes saw them.
-#[derive(Default)]
-struct QueueRefresh {
-    last: Option<[f64; 3]>,
-    /// When they last changed, and the latest changes (a bounded list).
-    changed_at: Option<Instant>,
-    changes: std::collections::VecDeque<Instant>,
-}
-
-/// Changes kept to measure the refresh.
-const REFRESH_CHANGES: usize = 64;
-
-impl QueueRefresh {
-    fn saw(&mut self, v: [f64; 3], now: Instant) {
-        if self.last.is_some_and(|l| l != v) {
-            self.changed_at = Some(now);
-            if self.changes.len() == REFRESH_CHANGES {
-                self.changes.pop_front();
-            }
-            self.changes.push_back(now);
-        }
-        self.last = Some(v);
-    }
-
-    /// The median spacing of the changes, once there are four.
-    fn period_s(&self) -> Option<f64> {
-        let mut d: Vec<f64> = self
-            .changes
-            .iter()
-            .zip(self.changes.iter().skip(1))
-            .map(|(a, b)| b.duration_since(*a).as_secs_f64())
-            .collect();
-        if d.len() < 4 {
-            return None;
-        }
-        d.sort_by(f64::total_cmp);
-        Some(d[d.len() / 2])
-    }
-}
-
-/// What the refresh measured says of one stage: its period, and whether the stage's steady
-/// window held fewer than two refreshes (the rule: a stage's gauge means are used when its
-/// steady window holds two refreshes or more, and only samples taken after a refresh inside
-/// the window count).
-struct RefreshSeen {
-    period_s: Option<f64>,
-    too_few: bool,
 }
 
 #[derive(Default)]
@@ -1060,45 +1013,6 @@ async fn follow_lifecycle(state: Arc<Mutex<State>>, d: Docker, containers: Vec<W
         books.recorded += 1;
         record_lifecycle(&mut st, c, ev, oom_killed, exit_code);
     }
-}
-
-/// Lifecycle events recorded in a run at most: a flood (an engine replaying, a container in a
-/// crash loop) is bounded, not a timeline of gigabytes.
-const MAX_LIFECYCLE_EVENTS: usize = 1000;
-
-/// What the events stream has said of each container: whether it is down, how many events
-/// were recorded, and how many its state refuted.
-#[derive(Default)]
-struct EventBooks {
-    down: std::collections::BTreeSet<String>,
-    recorded: usize,
-    refuted: usize,
-}
-
-impl EventBooks {
-    /// True when `ev` changes what is known: a die of a container up, a start of one down
-    /// (or seen first), anything else.
-    fn news(&mut self, ev: &docker::Lifecycle) -> bool {
-        match ev.action {
-            LifecycleAction::Die | LifecycleAction::Destroy => self.down.insert(ev.id.clone()),
-            LifecycleAction::Start => {
-                self.down.remove(&ev.id);
-                true
-            }
-            _ => true,
-        }
-    }
-
-    fn undo(&mut self, ev: &docker::Lifecycle) {
-        self.down.remove(&ev.id);
-    }
-}
-
-/// The container started (RFC 3339 `StartedAt`) before the Unix time `unix`.
-fn started_before(started_at: Option<&str>, unix: f64) -> bool {
-    started_at
-        .and_then(crate::util::parse_rfc3339)
-        .is_some_and(|t| unix > 0.0 && t < unix)
 }
 
 fn record_lifecycle(
