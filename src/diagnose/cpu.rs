@@ -25,17 +25,22 @@ struct Site {
     limit: Option<f64>,
 }
 
+/// The valid stages a level was merged from.
+fn valid_stages<'a>(stages: &'a [StageResult], level: &Level) -> Vec<&'a StageResult> {
+    level
+        .stages
+        .iter()
+        .filter_map(|i| stages.get(*i))
+        .filter(|s| s.valid)
+        .collect()
+}
+
 /// CPU per site at `level`, whose throughput is `x` executions/s.
 pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<CpuUse> {
     if x <= 0.0 {
         return Vec::new();
     }
-    let used: Vec<&StageResult> = level
-        .stages
-        .iter()
-        .filter_map(|i| stages.get(*i))
-        .filter(|s| s.valid)
-        .collect();
+    let used = valid_stages(stages, level);
     let mut sites: BTreeMap<String, Site> = BTreeMap::new();
     let from_containers = used
         .iter()
@@ -178,12 +183,7 @@ pub fn other_work(
     host: &Host,
 ) -> Option<crate::findings::Finding> {
     let cores = host.cores.as_ref()?;
-    let used: Vec<&StageResult> = level
-        .stages
-        .iter()
-        .filter_map(|i| stages.get(*i))
-        .filter(|s| s.valid)
-        .collect();
+    let used = valid_stages(stages, level);
     let busy: Vec<f64> = used
         .iter()
         .filter_map(|s| s.host_cpu_percent)
