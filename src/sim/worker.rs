@@ -61,6 +61,11 @@ struct State {
     next_runner: AtomicU64,
     tasks_requested: AtomicU64,
     responses_received: AtomicU64,
+    /// Tasks that came back from a runner, and the microseconds they spent there (from the match
+    /// to the result), for `GET /sim/runners`: the runner's own service time, which tests hold
+    /// throughput against (a busy machine stretches both alike).
+    tasks_done: AtomicU64,
+    task_micros: AtomicU64,
     queue_connected: AtomicBool,
     lag: LagMonitor,
     started: SystemTime,
@@ -97,6 +102,8 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         next_runner: AtomicU64::new(1),
         tasks_requested: AtomicU64::new(0),
         responses_received: AtomicU64::new(0),
+        tasks_done: AtomicU64::new(0),
+        task_micros: AtomicU64::new(0),
         queue_connected: AtomicBool::new(false),
         js: super::cpu::JsThread::start(&cfg.name, cfg.cpu),
         cfg,
@@ -347,7 +354,9 @@ async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskRe
     };
     submit(st, req);
     let timeout = st.cfg.task_request_timeout;
-    if tokio::time::timeout(timeout, matched_rx).await.is_err() {
+    let matched = tokio::time::timeout(timeout, matched_rx).await.is_ok();
+    let at_runner = Instant::now();
+    if !matched {
         let removed = st
             .broker
             .lock()
@@ -365,6 +374,9 @@ async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskRe
         .await
         .map_err(|_| "the runner running this task disconnected".to_string())?;
     st.responses_received.fetch_add(1, Ordering::Relaxed);
+    st.tasks_done.fetch_add(1, Ordering::Relaxed);
+    let micros = u64::try_from(at_runner.elapsed().as_micros()).unwrap_or(u64::MAX);
+    st.task_micros.fetch_add(micros, Ordering::Relaxed);
     Ok(r)
 }
 
@@ -540,7 +552,13 @@ fn attached_runners(st: &State) -> serde_json::Value {
                 .collect()
         })
         .unwrap_or_default();
-    j!({"concurrency": st.cfg.concurrency, "runners_mode": st.cfg.runners_mode, "runners": runners})
+    j!({
+        "concurrency": st.cfg.concurrency,
+        "runners_mode": st.cfg.runners_mode,
+        "runners": runners,
+        "tasks_done": st.tasks_done.load(Ordering::Relaxed),
+        "task_seconds": st.task_micros.load(Ordering::Relaxed) as f64 / 1e6,
+    })
 }
 
 fn render_metrics(st: &State) -> String {

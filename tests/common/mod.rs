@@ -310,3 +310,63 @@ pub fn assert_host_shared(d: &n8ncap::record::Diagnosis) {
         .unwrap_or_else(|| panic!("{}: {:?}", d.verdict, d.findings));
     assert!(f.get("other_cores").unwrap() >= 0.25, "{f:?}");
 }
+
+/// The stack's own service times in this run, which a busy machine stretches as it stretches
+/// throughput: tests hold a rate against these instead of against the job time they asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// Tasks the runners finished, and their mean time at the runner (match to result).
+    pub tasks: u64,
+    pub task_s: f64,
+    /// Executions main recorded in n8n's duration histogram, and their mean slot time.
+    pub executions: f64,
+    pub slot_s: f64,
+}
+
+/// Reads [`Served`] from the simulator: every worker's `/sim/runners` and main's
+/// `n8n_workflow_execution_duration_seconds` (successes).
+pub async fn served(stack: &n8ncap::sim::Stack) -> Served {
+    let runners: Vec<String> = stack
+        .worker_metrics_urls
+        .iter()
+        .map(|u| u.replace("/metrics", "/sim/runners"))
+        .collect();
+    served_at(&runners, &format!("{}/metrics", stack.main_url)).await
+}
+
+/// [`served`] from the workers' `/sim/runners` URLs and main's metrics URL.
+pub async fn served_at(worker_runners: &[String], main_metrics: &str) -> Served {
+    let (mut tasks, mut seconds) = (0u64, 0.0);
+    for url in worker_runners {
+        let (n, s) = n8ncap::sim::fetch_runner_tasks(url)
+            .await
+            .expect("the worker's /sim/runners answers");
+        tasks += n;
+        seconds += s;
+    }
+    let (_, body) = n8ncap::wire::http::http_get(main_metrics, Duration::from_secs(2))
+        .await
+        .expect("main's /metrics answers");
+    let text = String::from_utf8_lossy(&body);
+    let expo = n8ncap::wire::prometheus::parse(&text).expect("main's metrics parse");
+    let of = |series: &str| {
+        expo.series(series)
+            .filter(|s| s.label("status") == Some("success"))
+            .map(|s| s.value)
+            .sum::<f64>()
+    };
+    let (count, sum) = (
+        of("n8n_workflow_execution_duration_seconds_count"),
+        of("n8n_workflow_execution_duration_seconds_sum"),
+    );
+    Served {
+        tasks,
+        task_s: if tasks > 0 {
+            seconds / tasks as f64
+        } else {
+            f64::NAN
+        },
+        executions: count,
+        slot_s: if count > 0.0 { sum / count } else { f64::NAN },
+    }
+}
