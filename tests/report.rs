@@ -89,7 +89,9 @@ async fn report_html_renders_its_charts_in_a_browser() {
     let s_time = summary["diagnosis"]["service_time"]["value"]
         .as_f64()
         .unwrap();
-    assert!((0.3..0.4).contains(&s_time), "{s_time}");
+    // Never under the job asked for; what a busy machine adds above it is measured, and the
+    // labels below must carry whatever was.
+    assert!(s_time >= 0.3, "{s_time}");
     let worker_bound = format!("worker-bound {:.2}", 15.0 / s_time);
     assert!(
         html.contains("runner-bound 33.33") && html.contains(&worker_bound),
