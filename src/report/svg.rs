@@ -64,25 +64,33 @@ pub struct Chart {
     pub note: Option<String>,
 }
 
-fn nice_max(v: f64) -> f64 {
+/// An axis from 0 that ends at or just past `v`: its tick step is 1, 2, 2.5 or 5 × a power of
+/// ten, with 4 to 6 steps, and the axis ends on a tick (0, 5, 10 … 30 rather than 0, 6, 12 … 30).
+fn nice_axis(v: f64) -> (f64, f64) {
     if v <= 0.0 || !v.is_finite() {
-        return 1.0;
+        return (1.0, 0.2);
     }
-    let mag = 10f64.powf(v.log10().floor());
-    // Fine steps: an axis ends near its data, not up to twice past it.
-    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
-        if v <= m * mag {
-            return m * mag;
-        }
-    }
-    10.0 * mag
+    let mag = 10f64.powf((v / 5.0).log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|step| (v / step).ceil() <= 6.0)
+        .unwrap_or(10.0 * mag);
+    ((v / step).ceil().max(1.0) * step, step)
+}
+
+/// The ticks of an axis from 0 to `max` by `step` (computed by index, so no sum drifts).
+fn ticks(max: f64, step: f64) -> impl Iterator<Item = f64> {
+    let n = (max / step).round() as usize;
+    (0..=n).map(move |i| i as f64 * step)
 }
 
 fn fmt_num(v: f64) -> String {
     if v.abs() >= 10.0 || v == v.round() {
         format!("{v:.0}")
     } else {
-        format!("{v:.2}")
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
@@ -119,8 +127,8 @@ impl Chart {
                     .chain(s.bars.iter().map(|b| b.1))
             })
             .chain(self.hlines.iter().map(|h| h.0));
-        let xmax = nice_max(all_x.fold(0.0, f64::max));
-        let ymax = nice_max(all_y.filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.08);
+        let (xmax, xstep) = nice_axis(all_x.fold(0.0, f64::max));
+        let (ymax, ystep) = nice_axis(all_y.filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.08);
         let (legend, rows) = self.legend_layout();
         let mt = 10.0 + LEGEND_ROW * rows as f64 + 8.0;
         let (pw, ph) = (W - ML - MR, H - mt - MB);
@@ -144,16 +152,22 @@ impl Chart {
             s,
             r##"<rect x="{ML}" y="{mt}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>"##
         );
-        for i in 0..=5 {
-            let (xv, yv) = (xmax * i as f64 / 5.0, ymax * i as f64 / 5.0);
-            let (x, y) = (sx(xv), sy(yv));
+        for yv in ticks(ymax, ystep) {
+            let y = sy(yv);
             let _ = write!(
                 s,
-                r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" font-size="12" text-anchor="end" {font}>{}</text><text x="{x}" y="{}" font-size="12" text-anchor="middle" {font}>{}</text>"##,
+                r##"<line x1="{ML}" x2="{}" y1="{y}" y2="{y}" stroke="#eee"/><text x="{}" y="{}" font-size="12" text-anchor="end" {font}>{}</text>"##,
                 ML + pw,
                 ML - 6.0,
                 y + 4.0,
                 fmt_num(yv),
+            );
+        }
+        for xv in ticks(xmax, xstep) {
+            let _ = write!(
+                s,
+                r#"<text x="{}" y="{}" font-size="12" text-anchor="middle" {font}>{}</text>"#,
+                sx(xv),
                 mt + ph + 16.0,
                 fmt_num(xv)
             );
@@ -223,10 +237,19 @@ impl Chart {
                 .map(|(x, y)| format!("{:.1},{:.1}", f.sx(*x), f.sy(*y)))
                 .collect();
             match ser.mark {
-                Mark::Line | Mark::Dashed | Mark::Dotted => {
+                Mark::Line => {
                     let _ = write!(
                         s,
-                        r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2"{} points="{}"/>"#,
+                        r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+                        pts.join(" ")
+                    );
+                }
+                // A model curve is thinner and paler than what was measured, so where the two
+                // agree the measured points and their line still show on top of it.
+                Mark::Dashed | Mark::Dotted => {
+                    let _ = write!(
+                        s,
+                        r#"<polyline class="series model" fill="none" stroke="{c}" stroke-width="1.5" stroke-opacity="0.55"{} points="{}"/>"#,
                         dash(&ser.mark),
                         pts.join(" ")
                     );
@@ -234,7 +257,7 @@ impl Chart {
                 Mark::Dots => {
                     let _ = write!(
                         s,
-                        r#"<polyline class="series measured" fill="none" stroke="{c}" stroke-width="1.2" stroke-opacity="0.7" points="{}"/>"#,
+                        r#"<polyline class="series measured" fill="none" stroke="{c}" stroke-width="2.2" points="{}"/>"#,
                         pts.join(" ")
                     );
                     for (k, (x, y)) in ser.points.iter().enumerate() {
@@ -315,5 +338,36 @@ fn dash(m: &Mark) -> &'static str {
         Mark::Dashed => r#" stroke-dasharray="7 4""#,
         Mark::Dotted => r#" stroke-dasharray="2 4" stroke-linecap="round""#,
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_end_on_a_tick_with_round_steps() {
+        for (v, max, step) in [
+            (40.0, 40.0, 10.0),
+            (25.0, 25.0, 5.0),
+            (33.0, 40.0, 10.0),
+            (27.0, 30.0, 5.0),
+            (0.3, 0.3, 0.05),
+            (1.2, 1.2, 0.2),
+            (7.0, 8.0, 2.0),
+            (1e6, 1e6, 2e5),
+        ] {
+            let (m, s) = nice_axis(v);
+            assert!((m - max).abs() < 1e-9 * max, "{v}: max {m}, not {max}");
+            assert!((s - step).abs() < 1e-9 * step, "{v}: step {s}, not {step}");
+            let n = ticks(m, s).count();
+            assert!((5..=7).contains(&n), "{v}: {n} ticks");
+            assert!(m >= v, "{v}: the axis ends below its data");
+        }
+        // Every tick is a round figure: 1, 2, 2.5 or 5 × a power of ten, times a whole number.
+        let shown: Vec<String> = ticks(1.2, 0.2).map(fmt_num).collect();
+        assert_eq!(shown, ["0", "0.2", "0.4", "0.6", "0.8", "1", "1.2"]);
+        assert_eq!(nice_axis(0.0), (1.0, 0.2));
+        assert_eq!(nice_axis(f64::NAN), (1.0, 0.2));
     }
 }
