@@ -293,3 +293,78 @@ fn no_function_in_src_is_over_100_lines() {
         .collect();
     assert!(long.is_empty(), "over 100 lines:\n{}", long.join("\n"));
 }
+
+/// `match` blocks of a text whose arms name `Limit::` and which hold a catch-all arm (`_ =>` at
+/// the arms' indent): (line, first line of the match). A new limit kind would go silently to
+/// such an arm; without one, the compiler lists every place the new kind must answer.
+fn catch_alls_over_limit(code: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let is_match = t.starts_with("match ")
+            || t.contains(" = match ")
+            || t.contains("(match ")
+            || t.contains("=> match ")
+            || t.starts_with("return match ");
+        if !is_match || !l.trim_end().ends_with('{') {
+            continue;
+        }
+        let indent = l.len() - t.len();
+        // The block ends at the first `}` line at the match line's indent.
+        let Some(end) = (i + 1..lines.len()).find(|&j| {
+            let lj = lines[j];
+            let tj = lj.trim_start();
+            lj.len() - tj.len() == indent && tj.starts_with('}')
+        }) else {
+            continue;
+        };
+        let arm = indent + 4;
+        let arms: Vec<&str> = lines[i + 1..end]
+            .iter()
+            .filter(|lj| lj.len() - lj.trim_start().len() == arm)
+            .copied()
+            .collect();
+        let names_limit = arms.iter().any(|a| a.contains("Limit::"))
+            || lines[i].contains("Limit::")
+            || lines[i + 1..end]
+                .iter()
+                .take_while(|lj| !lj.contains("=>"))
+                .any(|lj| lj.contains("Limit::"));
+        let catch_all = arms.iter().any(|a| {
+            let a = a.trim_start();
+            a.starts_with("_ =>") || a.starts_with("_ if ")
+        });
+        if names_limit && catch_all {
+            out.push((i + 1, lines[i].trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_match_over_limit_has_a_catch_all_arm() {
+    // The check finds what it looks for.
+    let sample = "fn f(l: Limit) -> u8 {\n    match l {\n        Limit::Cpu => 1,\n        _ => 0,\n    }\n}\n";
+    assert_eq!(catch_alls_over_limit(sample).len(), 1);
+    let exhaustive = sample.replace("_ =>", "Limit::NoRunner =>");
+    assert!(catch_alls_over_limit(&exhaustive).is_empty());
+    let mut found = Vec::new();
+    let mut matches_over_limit = 0;
+    for file in sources() {
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        matches_over_limit += text.matches("Limit::").count();
+        for (line, m) in catch_alls_over_limit(&text) {
+            found.push(format!("src/{}:{line}: {m}", rel(&file)));
+        }
+    }
+    assert!(
+        matches_over_limit > 20,
+        "{matches_over_limit} uses of Limit"
+    );
+    assert!(
+        found.is_empty(),
+        "a match over Limit with a catch-all arm (list every kind instead):\n{}",
+        found.join("\n")
+    );
+}

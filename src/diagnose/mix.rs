@@ -23,7 +23,8 @@ pub fn consumption(
         Some(Limit::WorkerConcurrency | Limit::Both | Limit::Cpu) => {
             ("worker slots", |u| u.slot_share)
         }
-        _ => return (uses, None),
+        // Main's production limit and a missing runner are not shared out by kind of job.
+        Some(Limit::ProductionLimit | Limit::NoRunner) | None => return (uses, None),
     };
     let mut ranked: Vec<&KindUse> = uses.iter().collect();
     ranked.sort_by(|a, b| part(b).total_cmp(&part(a)));

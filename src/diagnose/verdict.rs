@@ -184,7 +184,10 @@ pub fn decide(
         let (lower, u) = match cap.capping {
             Limit::RunnerLimit => (Limit::RunnerLimit, u_r),
             Limit::Both => (Limit::Both, u_w.max(u_r)),
-            _ => (Limit::WorkerConcurrency, u_w),
+            // The settings' model holds slots and runners only; what else it names is the slots.
+            Limit::WorkerConcurrency | Limit::NoRunner | Limit::Cpu | Limit::ProductionLimit => {
+                (Limit::WorkerConcurrency, u_w)
+            }
         };
         if u >= MATCH {
             if u > ABOVE {
@@ -193,7 +196,10 @@ pub fn decide(
             let bound = match lower {
                 Limit::RunnerLimit => cap.runner_bound,
                 Limit::Both => cap.worker_bound.min(cap.runner_bound),
-                _ => cap.worker_bound,
+                Limit::WorkerConcurrency
+                | Limit::NoRunner
+                | Limit::Cpu
+                | Limit::ProductionLimit => cap.worker_bound,
             };
             let v = named_limit(lower, s, (cap, job), ceiling, findings);
             return hedge(v, bound, (s, ceiling), findings);
@@ -489,7 +495,10 @@ fn named_limit(
         Limit::WorkerConcurrency if s.is_regular() => {
             production_limit(base, (s, cap, job), ceiling, &at, findings)
         }
-        Limit::WorkerConcurrency => {
+        Limit::ProductionLimit => production_limit(base, (s, cap, job), ceiling, &at, findings),
+        // The settings' model holds slots and runners; a limit outside it is named as the slots
+        // (the caller maps it so, as `lower` above).
+        Limit::WorkerConcurrency | Limit::NoRunner | Limit::Cpu => {
             findings.push(
                 base(Finding::new(FindingId::WorkerConcurrencyCaps,
                     format!("Worker concurrency caps throughput at {x:.2} req/s: {c} slots"),
@@ -515,7 +524,7 @@ fn named_limit(
                 cpu: None,
             }
         }
-        _ => {
+        Limit::Both => {
             findings.push(
                 base(Finding::new(FindingId::LimitsInseparable,
                     "Runner limit and worker concurrency give nearly the same ceiling; the data cannot say which caps",

@@ -266,13 +266,20 @@ pub const MAX_CURVE_IN_FLIGHT: u32 = 2000;
 /// station with k = effective concurrency servers. Exact for exponential job times; with
 /// variable job times the knee is rounder than [`predict_bound`]'s.
 pub fn predict_mva(cap: &Capacity, job: Job, x_max: f64, max_n: u32) -> Vec<Point> {
+    // The station is the binding bound's servers and demand; every other part of a job is delay.
     let (servers, demand, delay) = match cap.capping {
         Limit::RunnerLimit => (
             cap.total_runner_capacity.max(1),
             job.code_s,
             job.overhead_s + job.wait_s,
         ),
-        _ => (
+        // Slots hold the whole job; CPU and the production limit are drawn on the slots' curve
+        // with their own ceiling as `x_max`; no runner leaves the slots as the only station.
+        Limit::WorkerConcurrency
+        | Limit::Both
+        | Limit::NoRunner
+        | Limit::Cpu
+        | Limit::ProductionLimit => (
             cap.total_worker_concurrency.max(1),
             job.job_time(),
             job.overhead_s,

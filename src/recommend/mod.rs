@@ -86,7 +86,15 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
                 )
             })
         }
-        _ => {}
+        // A named limit, or a break point given: planned below.
+        None
+        | Some(
+            Limit::WorkerConcurrency
+            | Limit::RunnerLimit
+            | Limit::Both
+            | Limit::Cpu
+            | Limit::ProductionLimit,
+        ) => {}
     }
     let (kind, bp) = basis(d, given)?;
     let overhead = d.fixed_overhead_s.unwrap_or(model::DEFAULT_OVERHEAD_S);
@@ -264,7 +272,11 @@ fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
             ))
         }
         (Some(Limit::Cpu), Some(site)) => raise_cpu(d, site, current, job),
-        _ => Err("no setting raises this limit".into()),
+        (Some(Limit::Cpu), None) => Err("CPU caps, but no site was measured to raise".into()),
+        (Some(Limit::NoRunner), _) => {
+            Err("no runner takes the Code tasks: attach a runner to every worker first".into())
+        }
+        (None, _) => Err("no setting raises this limit".into()),
     }
 }
 

@@ -145,9 +145,7 @@ pub fn write_default_metrics(
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    // Memory the process holds apart from Code-work buffers plays the JS heap, in the proportions
-    // of real n8n 2.x under load (main and worker captures: heap used 26–47 % of
-    // RSS, heap total 49–60 %): a heap line never drawn on top of the RSS line.
+    // Memory held apart from Code-work buffers plays the JS heap, in real n8n's proportions.
     let own = p.rss_bytes.saturating_sub(external) as f64;
     let (heap_total, heap_used) = (own * HEAP_TOTAL_OF_RSS, own * HEAP_USED_OF_RSS);
     let process: [(&str, &str, &str, f64); 9] = [
