@@ -22,8 +22,29 @@ fn sources() -> Vec<PathBuf> {
     }
     let mut out = Vec::new();
     walk(&root().join("src"), &mut out);
+    out.retain(|p| !is_test_module(p));
     out.sort();
     out
+}
+
+/// A `tests.rs` declared `#[cfg(test)] mod tests;` by its parent (`mod.rs`, or `x.rs` for
+/// `x/tests.rs`): test code, as a trailing test module is.
+fn is_test_module(p: &Path) -> bool {
+    if p.file_name().is_none_or(|n| n != "tests.rs") {
+        return false;
+    }
+    // The declaring file: the folder's mod.rs, or the file the folder is named after.
+    let dir = p.parent().unwrap();
+    let Ok(parent) = std::fs::read_to_string(dir.join("mod.rs"))
+        .or_else(|_| std::fs::read_to_string(dir.with_extension("rs")))
+    else {
+        return false;
+    };
+    let lines: Vec<&str> = parent.lines().collect();
+    lines.windows(2).any(|w| {
+        w[0].trim() == "#[cfg(test)]"
+            && w[1].trim_start().trim_start_matches("pub(crate) ") == "mod tests;"
+    })
 }
 
 /// The file's path under src/, with `/`.
@@ -367,4 +388,18 @@ fn no_match_over_limit_has_a_catch_all_arm() {
         "a match over Limit with a catch-all arm (list every kind instead):\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn no_file_in_src_is_over_800_lines() {
+    let files = sources();
+    assert!(files.len() > 100, "{} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            let n = std::fs::read_to_string(p).unwrap().lines().count();
+            (n > 800).then(|| format!("src/{}: {n} lines", rel(p)))
+        })
+        .collect();
+    assert!(long.is_empty(), "over 800 lines:\n{}", long.join("\n"));
 }

@@ -462,6 +462,48 @@ impl ErrorCounts {
     }
 }
 
+/// Batches a window is cut into for the throughput's interval.
+const BATCHES: usize = 6;
+
+/// The throughput's 95 % interval over a window: batch means of the good starts (k6's series
+/// and n8ncap's own sweeps alike), widened by the one response per user an edge can cut; with
+/// batches shorter than two ticks of the clock (`resolution`, s), the counting interval.
+pub fn interval(
+    starts: &[f64],
+    (w0, w1): (f64, f64),
+    x: f64,
+    good_share: f64,
+    n_users: f64,
+    resolution: f64,
+) -> [f64; 2] {
+    let len = w1 - w0;
+    let n = starts.len() as f64;
+    if n < 2.0 || len <= 0.0 {
+        return [x, x];
+    }
+    let half_edge = x * n_users / n / 2.0;
+    // Batches shorter than two ticks of the file's clock measure the clock: then the counting
+    // (Poisson) interval.
+    let k = ((len / (2.0 * resolution).max(0.5)) as usize).min(BATCHES);
+    if k < 3 {
+        let half = (1.96 * x / n.sqrt()).hypot(half_edge);
+        return [(x - half).max(0.0), x + half];
+    }
+    let mut counts = vec![0f64; k];
+    for t in starts {
+        let i = (((t - w0) / len * k as f64) as usize).min(k - 1);
+        counts[i] += 1.0;
+    }
+    let rates: Vec<f64> = counts
+        .iter()
+        .map(|c| c / (len / k as f64) * good_share)
+        .collect();
+    let e = crate::record::Estimate::of(&rates);
+    let half_batch = (e.high - e.low) / 2.0;
+    let half = (half_batch.powi(2) + half_edge.powi(2)).sqrt();
+    [(x - half).max(0.0), x + half]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ pub(super) fn apply_flow(st: &mut StageResult, b: &crate::load::stats::FlowBooks
     }
     st.request_rate = b.completions as f64 / w;
     st.throughput_rps = b.good_completions as f64 / w;
-    st.throughput_ci = Some(crate::load::k6series::interval(
+    st.throughput_ci = Some(crate::load::stats::interval(
         &b.completion_offsets,
         (0.0, w),
         st.throughput_rps,

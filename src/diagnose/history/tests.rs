@@ -1,0 +1,198 @@
+use super::*;
+use crate::model::Limit;
+use crate::record::history::ProcessCpu;
+
+/// A history of 75 s windows: `quiet` windows of a few executions at the job time where
+/// nothing waited, then `busy` saturated windows at `x`/s with `active` slots taken,
+/// `waiting` jobs waiting and executions holding their slot `slot_s`; each busy window's
+/// rate off the truth by `wobble` (as windows cut at edges read 8.2–14.9 for 12.5).
+fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
+    let mut windows = Vec::new();
+    let mut t = 1_800_000_000.0;
+    let mut push = |x: f64, active: f64, waiting: f64, slot: f64, t: &mut f64| {
+        let covered = 75.0;
+        windows.push(Window {
+            start: *t,
+            end: *t + covered,
+            covered_s: covered,
+            completions: x * covered,
+            failures: 0.0,
+            between_ticks: true,
+            throughput_per_s: x,
+            throughput_interval: [x * 0.98, x * 1.02],
+            active_mean: active,
+            active_max: active,
+            waiting_mean: waiting,
+            waiting_start: waiting,
+            waiting_end: waiting,
+            waiting_max: waiting,
+            samples: 5,
+            gaps: 0,
+            cpu: vec![ProcessCpu {
+                process: "w:1 (n8n-worker)".into(),
+                role: Role::Worker,
+                cores: 0.05,
+                rss_max_bytes: None,
+                eventloop_lag_max_s: None,
+            }],
+            execution_s: Some(slot),
+            executions: x * covered,
+            busy: false,
+            evidence: Vec::new(),
+            idle_workers: Vec::new(),
+        });
+        *t += covered;
+    };
+    for _ in 0..quiet {
+        push(0.1, 0.05, 0.0, job_s, &mut t);
+    }
+    for &(x, active, waiting, slot) in busy {
+        push(x, active, waiting, slot, &mut t);
+    }
+    History {
+        source: "test".into(),
+        start: 1_800_000_000.0,
+        end: t,
+        matchers: Vec::new(),
+        step_s: Sourced::new(15.0, "test"),
+        scrape_interval_s: Some(15.0),
+        queue_refresh_s: Some(20.0),
+        queue_refresh_by: "test".into(),
+        tick_half_width_s: Some(2.5),
+        window_s: 75.0,
+        processes: Vec::new(),
+        windows,
+        gap_steps: 0,
+        gaps: Vec::new(),
+        resets: Vec::new(),
+        warnings: Vec::new(),
+        exporter: None,
+    }
+}
+
+fn ids(d: &Diagnosis) -> Vec<FindingId> {
+    d.findings.iter().map(|f| f.id).collect()
+}
+
+/// The windows of a steady 12.5/s as ticks cut them: a few per cent around the truth.
+const WOBBLE: [f64; 5] = [0.95, 1.05, 0.97, 1.03, 1.0];
+
+#[test]
+fn a_worker_capped_history_is_named_from_little_at_the_slots_with_no_flag() {
+    // 4 slots, 0.5 s jobs: 8/s; no quiet window gives the job time.
+    let busy: Vec<_> = [1.0, 1.0, 1.0, 1.0, 1.0]
+        .iter()
+        .map(|k| (8.0 * k, 4.0, 8.0, 0.5))
+        .collect();
+    let mut h = history(0, 0.5, &busy);
+    let (d, stages) = judge(&mut h, Settings::default(), None);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    // One pooled stage for the saturated period.
+    assert_eq!(stages.len(), 1);
+    let x = d.measured_ceiling.as_ref().unwrap();
+    assert!((x.mean - 8.0).abs() < 1e-9, "{x:?}");
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
+    assert!(ids(&d).contains(&FindingId::SlotsBind), "{:?}", ids(&d));
+    // A history chose no level: nothing from a sweep's vocabulary.
+    assert!(!ids(&d).contains(&FindingId::WarmupTooShort));
+    assert_eq!(d.next_level, None);
+    assert!(!d.verdict.contains("arrivals/s"), "{}", d.verdict);
+    // The named bound is not below what was measured.
+    let bound = 4.0 / d.service_time.as_ref().unwrap().value;
+    assert!(bound >= 0.97 * x.mean, "{bound} for {}", x.mean);
+}
+
+#[test]
+fn a_runner_capped_history_pools_its_period_and_infers_the_runner_from_the_code_time() {
+    // 12 slots, a runner of 5 tasks, 0.4 s Code: 12.5/s; each execution holds its slot
+    // 0.96 s (waiting for a runner inside it). The windows alias ±20 %.
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (12.5 * k, 12.0, 8.0, 0.96)).collect();
+    let mut h = history(0, 0.4, &busy);
+    let flags = Settings {
+        code_time: Some(Sourced::new(0.4, "flag --code-time")),
+        ..Default::default()
+    };
+    let (d, _) = judge(&mut h, flags, None);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    let x = d.measured_ceiling.as_ref().unwrap();
+    // Pooled, never the best window (17/s).
+    let truth: f64 = WOBBLE.iter().map(|k| 12.5 * k).sum::<f64>() / 5.0;
+    assert!((x.mean - truth).abs() < 1e-6, "{x:?}");
+    assert!(
+        x.mean < 12.5 * 1.05 - 0.1,
+        "the best window is not the ceiling"
+    );
+    let r = d.settings.runner_limit.as_ref().unwrap();
+    assert!((r.value as f64 - 5.0).abs() <= 1.0, "{r:?}");
+    let iv = r.interval.unwrap();
+    assert!(iv[0] <= 5.0 && iv[1] >= 5.0, "{r:?}");
+}
+
+#[test]
+fn without_the_code_time_a_history_says_what_a_slot_holds_cannot_be_told() {
+    let busy: Vec<_> = [1.0; 4].iter().map(|_| (12.5, 12.0, 8.0, 0.96)).collect();
+    let mut h = history(0, 0.4, &busy);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::SlotsBind)
+        .expect("slots-bind");
+    assert!((f.get("executions_in_slots").unwrap() - 12.0).abs() < 0.01);
+    assert!(d.verdict.contains("--code-time"), "{}", d.verdict);
+    // With a quiet window's job time, the slot time at saturation shows the wait: the
+    // runner limit is inferred without any flag.
+    let mut h = history(3, 0.4, &busy);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    let r = d.settings.runner_limit.as_ref().unwrap().value;
+    assert!((4..=6).contains(&r), "{r}");
+}
+
+#[test]
+fn the_workers_a_history_listed_are_the_plan_s_workers() {
+    let busy: Vec<_> = [1.0; 4].iter().map(|_| (16.0, 8.0, 8.0, 0.5)).collect();
+    let mut h = history(0, 0.5, &busy);
+    h.processes = ["w1", "w2"]
+        .iter()
+        .map(|i| crate::record::history::Process {
+            job: "n8n-worker".into(),
+            instance: i.to_string(),
+            role: Role::Worker,
+            role_by: "test".into(),
+        })
+        .collect();
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert_eq!(d.settings.workers.as_ref().unwrap().value, 2);
+    // 8 slots taken across two workers: 4 each.
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
+}
+
+#[test]
+fn a_slots_gauge_above_the_settings_given_is_named() {
+    let busy: Vec<_> = [1.0; 4].iter().map(|_| (8.0, 4.0, 8.0, 0.5)).collect();
+    let mut h = history(0, 0.5, &busy);
+    let flags = Settings {
+        worker_concurrency: Some(Sourced::new(2, "flag --worker-concurrency")),
+        ..Default::default()
+    };
+    let (d, _) = judge(&mut h, flags, None);
+    assert!(
+        ids(&d).contains(&FindingId::SettingsDisagree),
+        "{:?}",
+        ids(&d)
+    );
+    // The verdict follows the measurement: no limit whose bound (2 ÷ 0.5 = 4/s) is half
+    // of the 8/s measured.
+    assert_ne!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+}

@@ -1,0 +1,118 @@
+//! A stage's readings, accumulated in its steady window, and the figures they become.
+
+use super::*;
+
+#[derive(Default)]
+pub(super) struct EndpointAcc {
+    pub(super) role: Option<Role>,
+    pub(super) rss: Vec<f64>,
+    pub(super) heap: Vec<f64>,
+    pub(super) external: Vec<f64>,
+    pub(super) lag: Vec<f64>,
+    pub(super) cpu_rate: Vec<f64>,
+    pub(super) runner_requested_rate: Vec<f64>,
+    pub(super) gaps: u32,
+    pub(super) last_error: Option<String>,
+}
+
+#[derive(Default)]
+pub(super) struct ContainerAcc {
+    pub(super) role: Option<Role>,
+    pub(super) cpu_limit_cores: Option<f64>,
+    pub(super) memory: Vec<f64>,
+    pub(super) cpu: Vec<f64>,
+    pub(super) gaps: u32,
+    pub(super) gone: bool,
+    /// The whole stage's readings, warm-up included (the peak before a death).
+    pub(super) peak: f64,
+    pub(super) last: f64,
+    pub(super) events: Vec<LifecycleEvent>,
+}
+
+/// Each role's memory over the stage: Σ of its containers per reading, with their baselines.
+pub(super) fn role_memory(acc: &StageAcc, baselines: &BTreeMap<String, f64>) -> Vec<RoleMemory> {
+    let roles_of: BTreeMap<Role, (u32, f64)> = {
+        let mut m: BTreeMap<Role, (u32, f64)> = BTreeMap::new();
+        for (name, a) in &acc.containers {
+            if let Some(r) = a.role {
+                let e = m.entry(r).or_default();
+                e.0 += 1;
+                e.1 += baselines.get(name).copied().unwrap_or(0.0);
+            }
+        }
+        m
+    };
+    acc.role_totals
+        .iter()
+        .map(|(role, v)| {
+            let (n, base) = roles_of.get(role).copied().unwrap_or_default();
+            RoleMemory {
+                role: *role,
+                containers: n,
+                baseline_bytes: base,
+                mean_bytes: mean(v),
+                max_bytes: max(v).max(0.0),
+            }
+        })
+        .collect()
+}
+
+/// The queue over the stage: from Redis when it was read (it is read directly and at the
+/// scrape interval, so it wins over n8n's gauges), else from n8n's queue gauges.
+pub(super) fn queue_observed(acc: &StageAcc, coarse: bool, refresh: &RefreshSeen) -> QueueObserved {
+    // Redis is read directly and at the scrape interval: it wins over n8n's gauges.
+    let from_redis = !acc.redis_active.is_empty() || acc.redis_gaps > 0;
+    let (active, waiting, gaps, source) = if from_redis {
+        (
+            &acc.redis_active,
+            &acc.redis_waiting,
+            acc.redis_gaps,
+            QueueSource::Redis,
+        )
+    } else {
+        (
+            &acc.queue_active,
+            &acc.queue_waiting,
+            acc.queue_gaps,
+            QueueSource::Metrics,
+        )
+    };
+    QueueObserved {
+        source,
+        active_mean: mean(active),
+        active_max: max(active).max(0.0),
+        waiting_mean: mean(waiting),
+        waiting_max: max(waiting).max(0.0),
+        samples: active.len() as u32,
+        gaps,
+        coarse: (coarse || refresh.too_few) && !from_redis,
+        refresh_s: refresh.period_s,
+        refresh_contradicts_flag: !coarse && refresh.too_few && !from_redis,
+    }
+}
+
+#[derive(Default)]
+pub(super) struct StageAcc {
+    pub(super) redis_active: Vec<f64>,
+    pub(super) redis_waiting: Vec<f64>,
+    pub(super) redis_gaps: u32,
+    /// Per role: the sum of its containers' memory at each reading.
+    pub(super) role_totals: BTreeMap<Role, Vec<f64>>,
+    pub(super) queue_active: Vec<f64>,
+    pub(super) queue_waiting: Vec<f64>,
+    pub(super) queue_gaps: u32,
+    pub(super) endpoints: BTreeMap<String, EndpointAcc>,
+    pub(super) containers: BTreeMap<String, ContainerAcc>,
+}
+
+pub(super) fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+pub(super) fn max(v: &[f64]) -> f64 {
+    v.iter().cloned().fold(f64::NAN, f64::max)
+}

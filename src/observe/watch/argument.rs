@@ -1,0 +1,42 @@
+//! The `role=URL` (or `URL`) an endpoint is given as.
+
+use super::*;
+
+/// A `/metrics` endpoint and the role it plays (given as `role=URL`, else read from content).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub url: String,
+    pub role: Option<Role>,
+}
+
+impl Endpoint {
+    /// Parses `URL` or `role=URL` (role: main, worker, webhook).
+    pub fn parse(text: &str) -> Result<Endpoint, String> {
+        match text.split_once('=') {
+            Some((role, url)) if !role.contains(':') && !role.contains('/') => {
+                let role = match role.parse::<Role>() {
+                    Ok(r @ (Role::Main | Role::Worker | Role::Webhook)) => r,
+                    _ => {
+                        return Err(format!(
+                        "--metrics {}: unknown role {:?} (use main=URL, worker=URL or webhook=URL)",
+                        crate::wire::url::redact(text),
+                        crate::wire::url::truncate(role, 40)
+                    ))
+                    }
+                };
+                crate::wire::url::HttpUrl::parse(url, "--metrics").map_err(|e| e.0)?;
+                Ok(Endpoint {
+                    url: url.to_string(),
+                    role: Some(role),
+                })
+            }
+            _ => {
+                crate::wire::url::HttpUrl::parse(text, "--metrics").map_err(|e| e.0)?;
+                Ok(Endpoint {
+                    url: text.to_string(),
+                    role: None,
+                })
+            }
+        }
+    }
+}
