@@ -1,5 +1,6 @@
-//! Command-line interface (clap). Only the shape of the arguments lives here; `main.rs`
-//! dispatches and each module validates its own settings.
+//! Command-line interface (clap). Only the shape of the arguments lives here; `main.rs` parses
+//! them and hands the subcommand to `commands::run`, which dispatches; each command checks its
+//! own settings.
 
 use crate::error::BadInput;
 use crate::model::settings::{Settings, Sourced};

@@ -403,3 +403,145 @@ fn no_file_in_src_is_over_800_lines() {
         .collect();
     assert!(long.is_empty(), "over 800 lines:\n{}", long.join("\n"));
 }
+
+/// Every file under the repository (relative, with `/`), build output and VCS left out.
+fn repository_files() -> Vec<String> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else {
+                out.push(
+                    p.strip_prefix(base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root(), &root(), &mut out);
+    out
+}
+
+/// The file paths a doc comment names in backticks (`x/y.rs`, `README.md`) that no file of the
+/// repository has, and every path that climbs out of it (`../`).
+fn doc_paths_outside(text: &str, files: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if !(t.starts_with("///") || t.starts_with("//!")) {
+            continue;
+        }
+        if t.contains("../") {
+            out.push(t.to_string());
+            continue;
+        }
+        for (i, part) in t.split('`').enumerate() {
+            let is_path = i % 2 == 1
+                && !part.contains(' ')
+                && part.contains('.')
+                && [
+                    ".rs", ".md", ".yml", ".yaml", ".json", ".sh", ".toml", ".txt", ".js",
+                ]
+                .iter()
+                .any(|x| part.ends_with(x))
+                && part
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "._-/<>".contains(c));
+            // What a run writes into its results directory is named, not a file of the repository.
+            if !is_path || part.contains('<') || ["summary.json"].contains(&part) {
+                continue;
+            }
+            let known = files
+                .iter()
+                .any(|f| f == part || f.ends_with(&format!("/{part}")));
+            if !known {
+                out.push(format!("{part} in: {t}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_doc_comment_points_to_a_file_outside_the_repository() {
+    let files = repository_files();
+    assert!(
+        files.iter().any(|f| f == "src/main.rs"),
+        "{} files",
+        files.len()
+    );
+    // The check finds what it looks for.
+    assert_eq!(
+        doc_paths_outside("/// see `../shared/DESIGN.md`\n//! `sim/bull.rs`", &files).len(),
+        1
+    );
+    assert_eq!(doc_paths_outside("/// `nowhere/gone.rs`", &files).len(), 1);
+    let mut found = Vec::new();
+    for file in sources() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for bad in doc_paths_outside(&text, &files) {
+            found.push(format!("src/{}: {bad}", rel(&file)));
+        }
+    }
+    let arch = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let as_doc: String = arch.lines().map(|l| format!("/// {l}\n")).collect();
+    for bad in doc_paths_outside(&as_doc, &files) {
+        found.push(format!("docs/ARCHITECTURE.md: {bad}"));
+    }
+    assert!(
+        found.is_empty(),
+        "paths no reader of the repository can open:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
+    let arch = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let recipe = arch
+        .split("- **A limit kind**")
+        .nth(1)
+        .and_then(|r| r.split("\n- **").next())
+        .expect("docs/ARCHITECTURE.md has the recipe for a limit kind");
+    let mut branching = Vec::new();
+    for file in sources() {
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        // A line that decides by a limit's kind: a match arm, `matches!`, or a comparison.
+        let branches = text.lines().any(|l| {
+            l.contains("Limit::")
+                && (l.contains("=>")
+                    || l.contains("matches!(")
+                    || l.contains("== ")
+                    || l.contains("!= "))
+        });
+        if branches {
+            branching.push(format!("src/{}", rel(&file)));
+        }
+    }
+    assert!(branching.len() >= 4, "{branching:?}");
+    let missing: Vec<&String> = branching
+        .iter()
+        .filter(|f| !recipe.contains(f.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "files that branch on Limit, missing from the recipe: {missing:?}"
+    );
+    // And every file the recipe names exists.
+    for part in recipe.split('`').skip(1).step_by(2) {
+        if part.starts_with("src/") {
+            assert!(
+                root().join(part).exists(),
+                "the recipe names {part}, which is gone"
+            );
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! The commands: what each subcommand does with its validated arguments, one file each.
-//! `main.rs` only parses and calls [`run`]; a command builds a typed result and hands it to
+//! `main.rs` only parses and calls [`run`], which dispatches to them; a command builds a typed result and hands it to
 //! [`crate::report::emit`] in the format asked for.
 
 mod audit;

@@ -10,7 +10,7 @@ use crate::record::Role;
 
 /// Of the CPU an execution costs, the part main keeps in queue mode (the webhook intake):
 /// measured on real n8n 2.41, about 0.03 s of main CPU and 0.1 s of worker CPU per
-/// webhook → Code → respond execution (DESIGN.md).
+/// webhook → Code → respond execution.
 pub const MAIN_INTAKE_SHARE: f64 = 0.03 / 0.13;
 
 /// When a regular-mode main's CPU caps: the queue-mode stack that would carry twice the

@@ -314,8 +314,8 @@ fn one_limit_reached(
 }
 
 /// A measured ceiling more than this share under the bound of the limit the verdict names is
-/// evidence of a cost the model does not hold (DESIGN.md: a measured point far from the
-/// prediction is itself a finding). 10 %: the model held within 1–5 % on a real n8n whenever CPU
+/// evidence of a cost the model does not hold (a measured point far from the prediction is
+/// itself a finding). 10 %: the model held within 1–5 % on a real n8n whenever CPU
 /// was to spare, and a level's throughput interval is a few per cent wide.
 pub const MISMATCH: f64 = 0.10;
 

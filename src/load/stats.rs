@@ -1,5 +1,5 @@
 //! Per-stage aggregation: what every request adds, kept in a few shards so virtual users rarely
-//! contend, and turned into a [`StageResult`](super::results::StageResult) when the stage ends.
+//! contend, and turned into a [`StageResult`](crate::record::StageResult) when the stage ends.
 
 use super::client::{Exchange, Failure};
 use crate::record::stage::{ErrorCounts, Latency, PhaseStat, Phases};

@@ -11,7 +11,8 @@ pub mod settings;
 
 use serde::{Deserialize, Serialize};
 
-/// n8n's defaults, each checked against n8n 2.x source (see ../shared/reference/).
+/// n8n's defaults, each checked against n8n 2.x's source (`packages/@n8n/config` and the CLI's
+/// commands).
 pub mod n8n_defaults {
     /// `worker --concurrency` when not given.
     pub const WORKER_CONCURRENCY: u32 = 10;

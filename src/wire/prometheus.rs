@@ -4,8 +4,7 @@
 //! their family.
 //!
 //! Why our own: `prometheus-parse` 0.2.5 drops names with `:`, leaves label escapes raw and
-//! stamps samples with the current time; `openmetrics-parser` rejects valid 0.0.4 input
-//! (see shared/reference/rust-deps.md §3).
+//! stamps samples with the current time; `openmetrics-parser` rejects valid 0.0.4 input.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
