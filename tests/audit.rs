@@ -459,6 +459,11 @@ fn live_audit_finds_the_same_problems_on_running_containers() {
             .env("N8N_IMAGE", format!("{repo}/n8nio/n8n"))
             .env("RUNNERS_IMAGE", format!("{repo}/n8nio/runners"))
             .env("N8N_VERSION", version)
+            // The simulator standing in for n8n defaults to queue mode; n8n to regular.
+            .env(
+                "EXECUTIONS_MODE",
+                if fx == "regular-mode" { "regular" } else { "" },
+            )
             .output()
             .unwrap();
         assert!(

@@ -5,6 +5,7 @@
 mod kubernetes;
 
 use crate::findings::{Finding, FindingId, Severity};
+use crate::model::settings::ExecutionsMode;
 use crate::topology::{Facts, Node, Role, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -144,16 +145,24 @@ pub fn audit(
     }
 }
 
+/// A node's executions mode as topology read it, and the words for where it came from.
+fn mode_of(n: &Node) -> (Option<ExecutionsMode>, String) {
+    match &n.executions_mode {
+        Some(m) => (Some(m.value), m.source.clone()),
+        None => (None, "not read".into()),
+    }
+}
+
 fn queue_mode(c: &Ctx, out: &mut Vec<Finding>) {
     let (n8n, has_workers) = (&c.n8n, c.has_workers);
     if has_workers {
         for n in n8n.iter() {
-            if env(n, "EXECUTIONS_MODE") != Some("queue") {
+            let (mode, source) = mode_of(n);
+            if mode != Some(ExecutionsMode::Queue) {
                 out.push(
                     finding(FindingId::NotQueueMode, n.name(), format!(
-                        "{}: EXECUTIONS_MODE is {} — workers only take jobs from a queue-mode main",
+                        "{}: executions mode is regular ({source}) — workers only take jobs from a queue-mode main",
                         n.name(),
-                        env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set (regular)".into())
                     ))
                     .why("Without queue mode on every n8n process, executions run in main and the workers sit idle, or workers fail to start.")
                     .fix(format!("set EXECUTIONS_MODE=queue on {}", n.name())),
@@ -169,20 +178,21 @@ fn regular_mode(c: &Ctx, out: &mut Vec<Finding>) {
         return;
     }
     for n in c.n8n.iter().filter(|n| n.role == Role::Main) {
-        if env(n, "EXECUTIONS_MODE") == Some("queue") {
+        let (mode, source) = mode_of(n);
+        if mode == Some(ExecutionsMode::Queue) {
             continue;
         }
-        let limit = match env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT") {
-            Some(v) if v != "-1" => {
-                format!("N8N_CONCURRENCY_PRODUCTION_LIMIT={v} executions at once")
-            }
-            _ => "no production limit (-1): as many executions as arrive".to_string(),
+        let limit = match &n.production_limit {
+            Some(l) => format!(
+                "N8N_CONCURRENCY_PRODUCTION_LIMIT={} executions at once",
+                l.value
+            ),
+            None => "no production limit (-1): as many executions as arrive".to_string(),
         };
         out.push(
             finding(FindingId::RegularMode, n.name(), format!(
-                "{}: regular mode (EXECUTIONS_MODE {}): main runs every execution — {limit}, all of their JavaScript on one core",
+                "{}: regular mode ({source}): main runs every execution — {limit}, all of their JavaScript on one core",
                 n.name(),
-                env(n, "EXECUTIONS_MODE").map(|v| format!("{v:?}")).unwrap_or_else(|| "not set".into())
             ))
             .why("One Node process runs every execution: past one core, no setting raises throughput; queue mode spreads executions over workers.")
             .fix("to scale past one process: EXECUTIONS_MODE=queue with Redis on main and workers, workers each with a runner (n8ncap recommend --format compose)"),
@@ -196,7 +206,7 @@ fn binary_data(c: &Ctx, out: &mut Vec<Finding>) {
     let queue = c.has_workers
         || c.n8n
             .iter()
-            .any(|n| env(n, "EXECUTIONS_MODE") == Some("queue"));
+            .any(|n| mode_of(n).0 == Some(ExecutionsMode::Queue));
     if !queue {
         return;
     }
@@ -458,17 +468,14 @@ fn internal_runner(c: &Ctx, out: &mut Vec<Finding>) {
 fn concurrency_settings(c: &Ctx, out: &mut Vec<Finding>) {
     let n8n = &c.n8n;
     for n in n8n.iter().filter(|n| n.role == Role::Worker) {
-        if n.notes
-            .iter()
-            .any(|x| x.contains("overrides --concurrency"))
-        {
+        if let (Some(flag), Some(limit)) = (n.overridden_concurrency, &n.production_limit) {
             out.push(
                 finding(FindingId::ProductionLimitOverridesConcurrency, n.name(), format!(
                     "{}: N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency",
                     n.name(),
-                    env(n, "N8N_CONCURRENCY_PRODUCTION_LIMIT").unwrap_or("?")
+                    limit.value
                 ))
-                .evidence(n.notes.iter().find(|x| x.contains("overrides")).cloned().unwrap_or_default())
+                .evidence(format!("--concurrency={flag} in the command; N8N_CONCURRENCY_PRODUCTION_LIMIT={} ({})", limit.value, limit.source))
                 .why("The worker runs with the production limit, not the flag: the capacity you planned is not the one running.")
                 .fix("keep one of the two (N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 to use --concurrency)"),
             );
@@ -572,15 +579,7 @@ fn database(c: &Ctx, out: &mut Vec<Finding>) {
         .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
         .collect();
     if let (Some(p), false) = (pg.first(), pg_users.is_empty()) {
-        let max_conn = p
-            .facts
-            .command
-            .iter()
-            .find_map(|a| {
-                a.strip_prefix("max_connections=")
-                    .and_then(|v| v.parse::<u32>().ok())
-            })
-            .unwrap_or(100);
+        let max_conn = p.max_connections.as_ref().map_or(100, |m| m.value);
         let processes: u32 = pg_users
             .iter()
             .map(|n| n.facts.replicas)

@@ -495,7 +495,7 @@ pub fn topology_table(
                 .runner_capacity
                 .map(|c| format!("capacity {c}"))
                 .unwrap_or_default(),
-            Role::Main if n.production_limit.is_some() || regular(n) => n
+            Role::Main if regular(n) => n
                 .runner_capacity
                 .map(|c| format!("capacity {c} (every execution: regular mode)"))
                 .unwrap_or_default(),

@@ -43,9 +43,20 @@ pub struct Node {
     /// n8n processes: `EXECUTIONS_MODE` (n8n's default is regular).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executions_mode: Option<Sourced<ExecutionsMode>>,
-    /// Main in regular mode: `N8N_CONCURRENCY_PRODUCTION_LIMIT` (None: -1, no limit).
+    /// n8n processes: `N8N_CONCURRENCY_PRODUCTION_LIMIT` when it is a limit (None: -1, n8n's
+    /// default, no limit). Main in regular mode: its slots; a worker: its slots, over
+    /// `--concurrency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub production_limit: Option<Sourced<u32>>,
+    /// A worker: the `--concurrency` its production limit overrides (both were set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overridden_concurrency: Option<u32>,
+    /// Postgres: `max_connections` (its command's `-c max_connections=N`; Postgres' default
+    /// 100) and `superuser_reserved_connections` (default 3), which n8n's pools cannot use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<Sourced<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_connections: Option<Sourced<u32>>,
     /// n8n processes: where binary data goes (`N8N_DEFAULT_BINARY_DATA_MODE`; n8n 2.x defaults
     /// to `database` in queue mode, `filesystem` in regular mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +96,9 @@ impl Topology {
                     runner_capacity: None,
                     executions_mode: None,
                     production_limit: None,
+                    overridden_concurrency: None,
+                    max_connections: None,
+                    reserved_connections: None,
                     binary_data_mode: None,
                     db_pool_size: None,
                     notes: Vec::new(),

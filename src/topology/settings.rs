@@ -1,5 +1,6 @@
 //! A node's own settings read from its facts, each with where it came from: worker
-//! concurrency, runner limits and mode, executions mode, production limit, binary-data mode.
+//! concurrency, runner limits and mode, executions mode, production limit, binary-data mode,
+//! the database pool, and a Postgres container's connections.
 
 use super::{concurrency_flag, n8n_defaults, ExecutionsMode, Node, Role, RunnersMode, Sourced};
 use crate::model::settings::BinaryDataMode;
@@ -57,14 +58,66 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
                 None => Sourced::new(n8n_defaults::DB_POOL_SIZE, "n8n default"),
             },
         );
-        if n.role == Role::Main && exec.value == ExecutionsMode::Regular {
-            n.production_limit = get("N8N_CONCURRENCY_PRODUCTION_LIMIT")
-                .and_then(|v| v.parse::<u32>().ok())
-                .filter(|l| *l > 0)
-                .map(|l| Sourced::new(l, src("N8N_CONCURRENCY_PRODUCTION_LIMIT")));
-        }
+        n.production_limit = production_limit(n, get, src);
         n.executions_mode = Some(exec);
     }
+}
+
+/// `N8N_CONCURRENCY_PRODUCTION_LIMIT`, read once for every n8n process: -1 (n8n's default, and
+/// any value below it, which n8n raises to -1) is no limit; 0 n8n refuses at start
+/// (`InvalidConcurrencyLimitError`); a positive whole number is the limit.
+fn production_limit(
+    n: &mut Node,
+    get: &dyn Fn(&str) -> Option<String>,
+    src: &dyn Fn(&str) -> String,
+) -> Option<Sourced<u32>> {
+    const VAR: &str = "N8N_CONCURRENCY_PRODUCTION_LIMIT";
+    let v = get(VAR)?;
+    match v.parse::<i64>() {
+        Ok(l) if l > 0 => Some(Sourced::new(u32::try_from(l).unwrap_or(u32::MAX), src(VAR))),
+        Ok(0) => {
+            n.notes
+                .push(format!("{VAR}=0: n8n refuses to start with a limit of 0"));
+            None
+        }
+        Ok(_) => None,
+        Err(_) => {
+            n.notes.push(format!(
+                "{VAR}={:?} is not a whole number: n8n's default -1 (no limit) is assumed",
+                crate::util::truncate(&crate::util::escape_control(&v), 40)
+            ));
+            None
+        }
+    }
+}
+
+/// A Postgres container's `max_connections` and `superuser_reserved_connections`, from its
+/// command (`-c name=N`, `-c` and `name=N` apart, or `--name=N`), else Postgres' defaults.
+fn postgres_connections(n: &mut Node) {
+    let set = |name: &str| -> Option<(u32, String)> {
+        let args = &n.facts.command;
+        args.iter().enumerate().find_map(|(i, a)| {
+            let a = a.trim_start_matches("-c").trim_start_matches("--").trim();
+            let a = if a.is_empty() {
+                args.get(i + 1).map(String::as_str).unwrap_or("")
+            } else {
+                a
+            };
+            let v = a.strip_prefix(name)?.strip_prefix('=')?;
+            Some((
+                v.trim().parse().ok()?,
+                format!("-c {name} in the command of {}", n.facts.origin),
+            ))
+        })
+    };
+    n.max_connections = Some(match set("max_connections") {
+        Some((v, s)) => Sourced::new(v, s),
+        None => Sourced::new(100, "Postgres default"),
+    });
+    n.reserved_connections = Some(match set("superuser_reserved_connections") {
+        Some((v, s)) => Sourced::new(v, s),
+        None => Sourced::new(3, "Postgres default"),
+    });
 }
 
 /// Reads a node's own settings from its facts.
@@ -115,20 +168,20 @@ pub(super) fn settle(n: &mut Node) {
             }
             if n.role == Role::Worker {
                 let flag = concurrency_flag(&n.facts.command);
-                let limit =
-                    get("N8N_CONCURRENCY_PRODUCTION_LIMIT").and_then(|v| v.parse::<i64>().ok());
-                n.worker_concurrency = match (limit, flag) {
-                    (Some(l), flag) if l != -1 && l > 0 => {
+                n.worker_concurrency = match (n.production_limit.clone(), flag) {
+                    (Some(l), flag) => {
                         if let Some(Ok(f)) = flag {
+                            n.overridden_concurrency = Some(f);
                             n.notes.push(format!(
-                                "N8N_CONCURRENCY_PRODUCTION_LIMIT={l} overrides --concurrency={f}"
+                                "N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency={f}",
+                                l.value
                             ));
                         }
                         Some(Sourced::new(
-                            l as u32,
+                            l.value,
                             format!(
                                 "{} (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency)",
-                                src("N8N_CONCURRENCY_PRODUCTION_LIMIT")
+                                l.source
                             ),
                         ))
                     }
@@ -153,6 +206,7 @@ pub(super) fn settle(n: &mut Node) {
                 }
             }
         }
+        Role::Postgres => postgres_connections(n),
         Role::Runner => {
             n.runner_limit = Some(
                 match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
@@ -165,5 +219,94 @@ pub(super) fn settle(n: &mut Node) {
             );
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Facts, Topology};
+    use super::*;
+
+    fn node(image: &str, command: &[&str], env: &[(&str, &str)]) -> Node {
+        let f = Facts {
+            name: "n".into(),
+            image: image.into(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            replicas: 1,
+            origin: "compose service n".into(),
+            ..Facts::default()
+        };
+        Topology::build(vec![f]).nodes.remove(0)
+    }
+
+    #[test]
+    fn the_production_limit_is_read_once_with_n8n_s_rules() {
+        let main = |v: &str| {
+            node(
+                "n8nio/n8n",
+                &["n8n", "start"],
+                &[("N8N_CONCURRENCY_PRODUCTION_LIMIT", v)],
+            )
+        };
+        assert_eq!(main("4").production_limit.map(|l| l.value), Some(4));
+        assert_eq!(main("-1").production_limit, None);
+        // Below -1 n8n raises it to -1; 0 it refuses; a word is none of these.
+        assert_eq!(main("-7").production_limit, None);
+        let zero = main("0");
+        assert_eq!(zero.production_limit, None);
+        assert_eq!(zero.notes.len(), 1, "{:?}", zero.notes);
+        let word = main("ten");
+        assert_eq!(word.production_limit, None);
+        assert_eq!(word.notes.len(), 1, "{:?}", word.notes);
+        // A worker: the limit is its slots, over the flag, which is kept as overridden.
+        let w = node(
+            "n8nio/n8n",
+            &["n8n", "worker", "--concurrency=10"],
+            &[
+                ("N8N_CONCURRENCY_PRODUCTION_LIMIT", "6"),
+                ("EXECUTIONS_MODE", "queue"),
+            ],
+        );
+        assert_eq!(w.worker_concurrency.map(|c| c.value), Some(6));
+        assert_eq!(w.overridden_concurrency, Some(10));
+        let plain = node(
+            "n8nio/n8n",
+            &["n8n", "worker", "--concurrency=10"],
+            &[("EXECUTIONS_MODE", "queue")],
+        );
+        assert_eq!(plain.worker_concurrency.map(|c| c.value), Some(10));
+        assert_eq!(plain.overridden_concurrency, None);
+    }
+
+    #[test]
+    fn postgres_connections_come_from_its_command_or_its_defaults() {
+        let pg = |cmd: &[&str]| {
+            let n = node("postgres:16", cmd, &[]);
+            (
+                n.max_connections.map(|m| m.value),
+                n.reserved_connections.map(|m| m.value),
+            )
+        };
+        assert_eq!(pg(&["postgres"]), (Some(100), Some(3)));
+        assert_eq!(
+            pg(&["postgres", "-c", "max_connections=40"]),
+            (Some(40), Some(3))
+        );
+        assert_eq!(
+            pg(&[
+                "postgres",
+                "-c max_connections=250",
+                "--superuser_reserved_connections=5"
+            ]),
+            (Some(250), Some(5))
+        );
+        assert_eq!(
+            pg(&["postgres", "-c", "max_connections=many"]),
+            (Some(100), Some(3))
+        );
     }
 }
