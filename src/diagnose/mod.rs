@@ -118,7 +118,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         settings,
         service_time,
         fixed_overhead_s: Some(overhead_s),
-        capacity,
+        capacity: capacity.clone(),
         measured_ceiling: measured.as_ref().map(|(x, _)| x.clone()),
         effective_concurrency: effective,
         saturation_rule: levels::saturation_rule(),

@@ -9,7 +9,7 @@
 use super::{cpu, floor};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{Capacity, Job, Limit};
+use crate::model::{Bound, Capacity, Holds, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Level};
 use crate::record::Estimate;
 
@@ -179,30 +179,30 @@ pub fn decide(
                 cpu: None,
             };
         }
-        let u_w = in_progress / cap.total_worker_concurrency.max(1) as f64;
-        let u_r = x * job.code_s / cap.total_runner_capacity.max(1) as f64;
-        let (lower, u) = match cap.capping {
-            Limit::RunnerLimit => (Limit::RunnerLimit, u_r),
-            Limit::Both => (Limit::Both, u_w.max(u_r)),
-            // The settings' model holds slots and runners only; what else it names is the slots.
-            Limit::WorkerConcurrency | Limit::NoRunner | Limit::Cpu | Limit::ProductionLimit => {
-                (Limit::WorkerConcurrency, u_w)
-            }
+        // Generic over the bounds: how busy each one's servers were at the measured ceiling (an
+        // execution holds a slot for the S measured, a runner task for its Code time); the
+        // binding bound names the limit, both when two are level.
+        let busy = |b: &Bound| {
+            let demand = match b.holds {
+                Holds::Execution => ceiling.s,
+                Holds::Code => job.code_s,
+            };
+            b.utilisation(x, demand)
         };
-        if u >= MATCH {
+        let level = cap.capping == Limit::Both;
+        let binding = cap.binding().filter(|b| b.per_s().is_finite());
+        let u = if level {
+            cap.bounds.iter().map(busy).fold(0.0, f64::max)
+        } else {
+            binding.map_or(0.0, busy)
+        };
+        if let (Some(b), true) = (binding, u >= MATCH) {
             if u > ABOVE {
                 findings.push(settings_disagree(s, cap, x, u));
             }
-            let bound = match lower {
-                Limit::RunnerLimit => cap.runner_bound,
-                Limit::Both => cap.worker_bound.min(cap.runner_bound),
-                Limit::WorkerConcurrency
-                | Limit::NoRunner
-                | Limit::Cpu
-                | Limit::ProductionLimit => cap.worker_bound,
-            };
+            let lower = if level { Limit::Both } else { b.limit };
             let v = named_limit(lower, s, (cap, job), ceiling, findings);
-            return hedge(v, bound, (s, ceiling), findings);
+            return hedge(v, b.per_s(), (s, ceiling), findings);
         }
         return third_limit(Some(cap), ceiling, in_progress, findings);
     }

@@ -6,8 +6,11 @@
 //! Worker-bound ceiling Σc ÷ S, runner-bound ceiling Σr ÷ C; the smaller caps throughput. With
 //! W = 0 this is min(runner limit, worker concurrency) ÷ job time.
 
+pub mod bound;
 pub mod mix;
 pub mod settings;
+
+pub use bound::{Bound, Holds};
 
 use serde::{Deserialize, Serialize};
 
@@ -135,8 +138,9 @@ pub mod unbounded {
     }
 }
 
-/// The ceilings a deployment has for a job.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The ceilings a deployment has for a job: its bounds, and the figures of the slots and runner
+/// tasks every report shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
     pub total_worker_concurrency: u32,
     pub total_runner_capacity: u32,
@@ -150,6 +154,16 @@ pub struct Capacity {
     pub capping: Limit,
     /// Jobs making progress at the ceiling: X_max × S.
     pub effective_concurrency: f64,
+    /// Every bound the model holds (slots, runner tasks), the binding one first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<Bound>,
+}
+
+impl Capacity {
+    /// The bound that caps: the one allowing the fewest executions per second.
+    pub fn binding(&self) -> Option<&Bound> {
+        bound::binding(&self.bounds)
+    }
 }
 
 /// Two ceilings within this share of each other cannot be told apart: n8n's overhead alone
@@ -168,6 +182,15 @@ pub fn capacity_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
         ceiling: one.ceiling * n_f,
         capping: one.capping,
         effective_concurrency: one.effective_concurrency * n_f,
+        bounds: one
+            .bounds
+            .into_iter()
+            .map(|b| Bound {
+                servers: b.servers * n_f,
+                source: format!("{} × {n} workers", b.source),
+                ..b
+            })
+            .collect(),
     }
 }
 
@@ -197,15 +220,24 @@ pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
         .map(|w| (w.worker_concurrency as f64 / s).min(runner_bound_of(w.runner_capacity)))
         .sum();
     let runner_bound = runner_bound_of(r);
-    let capping = if r == 0 {
-        Limit::NoRunner
-    } else if (worker_bound - runner_bound).abs() <= INSEPARABLE * worker_bound.max(runner_bound) {
-        Limit::Both
-    } else if runner_bound < worker_bound {
-        Limit::RunnerLimit
-    } else {
-        Limit::WorkerConcurrency
-    };
+    let mut bounds = vec![
+        Bound {
+            limit: Limit::WorkerConcurrency,
+            servers: c as f64,
+            demand_s: s,
+            holds: Holds::Execution,
+            source: "worker slots (--concurrency)".into(),
+        },
+        Bound {
+            limit: Limit::RunnerLimit,
+            servers: r as f64,
+            demand_s: job.code_s,
+            holds: Holds::Code,
+            source: "runner tasks (N8N_RUNNERS_MAX_CONCURRENCY)".into(),
+        },
+    ];
+    bounds.sort_by(|a, b| a.per_s().total_cmp(&b.per_s()));
+    let capping = capping_of(&bounds);
     Capacity {
         total_worker_concurrency: c,
         total_runner_capacity: r,
@@ -214,6 +246,32 @@ pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
         ceiling,
         capping,
         effective_concurrency: ceiling * s,
+        bounds,
+    }
+}
+
+/// Which limit caps, from bounds sorted smallest first: one with no server (a runner limit of
+/// 0: no runner attached) stops every Code task; two within [`INSEPARABLE`] of each other cannot
+/// be told apart; else the smallest.
+fn capping_of(sorted: &[Bound]) -> Limit {
+    if sorted
+        .iter()
+        .any(|b| b.servers <= 0.0 && b.holds == Holds::Code)
+    {
+        return Limit::NoRunner;
+    }
+    let Some(first) = sorted.first() else {
+        return Limit::WorkerConcurrency;
+    };
+    match sorted.get(1) {
+        // An unbounded second (a job with no Code) is never level with the first.
+        Some(second)
+            if second.per_s().is_finite()
+                && second.per_s() - first.per_s() <= INSEPARABLE * second.per_s() =>
+        {
+            Limit::Both
+        }
+        _ => first.limit,
     }
 }
 
@@ -267,25 +325,13 @@ pub const MAX_CURVE_IN_FLIGHT: u32 = 2000;
 /// station with k = effective concurrency servers. Exact for exponential job times; with
 /// variable job times the knee is rounder than [`predict_bound`]'s.
 pub fn predict_mva(cap: &Capacity, job: Job, x_max: f64, max_n: u32) -> Vec<Point> {
-    // The station is the binding bound's servers and demand; every other part of a job is delay.
-    let (servers, demand, delay) = match cap.capping {
-        Limit::RunnerLimit => (
-            cap.total_runner_capacity.max(1),
-            job.code_s,
-            job.overhead_s + job.wait_s,
-        ),
-        // Slots hold the whole job; CPU and the production limit are drawn on the slots' curve
-        // with their own ceiling as `x_max`; no runner leaves the slots as the only station.
-        Limit::WorkerConcurrency
-        | Limit::Both
-        | Limit::NoRunner
-        | Limit::Cpu
-        | Limit::ProductionLimit => (
-            cap.total_worker_concurrency.max(1),
-            job.job_time(),
-            job.overhead_s,
-        ),
+    // The station is the binding bound's servers and demand; every other part of the service
+    // time is delay (a model without bounds: the slots).
+    let (servers, demand) = match cap.binding() {
+        Some(b) if b.servers > 0.0 && b.demand_s > 0.0 => (b.servers as u32, b.demand_s),
+        _ => (cap.total_worker_concurrency.max(1), job.job_time()),
     };
+    let delay = (job.service_time() - demand).max(0.0);
     let max_n = max_n.min(MAX_CURVE_IN_FLIGHT);
     let k = servers as usize;
     let mu = |j: usize| j.min(k) as f64 / demand.max(1e-9);
