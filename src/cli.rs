@@ -78,6 +78,10 @@ pub enum Command {
     Diagnose(Box<DiagnoseArgs>),
     /// Propose settings from a break point with a 2/3 safety factor.
     Recommend(RecommendArgs),
+    /// Compare runs: the first is the baseline, each later one is judged against it (verdict,
+    /// ceiling, knee, latency and errors at matched levels), every difference against the
+    /// runs' own intervals. Exit 99 when a --fail-if threshold is passed beyond noise.
+    Compare(CompareArgs),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),
@@ -249,7 +253,8 @@ impl SettingsArgs {
 /// `--format json`), tables fitted to the terminal unless `--wide`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct OutputArgs {
-    /// Output format: table, json; sarif (audit) and html (a run's report) where they apply.
+    /// Output format: table, json; sarif (audit), html (a run's report, a comparison) and
+    /// markdown (a comparison, for a pull request) where they apply.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// The same as --format json.
@@ -273,6 +278,20 @@ impl OutputArgs {
         };
         crate::report::check::<T>(f, command)
     }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Results directories or their summary.json: the baseline first (old, then new).
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// Fail (exit 99) when a later run passes this beyond noise: ceiling<-5%, p95>+10% (a
+    /// change in %), error-rate>+1 (in percentage points), or verdict (another limit caps).
+    /// Repeatable.
+    #[arg(long = "fail-if", value_name = "THRESHOLD")]
+    pub fail_if: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -4,7 +4,7 @@
 use crate::common::*;
 
 /// Every subcommand `--help` lists, in its order.
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "demo",
     "sweep",
     "inspect",
@@ -14,6 +14,7 @@ const SUBCOMMANDS: [&str; 13] = [
     "audit",
     "diagnose",
     "recommend",
+    "compare",
     "sim",
     "completions",
     "man",

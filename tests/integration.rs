@@ -11,6 +11,8 @@ mod audit;
 #[path = "cli.rs"]
 mod cli;
 mod common;
+#[path = "compare.rs"]
+mod compare;
 #[path = "compose_example.rs"]
 mod compose_example;
 #[path = "diagnose.rs"]

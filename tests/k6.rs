@@ -106,7 +106,8 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
         within(x, 5.0 / served_k6.task_s, 0.10),
         "k6 stage throughput {x} from {served_k6:?}"
     );
-    assert!(x <= 25.0 * 1.02, "{x}");
+    // Above the bound only by what a k6 series' windows add (see `runner_5_judged`).
+    assert!(x <= 25.0 * 1.10, "{x}");
     let from_summary = diagnose(&["diagnose", "--k6-summary", summary.to_str().unwrap()]);
     // Our own sweep of the same stages.
     let mut own = sweep(

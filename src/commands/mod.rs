@@ -3,6 +3,7 @@
 //! [`crate::report::emit`] in the format asked for.
 
 mod audit;
+mod compare;
 mod demo;
 mod diagnose;
 mod exporter;
@@ -49,6 +50,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             output,
         } => inspect::run(project.as_deref(), &files, &output).await,
         Command::Recommend(a) => recommend::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Sim(s) => {
             sim::run(s).await?;
             Ok(error::EXIT_OK)

@@ -7,6 +7,7 @@
 //! Not here: measuring (`load`, `observe`), the formulas (`model`), the settings to propose
 //! (`recommend`), rendering (`report`).
 
+pub mod compare;
 pub mod cpu;
 pub mod floor;
 pub mod history;

@@ -510,6 +510,39 @@ fn short(s: &str) -> String {
     }
 }
 
+/// `compare` as a page: every run's throughput against load on one chart, then the table.
+pub fn comparison(c: &crate::record::comparison::RunComparison) -> String {
+    let runs = std::iter::once(&c.baseline).chain(c.versus.iter().map(|v| &v.run));
+    let chart = Chart {
+        id: "throughput".into(),
+        title: "Throughput against load, each run".into(),
+        x_label: "load".into(),
+        y_label: "req/s".into(),
+        series: runs
+            .map(|r| Series {
+                name: r.label.clone(),
+                points: r.throughput.clone(),
+                bars: Vec::new(),
+                mark: Mark::Dots,
+            })
+            .collect(),
+        hlines: Vec::new(),
+        note: None,
+    };
+    let mut h = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>n8ncap compare</title>\
+         <style>body{font-family:sans-serif;max-width:1000px;margin:auto}pre{white-space:pre-wrap}</style>\
+         </head><body><h1>n8ncap compare</h1>",
+    );
+    h.push_str(&chart.svg());
+    let _ = write!(
+        h,
+        "<pre>{}</pre></body></html>",
+        esc(&super::table::comparison_table(c))
+    );
+    h
+}
+
 /// Writes `report.html` into a results directory from its summary and timeline.
 pub fn write(
     dir: &std::path::Path,

@@ -3,11 +3,12 @@
 //!
 //! One seam: a command builds a typed result that implements [`Rendered`], and [`emit`] prints
 //! it in the [`Format`] asked for. Each format has its file (`table.rs`/`text.rs`, `json.rs`,
-//! `sarif.rs`, `html.rs`); `views.rs` says how each command's result looks in each.
+//! `sarif.rs`, `html.rs`, `markdown.rs`); `views.rs` says how each command's result looks in each.
 
 pub mod grafana;
 pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod sarif;
 pub mod svg;
 pub mod table;
@@ -28,6 +29,8 @@ pub enum Format {
     Sarif,
     /// A self-contained HTML report with inline SVG charts (a run's judgement).
     Html,
+    /// Markdown tables (a comparison, for a pull request).
+    Markdown,
 }
 
 impl Format {
@@ -37,6 +40,7 @@ impl Format {
             Format::Json => "json",
             Format::Sarif => "sarif",
             Format::Html => "html",
+            Format::Markdown => "markdown",
         }
     }
 }
@@ -70,6 +74,10 @@ pub trait Rendered: serde::Serialize {
     fn html(&self) -> Option<String> {
         None
     }
+
+    fn markdown(&self) -> Option<String> {
+        None
+    }
 }
 
 /// `format` if `T` has it, else what to give instead (checked before any work is done).
@@ -96,5 +104,6 @@ pub fn emit<T: Rendered>(value: &T, format: Format) -> anyhow::Result<()> {
         Format::Json => json::print(value),
         Format::Sarif => json::print(&value.sarif().ok_or_else(missing)?),
         Format::Html => text::print(&value.html().ok_or_else(missing)?),
+        Format::Markdown => text::print(&value.markdown().ok_or_else(missing)?),
     }
 }

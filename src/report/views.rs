@@ -190,3 +190,25 @@ impl Rendered for Recommend<'_> {
         }
     }
 }
+
+/// `compare`'s result: the runs side by side, each later one against the first.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Compare<'a>(pub &'a crate::record::comparison::RunComparison);
+
+impl Rendered for Compare<'_> {
+    const FORMATS: &'static [Format] =
+        &[Format::Table, Format::Json, Format::Markdown, Format::Html];
+
+    fn table(&self) -> String {
+        table::comparison_table(self.0)
+    }
+
+    fn markdown(&self) -> Option<String> {
+        Some(super::markdown::comparison(self.0))
+    }
+
+    fn html(&self) -> Option<String> {
+        Some(html::comparison(self.0))
+    }
+}

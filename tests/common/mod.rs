@@ -183,9 +183,10 @@ pub async fn one_stage(
     s.stages.into_iter().next().expect("one stage")
 }
 
-/// Waits until an HTTP endpoint answers 200.
+/// Waits until an HTTP endpoint answers 200: for the state, not a time (a process started on a
+/// busy machine may take many seconds); the 60 s only keep a broken start from hanging.
 pub async fn wait_http_ok(url: &str) {
-    for _ in 0..200 {
+    for _ in 0..2400 {
         if let Ok((200, _)) = n8ncap::wire::http::http_get(url, Duration::from_secs(1)).await {
             return;
         }

@@ -1,0 +1,397 @@
+//! Runs compared: a later run's verdict, ceiling, knee, latency and errors against the
+//! baseline's, each difference judged against the runs' own intervals — "no difference beyond
+//! noise" where they overlap — and the thresholds a CI gate sets (`--fail-if`).
+
+use crate::model::settings::{Settings, Sourced};
+use crate::record::comparison::{Change, LevelChange, RunBrief, RunComparison, Versus};
+use crate::record::diagnosis::Level;
+use crate::record::{Diagnosis, Estimate, Recommendation, Summary};
+
+/// A judged run, as `compare` reads it.
+pub struct Judged<'a> {
+    pub label: String,
+    pub summary: &'a Summary,
+    pub diagnosis: &'a Diagnosis,
+    pub recommendation: &'a Result<Recommendation, String>,
+}
+
+/// What a threshold measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// The measured ceiling's change, in %.
+    Ceiling,
+    /// p95's change at any level both runs measured, in %.
+    P95,
+    /// The error rate's change at any such level, in percentage points.
+    ErrorRate,
+    /// Another limit caps.
+    Verdict,
+}
+
+/// One `--fail-if`: `ceiling<-5%`, `p95>+10%`, `error-rate>+1`, `verdict`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailIf {
+    pub text: String,
+    pub metric: Metric,
+    /// True for `>`, false for `<`.
+    pub above: bool,
+    pub value: f64,
+}
+
+impl FailIf {
+    pub fn parse(text: &str) -> Result<FailIf, String> {
+        let t = text.trim();
+        let usage = || {
+            format!(
+                "--fail-if {t:?}: write METRIC<VALUE or METRIC>VALUE with METRIC one of ceiling, \
+                 p95 (changes in %, e.g. ceiling<-5% or p95>+10%), error-rate (a change in \
+                 percentage points, e.g. error-rate>+1), or the word verdict (another limit caps)"
+            )
+        };
+        if t == "verdict" {
+            return Ok(FailIf {
+                text: t.into(),
+                metric: Metric::Verdict,
+                above: true,
+                value: 0.0,
+            });
+        }
+        let (at, above) = match (t.find('<'), t.find('>')) {
+            (Some(i), None) => (i, false),
+            (None, Some(i)) => (i, true),
+            _ => return Err(usage()),
+        };
+        let metric = match t[..at].trim() {
+            "ceiling" => Metric::Ceiling,
+            "p95" => Metric::P95,
+            "error-rate" => Metric::ErrorRate,
+            _ => return Err(usage()),
+        };
+        let v = t[at + 1..].trim();
+        let percent = v.ends_with('%');
+        if percent == (metric == Metric::ErrorRate) {
+            return Err(usage());
+        }
+        let value: f64 = v
+            .trim_end_matches('%')
+            .trim_start_matches('+')
+            .parse()
+            .map_err(|_| usage())?;
+        if !value.is_finite() || value.abs() > 1000.0 {
+            return Err(usage());
+        }
+        Ok(FailIf {
+            text: t.into(),
+            metric,
+            above,
+            value,
+        })
+    }
+
+    fn passes_line(&self, change: f64) -> bool {
+        if self.above {
+            change > self.value
+        } else {
+            change < self.value
+        }
+    }
+
+    /// The words when `v` fails this threshold, else None. A change within the runs' noise
+    /// never fails one.
+    fn failed_by(&self, v: &Versus) -> Option<String> {
+        match self.metric {
+            Metric::Verdict => v.verdict_changed.clone(),
+            Metric::Ceiling => v
+                .ceiling
+                .as_ref()
+                .filter(|c| c.beyond_noise && self.passes_line(c.change_pct))
+                .map(|c| format!("ceiling {:+.1} %", c.change_pct)),
+            Metric::P95 => v.levels.iter().find_map(|l| {
+                l.p95
+                    .as_ref()
+                    .filter(|c| c.beyond_noise && self.passes_line(c.change_pct))
+                    .map(|c| format!("p95 {:+.1} % at {}", c.change_pct, l.level.words()))
+            }),
+            Metric::ErrorRate => v.levels.iter().find_map(|l| {
+                let points = (l.error_rate[1] - l.error_rate[0]) * 100.0;
+                self.passes_line(points)
+                    .then(|| format!("error rate {points:+.1} points at {}", l.level.words()))
+            }),
+        }
+        .map(|what| format!("{}: {what}", self.text))
+    }
+}
+
+/// Why two runs cannot be compared: another load model, another workflow body, another mix.
+pub fn comparable(a: &Judged, b: &Judged) -> Result<(), String> {
+    let (x, y) = (a.summary, b.summary);
+    if x.model != y.model {
+        return Err(format!(
+            "{} ran the {} model and {} the {}: a closed run's levels are in flight, an open \
+             run's are arrival rates — compare runs of one model",
+            a.label,
+            format!("{:?}", x.model).to_lowercase(),
+            b.label,
+            format!("{:?}", y.model).to_lowercase()
+        ));
+    }
+    if x.body != y.body {
+        return Err(format!(
+            "{} and {} sent another request body: another workflow input is another job — \
+             compare runs of the same body",
+            a.label, b.label
+        ));
+    }
+    let mix = |s: &Summary| {
+        s.scenarios
+            .iter()
+            .map(|c| (c.name.clone(), (c.share * 1000.0).round() as i64))
+            .collect::<Vec<_>>()
+    };
+    if mix(x) != mix(y) {
+        return Err(format!(
+            "{} and {} ran another mix of scenarios (names or shares differ): compare runs of \
+             the same mix",
+            a.label, b.label
+        ));
+    }
+    Ok(())
+}
+
+/// `b` against `a`: the change in %, its range from the intervals' ends, and whether the
+/// intervals leave each other (a degenerate interval, one sample, tells nothing of noise).
+pub fn change(a: &Estimate, b: &Estimate) -> Change {
+    let pct = |num: f64, den: f64| {
+        if den > 0.0 {
+            (num / den - 1.0) * 100.0
+        } else {
+            0.0
+        }
+    };
+    let measured_noise = a.high > a.low && b.high > b.low;
+    Change {
+        baseline: a.clone(),
+        candidate: b.clone(),
+        change_pct: pct(b.mean, a.mean),
+        interval_pct: [pct(b.low, a.high), pct(b.high, a.low)],
+        beyond_noise: measured_noise && (b.low > a.high || b.high < a.low),
+    }
+}
+
+fn setting<T: std::fmt::Display>(name: &str, o: &Option<Sourced<T>>) -> Option<(String, String)> {
+    o.as_ref()
+        .map(|v| (name.to_string(), format!("{} ({})", v.value, v.source)))
+}
+
+fn settings_of(s: &Settings) -> Vec<(String, String)> {
+    [
+        setting("workers", &s.workers),
+        setting("worker concurrency", &s.worker_concurrency),
+        setting("runner limit", &s.runner_limit),
+        setting("runners per worker", &s.runners_per_worker),
+        s.executions_mode.as_ref().map(|m| {
+            (
+                "executions mode".into(),
+                format!("{:?} ({})", m.value, m.source).to_lowercase(),
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn brief(j: &Judged) -> RunBrief {
+    let d = j.diagnosis;
+    RunBrief {
+        label: j.label.clone(),
+        profile: j.summary.profile.clone(),
+        capping_limit: d.capping_limit,
+        settings: settings_of(&d.settings),
+        ceiling: d.measured_ceiling.clone(),
+        knee: d.knee.as_ref().map(|k| (k.in_flight, k.level.words())),
+        recommendation: match j.recommendation {
+            Ok(r) => format!(
+                "{} worker(s) × concurrency {}, runner limit {} × {} per worker: {:.2} req/s",
+                r.workers,
+                r.worker_concurrency,
+                r.runner_limit,
+                r.runners_per_worker,
+                r.predicted_throughput
+            ),
+            Err(why) => format!("none: {why}"),
+        },
+        throughput: d
+            .levels
+            .iter()
+            .filter(|l| l.valid)
+            .map(|l| (l.level.magnitude(), l.throughput.mean))
+            .collect(),
+    }
+}
+
+/// The levels both runs measured validly (arrival rates within 1 %).
+fn levels(a: &[Level], b: &[Level]) -> Vec<LevelChange> {
+    a.iter()
+        .filter(|l| l.valid)
+        .filter_map(|la| {
+            let lb = b.iter().filter(|l| l.valid).find(|lb| {
+                let (x, y) = (la.level.magnitude(), lb.level.magnitude());
+                std::mem::discriminant(&la.level) == std::mem::discriminant(&lb.level)
+                    && (x - y).abs() <= 0.01 * x.max(y)
+            })?;
+            Some(LevelChange {
+                level: la.level,
+                p50_ms: [la.p50_ms, lb.p50_ms],
+                p95: la
+                    .p95_ms
+                    .as_ref()
+                    .zip(lb.p95_ms.as_ref())
+                    .map(|(x, y)| change(x, y)),
+                error_rate: [la.error_rate, lb.error_rate],
+            })
+        })
+        .collect()
+}
+
+/// The recorded settings that differ, in words ("runner limit 5 → 10").
+fn settings_differ(a: &Settings, b: &Settings) -> Vec<String> {
+    let value = |v: &[(String, String)], k: &str| {
+        v.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.split(" (").next().unwrap_or(v).to_string())
+    };
+    let (x, y) = (settings_of(a), settings_of(b));
+    let mut names: Vec<&String> = x.iter().chain(y.iter()).map(|(n, _)| n).collect();
+    names.dedup();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let (u, v) = (value(&x, n), value(&y, n));
+            (u != v).then(|| {
+                format!(
+                    "{n} {} → {}",
+                    u.unwrap_or_else(|| "unknown".into()),
+                    v.unwrap_or_else(|| "unknown".into())
+                )
+            })
+        })
+        .collect()
+}
+
+/// The first run is the baseline; each later one is compared with it.
+pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, String> {
+    let (base, later) = runs
+        .split_first()
+        .filter(|(_, l)| !l.is_empty())
+        .ok_or("give two runs or more: the baseline first, then each run to compare with it")?;
+    let mut versus = Vec::new();
+    for r in later {
+        comparable(base, r)?;
+        let (a, b) = (base.diagnosis, r.diagnosis);
+        let verdict_changed = (a.capping_limit != b.capping_limit).then(|| {
+            let words = |l: Option<crate::model::Limit>| l.map_or("no limit named", |l| l.words());
+            format!("{} → {}", words(a.capping_limit), words(b.capping_limit))
+        });
+        let mut v = Versus {
+            run: brief(r),
+            verdict_changed,
+            ceiling: a
+                .measured_ceiling
+                .as_ref()
+                .zip(b.measured_ceiling.as_ref())
+                .map(|(x, y)| change(x, y)),
+            levels: levels(&a.levels, &b.levels),
+            settings_differ: settings_differ(&a.settings, &b.settings),
+            failed: Vec::new(),
+        };
+        v.failed = fail_if.iter().filter_map(|f| f.failed_by(&v)).collect();
+        versus.push(v);
+    }
+    Ok(RunComparison {
+        baseline: brief(base),
+        versus,
+        fail_if: fail_if.iter().map(|f| f.text.clone()).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(mean: f64, half: f64) -> Estimate {
+        Estimate {
+            mean,
+            low: mean - half,
+            high: mean + half,
+            n: 3,
+            samples: vec![],
+        }
+    }
+
+    #[test]
+    fn overlapping_intervals_are_noise_and_apart_ones_a_change_with_its_range() {
+        let same = change(&est(25.0, 0.4), &est(25.3, 0.4));
+        assert!(!same.beyond_noise);
+        assert!((same.change_pct - 1.2).abs() < 1e-9);
+        let up = change(&est(25.0, 0.5), &est(50.0, 1.0));
+        assert!(up.beyond_noise);
+        assert!((up.change_pct - 100.0).abs() < 1e-9);
+        // From 49 ÷ 25.5 − 1 to 51 ÷ 24.5 − 1.
+        assert!((up.interval_pct[0] - (49.0 / 25.5 - 1.0) * 100.0).abs() < 1e-9);
+        assert!((up.interval_pct[1] - (51.0 / 24.5 - 1.0) * 100.0).abs() < 1e-9);
+        // One sample each: no interval, so nothing is beyond noise.
+        assert!(!change(&est(10.0, 0.0), &est(20.0, 0.0)).beyond_noise);
+    }
+
+    #[test]
+    fn thresholds_parse_and_fail_only_past_noise() {
+        let f = FailIf::parse("ceiling<-5%").unwrap();
+        assert_eq!((f.metric, f.above, f.value), (Metric::Ceiling, false, -5.0));
+        let p = FailIf::parse(" p95>+10% ").unwrap();
+        assert_eq!((p.metric, p.above, p.value), (Metric::P95, true, 10.0));
+        assert_eq!(
+            FailIf::parse("error-rate>1").unwrap().metric,
+            Metric::ErrorRate
+        );
+        assert_eq!(FailIf::parse("verdict").unwrap().metric, Metric::Verdict);
+        for bad in [
+            "ceiling",
+            "ceiling<-5",
+            "error-rate>1%",
+            "latency>5%",
+            "ceiling<>5%",
+            "p95>x%",
+            "ceiling<NaN%",
+        ] {
+            assert!(FailIf::parse(bad).is_err(), "{bad}");
+        }
+        let mut v = Versus {
+            run: RunBrief {
+                label: "b".into(),
+                profile: "p".into(),
+                capping_limit: None,
+                settings: vec![],
+                ceiling: None,
+                knee: None,
+                recommendation: String::new(),
+                throughput: vec![],
+            },
+            verdict_changed: None,
+            ceiling: Some(change(&est(25.0, 0.5), &est(22.0, 0.5))),
+            levels: vec![],
+            settings_differ: vec![],
+            failed: vec![],
+        };
+        assert!(
+            f.failed_by(&v).is_some(),
+            "−12 % beyond noise fails ceiling<-5%"
+        );
+        v.ceiling = Some(change(&est(25.0, 2.0), &est(22.0, 2.0)));
+        assert!(f.failed_by(&v).is_none(), "within noise: no failure");
+        v.ceiling = Some(change(&est(25.0, 0.5), &est(24.0, 0.2)));
+        assert!(f.failed_by(&v).is_none(), "−4 % is not past −5 %");
+    }
+}

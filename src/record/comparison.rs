@@ -1,0 +1,129 @@
+//! Runs compared (`n8ncap compare A B …`): the baseline's figures, and each later run's beside
+//! them, every difference judged against the runs' own intervals.
+
+use crate::model::Limit;
+use crate::record::{Estimate, LoadLevel};
+use serde::{Deserialize, Serialize};
+
+/// One run as a comparison shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunBrief {
+    /// Where it was read from (a results directory or its summary.json).
+    pub label: String,
+    pub profile: String,
+    pub capping_limit: Option<Limit>,
+    /// The capacity settings it ran with: (name, value and where it came from).
+    pub settings: Vec<(String, String)>,
+    pub ceiling: Option<Estimate>,
+    /// Executions in progress at the knee (X × S), and its level's words.
+    pub knee: Option<(f64, String)>,
+    /// The plan that followed, in words; or why there was none.
+    pub recommendation: String,
+    /// Each valid level's load (in flight or arrivals/s) and throughput, for the chart.
+    pub throughput: Vec<(f64, f64)>,
+}
+
+/// A figure of a later run against the baseline's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub baseline: Estimate,
+    pub candidate: Estimate,
+    /// (candidate − baseline) ÷ baseline, in %.
+    pub change_pct: f64,
+    /// The change's range from the two intervals' ends, in %.
+    pub interval_pct: [f64; 2],
+    /// The intervals do not overlap: a change, not noise.
+    pub beyond_noise: bool,
+}
+
+/// Latency and errors at one load level both runs measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelChange {
+    pub level: LoadLevel,
+    pub p50_ms: [Option<f64>; 2],
+    pub p95: Option<Change>,
+    /// Error rates (0–1), baseline then candidate.
+    pub error_rate: [f64; 2],
+}
+
+/// A later run against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Versus {
+    pub run: RunBrief,
+    /// Another limit caps now: "runner limit → worker concurrency", said first.
+    pub verdict_changed: Option<String>,
+    pub ceiling: Option<Change>,
+    pub levels: Vec<LevelChange>,
+    /// Recorded settings that differ: "runner limit 5 → 10".
+    pub settings_differ: Vec<String>,
+    /// The `--fail-if` thresholds this run fails, in words.
+    pub failed: Vec<String>,
+}
+
+/// `n8ncap compare`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunComparison {
+    pub baseline: RunBrief,
+    pub versus: Vec<Versus>,
+    /// The thresholds given (`--fail-if`), as written.
+    pub fail_if: Vec<String>,
+}
+
+impl RunComparison {
+    /// Some later run failed a threshold.
+    pub fn failed(&self) -> bool {
+        self.versus.iter().any(|v| !v.failed.is_empty())
+    }
+}
+
+impl Change {
+    /// "+60.2 % (55.1 to 65.3 %)" beyond noise, else "no difference beyond noise (+0.8 %)".
+    pub fn words(&self) -> String {
+        if self.beyond_noise {
+            format!(
+                "{:+.1} % ({:+.1} to {:+.1} %)",
+                self.change_pct, self.interval_pct[0], self.interval_pct[1]
+            )
+        } else if self.baseline.high > self.baseline.low && self.candidate.high > self.candidate.low
+        {
+            format!("no difference beyond noise ({:+.1} %)", self.change_pct)
+        } else {
+            format!("{:+.1} % (one sample each: noise unknown)", self.change_pct)
+        }
+    }
+}
+
+impl RunBrief {
+    /// The ceiling with its interval, or why there is none.
+    pub fn ceiling_words(&self) -> String {
+        self.ceiling
+            .as_ref()
+            .map(|c| format!("{:.2} ({:.2}–{:.2})", c.mean, c.low, c.high))
+            .unwrap_or_else(|| "not reached".into())
+    }
+
+    pub fn limit_words(&self) -> &'static str {
+        self.capping_limit.map_or("none named", |l| l.words())
+    }
+
+    pub fn knee_words(&self) -> String {
+        self.knee
+            .as_ref()
+            .map(|(n, at)| format!("{n:.1} in progress ({at})"))
+            .unwrap_or_else(|| "—".into())
+    }
+}
+
+impl LevelChange {
+    /// The p95 cells: baseline, candidate and the change.
+    pub fn p95_words(&self) -> [String; 3] {
+        match &self.p95 {
+            Some(c) => [
+                format!("{:.0}", c.baseline.mean),
+                format!("{:.0}", c.candidate.mean),
+                c.words(),
+            ],
+            None => ["—".into(), "—".into(), "—".into()],
+        }
+    }
+}
