@@ -318,9 +318,10 @@ pub struct DiagnoseArgs {
     #[arg(long, conflicts_with_all = ["input", "k6_json"])]
     pub k6_summary: Option<PathBuf>,
     /// A k6 `--out json` (or `--out csv`) file of any executor: held VU steps and held
-    /// arrival rates are the levels, ramps between them are windows.
+    /// arrival rates are the levels, ramps between them are windows. Repeat it for the outputs
+    /// of one distributed run (k6-operator's pods): read as one run, clocks aligned.
     #[arg(long, conflicts_with = "input", visible_alias = "k6-csv")]
-    pub k6_json: Option<PathBuf>,
+    pub k6_json: Vec<PathBuf>,
     /// Least warm-up left out at the start of each level of a k6 time series ("auto": two p50
     /// responses, at least 1 s; a given value is raised to one p50).
     #[arg(long, default_value = "auto")]

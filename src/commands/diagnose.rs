@@ -33,31 +33,44 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
-/// What `diagnose` reads: a saved run, a k6 summary export, or k6's JSON output.
+/// `--k6-warmup`: "auto" (None) or a duration.
+fn k6_warmup(a: &DiagnoseArgs) -> anyhow::Result<Option<f64>> {
+    Ok(match a.k6_warmup.trim() {
+        "auto" => None,
+        w => Some(
+            crate::util::parse_duration(w)
+                .map_err(|e| BadInput(format!("--k6-warmup: {e} (or \"auto\")")))?
+                .as_secs_f64(),
+        ),
+    })
+}
+
+/// What `diagnose` reads: a saved run, a k6 summary export, or k6's JSON output (one file, or
+/// the files of one distributed run).
 fn input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
-    match (&a.input, &a.k6_summary, &a.k6_json) {
+    match (&a.input, &a.k6_summary, a.k6_json.as_slice()) {
         (Some(p), _, _) => crate::record::dir::load_summary(p),
         (None, Some(k), _) => Ok(crate::load::k6::summary(
             crate::load::k6::from_summary(k)?,
             &k.display().to_string(),
             a.body.as_deref(),
         )?),
-        (None, None, Some(k)) => {
-            let warm = match a.k6_warmup.trim() {
-                "auto" => None,
-                w => Some(
-                    crate::util::parse_duration(w)
-                        .map_err(|e| BadInput(format!("--k6-warmup: {e} (or \"auto\")")))?
-                        .as_secs_f64(),
-                ),
-            };
-            Ok(crate::load::k6::summary(
-                crate::load::k6series::from_json(k, warm)?,
-                &k.display().to_string(),
+        (None, None, [k]) => Ok(crate::load::k6::summary(
+            crate::load::k6series::from_json(k, k6_warmup(a)?)?,
+            &k.display().to_string(),
+            a.body.as_deref(),
+        )?),
+        (None, None, files @ [_, _, ..]) => {
+            let (stages, books) = crate::load::k6series::from_files(files, k6_warmup(a)?)?;
+            let mut s = crate::load::k6::summary(
+                stages,
+                &format!("{} files of one run", files.len()),
                 a.body.as_deref(),
-            )?)
+            )?;
+            s.merged_from = books;
+            Ok(s)
         }
-        (None, None, None) => Err(BadInput(
+        (None, None, []) => Err(BadInput(
             "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
                 .into(),
         )

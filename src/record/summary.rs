@@ -126,6 +126,21 @@ pub struct Summary {
     /// The pre-flight request to each target before any load (none when skipped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preflight: Vec<Preflight>,
+    /// Several k6 outputs read as this one run, and what was done to each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergedFile>,
+}
+
+/// One of several k6 outputs read as one run: how far its clock ran ahead of the first file's
+/// (from where their `vus` steps overlap), whether it was moved back by that much, and the
+/// requests left out because they fell outside the span every file covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedFile {
+    pub file: String,
+    pub clock_ahead_s: f64,
+    pub aligned: bool,
+    pub requests: u64,
+    pub cut_requests: u64,
 }
 
 /// What one request before the load found at a target.
@@ -173,6 +188,7 @@ impl Summary {
             recommendation: None,
             memory_plan: None,
             preflight: Vec::new(),
+            merged_from: Vec::new(),
         }
     }
 }

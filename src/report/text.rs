@@ -413,6 +413,33 @@ pub fn run(
     let mut s = super::table::stages_table(&summary.stages);
     s.push('\n');
     s.push_str(&k6_block(summary));
+    for m in &summary.merged_from {
+        let _ = write!(
+            s,
+            "\nk6 file {}: {} requests{}{}",
+            m.file,
+            m.requests,
+            if m.aligned {
+                format!(
+                    ", its clock {:+.1} s from the first file's: moved back by that much",
+                    m.clock_ahead_s
+                )
+            } else {
+                format!(
+                    ", its clock {:+.1} s from the first file's (under k6's 1 s sampling: left as is)",
+                    m.clock_ahead_s
+                )
+            },
+            if m.cut_requests > 0 {
+                format!(
+                    ", {} outside the span every file covers left out",
+                    m.cut_requests
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     if !summary.search.is_empty() {
         let _ = write!(s, "\n{}", search(summary));
     }

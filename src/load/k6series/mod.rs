@@ -26,6 +26,7 @@
 
 mod detect;
 mod figures;
+mod merge;
 mod read;
 mod segment;
 #[cfg(test)]
@@ -174,4 +175,19 @@ pub fn from_json(
 ) -> Result<Vec<StageResult>, BadInput> {
     let series = read(path)?;
     stages(&series, Warmup(warmup_s))
+}
+
+/// Several outputs of one distributed k6 run (JSON or CSV, mixed) read as one run: clocks
+/// aligned, the files cut to the span they all cover, points merged by time, virtual users
+/// summed (see `merge`); with what was done to each file.
+pub fn from_files(
+    paths: &[std::path::PathBuf],
+    warmup_s: Option<f64>,
+) -> Result<(Vec<StageResult>, Vec<crate::record::summary::MergedFile>), BadInput> {
+    let files = paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), read(p)?)))
+        .collect::<Result<Vec<_>, BadInput>>()?;
+    let (series, books) = merge::merge(files)?;
+    Ok((stages(&series, Warmup(warmup_s))?, books))
 }
