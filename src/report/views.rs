@@ -34,10 +34,16 @@ impl Serialize for Run<'_> {
         match self.json {
             RunJson::Summary => self.summary.serialize(s),
             RunJson::Judgement => {
-                let mut st = s.serialize_struct("Judgement", 3)?;
+                let mut st = s.serialize_struct("Judgement", 4)?;
                 st.serialize_field("diagnosis", self.diagnosis)?;
                 st.serialize_field("recommendation", &self.recommendation.as_ref().ok())?;
                 st.serialize_field("stages", &self.summary.stages)?;
+                // Several k6 outputs read as this run: what was done to each.
+                if self.summary.merged_from.is_empty() {
+                    st.skip_field("merged_from")?;
+                } else {
+                    st.serialize_field("merged_from", &self.summary.merged_from)?;
+                }
                 st.end()
             }
         }
