@@ -88,7 +88,7 @@ impl Change {
         {
             format!("no difference beyond noise ({:+.1} %)", self.change_pct)
         } else {
-            format!("{:+.1} % (one sample each: noise unknown)", self.change_pct)
+            format!("{:+.1} % (one sample: noise unknown)", self.change_pct)
         }
     }
 }

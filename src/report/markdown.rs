@@ -64,11 +64,16 @@ pub fn comparison(c: &crate::record::comparison::RunComparison) -> String {
             "run",
             "limit that caps",
             "ceiling req/s (95 %)",
-            "change",
+            "ceiling change",
             "knee",
         ],
         &[false, false, true, true, false],
         &rows,
+    ));
+    s.push_str(&format!(
+        "\nBaseline {}: recommendation {}\n",
+        cell(&c.baseline.label),
+        cell(&c.baseline.recommendation)
     ));
     for v in &c.versus {
         s.push_str(&format!("\n### {}\n\n", cell(&v.run.label)));

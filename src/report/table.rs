@@ -687,7 +687,7 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
         "run",
         "limit that caps",
         "ceiling req/s (95 %)",
-        "change",
+        "ceiling change",
         "knee",
     ]);
     t.add_row(vec![
@@ -707,6 +707,10 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
         ]);
     }
     let mut out = laid_out(&mut t);
+    out.push_str(&format!(
+        "\n{}: recommendation {}\n",
+        c.baseline.label, c.baseline.recommendation
+    ));
     for v in &c.versus {
         out.push_str(&format!(
             "\n{} against {}:\n",
@@ -737,6 +741,7 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
                 ]);
             }
             out.push_str(&laid_out(&mut l));
+            out.push('\n');
         }
         out.push_str(&format!("  recommendation: {}\n", v.run.recommendation));
         for f in &v.failed {

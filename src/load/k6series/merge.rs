@@ -1,5 +1,5 @@
 //! Many k6 outputs read as one run (k6-operator's pods, any distributed k6): each file's clock
-//! aligned to the first's from where their `vus` steps overlap, the files cut to the span they
+//! aligned to the first's from where their `vus` curves overlap, the files cut to the span they
 //! all cover (a file that ended early is a gap, not a level change), then requests, iterations
 //! and dropped iterations merged by time and the virtual users summed per instant.
 
@@ -8,37 +8,61 @@ use crate::record::summary::MergedFile;
 
 /// A skew smaller than this is within k6's one-second sampling of `vus`: not corrected.
 pub const SKEW_S: f64 = 1.0;
-/// The most two files' clocks may differ before they are refused as different runs.
-pub const MOST_SKEW_S: f64 = 300.0;
+/// The most two files' clocks are searched apart for their skew.
+pub const MOST_SKEW_S: f64 = 120.0;
 
-/// When `vus` changed, and in which direction (+1 up, −1 down).
-fn changes(vus: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    vus.windows(2)
-        .filter(|w| w[1].1 != w[0].1)
-        .map(|w| (w[1].0, (w[1].1 - w[0].1).signum()))
-        .collect()
+/// The step that offsets are tried at, s.
+const STEP_S: f64 = 0.05;
+
+/// A file's `vus` at `t` as a share of its most: its latest sample, 0 before its first sample
+/// and a second past its last (the gauge is sampled once a second).
+fn share_at(vus: &[(f64, f64)], most: f64, t: f64) -> f64 {
+    let i = vus.partition_point(|v| v.0 <= t);
+    match (i, vus.last()) {
+        (0, _) | (_, None) => 0.0,
+        (_, Some(last)) if t > last.0 + 1.0 => 0.0,
+        _ => vus[i - 1].1 / most,
+    }
 }
 
-/// How far `b`'s clock runs ahead of `a`'s: the median, over `b`'s `vus` changes, of the time to
-/// `a`'s nearest change in the same direction; without changes, the first samples' difference.
+/// How far `b`'s clock runs ahead of `a`'s, from where their `vus` curves overlap: the offset
+/// (within ±[`MOST_SKEW_S`], by [`STEP_S`]) at which `b`'s curve, each as a share of its
+/// most (pods may run different numbers of users), lies closest to `a`'s — ramps, steps and
+/// the runs' edges all count — the middle of the offsets that fit equally well (a step is
+/// known to a second). None when either file has no `vus` samples.
 fn offset(a: &Series, b: &Series) -> Option<f64> {
-    let (ca, cb) = (changes(&a.vus), changes(&b.vus));
-    let mut diffs: Vec<f64> = cb
-        .iter()
-        .filter_map(|(t, dir)| {
-            ca.iter()
-                .filter(|(_, d)| d == dir)
-                .map(|(u, _)| t - u)
-                .min_by(|x, y| x.abs().total_cmp(&y.abs()))
-        })
-        .filter(|d| d.abs() <= MOST_SKEW_S)
-        .collect();
-    if diffs.is_empty() {
-        let first = |s: &Series| s.vus.first().map(|v| v.0);
-        return Some(first(b)? - first(a)?);
+    let most = |s: &Series| s.vus.iter().map(|v| v.1).fold(0.0, f64::max);
+    let (ma, mb) = (most(a), most(b));
+    if a.vus.is_empty() || b.vus.is_empty() || ma <= 0.0 || mb <= 0.0 {
+        return None;
     }
-    diffs.sort_by(f64::total_cmp);
-    Some(diffs[diffs.len() / 2])
+    let from = a.vus[0].0;
+    let to = a.vus[a.vus.len() - 1].0 + 1.0;
+    // Σ |a − b| over a's span, read every `dt` seconds, with b moved by `d`.
+    let misfit = |d: f64, dt: f64| {
+        let n = ((to - from) / dt).ceil() as usize;
+        (0..=n)
+            .map(|k| {
+                let t = from + k as f64 * dt;
+                (share_at(&a.vus, ma, t) - share_at(&b.vus, mb, t + d)).abs() * dt
+            })
+            .sum::<f64>()
+    };
+    // Coarse: whole seconds over the range, read every 0.5 s; fine: STEP_S around the best.
+    let coarse = (-(MOST_SKEW_S as i64)..=MOST_SKEW_S as i64)
+        .map(|d| (d as f64, misfit(d as f64, 0.5)))
+        .min_by(|x, y| x.1.total_cmp(&y.1).then(x.0.abs().total_cmp(&y.0.abs())))?;
+    let fine: Vec<(f64, f64)> = (-40..=40)
+        .map(|k| coarse.0 + k as f64 * STEP_S)
+        .map(|d| (d, misfit(d, STEP_S)))
+        .collect();
+    let best = fine.iter().map(|f| f.1).fold(f64::INFINITY, f64::min);
+    let ties: Vec<f64> = fine
+        .iter()
+        .filter(|f| f.1 <= best + 1e-9 * (1.0 + best))
+        .map(|f| f.0)
+        .collect();
+    Some((ties[0] + ties[ties.len() - 1]) / 2.0)
 }
 
 fn shift(s: &mut Series, by: f64) {
@@ -113,11 +137,6 @@ pub fn merge(files: Vec<(String, Series)>) -> Result<(Series, Vec<MergedFile>), 
     let mut books = Vec::new();
     for (name, mut s) in files {
         let ahead = offset(&first, &s).unwrap_or(0.0);
-        if ahead.abs() > MOST_SKEW_S {
-            return Err(BadInput(format!(
-                "{name}: its run starts {ahead:.0} s from the first file's: not one run — give the outputs of one distributed run"
-            )));
-        }
         let aligned = ahead.abs() >= SKEW_S;
         if aligned {
             shift(&mut s, -ahead);
@@ -246,7 +265,25 @@ mod tests {
             "{books:?}"
         );
         assert_eq!(m.scenarios, ["default"]);
-        // Far-apart runs are refused.
+        // A ramp of one user a second (k6's ramping-vus): every step is a second from the next,
+        // so the nearest step is no guide; the whole curve is.
+        let ramp: Vec<(f64, f64)> = (0..8).map(|k| (200.0 + k as f64, k as f64)).collect();
+        let ramped = |start: f64| {
+            let mut s = file(
+                start,
+                &ramp
+                    .iter()
+                    .map(|(t, v)| (t + start - 200.0, *v))
+                    .collect::<Vec<_>>(),
+                start + 20.0,
+            );
+            s.vus.retain(|v| v.0 >= start);
+            s
+        };
+        let (r0, r1) = (ramped(200.2), ramped(202.2));
+        let (_, books) = merge(vec![("r0".into(), r0), ("r1".into(), r1)]).unwrap();
+        assert!((books[1].clock_ahead_s - 2.0).abs() < 0.3, "{books:?}");
+        // Runs that do not overlap in time are refused.
         let far = file(1000.0, &[(1000.0, 2.0)], 1010.0);
         let x = file(100.0, &[(100.0, 2.0)], 110.0);
         assert!(merge(vec![("x".into(), x), ("far".into(), far)]).is_err());
