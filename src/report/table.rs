@@ -708,7 +708,7 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
     }
     let mut out = laid_out(&mut t);
     out.push_str(&format!(
-        "\n{}: recommendation {}\n",
+        "\n{}: plan {}\n",
         c.baseline.label, c.baseline.recommendation
     ));
     for v in &c.versus {
@@ -743,7 +743,7 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
             out.push_str(&laid_out(&mut l));
             out.push('\n');
         }
-        out.push_str(&format!("  recommendation: {}\n", v.run.recommendation));
+        out.push_str(&format!("  plan: {}\n", v.run.recommendation));
         for f in &v.failed {
             out.push_str(&format!("  FAILED --fail-if {f}\n"));
         }
