@@ -306,6 +306,10 @@ pub struct AuditArgs {
     /// With --live: only this compose project.
     #[arg(long)]
     pub project: Option<String>,
+    /// Also check what upgrading to this n8n version changes (removed variables, defaults that
+    /// move), across the whole deployment.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub upgrade: Option<crate::model::Upgrade>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

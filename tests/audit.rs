@@ -16,11 +16,16 @@ fn root() -> PathBuf {
 }
 
 fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
+    rule_ids_for(files, None)
+}
+
+fn rule_ids_for(files: &[PathBuf], upgrade: Option<n8ncap::model::Upgrade>) -> BTreeSet<String> {
     let p = compose::load(files).unwrap_or_else(|e| panic!("{files:?}: {}", e.0));
-    let r = audit::audit(
+    let r = audit::audit_for(
         p.services.into_iter().map(|s| s.facts).collect(),
         &Default::default(),
         "t".into(),
+        upgrade,
     );
     r.findings
         .into_iter()
@@ -37,6 +42,23 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let ids = rule_ids(std::slice::from_ref(&path));
         assert_eq!(ids, BTreeSet::from([stem.clone()]), "{}", path.display());
+        seen.insert(stem);
+    }
+    // `--upgrade 3.0`'s rules: each fixture fires its rule with the upgrade asked, and nothing
+    // without it (what n8n 3.0 changes is not a fault of the deployment running 2.x).
+    for e in std::fs::read_dir(root().join("fixtures/compose/upgrade-3.0")).unwrap() {
+        let path = e.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let with = rule_ids_for(
+            std::slice::from_ref(&path),
+            Some(n8ncap::model::Upgrade::V3),
+        );
+        assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
+        assert!(
+            rule_ids(std::slice::from_ref(&path)).is_empty(),
+            "{}",
+            path.display()
+        );
         seen.insert(stem);
     }
     // Rules only a Kubernetes manifest can break have their fixture there (tests/k8s.rs).

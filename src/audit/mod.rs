@@ -3,6 +3,9 @@
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
 mod kubernetes;
+mod upgrade;
+
+pub use crate::model::Upgrade;
 
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::settings::ExecutionsMode;
@@ -103,6 +106,16 @@ pub fn audit(
     locations: &BTreeMap<String, (PathBuf, usize)>,
     input: String,
 ) -> Report {
+    audit_for(facts, locations, input, None)
+}
+
+/// [`audit`], and with `upgrade` the rules of what that n8n version changes.
+pub fn audit_for(
+    facts: Vec<Facts>,
+    locations: &BTreeMap<String, (PathBuf, usize)>,
+    input: String,
+    upgrade: Option<Upgrade>,
+) -> Report {
     // A live container that is not running takes no part in the deployment's pairing; its
     // last exit is still reported.
     let everything = Topology::build(facts.clone());
@@ -126,6 +139,9 @@ pub fn audit(
     encryption_key(&c, &mut out);
     database(&c, &mut out);
     kubernetes::rules(&c, &mut out);
+    if let Some(u) = upgrade {
+        upgrade::rules(&c, u, &mut out);
+    }
     lifecycle(&everything, &mut out);
     let findings = out
         .into_iter()

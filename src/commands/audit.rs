@@ -20,7 +20,7 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
             ))
             .into());
         }
-        audit::audit(
+        audit::audit_for(
             found.into_iter().map(|(_, f)| f).collect(),
             &Default::default(),
             format!(
@@ -30,6 +30,7 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
                     .map(|p| format!(", project {p}"))
                     .unwrap_or_default()
             ),
+            a.upgrade,
         )
     } else {
         let (services, input) = crate::topology::load_files(&a.files)?;
@@ -37,10 +38,11 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|s| (s.facts.name.clone(), (s.file.clone(), s.line)))
             .collect();
-        audit::audit(
+        audit::audit_for(
             services.into_iter().map(|s| s.facts).collect(),
             &locations,
             input,
+            a.upgrade,
         )
     };
     crate::report::emit(&report, format)?;

@@ -19,6 +19,8 @@ pub enum Scope {
     Live,
     /// Both the audit and a run's diagnosis.
     Both,
+    /// The audit with `--upgrade VERSION`: what that n8n version changes.
+    Upgrade,
 }
 
 /// One row of the table.
@@ -239,6 +241,19 @@ registry! {
     DbConnectionBudget = "db-connection-budget", Audit, Info,
         "the Postgres connections n8n needs at the maximum replicas",
         "";
+    // ── audit --upgrade 3.0: what n8n 3.0 changes (n8n docs, "n8n 3.0 breaking changes") ──
+    UpgradeTaskTimeout = "upgrade-task-timeout", Upgrade, Warning,
+        "N8N_RUNNERS_TASK_TIMEOUT unset where Code runs: n8n 3.0 lowers its default from 300 s to 60 s",
+        "set N8N_RUNNERS_TASK_TIMEOUT to what the longest Code task needs";
+    UpgradeManualExecutionsOnWorkers = "upgrade-manual-executions-on-workers", Upgrade, Warning,
+        "manual executions run on main today; n8n 3.0 removes OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS and runs them on the workers",
+        "size worker slots and memory for manual executions too; remove the variable";
+    UpgradeDbPingTimeoutRenamed = "upgrade-db-ping-timeout-renamed", Upgrade, Error,
+        "N8N_DB_PING_TIMEOUT is no longer read in n8n 3.0",
+        "set DB_PING_TIMEOUT_MS instead";
+    UpgradeBinaryDataModeDefault = "upgrade-binary-data-mode-default", Upgrade, Error,
+        "N8N_DEFAULT_BINARY_DATA_MODE=default is no longer valid in n8n 3.0 (it switches to filesystem)",
+        "set N8N_DEFAULT_BINARY_DATA_MODE to database or s3 (queue mode), or filesystem";
     WorkerReplicasUnset = "worker-replicas-unset", Audit, Warning,
         "a worker workload without replicas and without an autoscaler runs one pod",
         "set the worker's replicas, or an autoscaler";
@@ -312,7 +327,10 @@ impl FindingId {
 
     /// Whether the audit can report it.
     pub fn in_audit(self) -> bool {
-        matches!(self.scope(), Scope::Audit | Scope::Live | Scope::Both)
+        matches!(
+            self.scope(),
+            Scope::Audit | Scope::Live | Scope::Both | Scope::Upgrade
+        )
     }
 
     /// Whether a run's diagnosis can report it.
@@ -378,7 +396,9 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 34);
+        assert_eq!(FindingId::audit_rules().count(), 38);
+        let upgrade = FindingId::ALL.iter().filter(|f| f.scope() == Scope::Upgrade);
+        assert_eq!(upgrade.count(), 4);
         assert!(
             FindingId::WorkerWithoutRunner.in_run() && FindingId::WorkerWithoutRunner.in_audit()
         );

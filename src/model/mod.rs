@@ -33,6 +33,14 @@ pub mod n8n_defaults {
     pub const RUNNER_IDLE_MIB: f64 = 150.0;
 }
 
+/// An n8n version an upgrade is checked for (`audit --upgrade`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upgrade {
+    /// n8n 3.0 (docs.n8n.io, "n8n 3.0 breaking changes").
+    #[value(name = "3.0")]
+    V3,
+}
+
 /// R̄ ÷ S above which a closed level is at the ceiling (Little's law: below the ceiling R̄ = S,
 /// above it R̄ = N ÷ X_max). With deterministic jobs R̄ = S exactly until a limit binds;
 /// measured real n8n varies R̄ at 1 in flight by a few %, and CPU contention below the knee adds
