@@ -20,12 +20,22 @@ fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
 }
 
 fn rule_ids_for(files: &[PathBuf], upgrade: Option<n8ncap::model::Upgrade>) -> BTreeSet<String> {
+    rule_ids_with(
+        files,
+        audit::Options {
+            upgrade,
+            measured: None,
+        },
+    )
+}
+
+fn rule_ids_with(files: &[PathBuf], opts: audit::Options) -> BTreeSet<String> {
     let p = compose::load(files).unwrap_or_else(|e| panic!("{files:?}: {}", e.0));
     let r = audit::audit_for(
         p.services.into_iter().map(|s| s.facts).collect(),
         &Default::default(),
         "t".into(),
-        upgrade,
+        &opts,
     );
     r.findings
         .into_iter()
@@ -53,6 +63,31 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
             std::slice::from_ref(&path),
             Some(n8ncap::model::Upgrade::V3),
         );
+        assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
+        assert!(
+            rule_ids(std::slice::from_ref(&path)).is_empty(),
+            "{}",
+            path.display()
+        );
+        seen.insert(stem);
+    }
+    // The time budget's rules, against a run that measured 20 s jobs (all Code) and 1 s of
+    // event-loop lag on the worker; the clean stack passes the same budget.
+    let measured = || audit::Options {
+        upgrade: None,
+        measured: Some(audit::Measured {
+            from: "a run".into(),
+            job_p99_s: 20.0,
+            code_p99_s: Some(20.0),
+            worker_lag_max_s: Some(1.0),
+        }),
+    };
+    let clean = root().join("examples/compose/minimal-clean.yml");
+    assert!(rule_ids_with(&[clean], measured()).is_empty());
+    for e in std::fs::read_dir(root().join("fixtures/compose/time-budget")).unwrap() {
+        let path = e.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let with = rule_ids_with(std::slice::from_ref(&path), measured());
         assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
         assert!(
             rule_ids(std::slice::from_ref(&path)).is_empty(),
@@ -521,4 +556,64 @@ fn live_audit_finds_the_same_problems_on_running_containers() {
     for t in ["n8n", "runners"] {
         let _ = docker(&["rmi", "-f", &format!("{repo}/n8nio/{t}:{version}")]);
     }
+}
+
+/// `audit --run`: the time budget from a saved run's own figures. The demo's jobs take about
+/// half a second; a runner that stops Code after 0.3 s fails them, one that allows the default
+/// 300 s does not, and without a run the audit says what it could not check.
+#[test]
+fn the_time_budget_is_checked_against_a_saved_run() {
+    let dir = scratch().join(format!("n8ncap-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let demo = Command::new(bin())
+        .args(["demo", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(demo.status.code(), Some(0));
+    let run = dir.join("summary.json");
+    std::fs::write(&run, &demo.stdout).unwrap();
+    let clean = root().join("examples/compose/minimal-clean.yml");
+    let short = dir.join("short.yml");
+    std::fs::write(
+        &short,
+        std::fs::read_to_string(&clean).unwrap().replace(
+            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
+            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"0.3\"",
+        ),
+    )
+    .unwrap();
+    let audit = |file: &std::path::Path, with_run: bool| -> serde_json::Value {
+        let mut c = Command::new(bin());
+        c.args(["audit", "--json", "-f"]).arg(file);
+        if with_run {
+            c.arg("--run").arg(&run);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = audit(&short, true);
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "task-timeout-below-code-time")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(f["figures"]["task_timeout_s"], 0.3);
+    let code = f["figures"]["code_p99_s"].as_f64().unwrap();
+    assert!(code > 0.5 && code < 5.0, "{code}");
+    assert!(v["unchecked"].is_null(), "{v}");
+    let ok = audit(&clean, true);
+    assert!(ok["findings"].as_array().unwrap().is_empty(), "{ok}");
+    let without = audit(&clean, false);
+    assert_eq!(
+        without["unchecked"].as_array().unwrap().len(),
+        1,
+        "{without}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

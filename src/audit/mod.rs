@@ -3,9 +3,18 @@
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
 mod kubernetes;
+mod time_budget;
 mod upgrade;
 
 pub use crate::model::Upgrade;
+pub use time_budget::Measured;
+
+/// What an audit checks beyond the rules: an upgrade's, and the time budget against a run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub upgrade: Option<Upgrade>,
+    pub measured: Option<Measured>,
+}
 
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::settings::ExecutionsMode;
@@ -33,6 +42,9 @@ pub struct Report {
     pub input: String,
     pub services: usize,
     pub findings: Vec<Located>,
+    /// What could not be checked, and what would tell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchecked: Vec<String>,
 }
 
 impl Report {
@@ -106,15 +118,16 @@ pub fn audit(
     locations: &BTreeMap<String, (PathBuf, usize)>,
     input: String,
 ) -> Report {
-    audit_for(facts, locations, input, None)
+    audit_for(facts, locations, input, &Options::default())
 }
 
-/// [`audit`], and with `upgrade` the rules of what that n8n version changes.
+/// [`audit`], with the rules of what an n8n version changes (`upgrade`) and the time budget
+/// against a run's measurements.
 pub fn audit_for(
     facts: Vec<Facts>,
     locations: &BTreeMap<String, (PathBuf, usize)>,
     input: String,
-    upgrade: Option<Upgrade>,
+    opts: &Options,
 ) -> Report {
     // A live container that is not running takes no part in the deployment's pairing; its
     // last exit is still reported.
@@ -139,8 +152,14 @@ pub fn audit_for(
     encryption_key(&c, &mut out);
     database(&c, &mut out);
     kubernetes::rules(&c, &mut out);
-    if let Some(u) = upgrade {
+    if let Some(u) = opts.upgrade {
         upgrade::rules(&c, u, &mut out);
+    }
+    let mut unchecked = Vec::new();
+    match &opts.measured {
+        Some(m) => time_budget::rules(&c, m, opts.upgrade, &mut out),
+        None if !c.n8n.is_empty() => unchecked.push(time_budget::unchecked()),
+        None => {}
     }
     lifecycle(&everything, &mut out);
     let findings = out
@@ -158,6 +177,7 @@ pub fn audit_for(
         input,
         services: t.nodes.len(),
         findings,
+        unchecked,
     }
 }
 

@@ -6,6 +6,10 @@ use crate::error;
 
 pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<audit::Report>("audit")?;
+    let opts = audit::Options {
+        upgrade: a.upgrade,
+        measured: a.run.as_deref().map(measured).transpose()?,
+    };
     let report = if a.live {
         let docker = crate::observe::docker::connect().await?;
         // Stopped containers too: a runner whose last exit was an OOM kill is the finding.
@@ -30,7 +34,7 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
                     .map(|p| format!(", project {p}"))
                     .unwrap_or_default()
             ),
-            a.upgrade,
+            &opts,
         )
     } else {
         let (services, input) = crate::topology::load_files(&a.files)?;
@@ -42,7 +46,7 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
             services.into_iter().map(|s| s.facts).collect(),
             &locations,
             input,
-            a.upgrade,
+            &opts,
         )
     };
     crate::report::emit(&report, format)?;
@@ -50,5 +54,59 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
         error::EXIT_FAILED
     } else {
         error::EXIT_OK
+    })
+}
+
+/// What a saved run measured that the time budget needs: the longest p99 response of a valid
+/// level below the ceiling (an execution's time when nothing waits), its Code part when the run
+/// knows it, and the workers' worst event-loop lag.
+fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured> {
+    let mut summary = crate::record::dir::load_summary(path)?;
+    let (d, _) = super::analyze(
+        &mut summary,
+        crate::model::settings::Settings::default(),
+        None,
+    );
+    let below: Vec<&crate::record::diagnosis::Level> = d
+        .levels
+        .iter()
+        .filter(|l| l.valid && !l.saturated())
+        .collect();
+    let p99 = |l: &crate::record::diagnosis::Level| {
+        l.stages
+            .iter()
+            .filter_map(|i| summary.stages.get(*i))
+            .filter_map(|s| s.latency.as_ref().map(|l| l.p99_ms / 1000.0))
+            .fold(0.0, f64::max)
+    };
+    let job_p99_s = below.iter().map(|l| p99(l)).fold(0.0, f64::max);
+    if job_p99_s <= 0.0 || !job_p99_s.is_finite() {
+        return Err(error::BadInput(format!(
+            "--run {}: no valid level below the ceiling with a response time: the run cannot say how long a job takes",
+            path.display()
+        ))
+        .into());
+    }
+    // The Code share of the job, from what the run knows of its Code time and job time.
+    let code_p99_s = d
+        .settings
+        .code_time
+        .as_ref()
+        .zip(d.settings.job_time.as_ref())
+        .filter(|(_, j)| j.value > 0.0)
+        .map(|(c, j)| job_p99_s * (c.value / j.value).min(1.0));
+    let worker_lag_max_s = summary
+        .stages
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .filter(|e| e.role == Some(crate::record::Role::Worker) && e.samples > 0)
+        .map(|e| e.eventloop_lag_max_s)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .reduce(f64::max);
+    Ok(audit::Measured {
+        from: path.display().to_string(),
+        job_p99_s,
+        code_p99_s,
+        worker_lag_max_s,
     })
 }

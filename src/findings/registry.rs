@@ -241,6 +241,16 @@ registry! {
     DbConnectionBudget = "db-connection-budget", Audit, Info,
         "the Postgres connections n8n needs at the maximum replicas",
         "";
+    // ── audit --run DIR: the time budget against a run's measurements ──
+    ShutdownWindowBelowJobTime = "shutdown-window-below-job-time", Audit, Warning,
+        "a worker's shutdown window (or the 0.8 × of it a Code task gets) is shorter than the p99 job measured",
+        "raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above the p99 job time, and terminationGracePeriodSeconds with it";
+    TaskTimeoutBelowCodeTime = "task-timeout-below-code-time", Audit, Error,
+        "the runner task timeout in force is shorter than the p99 Code time measured",
+        "raise N8N_RUNNERS_TASK_TIMEOUT above the p99 Code time";
+    LockMarginBelowEventLoopLag = "lock-margin-below-event-loop-lag", Audit, Error,
+        "Bull's job lock margin (duration − renew time) is not above the workers' event-loop lag measured",
+        "raise QUEUE_WORKER_LOCK_DURATION, and find what blocks the event loop";
     // ── audit --upgrade 3.0: what n8n 3.0 changes (n8n docs, "n8n 3.0 breaking changes") ──
     UpgradeTaskTimeout = "upgrade-task-timeout", Upgrade, Warning,
         "N8N_RUNNERS_TASK_TIMEOUT unset where Code runs: n8n 3.0 lowers its default from 300 s to 60 s",
@@ -396,8 +406,10 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 38);
-        let upgrade = FindingId::ALL.iter().filter(|f| f.scope() == Scope::Upgrade);
+        assert_eq!(FindingId::audit_rules().count(), 41);
+        let upgrade = FindingId::ALL
+            .iter()
+            .filter(|f| f.scope() == Scope::Upgrade);
         assert_eq!(upgrade.count(), 4);
         assert!(
             FindingId::WorkerWithoutRunner.in_run() && FindingId::WorkerWithoutRunner.in_audit()

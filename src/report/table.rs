@@ -637,8 +637,30 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
 
 /// `n8ncap audit`: severity, rule, service, message; why and fix under the table.
 pub fn audit_table(r: &crate::audit::Report) -> String {
+    let width = super::width::output_width().max(40);
+    let unchecked: String = r
+        .unchecked
+        .iter()
+        .map(|u| {
+            // Folded at the output's width, whole words, continued under the text.
+            let mut lines = vec![String::from("note:")];
+            for w in u.split_whitespace() {
+                let last = lines.last_mut().expect("one line at least");
+                if last.chars().count() + 1 + w.chars().count() > width && last.len() > 6 {
+                    lines.push(format!("      {w}"));
+                } else {
+                    last.push(' ');
+                    last.push_str(w);
+                }
+            }
+            format!("\n{}", lines.join("\n"))
+        })
+        .collect();
     if r.findings.is_empty() {
-        return format!("{}: {} services, no findings.", r.input, r.services);
+        return format!(
+            "{}: {} services, no findings.{unchecked}",
+            r.input, r.services
+        );
     }
     let mut t = fitted();
     t.set_header(vec!["severity", "rule", "service", "message"]);
@@ -676,6 +698,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
             out.push_str(&wrapped(&t, &format!("  fix: {x}"), 7));
         }
     }
+    out.push_str(&unchecked);
     out
 }
 

@@ -57,6 +57,9 @@ pub struct Node {
     pub max_connections: Option<Sourced<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved_connections: Option<Sourced<u32>>,
+    /// n8n processes and runners: the timeouts that end executions and tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<settings::TimeSettings>,
     /// n8n processes: where binary data goes (`N8N_DEFAULT_BINARY_DATA_MODE`; n8n 2.x defaults
     /// to `database` in queue mode, `filesystem` in regular mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +102,7 @@ impl Topology {
                     overridden_concurrency: None,
                     max_connections: None,
                     reserved_connections: None,
+                    times: None,
                     binary_data_mode: None,
                     db_pool_size: None,
                     notes: Vec::new(),

@@ -120,6 +120,78 @@ fn postgres_connections(n: &mut Node) {
     });
 }
 
+/// The timeouts that end executions and tasks, each with where it came from (n8n 2.x's
+/// defaults, from its config: `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` 30 s; the scaling-mode settings'
+/// `QUEUE_WORKER_LOCK_DURATION` 60 000 ms and `QUEUE_WORKER_LOCK_RENEW_TIME` 10 000 ms;
+/// `N8N_RUNNERS_TASK_TIMEOUT` 300 s, 60 s from n8n 3.0 on).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TimeSettings {
+    /// n8n processes: how long shutdown waits for running executions, s.
+    pub graceful_shutdown_s: Option<Sourced<f64>>,
+    /// Workers: Bull's job lock and how often it is renewed, ms.
+    pub lock_duration_ms: Option<Sourced<f64>>,
+    pub lock_renew_ms: Option<Sourced<f64>>,
+    /// Where Code runs (a runner, an n8n process with its internal runner): the task timeout,
+    /// s; `set` false when it is n8n's default (which n8n 3.0 lowers).
+    pub task_timeout_s: Option<Sourced<f64>>,
+    pub task_timeout_set: bool,
+}
+
+/// n8n 2.x's defaults for [`TimeSettings`].
+pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
+pub const LOCK_DURATION_MS: f64 = 60_000.0;
+pub const LOCK_RENEW_MS: f64 = 10_000.0;
+pub const TASK_TIMEOUT_S: f64 = 300.0;
+
+fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
+    let mut read = |var: &str, default: f64| -> Sourced<f64> {
+        match get(var).map(|v| v.parse::<f64>()) {
+            Some(Ok(v)) if v.is_finite() && v > 0.0 => Sourced::new(v, src(var)),
+            Some(_) => {
+                n.notes.push(format!(
+                    "{var} is not a positive number: n8n's default {default} is assumed"
+                ));
+                Sourced::new(default, "n8n default (the value set is not a number)")
+            }
+            None => Sourced::new(default, "n8n default"),
+        }
+    };
+    let n8n = matches!(n.role, Role::Worker | Role::Main | Role::Webhook);
+    let worker = n.role == Role::Worker;
+    let code_here = n.role == Role::Runner
+        || (n8n
+            && n.role != Role::Webhook
+            && n.runners_mode
+                .as_ref()
+                .is_some_and(|m| m.value == RunnersMode::Internal));
+    if !(n8n || n.role == Role::Runner) {
+        return;
+    }
+    let t = TimeSettings {
+        graceful_shutdown_s: n8n
+            .then(|| read("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", GRACEFUL_SHUTDOWN_S)),
+        lock_duration_ms: worker.then(|| read("QUEUE_WORKER_LOCK_DURATION", LOCK_DURATION_MS)),
+        lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS)),
+        task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", TASK_TIMEOUT_S)),
+        task_timeout_set: get("N8N_RUNNERS_TASK_TIMEOUT").is_some(),
+    };
+    n.times = Some(t);
+}
+
+/// A runner container's `N8N_RUNNERS_MAX_CONCURRENCY`, or n8n's default.
+fn runner_limit(
+    get: &dyn Fn(&str) -> Option<String>,
+    src: &dyn Fn(&str) -> String,
+) -> Sourced<u32> {
+    match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
+        Some(l) => Sourced::new(l, src("N8N_RUNNERS_MAX_CONCURRENCY")),
+        None => Sourced::new(
+            n8n_defaults::RUNNER_LIMIT,
+            "n8n 2.x default (the docs say 5)",
+        ),
+    }
+}
+
 /// Reads a node's own settings from its facts.
 pub(super) fn settle(n: &mut Node) {
     let origin = n.facts.origin.clone();
@@ -207,19 +279,10 @@ pub(super) fn settle(n: &mut Node) {
             }
         }
         Role::Postgres => postgres_connections(n),
-        Role::Runner => {
-            n.runner_limit = Some(
-                match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
-                    Some(l) => Sourced::new(l, src("N8N_RUNNERS_MAX_CONCURRENCY")),
-                    None => Sourced::new(
-                        n8n_defaults::RUNNER_LIMIT,
-                        "n8n 2.x default (the docs say 5)",
-                    ),
-                },
-            );
-        }
+        Role::Runner => n.runner_limit = Some(runner_limit(&get, &src)),
         _ => {}
     }
+    time_settings(n, &get, &src);
 }
 
 #[cfg(test)]
