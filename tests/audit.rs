@@ -16,17 +16,7 @@ fn root() -> PathBuf {
 }
 
 fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
-    rule_ids_for(files, None)
-}
-
-fn rule_ids_for(files: &[PathBuf], upgrade: Option<n8ncap::model::Upgrade>) -> BTreeSet<String> {
-    rule_ids_with(
-        files,
-        audit::Options {
-            upgrade,
-            measured: None,
-        },
-    )
+    rule_ids_with(files, audit::Options::default())
 }
 
 fn rule_ids_with(files: &[PathBuf], opts: audit::Options) -> BTreeSet<String> {
@@ -43,6 +33,23 @@ fn rule_ids_with(files: &[PathBuf], opts: audit::Options) -> BTreeSet<String> {
         .collect()
 }
 
+/// Each fixture of `dir` fires exactly its rule with `opts`, and nothing without them; their
+/// rules' ids.
+fn fire_only_with(dir: &str, opts: impl Fn() -> audit::Options) -> Vec<String> {
+    let mut ids = Vec::new();
+    for e in std::fs::read_dir(root().join(dir)).unwrap() {
+        let path = e.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let with = rule_ids_with(std::slice::from_ref(&path), opts());
+        assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
+        let without = rule_ids(std::slice::from_ref(&path));
+        assert!(without.is_empty(), "{}: {without:?}", path.display());
+        ids.push(stem);
+    }
+    assert!(!ids.is_empty(), "no fixture in {dir}");
+    ids
+}
+
 #[test]
 fn each_rule_fixture_triggers_exactly_its_rule() {
     let dir = root().join("fixtures/compose/rules");
@@ -56,21 +63,11 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
     }
     // `--upgrade 3.0`'s rules: each fixture fires its rule with the upgrade asked, and nothing
     // without it (what n8n 3.0 changes is not a fault of the deployment running 2.x).
-    for e in std::fs::read_dir(root().join("fixtures/compose/upgrade-3.0")).unwrap() {
-        let path = e.unwrap().path();
-        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-        let with = rule_ids_for(
-            std::slice::from_ref(&path),
-            Some(n8ncap::model::Upgrade::V3),
-        );
-        assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
-        assert!(
-            rule_ids(std::slice::from_ref(&path)).is_empty(),
-            "{}",
-            path.display()
-        );
-        seen.insert(stem);
-    }
+    let upgrade = || audit::Options {
+        upgrade: Some(n8ncap::model::Upgrade::V3),
+        measured: None,
+    };
+    seen.extend(fire_only_with("fixtures/compose/upgrade-3.0", upgrade));
     // The time budget's rules, against a run that measured 20 s jobs (all Code) and 1 s of
     // event-loop lag on the worker; the clean stack passes the same budget.
     let measured = || audit::Options {
@@ -84,18 +81,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
     };
     let clean = root().join("examples/compose/minimal-clean.yml");
     assert!(rule_ids_with(&[clean], measured()).is_empty());
-    for e in std::fs::read_dir(root().join("fixtures/compose/time-budget")).unwrap() {
-        let path = e.unwrap().path();
-        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-        let with = rule_ids_with(std::slice::from_ref(&path), measured());
-        assert_eq!(with, BTreeSet::from([stem.clone()]), "{}", path.display());
-        assert!(
-            rule_ids(std::slice::from_ref(&path)).is_empty(),
-            "{}",
-            path.display()
-        );
-        seen.insert(stem);
-    }
+    seen.extend(fire_only_with("fixtures/compose/time-budget", measured));
     // Rules only a Kubernetes manifest can break have their fixture there (tests/k8s.rs).
     for e in std::fs::read_dir(root().join("fixtures/k8s/rules")).unwrap() {
         let path = e.unwrap().path();
