@@ -279,14 +279,19 @@ async fn sim_n8n_uses_the_redis_its_variables_name() {
         "1s",
         "3s",
     );
-    let summary = sweep(profile, None).await;
+    let load = tokio::spawn(sweep(profile, None));
+    // The jobs go through Redis under Bull's keys while they run (the worker deletes each hash
+    // when its job is done): wait for one to be seen, for the state and not a moment.
+    let mut seen = 0;
+    while seen == 0 && !load.is_finished() {
+        seen = match probe.cmd(&["KEYS", "bull:jobs:*"]).await.unwrap() {
+            n8ncap::wire::resp::Value::Array(a) => a.len(),
+            other => panic!("{other:?}"),
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let summary = load.await.unwrap();
     let st = &summary.stages[0];
     assert!(st.valid && st.ok > 5, "{st:?}");
-    // The jobs went through Redis under Bull's keys: their hashes are there.
-    let keys = probe.cmd(&["KEYS", "bull:jobs:*"]).await.unwrap();
-    let n = match keys {
-        n8ncap::wire::resp::Value::Array(a) => a.len(),
-        other => panic!("{other:?}"),
-    };
-    assert!(n > 0, "no Bull keys in Redis");
+    assert!(seen > 0, "no Bull keys in Redis while the jobs ran");
 }
