@@ -80,25 +80,19 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
                     .figure("lock_margin_s", margin_s)
                     .figure("event_loop_lag_max_s", lag)
                     .why("A renewal that comes late loses the lock: with maxStalledCount 0 the execution fails, or runs twice.")
-                    .fix(format!("QUEUE_WORKER_LOCK_DURATION={:.0} on {} (at least the renew time + twice the lag measured), and find what blocks the event loop", r.value + 2000.0 * lag.max(1.0) + 10_000.0, n.name())),
+                    .fix(format!("QUEUE_WORKER_LOCK_DURATION={:.0} on {} (at least the renew time + twice the lag measured), and find what blocks the event loop", ((r.value + 2000.0 * lag.max(1.0)) / 1000.0).ceil() * 1000.0, n.name())),
                 );
             }
         }
     }
-    let Some(code) = m.code_p99_s.or(Some(m.job_p99_s)) else {
-        return;
-    };
-    let code_here = c
-        .runners
-        .iter()
-        .copied()
-        .chain(c.n8n.iter().copied())
-        .filter(|n| n.times.as_ref().is_some_and(|t| t.task_timeout_s.is_some()));
-    for n in code_here {
-        let Some(t) = n.times.as_ref() else { continue };
-        let Some(timeout) = &t.task_timeout_s else {
-            continue;
-        };
+    let code = m.code_p99_s.unwrap_or(m.job_p99_s);
+    // Where Code runs: a runner, or an n8n process with its internal runner (topology gives
+    // those, and only those, a task timeout).
+    let code_here = c.runners.iter().chain(c.n8n.iter()).filter_map(|n| {
+        let t = n.times.as_ref()?;
+        Some((n, t, t.task_timeout_s.as_ref()?))
+    });
+    for (n, t, timeout) in code_here {
         // After the upgrade an unset timeout is 3.0's default.
         let (limit, source) = match (upgrade, t.task_timeout_set) {
             (Some(Upgrade::V3), false) => (TASK_TIMEOUT_3_S, "n8n 3.0 default".to_string()),

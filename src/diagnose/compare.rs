@@ -212,11 +212,11 @@ fn brief(j: &Judged) -> RunBrief {
         knee: d.knee.as_ref().map(|k| (k.in_flight, k.level.words())),
         recommendation: match j.recommendation {
             Ok(r) => format!(
-                "{} worker(s) × {} slots, {} runner(s) × {} tasks each: {:.2} req/s",
+                "{} worker(s), worker concurrency {}, runner limit {} × {} per worker: {:.2} req/s",
                 r.workers,
                 r.worker_concurrency,
-                r.runners_per_worker,
                 r.runner_limit,
+                r.runners_per_worker,
                 r.predicted_throughput
             ),
             Err(why) => format!("none: {why}"),
