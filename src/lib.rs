@@ -12,6 +12,7 @@ pub mod diagnose;
 pub mod error;
 pub mod exporter;
 pub mod findings;
+pub mod limits;
 pub mod load;
 pub mod model;
 pub mod observe;

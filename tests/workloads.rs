@@ -235,7 +235,7 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         "the production limit is raised: {rec:?}"
     );
     assert!(rec.regular_mode);
-    let snippet = n8ncap::report::text::compose_snippet(&rec);
+    let snippet = n8ncap::report::dialect::settings(&rec, n8ncap::report::Dialect::Compose);
     assert!(
         snippet.contains(&format!(
             "N8N_CONCURRENCY_PRODUCTION_LIMIT={}",

@@ -219,21 +219,4 @@ pub fn other_work(
     )
 }
 
-/// The site whose CPU binds: the saturated one that allows the least.
-pub fn binding(uses: &[CpuUse]) -> Option<&CpuUse> {
-    uses.iter()
-        .filter(|u| u.saturated)
-        .min_by(|a, b| a.bound_per_s.total_cmp(&b.bound_per_s))
-}
-
-/// What one more process of `role` adds, and what the host allows, for predictions.
-pub fn per_role_bound(uses: &[CpuUse], role: Role) -> Option<f64> {
-    uses.iter()
-        .filter(|u| u.site == CpuSite::Process && u.role == Some(role))
-        .map(|u| u.bound_per_s)
-        .min_by(f64::total_cmp)
-}
-
-pub fn host_bound(uses: &[CpuUse]) -> Option<&CpuUse> {
-    uses.iter().find(|u| u.site == CpuSite::Host)
-}
+pub use crate::limits::cpu::{binding, host_bound, per_role_bound};

@@ -3,7 +3,7 @@
 //! measurement. Written once for every limit; `verdict::hedge` calls it.
 
 use crate::findings::{Finding, FindingId};
-use crate::model::settings::{Settings, Sourced};
+use crate::model::settings::Settings;
 use crate::model::Limit;
 use crate::record::Estimate;
 
@@ -35,23 +35,7 @@ pub(super) fn below_measured(
 ) -> String {
     let x = m.x;
     let in_progress = x.mean * m.s;
-    let read = |o: &Option<Sourced<u32>>, what: &str| {
-        o.as_ref()
-            .map(|v| format!("{what} {} ({})", v.value, v.source))
-    };
-    let readings: Vec<String> = match limit {
-        Limit::RunnerLimit => vec![read(&s.runner_limit, "runner limit")],
-        Limit::WorkerConcurrency | Limit::ProductionLimit => {
-            vec![read(&s.worker_concurrency, "worker concurrency")]
-        }
-        Limit::Both | Limit::Cpu | Limit::NoRunner => vec![
-            read(&s.worker_concurrency, "worker concurrency"),
-            read(&s.runner_limit, "runner limit"),
-        ],
-    }
-    .into_iter()
-    .flatten()
-    .collect();
+    let readings = crate::limits::of(limit).readings(s);
     let suspect = if readings.is_empty() {
         "the settings read".to_string()
     } else {

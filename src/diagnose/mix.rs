@@ -18,13 +18,9 @@ pub fn consumption(
         return (Vec::new(), None);
     }
     let uses = mix::uses(kinds, overhead_s);
-    let (resource, part): (&str, fn(&KindUse) -> f64) = match limit {
-        Some(Limit::RunnerLimit) => ("runner tasks", |u| u.runner_share),
-        Some(Limit::WorkerConcurrency | Limit::Both | Limit::Cpu) => {
-            ("worker slots", |u| u.slot_share)
-        }
-        // Main's production limit and a missing runner are not shared out by kind of job.
-        Some(Limit::ProductionLimit | Limit::NoRunner) | None => return (uses, None),
+    // Main's production limit and a missing runner are not shared out by kind of job.
+    let Some((resource, part)) = limit.and_then(|l| crate::limits::of(l).shared_as()) else {
+        return (uses, None);
     };
     let mut ranked: Vec<&KindUse> = uses.iter().collect();
     ranked.sort_by(|a, b| part(b).total_cmp(&part(a)));

@@ -76,7 +76,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         _ => None,
     };
     verdict::infer_limits(&mut settings, &levels, ceiling.as_ref());
-    let capacity = settings.capacity(overhead_s);
+    let capacity = crate::limits::capacity(&settings, overhead_s);
     let job = settings.job(overhead_s);
     let v = judge(
         &settings,

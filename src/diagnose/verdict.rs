@@ -8,46 +8,12 @@
 
 use super::{cpu, floor};
 use crate::findings::{Finding, FindingId};
+use crate::limits::{self, code_time, pct, Named};
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{Bound, Capacity, Holds, Job, Limit};
-use crate::record::diagnosis::{CpuSite, CpuUse, Level};
-use crate::record::Estimate;
+use crate::model::{Bound, Capacity, Holds, Job};
+use crate::record::diagnosis::Level;
 
-/// Utilisation (executions in progress ÷ limit) from which a limit counts as reached.
-pub const MATCH: f64 = 0.85;
-/// Utilisation above which the settings cannot be the ones running.
-pub const ABOVE: f64 = 1.15;
-
-/// What the verdict step needs.
-pub struct Ceiling<'a> {
-    /// Capacity: throughput at the saturated levels.
-    pub x: &'a Estimate,
-    /// Where it was measured.
-    pub level: &'a Level,
-    /// Service time S (overhead included), s.
-    pub s: f64,
-    pub overhead_s: f64,
-    pub cpu: &'a [CpuUse],
-}
-
-pub struct Verdict {
-    pub limit: Option<Limit>,
-    pub text: String,
-    pub cpu: Option<CpuUse>,
-}
-
-fn pct(v: f64) -> String {
-    format!("{:.0} %", v * 100.0)
-}
-
-/// Code time C: from the settings, else all of the job (a workflow of one Code node).
-fn code_time(s: &Settings, ceiling: &Ceiling) -> f64 {
-    match (&s.code_time, &s.job_time) {
-        (Some(c), _) => c.value,
-        (None, Some(j)) => j.value,
-        (None, None) => (ceiling.s - ceiling.overhead_s).max(0.0),
-    }
-}
+pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
 
 /// Fills unknown limits from the saturated level. Worker concurrency comes first from the
 /// queue gauges (slots taken while jobs waited in Redis); then whichever of the two is still
@@ -142,42 +108,21 @@ pub fn decide(
     let x = ceiling.x.mean;
     let in_progress = x * ceiling.s;
     if let (Some(cap), Some(job)) = (cap, job) {
-        if cap.capping == Limit::NoRunner && x > 0.0 {
-            // The settings say no runner task can run, yet executions completed: the settings
-            // are refuted, named, and the verdict follows what ran.
-            findings.push(
-                Finding::new(
-                    FindingId::SettingsDisagree,
-                    format!(
-                        "The settings read give no runner task (runner capacity 0), yet {x:.2} executions/s completed"
-                    ),
-                )
-                .evidence(format!(
-                    "runner limit {}, runners per worker {}: measured {} from {} on",
-                    source_of(&s.runner_limit),
-                    source_of(&s.runners_per_worker),
-                    ceiling.x.describe("req/s"),
-                    ceiling.level.words()
-                ))
-                .figure("measured_per_s", x)
-                .figure("runner_capacity", 0.0)
-                .fix("check the runner settings where they run (n8ncap inspect): the runners' N8N_RUNNERS_MAX_CONCURRENCY, and which worker each attaches to"),
-            );
-            let refuted = Settings {
-                runner_limit: None,
-                runners_per_worker: None,
-                ..s.clone()
-            };
+        let named = Named {
+            s,
+            cap,
+            job,
+            ceiling,
+        };
+        let kind = limits::of(cap.capping);
+        // Settings the measurement refutes (no runner task, yet executions completed) are
+        // named, and the verdict follows what ran.
+        if let Some(refuted) = kind.refuted(&named, findings) {
             return decide(&refuted, None, None, ceiling, findings);
         }
-        if cap.capping == Limit::NoRunner {
-            return Verdict {
-                limit: Some(Limit::NoRunner),
-                text:
-                    "No runner is attached: every Code task fails after the task request timeout."
-                        .into(),
-                cpu: None,
-            };
+        // A bound with no server stops every execution that needs it: nothing to measure.
+        if cap.binding().is_some_and(|b| b.servers <= 0.0) {
+            return kind.caps(&named, findings);
         }
         // Generic over the bounds: how busy each one's servers were at the measured ceiling (an
         // execution holds a slot for the S measured, a runner task for its Code time); the
@@ -189,8 +134,9 @@ pub fn decide(
             };
             b.utilisation(x, demand)
         };
-        let level = cap.capping == Limit::Both;
         let binding = cap.binding().filter(|b| b.per_s().is_finite());
+        // Two bounds level: the capping limit is the pair, not the binding bound alone.
+        let level = binding.is_some_and(|b| b.limit != cap.capping);
         let u = if level {
             cap.bounds.iter().map(busy).fold(0.0, f64::max)
         } else {
@@ -200,15 +146,14 @@ pub fn decide(
             if u > ABOVE {
                 findings.push(settings_disagree(s, cap, x, u));
             }
-            let lower = if level { Limit::Both } else { b.limit };
-            let v = named_limit(lower, s, (cap, job), ceiling, findings);
+            let v = kind.caps(&named, findings);
             return hedge(v, b.per_s(), (s, ceiling), findings);
         }
         return third_limit(Some(cap), ceiling, in_progress, findings);
     }
     // A limit is unknown even after inference: say what the level shows.
     if let Some(site) = cpu::binding(ceiling.cpu) {
-        return cpu_verdict(site.clone(), None, ceiling, findings);
+        return limits::cpu::verdict(site.clone(), None, ceiling, findings);
     }
     if let Some(v) = one_limit_reached(s, ceiling, findings) {
         return v;
@@ -228,89 +173,17 @@ pub fn decide(
     }
 }
 
-/// Only one of the two limits is known, and the level reached it: that limit caps, whatever the
+/// Only one of the limits is known, and the level reached it: that limit caps, whatever the
 /// other is (it allowed at least what ran).
 fn one_limit_reached(
     s: &Settings,
     ceiling: &Ceiling,
     findings: &mut Vec<Finding>,
 ) -> Option<Verdict> {
-    let x = ceiling.x.mean;
-    let workers = s.worker_count() as f64;
-    let at = format!(
-        "measured {} from {} on",
-        ceiling.x.describe("req/s"),
-        ceiling.level.words()
-    );
-    if let Some(c) = s
-        .worker_concurrency
-        .as_ref()
-        .filter(|_| s.runner_limit.is_none())
-    {
-        let slots = c.value as f64 * workers;
-        let u = x * ceiling.s / slots;
-        if u >= MATCH {
-            findings.push(
-                Finding::new(FindingId::WorkerConcurrencyCaps,
-                    format!("Worker concurrency caps throughput at {x:.2} req/s: {slots:.0} slots"),
-                )
-                .evidence(format!(
-                    "{:.1} executions in progress (X × S = {x:.2} × {:.2} s) = {} of {slots:.0} slots ({}); {at}",
-                    x * ceiling.s,
-                    ceiling.s,
-                    pct(u),
-                    c.source
-                ))
-                .evidence("the runner limit is not known: the runners ran every Code task the slots handed them")
-                .figure("throughput_per_s", x)
-                .figure("executions_in_progress", x * ceiling.s)
-                .figure("worker_slots", slots)
-                .fix("raise worker concurrency or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
-            );
-            let v = Verdict {
-                limit: Some(Limit::WorkerConcurrency),
-                text: format!(
-                    "Worker concurrency caps throughput: {at}; {slots:.0} slots ÷ S {:.2} s = {:.2} req/s.",
-                    ceiling.s,
-                    slots / ceiling.s
-                ),
-                cpu: None,
-            };
-            return Some(hedge(v, slots / ceiling.s, (s, ceiling), findings));
-        }
-    }
-    if let (Some(r), None) = (&s.runner_limit, &s.worker_concurrency) {
-        let tasks = r.value as f64 * s.runners_per_worker_count().max(1) as f64 * workers;
-        let code = code_time(s, ceiling);
-        let u = x * code / tasks;
-        if u >= MATCH {
-            findings.push(
-                Finding::new(FindingId::RunnerLimitCaps,
-                    format!("The runner limit caps throughput at {x:.2} req/s: {tasks:.0} runner tasks"),
-                )
-                .evidence(format!(
-                    "{:.1} runner tasks running (X × C = {x:.2} × {code:.2} s) = {} of runner capacity {tasks:.0} ({}); {at}",
-                    x * code,
-                    pct(u),
-                    r.source
-                ))
-                .figure("throughput_per_s", x)
-                .figure("runner_tasks_running", x * code)
-                .figure("runner_capacity", tasks)
-                .fix("raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker)"),
-            );
-            let v = Verdict {
-                limit: Some(Limit::RunnerLimit),
-                text: format!(
-                    "The runner limit caps throughput: {at}; {tasks:.0} runner tasks ÷ {code:.2} s = {:.2} req/s.",
-                    tasks / code.max(1e-9)
-                ),
-                cpu: None,
-            };
-            return Some(hedge(v, tasks / code.max(1e-9), (s, ceiling), findings));
-        }
-    }
-    None
+    limits::ALONE.iter().find_map(|l| {
+        let (v, bound) = limits::of(*l).reached_alone(s, ceiling, findings)?;
+        Some(hedge(v, bound, (s, ceiling), findings))
+    })
 }
 
 /// A measured ceiling more than this share under the bound of the limit the verdict names is
@@ -331,23 +204,13 @@ fn hedge(
 ) -> Verdict {
     let x = ceiling.x;
     let Some(limit) = v.limit else { return v };
-    // The most the limit can allow: a slot is not held for the part of S outside the worker
-    // (the webhook's intake and answer), so slots ÷ (S − overhead) is its upper end.
-    let most = match limit {
-        Limit::RunnerLimit | Limit::Cpu | Limit::NoRunner => bound,
-        Limit::WorkerConcurrency | Limit::ProductionLimit | Limit::Both => {
-            bound * ceiling.s / (ceiling.s - ceiling.overhead_s).max(1e-9)
-        }
-    };
+    // The most the limit can allow (a slot is not held for the part of S outside the worker:
+    // the webhook's intake and answer).
+    let kind = limits::of(limit);
+    let most = kind.most(bound, ceiling);
     // A limit inferred from this very measurement equals it by construction, up to its
     // rounding to a whole number (its interval says how far): it is no reading to doubt.
-    let inferred = |o: &Option<Sourced<u32>>| o.as_ref().is_some_and(|v| v.interval.is_some());
-    let from_this_run = match limit {
-        Limit::RunnerLimit => inferred(&s.runner_limit),
-        Limit::WorkerConcurrency | Limit::ProductionLimit => inferred(&s.worker_concurrency),
-        Limit::Both => inferred(&s.runner_limit) || inferred(&s.worker_concurrency),
-        Limit::Cpu | Limit::NoRunner => false,
-    };
+    let from_this_run = kind.inferred_here(s);
     let measured = x.low.min(x.mean);
     if !from_this_run
         && most.is_finite()
@@ -461,210 +324,6 @@ fn settings_disagree(s: &Settings, cap: &Capacity, x: f64, u: f64) -> Finding {
     .fix("check the settings: the running containers may not have the values given (n8ncap inspect reads them)")
 }
 
-fn named_limit(
-    limit: Limit,
-    s: &Settings,
-    (cap, job): (&Capacity, Job),
-    ceiling: &Ceiling,
-    findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x.mean;
-    let u_w = x * ceiling.s / cap.total_worker_concurrency.max(1) as f64;
-    let (c, r, st) = (
-        cap.total_worker_concurrency,
-        cap.total_runner_capacity,
-        ceiling.s,
-    );
-    let at = format!(
-        "measured {} from {} on",
-        ceiling.x.describe("req/s"),
-        ceiling.level.words()
-    );
-    let base = |f: Finding| {
-        f.figure("throughput_per_s", x)
-            .figure("service_time_s", st)
-            .figure("executions_in_progress", x * st)
-            .figure("runner_tasks_running", x * job.code_s)
-            .figure("worker_slots", c as f64)
-            .figure("runner_capacity", r as f64)
-            .figure("worker_bound_per_s", cap.worker_bound)
-            .figure("runner_bound_per_s", cap.runner_bound)
-    };
-    match limit {
-        Limit::RunnerLimit => runner_limit_caps(base, (s, cap, job), ceiling, &at, findings),
-        Limit::WorkerConcurrency if s.is_regular() => {
-            production_limit(base, (s, cap, job), ceiling, &at, findings)
-        }
-        Limit::ProductionLimit => production_limit(base, (s, cap, job), ceiling, &at, findings),
-        // The settings' model holds slots and runners; a limit outside it is named as the slots
-        // (the caller maps it so, as `lower` above).
-        Limit::WorkerConcurrency | Limit::NoRunner | Limit::Cpu => {
-            findings.push(
-                base(Finding::new(FindingId::WorkerConcurrencyCaps,
-                    format!("Worker concurrency caps throughput at {x:.2} req/s: {c} slots"),
-                ))
-                .evidence(format!(
-                    "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of {c} slots{}; {at}",
-                    x * st,
-                    pct(u_w),
-                    source_of(&s.worker_concurrency)
-                ))
-                .evidence(format!(
-                    "runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s leaves room",
-                    job.code_s, cap.runner_bound
-                ))
-                .fix("raise worker concurrency (--concurrency / N8N_CONCURRENCY_PRODUCTION_LIMIT) or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
-            );
-            Verdict {
-                limit: Some(Limit::WorkerConcurrency),
-                text: format!(
-                    "Worker concurrency caps throughput: {at}; {c} slots ÷ S {st:.2} s = {:.2} req/s (runners allow {:.2}).",
-                    cap.worker_bound, cap.runner_bound
-                ),
-                cpu: None,
-            }
-        }
-        Limit::Both => {
-            findings.push(
-                base(Finding::new(FindingId::LimitsInseparable,
-                    "Runner limit and worker concurrency give nearly the same ceiling; the data cannot say which caps",
-                ))
-                .evidence(format!(
-                    "worker concurrency {c} ÷ S {st:.2} s = {:.2} req/s; runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s (within {:.0} %); {at}",
-                    cap.worker_bound,
-                    job.code_s,
-                    cap.runner_bound,
-                    crate::model::INSEPARABLE * 100.0
-                ))
-                .fix("raise both together (runner capacity ≥ worker concurrency), then sweep again"),
-            );
-            Verdict {
-                limit: Some(Limit::Both),
-                text: format!(
-                    "Throughput tops out at {} — worker concurrency and runner limit allow about the same ({:.2} and {:.2} req/s); raise them as a pair.",
-                    ceiling.x.describe("req/s"),
-                    cap.worker_bound,
-                    cap.runner_bound
-                ),
-                cpu: None,
-            }
-        }
-    }
-}
-
-/// " (where it came from)" of a known setting, for the evidence; nothing when unknown.
-fn source_of(o: &Option<Sourced<u32>>) -> String {
-    o.as_ref()
-        .map(|v| format!(" ({})", v.source))
-        .unwrap_or_default()
-}
-
-/// The runner limit caps: the slots taken while throughput stays under what they allow, the
-/// runner tasks running against runner capacity.
-fn runner_limit_caps(
-    base: impl Fn(Finding) -> Finding,
-    (s, cap, job): (&Settings, &Capacity, Job),
-    ceiling: &Ceiling,
-    at: &str,
-    findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x.mean;
-    let st = ceiling.s;
-    let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
-    let u_r = x * job.code_s / r.max(1) as f64;
-    let slots = ceiling.level.slots_taken;
-    // Slots taken: the gauge's reading, else every execution in progress holds one (at most
-    // the slots there are).
-    let taken = slots.unwrap_or(x * st).min(c as f64);
-    let mut f = base(Finding::new(FindingId::RunnerLimitCaps,
-        format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
-    ))
-    .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
-    if let Some(sl) = slots {
-        f = f.figure("slots_taken", sl).evidence(format!(
-            "slots {} taken ({sl:.1} of {c}), yet throughput {x:.2} req/s is {} under worker concurrency ÷ S ({c} ÷ {st:.2} s = {:.2} req/s)",
-            pct(sl / c.max(1) as f64),
-            pct(1.0 - x / cap.worker_bound.max(1e-9)),
-            cap.worker_bound
-        ));
-    }
-    f = f
-        .evidence(format!(
-            "{:.1} runner tasks running (X × C = {x:.2} × {:.2} s) = {} of runner capacity {r}{}; {at}",
-            x * job.code_s,
-            job.code_s,
-            pct(u_r),
-            source_of(&s.runner_limit)
-        ))
-        .evidence(format!(
-            "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots taken hold a job that waits for a runner ({:.1} taken − {:.1} runner tasks running); n8n's queue gauges count slots taken, not runner tasks",
-            x * st,
-            (taken - x * job.code_s).max(0.0),
-            taken,
-            x * job.code_s
-        ))
-        .why("Adding workers or raising --concurrency changes nothing while each worker's runners cap Code tasks.")
-        .fix(format!(
-            "raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker) to at least {} per worker",
-            (c as f64 / s.worker_count() as f64 * job.code_s / job.job_time().max(1e-9)).ceil()
-        ));
-    findings.push(f);
-    Verdict {
-        limit: Some(Limit::RunnerLimit),
-        text: format!(
-            "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
-            job.code_s, cap.runner_bound, cap.worker_bound
-        ),
-        cpu: None,
-    }
-}
-
-/// Regular mode at its production limit: main's slots are what caps.
-fn production_limit(
-    base: impl Fn(Finding) -> Finding,
-    (s, cap, job): (&Settings, &Capacity, Job),
-    ceiling: &Ceiling,
-    at: &str,
-    findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x.mean;
-    let st = ceiling.s;
-    let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
-    let u_w = x * st / c.max(1) as f64;
-    let src = s
-        .worker_concurrency
-        .as_ref()
-        .map(|v| format!(" ({})", v.source))
-        .unwrap_or_default();
-    findings.push(
-        base(Finding::new(FindingId::ProductionLimitCaps,
-            format!("The production limit caps throughput at {x:.2} req/s: main runs {c} executions at once (regular mode)"),
-        ))
-        .evidence(format!(
-            "{:.1} executions in progress (X × S = {x:.2} × {st:.2} s) = {} of N8N_CONCURRENCY_PRODUCTION_LIMIT {c}{}; {at}",
-            x * st,
-            pct(u_w),
-            src
-        ))
-        .evidence(format!(
-            "the internal runner's {r} tasks ÷ Code time {:.2} s = {:.2} req/s leave room; executions beyond the limit wait in main's concurrency queue, not in Redis",
-            job.code_s, cap.runner_bound
-        ))
-        .why("In regular mode one process runs every execution: the production limit is its only slot count, and its one JavaScript thread is the next ceiling.")
-        .fix(format!(
-            "raise N8N_CONCURRENCY_PRODUCTION_LIMIT on main (now {c}) while main's CPU has room; past one core, switch to queue mode (EXECUTIONS_MODE=queue, Redis, workers each with a runner)"
-        )),
-    );
-    Verdict {
-        limit: Some(Limit::ProductionLimit),
-        text: format!(
-            "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
-            cap.worker_bound, cap.runner_bound
-        ),
-        cpu: None,
-    }
-}
-
 /// Below every slot limit: CPU when a site is saturated, else an unmodelled limit.
 fn third_limit(
     cap: Option<&Capacity>,
@@ -673,7 +332,7 @@ fn third_limit(
     findings: &mut Vec<Finding>,
 ) -> Verdict {
     if let Some(site) = cpu::binding(ceiling.cpu) {
-        return cpu_verdict(site.clone(), cap, ceiling, findings);
+        return limits::cpu::verdict(site.clone(), cap, ceiling, findings);
     }
     let x = ceiling.x.mean;
     let model = cap.map(|c| c.ceiling).unwrap_or(f64::NAN);
@@ -715,72 +374,5 @@ fn third_limit(
             ceiling.x.describe("req/s")
         ),
         cpu: None,
-    }
-}
-
-fn cpu_verdict(
-    site: CpuUse,
-    cap: Option<&Capacity>,
-    ceiling: &Ceiling,
-    findings: &mut Vec<Finding>,
-) -> Verdict {
-    let x = ceiling.x.mean;
-    let where_ = match site.site {
-        CpuSite::Host => "the host's CPU".to_string(),
-        CpuSite::Process => format!(
-            "the CPU of {} ({})",
-            site.role.map(|r| r.word()).unwrap_or("a process"),
-            site.name
-        ),
-    };
-    let mut f = Finding::new(FindingId::CpuLimitCaps,
-        format!("CPU caps throughput at {x:.2} req/s: {where_} is saturated"),
-    )
-    .evidence(format!(
-        "{:.2} cores used of {:.1} usable ({}); {:.3} CPU s per execution → {:.1} usable ÷ {:.3} = {:.2} executions/s",
-        site.cores_used,
-        site.usable_cores.value,
-        site.usable_cores.source,
-        site.cpu_s_per_execution,
-        site.usable_cores.value.max(site.cores_used),
-        site.cpu_s_per_execution,
-        site.bound_per_s
-    ))
-    .figure("throughput_per_s", x)
-    .figure("cores_used", site.cores_used)
-    .figure("usable_cores", site.usable_cores.value)
-    .figure("cpu_s_per_execution", site.cpu_s_per_execution)
-    .figure("cpu_bound_per_s", site.bound_per_s)
-    .why("No concurrency setting raises a CPU ceiling: slots and runner tasks only wait for the CPU.");
-    if let Some(c) = cap {
-        f = f.evidence(format!(
-            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            c.ceiling, c.worker_bound, c.runner_bound
-        ));
-    }
-    f = f.fix(match (site.site, site.role) {
-        (CpuSite::Process, Some(crate::record::Role::Worker)) => {
-            "add workers, each with its runner (N8N_RUNNERS_TASK_BROKER_URI pointing at it), up to the host's cores"
-        }
-        (CpuSite::Process, Some(crate::record::Role::Runner)) => {
-            "add runners per worker (each runner is one Node process)"
-        }
-        (CpuSite::Process, Some(crate::record::Role::Main)) => {
-            "main's intake is CPU-bound: add webhook processes (n8n webhook) behind the load balancer, or a faster CPU"
-        }
-        _ => "more cores or another host: adding processes on this one adds nothing",
-    });
-    findings.push(f);
-    Verdict {
-        limit: Some(Limit::Cpu),
-        text: format!(
-            "CPU caps throughput: {} measured from {} on; {where_} uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s.",
-            ceiling.x.describe("req/s"),
-            ceiling.level.words(),
-            site.cores_used,
-            site.cpu_s_per_execution,
-            site.bound_per_s
-        ),
-        cpu: Some(site),
     }
 }

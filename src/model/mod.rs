@@ -261,7 +261,7 @@ pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
 /// Which limit caps, from bounds sorted smallest first: one with no server (a runner limit of
 /// 0: no runner attached) stops every Code task; two within [`INSEPARABLE`] of each other cannot
 /// be told apart; else the smallest.
-fn capping_of(sorted: &[Bound]) -> Limit {
+pub fn capping_of(sorted: &[Bound]) -> Limit {
     if sorted
         .iter()
         .any(|b| b.servers <= 0.0 && b.holds == Holds::Code)

@@ -9,15 +9,14 @@ pub mod memory;
 
 use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
+use crate::limits::{self, with_runners, Plan};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job, Limit};
-use crate::record::diagnosis::{BreakPointKind, CpuSite, CpuUse, Diagnosis, RunnerMemory};
+use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
 use crate::record::recommendation::{PredictedBound, Recommendation};
 use crate::record::Role;
 
-/// Runner limit per runner we do not go past when adding capacity: n8n's default, and one
-/// Node process per runner does not get faster with more tasks.
-pub const RUNNER_LIMIT_PER_RUNNER: u32 = n8n_defaults::RUNNER_LIMIT;
+pub use crate::limits::RUNNER_LIMIT_PER_RUNNER;
 
 /// Runner memory besides the tasks: an idle `n8nio/runners` container, when not measured.
 pub const RUNNER_BASE_MB_ASSUMED: f64 = n8n_defaults::RUNNER_IDLE_MIB;
@@ -26,32 +25,6 @@ pub const RUNNER_BASE_MB_ASSUMED: f64 = n8n_defaults::RUNNER_IDLE_MIB;
 pub const MAX_WORKERS: u32 = 200;
 pub const MAX_WORKER_CONCURRENCY: u32 = 5_000;
 pub const MAX_RUNNERS_PER_WORKER: u32 = 50;
-
-/// Without a measured CPU ceiling, worker concurrency is raised one step of 1.5× (the inverse
-/// of the 2/3 safety factor) and the prediction is an upper bound.
-const STEP_WITHOUT_CPU: f64 = 1.5;
-
-/// Settings per worker, and how many workers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Plan {
-    workers: u32,
-    worker_concurrency: u32,
-    runner_limit: u32,
-    runners_per_worker: u32,
-}
-
-impl Plan {
-    fn settings(&self, base: &Settings) -> Settings {
-        let src = "proposed";
-        Settings {
-            workers: Some(Sourced::new(self.workers, src)),
-            worker_concurrency: Some(Sourced::new(self.worker_concurrency, src)),
-            runner_limit: Some(Sourced::new(self.runner_limit, src)),
-            runners_per_worker: Some(Sourced::new(self.runners_per_worker, src)),
-            ..base.clone()
-        }
-    }
-}
 
 /// The plan from a diagnosed run; `given` overrides the break point (`--break-point`, taken as
 /// a failure point).
@@ -67,34 +40,20 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
             "no valid stage: nothing measured to plan from — fix {first} first"
         ));
     }
-    match d.capping_limit {
-        Some(Limit::NoRunner) => {
-            return Err(
-                "no runner takes the Code tasks: attach a runner to every worker first (worker-without-runner)"
-                    .into(),
+    if let Some(limit) = d.capping_limit {
+        limits::of(limit).plannable()?;
+    } else if given.is_none() {
+        return Err(if d.measured_ceiling.is_some() {
+            "the limit that caps is not one a setting changes (unmodelled-limit): find it first"
+                .into()
+        } else {
+            format!(
+                "the ceiling was not reached{}: nothing to plan from yet, or give --break-point",
+                d.next_level
+                    .map(|n| format!(" — sweep to {n} in flight"))
+                    .unwrap_or_default()
             )
-        }
-        None if given.is_none() => {
-            return Err(if d.measured_ceiling.is_some() {
-                "the limit that caps is not one a setting changes (unmodelled-limit): find it first".into()
-            } else {
-                format!(
-                    "the ceiling was not reached{}: nothing to plan from yet, or give --break-point",
-                    d.next_level
-                        .map(|n| format!(" — sweep to {n} in flight"))
-                        .unwrap_or_default()
-                )
-            })
-        }
-        // A named limit, or a break point given: planned below.
-        None
-        | Some(
-            Limit::WorkerConcurrency
-            | Limit::RunnerLimit
-            | Limit::Both
-            | Limit::Cpu
-            | Limit::ProductionLimit,
-        ) => {}
+        });
     }
     let (kind, bp) = basis(d, given)?;
     let overhead = d.fixed_overhead_s.unwrap_or(model::DEFAULT_OVERHEAD_S);
@@ -105,7 +64,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     let current = current_plan(s)?;
     let operating = operating_concurrency(kind, bp.value, d);
     let plan = match kind {
-        BreakPointKind::Failure => pair(
+        BreakPointKind::Failure => with_runners(
             Plan {
                 worker_concurrency: operating.div_ceil(current.workers).max(1),
                 ..current
@@ -143,7 +102,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
     });
     current.workers = s.worker_count();
     let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
-    let plan = pair(
+    let plan = with_runners(
         Plan {
             worker_concurrency: operating.div_ceil(current.workers).max(1),
             ..current
@@ -226,103 +185,11 @@ fn current_plan(s: &Settings) -> Result<Plan, String> {
     })
 }
 
-/// Runner capacity paired with worker concurrency: every slot that runs Code at once needs a
-/// runner task (c × C ÷ (W + C)), never below today's, in runners of at most
-/// [`RUNNER_LIMIT_PER_RUNNER`] tasks (or today's limit when higher).
-fn pair(p: Plan, current: Plan, job: Job) -> Plan {
-    let code_share = job.code_s / job.job_time().max(1e-9);
-    let code_slots = ((p.worker_concurrency as f64) * code_share).ceil() as u32;
-    let today = current
-        .runner_limit
-        .saturating_mul(current.runners_per_worker);
-    let capacity = code_slots.max(today).max(1);
-    let per_runner = current.runner_limit.max(RUNNER_LIMIT_PER_RUNNER);
-    let runners = capacity
-        .div_ceil(per_runner)
-        .max(p.runners_per_worker)
-        .max(1);
-    Plan {
-        runner_limit: capacity.div_ceil(runners),
-        runners_per_worker: runners,
-        ..p
-    }
-}
-
 /// From a knee: raise what caps.
 fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
-    let s_time = job.service_time();
-    match (d.capping_limit, d.cpu_limit.as_ref()) {
-        (Some(Limit::RunnerLimit), _) => Ok(pair(current, current, job)),
-        (Some(Limit::WorkerConcurrency | Limit::Both | Limit::ProductionLimit), _) => {
-            let worker_cpu =
-                cpu::per_role_bound(&d.cpu, Role::Worker).map(|b| b / current.workers as f64);
-            let target = match worker_cpu {
-                // Up to where one worker's CPU binds.
-                Some(b) => (b * s_time).floor() as u32,
-                None => (current.worker_concurrency as f64 * STEP_WITHOUT_CPU).ceil() as u32,
-            };
-            let c = target.max(current.worker_concurrency + 1);
-            Ok(pair(
-                Plan {
-                    worker_concurrency: c,
-                    ..current
-                },
-                current,
-                job,
-            ))
-        }
-        (Some(Limit::Cpu), Some(site)) => raise_cpu(d, site, current, job),
-        (Some(Limit::Cpu), None) => Err("CPU caps, but no site was measured to raise".into()),
-        (Some(Limit::NoRunner), _) => {
-            Err("no runner takes the Code tasks: attach a runner to every worker first".into())
-        }
-        (None, _) => Err("no setting raises this limit".into()),
-    }
-}
-
-fn raise_cpu(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Plan, String> {
-    let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
-    match (site.site, site.role) {
-        (CpuSite::Process, Some(Role::Worker)) => {
-            let host = cpu::host_bound(&d.cpu).map(|h| h.bound_per_s);
-            if host.is_some_and(|h| h < x * 1.1) {
-                return Err(format!(
-                    "the host's CPU is already near its cores at {x:.2} req/s: more workers on it add nothing — add cores or another host"
-                ));
-            }
-            // Each worker's share of the measured throughput is what one more worker adds.
-            let per_worker = site.bound_per_s / current.workers as f64;
-            let slots = current.worker_concurrency as f64 / job.service_time().max(1e-9);
-            let per_worker = per_worker.min(slots);
-            let wanted = match host {
-                Some(h) => (h / per_worker).floor() as u32,
-                None => current.workers + 1,
-            };
-            Ok(Plan {
-                workers: wanted.max(current.workers + 1),
-                ..current
-            })
-        }
-        (CpuSite::Process, Some(Role::Runner)) => Ok(Plan {
-            runners_per_worker: current.runners_per_worker + 1,
-            runner_limit: current
-                .runner_limit
-                .saturating_mul(current.runners_per_worker)
-                .div_ceil(current.runners_per_worker + 1)
-                .max(1),
-            ..current
-        }),
-        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(format!(
-            "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
-            site.cpu_s_per_execution
-        )),
-        (CpuSite::Process, Some(Role::Main)) => Err(format!(
-            "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
-            site.cpu_s_per_execution
-        )),
-        _ => Err(format!(
-            "the host's CPU caps at {x:.2} req/s: add cores or another host; no setting raises it"
-        )),
+    match d.capping_limit {
+        Some(limit) => limits::of(limit).raise(d, current, job),
+        None => Err("no setting raises this limit".into()),
     }
 }
 
@@ -350,13 +217,9 @@ struct Basis {
 /// The predicted ceiling of `plan` with every bound known, and which binds.
 fn predict(plan: &Plan, ctx: &Context) -> (f64, PredictedBound) {
     let mut bounds = Vec::new();
-    if let Some(c) = plan.settings(ctx.settings).capacity(ctx.job.overhead_s) {
-        let kind = if c.capping == Limit::RunnerLimit {
-            PredictedBound::RunnerLimit
-        } else {
-            PredictedBound::WorkerConcurrency
-        };
-        bounds.push((c.ceiling, kind));
+    if let Some(c) = limits::capacity(&plan.settings(ctx.settings), ctx.job.overhead_s) {
+        let binding = c.binding().map_or(Limit::WorkerConcurrency, |b| b.limit);
+        bounds.push((c.ceiling, PredictedBound::Setting(binding)));
     }
     let current = ctx.current;
     // A process's CPU bound scales with how many of it there are.
@@ -383,7 +246,7 @@ fn predict(plan: &Plan, ctx: &Context) -> (f64, PredictedBound) {
     bounds
         .into_iter()
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .unwrap_or((0.0, PredictedBound::WorkerConcurrency))
+        .unwrap_or((0.0, PredictedBound::Setting(Limit::WorkerConcurrency)))
 }
 
 fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, String> {
@@ -397,9 +260,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         }
     }
     let (s, job, current) = (ctx.settings, ctx.job, ctx.current);
-    let at = plan
-        .settings(s)
-        .capacity(job.overhead_s)
+    let at = limits::capacity(&plan.settings(s), job.overhead_s)
         .map(|c| model::predict_bound(&c, job, predicted, basis.operating.max(1)));
     let mut notes = notes(
         s,
@@ -431,7 +292,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         predicted_bound: bound,
         cpu_measured: !ctx.cpu.is_empty(),
         predicted_response_s: at.map(|p| p.response_s).filter(|r| r.is_finite()),
-        current_ceiling: s.capacity(job.overhead_s).map(|c| c.ceiling),
+        current_ceiling: limits::capacity(s, job.overhead_s).map(|c| c.ceiling),
         measured_capacity: ctx.measured,
         notes,
         doubt: ctx.doubt.clone(),
@@ -510,8 +371,8 @@ fn notes(
         runners_per_worker: current.runners_per_worker,
         ..*plan
     };
-    let with_pair = plan.settings(s).capacity(job.overhead_s);
-    let alone = only_workers.settings(s).capacity(job.overhead_s);
+    let with_pair = limits::capacity(&plan.settings(s), job.overhead_s);
+    let alone = limits::capacity(&only_workers.settings(s), job.overhead_s);
     if let (Some(a), Some(p)) = (alone, with_pair) {
         if a.ceiling < p.ceiling * 0.99 {
             let r_now = current.runner_limit * current.runners_per_worker;

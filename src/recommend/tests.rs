@@ -69,7 +69,10 @@ fn a_runner_limited_knee_raises_the_runners_and_keeps_the_slots() {
     assert!(r.predicted_throughput > 4.7);
     // X × S = 4.7 × 1.06: what the deployment held at its ceiling.
     assert_eq!(r.operating_concurrency, 4);
-    assert_eq!(r.predicted_bound, PredictedBound::WorkerConcurrency);
+    assert_eq!(
+        r.predicted_bound,
+        PredictedBound::Setting(Limit::WorkerConcurrency)
+    );
     assert!(r
         .notes
         .iter()

@@ -3,18 +3,20 @@
 
 use super::diagnosis::BreakPointKind;
 use crate::model::settings::Sourced;
+use crate::model::Limit;
 use serde::{Deserialize, Serialize};
 
 /// Which ceiling the prediction is bound by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PredictedBound {
-    WorkerConcurrency,
-    RunnerLimit,
     /// One process's CPU (main, or every worker).
     ProcessCpu,
     /// The host's cores (or the containers' CPU limits together).
     HostCpu,
+    /// A setting's bound (worker concurrency, the runner limit), written as the limit's name.
+    #[serde(untagged)]
+    Setting(Limit),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

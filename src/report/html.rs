@@ -382,7 +382,7 @@ fn page(
         let _ = write!(
             h,
             "</ul><pre>{}</pre>",
-            esc(&super::text::compose_snippet(r))
+            esc(&super::dialect::settings(r, super::Dialect::Compose))
         );
     }
     h.push_str("</body></html>\n");

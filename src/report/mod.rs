@@ -5,6 +5,7 @@
 //! it in the [`Format`] asked for. Each format has its file (`table.rs`/`text.rs`, `json.rs`,
 //! `sarif.rs`, `html.rs`, `markdown.rs`); `views.rs` says how each command's result looks in each.
 
+pub mod dialect;
 pub mod grafana;
 pub mod html;
 pub mod json;
@@ -45,18 +46,7 @@ impl Format {
     }
 }
 
-/// The deployment dialect `recommend` writes its settings in.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    /// A docker-compose snippet.
-    Compose,
-    /// Values of n8n's Helm chart (n8n-io/n8n-hosting).
-    HelmOfficial,
-    /// Values of the community chart (community-charts/helm-charts).
-    HelmCommunity,
-    /// A strategic merge patch for the worker Deployment.
-    K8s,
-}
+pub use crate::limits::Dialect;
 
 /// A command's result as every format renders it. Table and JSON always; SARIF and HTML where
 /// a result has them (listed in `FORMATS`).

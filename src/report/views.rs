@@ -183,15 +183,9 @@ impl Recommend<'_> {
 impl Rendered for Recommend<'_> {
     /// The settings in the deployment's dialect, alone.
     fn table(&self) -> String {
-        use super::Dialect;
         match (self.plan, self.memory) {
-            (Ok(rec), _) => match self.dialect {
-                Dialect::Compose => text::compose_snippet(rec),
-                Dialect::HelmOfficial => text::helm_official_values(rec),
-                Dialect::HelmCommunity => text::helm_community_values(rec),
-                Dialect::K8s => text::k8s_worker_patch(rec),
-            },
-            (Err(_), Some(m)) => text::memory_plan_snippet(m, self.dialect),
+            (Ok(rec), _) => super::dialect::settings(rec, self.dialect),
+            (Err(_), Some(m)) => super::dialect::memory_plan(m, self.dialect),
             (Err(_), None) => String::new(),
         }
     }

@@ -1,0 +1,184 @@
+//! CPU: one process (a Node process runs its JavaScript on one core) or the host's cores. Its
+//! bound is measured, not set: usable cores ÷ CPU seconds per execution at the saturated site.
+//! No concurrency setting raises it; more processes (up to the host's cores) or more cores do.
+
+use super::{Ceiling, Dialect, Kind, Named, Plan, SettingLine, Verdict};
+use crate::findings::{Finding, FindingId};
+use crate::model::settings::Settings;
+use crate::model::{Capacity, Job, Limit};
+use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::recommendation::Recommendation;
+use crate::record::Role;
+
+pub struct Cpu;
+
+/// The site whose CPU binds: the saturated one that allows the least.
+pub fn binding(uses: &[CpuUse]) -> Option<&CpuUse> {
+    uses.iter()
+        .filter(|u| u.saturated)
+        .min_by(|a, b| a.bound_per_s.total_cmp(&b.bound_per_s))
+}
+
+/// What one more process of `role` adds, and what the host allows, for predictions.
+pub fn per_role_bound(uses: &[CpuUse], role: Role) -> Option<f64> {
+    uses.iter()
+        .filter(|u| u.site == CpuSite::Process && u.role == Some(role))
+        .map(|u| u.bound_per_s)
+        .min_by(f64::total_cmp)
+}
+
+pub fn host_bound(uses: &[CpuUse]) -> Option<&CpuUse> {
+    uses.iter().find(|u| u.site == CpuSite::Host)
+}
+
+impl Kind for Cpu {
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        super::slot_and_runner_readings(s)
+    }
+
+    fn inferred_here(&self, _s: &Settings) -> bool {
+        false
+    }
+
+    fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
+        match binding(n.ceiling.cpu) {
+            Some(site) => verdict(site.clone(), Some(n.cap), n.ceiling, findings),
+            None => Verdict {
+                limit: None,
+                text: "CPU was named, but no CPU site was measured saturated".into(),
+                cpu: None,
+            },
+        }
+    }
+
+    /// Every execution holds a slot while it waits for the CPU: the slots are what a mix shares.
+    fn shared_as(&self) -> Option<super::Share> {
+        Some(super::SLOTS)
+    }
+
+    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+        match d.cpu_limit.as_ref() {
+            Some(site) => raise(d, site, current, job),
+            None => Err("CPU caps, but no site was measured to raise".into()),
+        }
+    }
+
+    /// More processes are the worker and runner lines; CPU has no setting of its own.
+    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+        Vec::new()
+    }
+}
+
+fn raise(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Plan, String> {
+    let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
+    match (site.site, site.role) {
+        (CpuSite::Process, Some(Role::Worker)) => {
+            let host = host_bound(&d.cpu).map(|h| h.bound_per_s);
+            if host.is_some_and(|h| h < x * 1.1) {
+                return Err(format!(
+                    "the host's CPU is already near its cores at {x:.2} req/s: more workers on it add nothing — add cores or another host"
+                ));
+            }
+            // Each worker's share of the measured throughput is what one more worker adds.
+            let per_worker = site.bound_per_s / current.workers as f64;
+            let slots = current.worker_concurrency as f64 / job.service_time().max(1e-9);
+            let per_worker = per_worker.min(slots);
+            let wanted = match host {
+                Some(h) => (h / per_worker).floor() as u32,
+                None => current.workers + 1,
+            };
+            Ok(Plan {
+                workers: wanted.max(current.workers + 1),
+                ..current
+            })
+        }
+        (CpuSite::Process, Some(Role::Runner)) => Ok(Plan {
+            runners_per_worker: current.runners_per_worker + 1,
+            runner_limit: current
+                .runner_limit
+                .saturating_mul(current.runners_per_worker)
+                .div_ceil(current.runners_per_worker + 1)
+                .max(1),
+            ..current
+        }),
+        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(format!(
+            "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
+            site.cpu_s_per_execution
+        )),
+        (CpuSite::Process, Some(Role::Main)) => Err(format!(
+            "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
+            site.cpu_s_per_execution
+        )),
+        _ => Err(format!(
+            "the host's CPU caps at {x:.2} req/s: add cores or another host; no setting raises it"
+        )),
+    }
+}
+
+/// CPU caps at `site`: its finding with the cores and CPU seconds per execution, and the verdict.
+pub fn verdict(
+    site: CpuUse,
+    cap: Option<&Capacity>,
+    ceiling: &Ceiling,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let x = ceiling.x.mean;
+    let where_ = match site.site {
+        CpuSite::Host => "the host's CPU".to_string(),
+        CpuSite::Process => format!(
+            "the CPU of {} ({})",
+            site.role.map(|r| r.word()).unwrap_or("a process"),
+            site.name
+        ),
+    };
+    let mut f = Finding::new(FindingId::CpuLimitCaps,
+        format!("CPU caps throughput at {x:.2} req/s: {where_} is saturated"),
+    )
+    .evidence(format!(
+        "{:.2} cores used of {:.1} usable ({}); {:.3} CPU s per execution → {:.1} usable ÷ {:.3} = {:.2} executions/s",
+        site.cores_used,
+        site.usable_cores.value,
+        site.usable_cores.source,
+        site.cpu_s_per_execution,
+        site.usable_cores.value.max(site.cores_used),
+        site.cpu_s_per_execution,
+        site.bound_per_s
+    ))
+    .figure("throughput_per_s", x)
+    .figure("cores_used", site.cores_used)
+    .figure("usable_cores", site.usable_cores.value)
+    .figure("cpu_s_per_execution", site.cpu_s_per_execution)
+    .figure("cpu_bound_per_s", site.bound_per_s)
+    .why("No concurrency setting raises a CPU ceiling: slots and runner tasks only wait for the CPU.");
+    if let Some(c) = cap {
+        f = f.evidence(format!(
+            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
+            c.ceiling, c.worker_bound, c.runner_bound
+        ));
+    }
+    f = f.fix(match (site.site, site.role) {
+        (CpuSite::Process, Some(Role::Worker)) => {
+            "add workers, each with its runner (N8N_RUNNERS_TASK_BROKER_URI pointing at it), up to the host's cores"
+        }
+        (CpuSite::Process, Some(Role::Runner)) => {
+            "add runners per worker (each runner is one Node process)"
+        }
+        (CpuSite::Process, Some(Role::Main)) => {
+            "main's intake is CPU-bound: add webhook processes (n8n webhook) behind the load balancer, or a faster CPU"
+        }
+        _ => "more cores or another host: adding processes on this one adds nothing",
+    });
+    findings.push(f);
+    Verdict {
+        limit: Some(Limit::Cpu),
+        text: format!(
+            "CPU caps throughput: {} measured from {} on; {where_} uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s.",
+            ceiling.x.describe("req/s"),
+            ceiling.level.words(),
+            site.cores_used,
+            site.cpu_s_per_execution,
+            site.bound_per_s
+        ),
+        cpu: Some(site),
+    }
+}

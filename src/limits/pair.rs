@@ -1,0 +1,72 @@
+//! Worker slots and runner tasks level: their bounds within `model::INSEPARABLE` of each other,
+//! so the data cannot say which caps. Named as the pair, raised as the pair.
+
+use super::{inferred, slot_most, Ceiling, Dialect, Kind, Named, Plan, SettingLine, Verdict};
+use crate::findings::{Finding, FindingId};
+use crate::model::settings::Settings;
+use crate::model::{Job, Limit};
+use crate::record::diagnosis::Diagnosis;
+use crate::record::recommendation::Recommendation;
+
+pub struct Level;
+
+impl Kind for Level {
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        super::slot_and_runner_readings(s)
+    }
+
+    fn inferred_here(&self, s: &Settings) -> bool {
+        inferred(&s.runner_limit) || inferred(&s.worker_concurrency)
+    }
+
+    fn most(&self, bound: f64, c: &Ceiling) -> f64 {
+        slot_most(bound, c)
+    }
+
+    fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
+        let (cap, job, ceiling) = (n.cap, n.job, n.ceiling);
+        let (c, r, st) = (
+            cap.total_worker_concurrency,
+            cap.total_runner_capacity,
+            ceiling.s,
+        );
+        findings.push(
+            n.base(Finding::new(FindingId::LimitsInseparable,
+                "Runner limit and worker concurrency give nearly the same ceiling; the data cannot say which caps",
+            ))
+            .evidence(format!(
+                "worker concurrency {c} ÷ S {st:.2} s = {:.2} req/s; runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s (within {:.0} %); {}",
+                cap.worker_bound,
+                job.code_s,
+                cap.runner_bound,
+                crate::model::INSEPARABLE * 100.0,
+                ceiling.at()
+            ))
+            .fix("raise both together (runner capacity ≥ worker concurrency), then sweep again"),
+        );
+        Verdict {
+            limit: Some(Limit::Both),
+            text: format!(
+                "Throughput tops out at {} — worker concurrency and runner limit allow about the same ({:.2} and {:.2} req/s); raise them as a pair.",
+                ceiling.x.describe("req/s"),
+                cap.worker_bound,
+                cap.runner_bound
+            ),
+            cpu: None,
+        }
+    }
+
+    /// Every execution holds a slot: the slots are what a mix shares.
+    fn shared_as(&self) -> Option<super::Share> {
+        Some(super::SLOTS)
+    }
+
+    /// Raising worker concurrency raises the runners with it ([`super::with_runners`]).
+    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+        super::raise_slots(d, current, job)
+    }
+
+    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+        Vec::new()
+    }
+}

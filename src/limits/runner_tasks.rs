@@ -1,0 +1,239 @@
+//! Runner tasks: `N8N_RUNNERS_MAX_CONCURRENCY` on each runner, summed over the runners attached
+//! to a worker's broker; one task held for the Code time C. Bound Σr ÷ C. With no runner
+//! attached (capacity 0) no Code task runs at all: [`NoRunner`].
+
+use super::{
+    code_time, inferred, pct, reading, source_of, Ceiling, Dialect, Key, Kind, Named, Plan,
+    Process, SettingLine, Verdict,
+};
+use crate::findings::{Finding, FindingId};
+use crate::model::settings::Settings;
+use crate::model::{Bound, Job, Limit};
+use crate::record::diagnosis::Diagnosis;
+use crate::record::recommendation::Recommendation;
+
+pub struct RunnerTasks;
+
+impl Kind for RunnerTasks {
+    fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
+        super::model_bound(s, job, Limit::RunnerLimit)
+    }
+
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        reading(&s.runner_limit, "runner limit")
+            .into_iter()
+            .collect()
+    }
+
+    fn inferred_here(&self, s: &Settings) -> bool {
+        inferred(&s.runner_limit)
+    }
+
+    fn reached_alone(
+        &self,
+        s: &Settings,
+        c: &Ceiling,
+        findings: &mut Vec<Finding>,
+    ) -> Option<(Verdict, f64)> {
+        let r = s
+            .runner_limit
+            .as_ref()
+            .filter(|_| s.worker_concurrency.is_none())?;
+        let x = c.x.mean;
+        let tasks =
+            r.value as f64 * s.runners_per_worker_count().max(1) as f64 * s.worker_count() as f64;
+        let code = code_time(s, c);
+        let u = x * code / tasks;
+        if u < super::MATCH {
+            return None;
+        }
+        let at = c.at();
+        findings.push(
+            Finding::new(
+                FindingId::RunnerLimitCaps,
+                format!("The runner limit caps throughput at {x:.2} req/s: {tasks:.0} runner tasks"),
+            )
+            .evidence(format!(
+                "{:.1} runner tasks running (X × C = {x:.2} × {code:.2} s) = {} of runner capacity {tasks:.0} ({}); {at}",
+                x * code,
+                pct(u),
+                r.source
+            ))
+            .figure("throughput_per_s", x)
+            .figure("runner_tasks_running", x * code)
+            .figure("runner_capacity", tasks)
+            .fix("raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker)"),
+        );
+        let bound = tasks / code.max(1e-9);
+        let v = Verdict {
+            limit: Some(Limit::RunnerLimit),
+            text: format!(
+                "The runner limit caps throughput: {at}; {tasks:.0} runner tasks ÷ {code:.2} s = {bound:.2} req/s."
+            ),
+            cpu: None,
+        };
+        Some((v, bound))
+    }
+
+    /// The slots taken while throughput stays under what they allow, the runner tasks running
+    /// against runner capacity.
+    fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
+        let (s, cap, job, ceiling) = (n.s, n.cap, n.job, n.ceiling);
+        let x = ceiling.x.mean;
+        let st = ceiling.s;
+        let at = ceiling.at();
+        let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
+        let u_r = x * job.code_s / r.max(1) as f64;
+        let slots = ceiling.level.slots_taken;
+        // Slots taken: the gauge's reading, else every execution in progress holds one (at most
+        // the slots there are).
+        let taken = slots.unwrap_or(x * st).min(c as f64);
+        let mut f = n.base(Finding::new(FindingId::RunnerLimitCaps,
+            format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
+        ))
+        .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
+        if let Some(sl) = slots {
+            f = f.figure("slots_taken", sl).evidence(format!(
+                "slots {} taken ({sl:.1} of {c}), yet throughput {x:.2} req/s is {} under worker concurrency ÷ S ({c} ÷ {st:.2} s = {:.2} req/s)",
+                pct(sl / c.max(1) as f64),
+                pct(1.0 - x / cap.worker_bound.max(1e-9)),
+                cap.worker_bound
+            ));
+        }
+        f = f
+            .evidence(format!(
+                "{:.1} runner tasks running (X × C = {x:.2} × {:.2} s) = {} of runner capacity {r}{}; {at}",
+                x * job.code_s,
+                job.code_s,
+                pct(u_r),
+                source_of(&s.runner_limit)
+            ))
+            .evidence(format!(
+                "{:.1} executions in progress (X × S) of {c} slots: {:.1} slots taken hold a job that waits for a runner ({:.1} taken − {:.1} runner tasks running); n8n's queue gauges count slots taken, not runner tasks",
+                x * st,
+                (taken - x * job.code_s).max(0.0),
+                taken,
+                x * job.code_s
+            ))
+            .why("Adding workers or raising --concurrency changes nothing while each worker's runners cap Code tasks.")
+            .fix(format!(
+                "raise N8N_RUNNERS_MAX_CONCURRENCY on the runner containers (or add runners per worker) to at least {} per worker",
+                (c as f64 / s.worker_count() as f64 * job.code_s / job.job_time().max(1e-9)).ceil()
+            ));
+        findings.push(f);
+        Verdict {
+            limit: Some(Limit::RunnerLimit),
+            text: format!(
+                "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
+                job.code_s, cap.runner_bound, cap.worker_bound
+            ),
+            cpu: None,
+        }
+    }
+
+    fn shared_as(&self) -> Option<super::Share> {
+        Some(("runner tasks", |u| u.runner_share))
+    }
+
+    fn raise(&self, _d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+        Ok(super::with_runners(current, current, job))
+    }
+
+    /// Compose runs `runners_per_worker` runners of `runner_limit` each; the charts run one
+    /// runner sidecar per pod, which carries the capacity per worker. In regular mode main's
+    /// internal runner holds it.
+    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
+        const VAR: &str = "N8N_RUNNERS_MAX_CONCURRENCY";
+        let cap = r.runner_capacity_per_worker;
+        if r.regular_mode {
+            return vec![SettingLine::new(Process::Main, Key::Env(VAR), cap)];
+        }
+        let line = match dialect {
+            Dialect::Compose => SettingLine::new(Process::Runner, Key::Env(VAR), r.runner_limit),
+            Dialect::HelmCommunity => SettingLine::new(
+                Process::Runner,
+                Key::Value("taskRunners.maxConcurrency"),
+                cap,
+            ),
+            Dialect::HelmOfficial | Dialect::K8s => {
+                SettingLine::new(Process::Runner, Key::Env(VAR), cap)
+            }
+        };
+        vec![line]
+    }
+}
+
+/// No runner attached anywhere: every Code task waits out the task request timeout.
+pub struct NoRunner;
+
+impl Kind for NoRunner {
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        [
+            reading(&s.runner_limit, "runner limit"),
+            reading(&s.runners_per_worker, "runners per worker"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    fn inferred_here(&self, _s: &Settings) -> bool {
+        false
+    }
+
+    fn refuted(&self, n: &Named, findings: &mut Vec<Finding>) -> Option<Settings> {
+        let (s, ceiling) = (n.s, n.ceiling);
+        let x = ceiling.x.mean;
+        if x <= 0.0 {
+            return None;
+        }
+        findings.push(
+            Finding::new(
+                FindingId::SettingsDisagree,
+                format!(
+                    "The settings read give no runner task (runner capacity 0), yet {x:.2} executions/s completed"
+                ),
+            )
+            .evidence(format!(
+                "runner limit {}, runners per worker {}: {}",
+                source_of(&s.runner_limit),
+                source_of(&s.runners_per_worker),
+                ceiling.at()
+            ))
+            .figure("measured_per_s", x)
+            .figure("runner_capacity", 0.0)
+            .fix("check the runner settings where they run (n8ncap inspect): the runners' N8N_RUNNERS_MAX_CONCURRENCY, and which worker each attaches to"),
+        );
+        Some(Settings {
+            runner_limit: None,
+            runners_per_worker: None,
+            ..s.clone()
+        })
+    }
+
+    fn caps(&self, _n: &Named, _findings: &mut Vec<Finding>) -> Verdict {
+        Verdict {
+            limit: Some(Limit::NoRunner),
+            text: "No runner is attached: every Code task fails after the task request timeout."
+                .into(),
+            cpu: None,
+        }
+    }
+
+    fn plannable(&self) -> Result<(), String> {
+        Err("no runner takes the Code tasks: attach a runner to every worker first (worker-without-runner)".into())
+    }
+
+    /// A missing runner is not shared out by kind of job.
+    fn shared_as(&self) -> Option<super::Share> {
+        None
+    }
+
+    fn raise(&self, _d: &Diagnosis, _current: Plan, _job: Job) -> Result<Plan, String> {
+        Err("no runner takes the Code tasks: attach a runner to every worker first".into())
+    }
+
+    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,289 @@
+//! A plan's settings in each config dialect: a docker-compose snippet, values for the two Helm
+//! charts, a strategic merge patch. The settings themselves are the limit kinds' lines
+//! (`limits::lines`); here they are placed in each dialect's document, beside the pairing every
+//! worker needs with its runner.
+
+use crate::limits::{self, Dialect, Key, Process, SettingLine};
+use crate::record::recommendation::{MemoryPlan, Recommendation};
+use std::fmt::Write as _;
+
+/// The settings of `r` in `dialect`.
+pub fn settings(r: &Recommendation, dialect: Dialect) -> String {
+    let lines = limits::lines(r, dialect);
+    if r.regular_mode {
+        return match dialect {
+            Dialect::Compose => compose_main(&lines),
+            Dialect::HelmOfficial | Dialect::HelmCommunity | Dialect::K8s => main_env(&lines),
+        };
+    }
+    match dialect {
+        Dialect::Compose => compose(r, &lines),
+        Dialect::HelmOfficial => helm_official(r, &lines),
+        Dialect::HelmCommunity => helm_community(r, &lines),
+        Dialect::K8s => k8s_patch(r, &lines),
+    }
+}
+
+fn on(lines: &[SettingLine], p: Process) -> impl Iterator<Item = &SettingLine> {
+    lines.iter().filter(move |l| l.on == p)
+}
+
+fn env_of(lines: &[SettingLine], p: Process) -> Vec<(&'static str, &str)> {
+    on(lines, p)
+        .filter_map(|l| match l.key {
+            Key::Env(v) => Some((v, l.value.as_str())),
+            Key::Arg(_) | Key::Value(_) | Key::Replicas => None,
+        })
+        .collect()
+}
+
+fn args_of(lines: &[SettingLine], p: Process) -> Vec<String> {
+    on(lines, p)
+        .filter_map(|l| match l.key {
+            Key::Arg(a) => Some(format!("{a}{}", l.value)),
+            Key::Env(_) | Key::Value(_) | Key::Replicas => None,
+        })
+        .collect()
+}
+
+fn replicas_of(lines: &[SettingLine], p: Process) -> String {
+    on(lines, p)
+        .find(|l| l.key == Key::Replicas)
+        .map(|l| l.value.clone())
+        .unwrap_or_else(|| "1".into())
+}
+
+/// Chart values at dotted paths, as nested YAML in the order first seen; `extra` adds lines
+/// under a top-level key after its values.
+fn values(pairs: &[(&str, String)], extra: &[(&str, String)]) -> String {
+    let mut tops: Vec<&str> = Vec::new();
+    for (p, _) in pairs.iter().chain(extra) {
+        let top = p.split('.').next().unwrap_or(p);
+        if !tops.contains(&top) {
+            tops.push(top);
+        }
+    }
+    let mut s = String::new();
+    for top in tops {
+        let _ = writeln!(s, "{top}:");
+        for (p, v) in pairs {
+            if let Some((t, rest)) = p.split_once('.') {
+                if t == top {
+                    let _ = writeln!(s, "  {rest}: {v}");
+                }
+            }
+        }
+        for (t, block) in extra {
+            if *t == top {
+                s.push_str(block);
+            }
+        }
+    }
+    s
+}
+
+fn value_pairs(lines: &[SettingLine]) -> Vec<(&'static str, String)> {
+    lines
+        .iter()
+        .filter_map(|l| match l.key {
+            Key::Value(p) => Some((p, l.value.clone())),
+            Key::Env(_) | Key::Arg(_) | Key::Replicas => None,
+        })
+        .collect()
+}
+
+fn yaml_env(vars: &[(&str, &str)], indent: &str) -> String {
+    vars.iter()
+        .map(|(k, v)| format!("{indent}- name: {k}\n{indent}  value: \"{v}\"\n"))
+        .collect()
+}
+
+/// Regular mode has no worker to configure: main's variables, as an env list.
+fn main_env(lines: &[SettingLine]) -> String {
+    format!(
+        "# regular mode: no workers — set on the n8n (main) container's env\n{}",
+        yaml_env(&env_of(lines, Process::Main), "")
+    )
+}
+
+fn compose_main(lines: &[SettingLine]) -> String {
+    let mut s =
+        "# n8n main, regular mode: it runs every execution\nn8n:\n  environment:\n".to_string();
+    for (k, v) in env_of(lines, Process::Main) {
+        let _ = writeln!(s, "    - {k}={v}");
+    }
+    s
+}
+
+/// The settings as compose `environment` / `command` lines.
+fn compose(r: &Recommendation, lines: &[SettingLine]) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "# n8n worker (each of {})\nn8n-worker:\n  command: worker {}\n  environment:\n    - N8N_RUNNERS_MODE=external\n    - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0\n",
+        replicas_of(lines, Process::Worker),
+        args_of(lines, Process::Worker).join(" ")
+    );
+    for (k, v) in env_of(lines, Process::Worker) {
+        let _ = writeln!(s, "    - {k}={v}");
+    }
+    let _ = write!(
+        s,
+        "# task runner: {} per worker, paired through N8N_RUNNERS_TASK_BROKER_URI\nn8n-worker-runner:\n  environment:\n    - N8N_RUNNERS_TASK_BROKER_URI=http://n8n-worker:5679\n",
+        r.runners_per_worker
+    );
+    for (k, v) in env_of(lines, Process::Runner) {
+        let _ = writeln!(s, "    - {k}={v}");
+    }
+    if let Some(m) = &r.runner_memory_limit_mb {
+        let _ = writeln!(s, "  mem_limit: {}m", m.value);
+    }
+    s
+}
+
+/// The charts run one runner sidecar per pod: its limit carries the runners proposed per worker.
+fn one_runner_per_pod(r: &Recommendation) -> String {
+    if r.runners_per_worker > 1 {
+        format!(
+            "# one runner sidecar per pod: N8N_RUNNERS_MAX_CONCURRENCY={} carries the {} runners × {} proposed\n",
+            r.runner_capacity_per_worker, r.runners_per_worker, r.runner_limit
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The runner's memory limit as a `resources:` block at `indent` (nothing when not proposed).
+fn resources_block(r: &Recommendation, indent: &str) -> String {
+    r.runner_memory_limit_mb
+        .as_ref()
+        .map(|m| {
+            format!(
+                "{indent}resources:\n{indent}  limits:\n{indent}    memory: {}Mi\n",
+                m.value
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Values for n8n's own chart (n8n-io/n8n-hosting charts/n8n): queue mode, worker replicas and
+/// concurrency, a runner sidecar per pod with its limit (in `taskRunners.extraEnv`) and memory.
+fn helm_official(r: &Recommendation, lines: &[SettingLine]) -> String {
+    let mut pairs = vec![("queueMode.enabled", "true".to_string())];
+    pairs.extend(value_pairs(lines));
+    pairs.push(("taskRunners.enabled", "true".to_string()));
+    let runner_env = env_of(lines, Process::Runner);
+    let mut extra = Vec::new();
+    if !runner_env.is_empty() {
+        extra.push((
+            "taskRunners",
+            format!("  extraEnv:\n{}", yaml_env(&runner_env, "    ")),
+        ));
+    }
+    extra.push(("taskRunners", resources_block(r, "  ")));
+    format!(
+        "# values for n8n-io/n8n-hosting charts/n8n (helm upgrade … -f this.yaml)\n{}{}",
+        one_runner_per_pod(r),
+        values(&pairs, &extra)
+    )
+}
+
+/// Values for the community chart (community-charts/helm-charts charts/n8n): its
+/// `worker.concurrency` renders both --concurrency and N8N_CONCURRENCY_PRODUCTION_LIMIT, and
+/// `taskRunners.maxConcurrency` (default 5) is the runner limit.
+fn helm_community(r: &Recommendation, lines: &[SettingLine]) -> String {
+    let mut pairs = vec![("worker.mode", "queue".to_string())];
+    let vals = value_pairs(lines);
+    pairs.extend(
+        vals.iter()
+            .filter(|(p, _)| p.starts_with("worker."))
+            .cloned(),
+    );
+    pairs.push(("taskRunners.mode", "external".to_string()));
+    pairs.extend(vals.into_iter().filter(|(p, _)| !p.starts_with("worker.")));
+    let extra = [("taskRunners", resources_block(r, "  "))];
+    format!(
+        "# values for community-charts/helm-charts charts/n8n\n{}{}",
+        one_runner_per_pod(r),
+        values(&pairs, &extra)
+    )
+}
+
+/// A strategic merge patch for the worker Deployment (`kubectl patch deployment n8n-worker
+/// --patch-file …`); containers are matched by name — the official chart's names here.
+fn k8s_patch(r: &Recommendation, lines: &[SettingLine]) -> String {
+    let mut worker_env = vec![
+        ("N8N_RUNNERS_MODE", "external"),
+        ("N8N_CONCURRENCY_PRODUCTION_LIMIT", "-1"),
+    ];
+    worker_env.extend(env_of(lines, Process::Worker));
+    let mut runner_env = vec![("N8N_RUNNERS_TASK_BROKER_URI", "http://localhost:5679")];
+    runner_env.extend(env_of(lines, Process::Runner));
+    let args: Vec<String> = std::iter::once("\"worker\"".to_string())
+        .chain(
+            args_of(lines, Process::Worker)
+                .into_iter()
+                .map(|a| format!("\"{a}\"")),
+        )
+        .collect();
+    format!(
+        "# kubectl patch deployment n8n-worker --patch-file worker-patch.yaml\n# (containers are matched by name: rename n8n-worker / task-runner to yours)\n{}spec:\n  replicas: {}\n  template:\n    spec:\n      containers:\n        - name: n8n-worker\n          args: [{}]\n          env:\n{}        - name: task-runner\n          env:\n{}{}",
+        one_runner_per_pod(r),
+        replicas_of(lines, Process::Worker),
+        args.join(", "),
+        yaml_env(&worker_env, "            "),
+        yaml_env(&runner_env, "            "),
+        resources_block(r, "          ")
+    )
+}
+
+/// The memory plan in the chosen dialect: compose `mem_limit`, Helm `resources`, or a k8s patch.
+pub fn memory_plan(p: &MemoryPlan, dialect: Dialect) -> String {
+    let svc = p.runner.as_deref().unwrap_or("n8n-worker-runner");
+    let mib = p.memory_limit_mib;
+    match dialect {
+        Dialect::Compose => format!(
+            "# task runner {svc}: {} tasks × {:.0} MiB + {:.0} MiB base, +{:.0} %
+{svc}:
+  mem_limit: {mib}m
+  environment:
+    - N8N_RUNNERS_MAX_CONCURRENCY={}
+",
+            p.tasks,
+            p.per_task_mib.value,
+            p.base_mib.value,
+            (p.headroom - 1.0) * 100.0,
+            p.tasks
+        ),
+        Dialect::HelmOfficial => format!(
+            "# values for n8n-io/n8n-hosting charts/n8n: the runner sidecar's memory
+taskRunners:
+  resources:
+    limits:
+      memory: {mib}Mi
+"
+        ),
+        Dialect::HelmCommunity => format!(
+            "# values for community-charts/helm-charts charts/n8n: the runner sidecar's memory
+taskRunners:
+  maxConcurrency: {}
+  resources:
+    limits:
+      memory: {mib}Mi
+",
+            p.tasks
+        ),
+        Dialect::K8s => format!(
+            "# strategic merge patch: the runner container's memory limit
+spec:
+  template:
+    spec:
+      containers:
+        - name: task-runner
+          resources:
+            limits:
+              memory: {mib}Mi
+"
+        ),
+    }
+}
