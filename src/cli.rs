@@ -110,6 +110,9 @@ pub struct SettingsArgs {
     /// N8N_RUNNERS_MAX_CONCURRENCY of each runner container.
     #[arg(long)]
     pub runner_limit: Option<u32>,
+    /// DB_POSTGRESDB_POOL_SIZE of each worker (read from n8n's db_pool metrics when not given).
+    #[arg(long)]
+    pub db_pool_size: Option<u32>,
     /// Number of workers.
     #[arg(long)]
     pub workers: Option<u32>,
@@ -198,6 +201,8 @@ impl SettingsArgs {
             }),
             job_time,
             task_memory_mb: None,
+            db_pool_size: positive("db-pool-size", self.db_pool_size)?,
+            db_time: None,
         }
         .or(mode))
     }

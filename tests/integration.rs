@@ -33,6 +33,8 @@ mod k6;
 mod k8s;
 #[path = "metrics_real.rs"]
 mod metrics_real;
+#[path = "postgres.rs"]
+mod postgres;
 #[path = "redis.rs"]
 mod redis;
 #[path = "report.rs"]

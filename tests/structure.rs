@@ -537,9 +537,11 @@ fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
         outside.is_empty(),
         "files outside model and limits that branch on Limit: {outside:?}"
     );
+    // A kind's own file in src/limits/ is "its file" of the recipe.
     let missing: Vec<&String> = branching
         .iter()
         .filter(|f| !recipe.contains(f.as_str()))
+        .filter(|f| !f.starts_with("src/limits/") || *f == "src/limits/mod.rs")
         .collect();
     assert!(
         missing.is_empty(),

@@ -76,6 +76,7 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
                 workflows,
                 regular: a.executions_mode == crate::cli::ExecutionsModeArg::Regular,
                 production_limit: config::production_limit(&env)?,
+                db: crate::sim::db::DbConfig::from_env(&env)?,
             })
             .await
         }

@@ -76,6 +76,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         _ => None,
     };
     verdict::infer_limits(&mut settings, &levels, ceiling.as_ref());
+    crate::limits::read_run(&mut settings, stages, &levels);
     let capacity = crate::limits::capacity(&settings, overhead_s);
     let job = settings.job(overhead_s);
     let v = judge(
@@ -87,6 +88,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &mut findings,
     );
     let v = no_runner(v, &findings);
+    let v = leads_first(v, stages, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
@@ -188,6 +190,17 @@ fn no_runner(v: Verdict, findings: &[Finding]) -> Verdict {
     } else {
         v
     }
+}
+
+/// A resource that refused work (Postgres' connections) leads the verdict, its finding first.
+fn leads_first(v: Verdict, stages: &[StageResult], findings: &mut Vec<Finding>) -> Verdict {
+    crate::limits::SET
+        .iter()
+        .filter_map(|l| crate::limits::of(*l).leads(stages, findings))
+        .fold(v, |v, lead| Verdict {
+            text: format!("{lead} {}", v.text),
+            ..v
+        })
 }
 
 /// Containers that died: their findings, the verdict prefixed with them, and their findings

@@ -60,6 +60,8 @@ pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
         task_memory_mb: None,
         executions_mode: None,
         binary_data_mode: None,
+        db_pool_size: None,
+        db_time: None,
     }
 }
 

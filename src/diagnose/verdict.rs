@@ -131,6 +131,7 @@ pub fn decide(
             let demand = match b.holds {
                 Holds::Execution => ceiling.s,
                 Holds::Code => job.code_s,
+                Holds::Measured => b.demand_s,
             };
             b.utilisation(x, demand)
         };

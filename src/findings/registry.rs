@@ -71,6 +71,12 @@ registry! {
     ProductionLimitCaps = "production-limit-caps", Run, Warning,
         "N8N_CONCURRENCY_PRODUCTION_LIMIT caps the executions main (regular mode) runs at once",
         "raise N8N_CONCURRENCY_PRODUCTION_LIMIT, or move to queue mode with workers";
+    DbPoolCaps = "db-pool-caps", Run, Error,
+        "the workers' database pools cap throughput: executions hold a slot while they wait for a connection (Little's law at the pool)",
+        "raise DB_POSTGRESDB_POOL_SIZE on the workers within Postgres max_connections, and DB_PING_TIMEOUT_MS above the pool's acquire p99";
+    PostgresConnectionsExhausted = "postgres-connections-exhausted", Run, Error,
+        "Postgres refused connections (SQLSTATE 53300, too many clients): the processes' pools together exceed max_connections",
+        "keep Σ DB_POSTGRESDB_POOL_SIZE × processes (at their autoscaler maxima) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front";
     LimitsInseparable = "limits-inseparable", Run, Info,
         "worker concurrency and runner capacity are equal: the run cannot tell which of the two caps",
         "raise both together (runner capacity ≥ worker concurrency), then sweep again";

@@ -5,6 +5,7 @@
 //! one place a `Limit` becomes its file, so a new variant is answered there and in its own file.
 
 pub mod cpu;
+pub mod db_pool;
 pub mod pair;
 pub mod production;
 pub mod runner_tasks;
@@ -16,7 +17,7 @@ use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
 use crate::record::recommendation::Recommendation;
-use crate::record::Estimate;
+use crate::record::{Estimate, StageResult};
 
 /// What the verdict step knows of the ceiling a run reached.
 pub struct Ceiling<'a> {
@@ -84,6 +85,8 @@ pub struct Plan {
     pub worker_concurrency: u32,
     pub runner_limit: u32,
     pub runners_per_worker: u32,
+    /// `DB_POSTGRESDB_POOL_SIZE` of each worker, when known or proposed.
+    pub db_pool_size: Option<u32>,
 }
 
 impl Plan {
@@ -95,6 +98,10 @@ impl Plan {
             worker_concurrency: Some(Sourced::new(self.worker_concurrency, src)),
             runner_limit: Some(Sourced::new(self.runner_limit, src)),
             runners_per_worker: Some(Sourced::new(self.runners_per_worker, src)),
+            db_pool_size: self
+                .db_pool_size
+                .map(|p| Sourced::new(p, src))
+                .or_else(|| base.db_pool_size.clone()),
             ..base.clone()
         }
     }
@@ -190,6 +197,19 @@ pub trait Kind: Sync {
         None
     }
 
+    /// What a run measured that its bound needs (a setting read from the metrics, a demand by
+    /// Little's law), filled into the settings where they lack it.
+    fn read_run(&self, s: &mut Settings, stages: &[StageResult], levels: &[Level]) {
+        let _ = (s, stages, levels);
+    }
+
+    /// A failure of its resource the run counted that comes before any ceiling (connections
+    /// refused): its finding, first, and the words that lead the verdict.
+    fn leads(&self, stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<String> {
+        let _ = (stages, findings);
+        None
+    }
+
     /// The settings behind its bound, as "name value (source)", for the floor's suspect.
     fn readings(&self, s: &Settings) -> Vec<String>;
 
@@ -252,14 +272,16 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
         Limit::Both => &pair::Level,
         Limit::Cpu => &cpu::Cpu,
         Limit::ProductionLimit => &production::Production,
+        Limit::DbPool => &db_pool::DbPool,
     }
 }
 
 /// Every kind a setting raises, in the order a plan's settings are written.
-pub const SET: [Limit; 3] = [
+pub const SET: [Limit; 4] = [
     Limit::WorkerConcurrency,
     Limit::ProductionLimit,
     Limit::RunnerLimit,
+    Limit::DbPool,
 ];
 
 /// Every kind whose setting alone can be known and reached.
@@ -284,6 +306,13 @@ pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
         }
     }
     Some(cap)
+}
+
+/// What a run measured that every kind's bound needs, filled into the settings.
+pub fn read_run(s: &mut Settings, stages: &[StageResult], levels: &[Level]) {
+    for l in SET {
+        of(l).read_run(s, stages, levels);
+    }
 }
 
 /// The settings lines of a recommendation in `dialect`, every kind's in [`SET`] order.

@@ -154,8 +154,11 @@ impl Agg {
         record(&mut a.latency, s.latency);
         a.latency_sum_s += s.latency.as_secs_f64();
         match &ex.result {
-            Ok((status, _)) if *status >= 400 => {
-                *a.errors.http_status.entry(*status).or_insert(0) += 1
+            Ok((status, body)) if *status >= 400 => {
+                *a.errors.http_status.entry(*status).or_insert(0) += 1;
+                if crate::record::stage::names_db_refusal(body) {
+                    a.errors.db_refused += 1;
+                }
             }
             Ok(_) => a.ok += 1,
             Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
@@ -446,6 +449,7 @@ impl ErrorCounts {
         self.timeout += o.timeout;
         self.io += o.io;
         self.check_failed += o.check_failed;
+        self.db_refused += o.db_refused;
         for (k, v) in &o.http_status {
             *self.http_status.entry(*k).or_insert(0) += v;
         }

@@ -14,6 +14,9 @@ pub enum Holds {
     Execution,
     /// Its Code work only (a runner task: the Code time C).
     Code,
+    /// A part measured for this bound itself (a database connection: the pool's occupancy ÷
+    /// throughput): its `demand_s` is that measurement.
+    Measured,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

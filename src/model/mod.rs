@@ -113,6 +113,8 @@ pub enum Limit {
     Cpu,
     /// Regular mode: `N8N_CONCURRENCY_PRODUCTION_LIMIT` executions at once in main.
     ProductionLimit,
+    /// The workers' database pools: `DB_POSTGRESDB_POOL_SIZE` connections each.
+    DbPool,
 }
 
 impl Limit {
@@ -124,6 +126,7 @@ impl Limit {
             Limit::NoRunner => "no runner attached",
             Limit::Cpu => "CPU",
             Limit::ProductionLimit => "production limit (regular mode)",
+            Limit::DbPool => "database pool",
         }
     }
 }

@@ -134,6 +134,13 @@ pub struct Settings {
     /// the executions mode), when the deployment was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary_data_mode: Option<Sourced<BinaryDataMode>>,
+    /// `DB_POSTGRESDB_POOL_SIZE` of each worker (n8n's default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_pool_size: Option<Sourced<u32>>,
+    /// Seconds an execution holds a worker's database connection (Little's law at the pool:
+    /// connections in use ÷ executions per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_time: Option<Sourced<f64>>,
 }
 
 impl Settings {
@@ -247,6 +254,8 @@ impl Settings {
         self.code_time = self.code_time.or(other.code_time);
         self.task_memory_mb = self.task_memory_mb.or(other.task_memory_mb);
         self.binary_data_mode = self.binary_data_mode.or(other.binary_data_mode);
+        self.db_pool_size = self.db_pool_size.or(other.db_pool_size);
+        self.db_time = self.db_time.or(other.db_time);
         self
     }
 

@@ -70,6 +70,67 @@ pub fn queue_gauges(e: &Exposition, prefix: &str) -> Option<QueueGauges> {
     })
 }
 
+/// Most connections a pool gauge can show and be believed (n8n's pools hold tens).
+pub const MAX_POOL: f64 = 10_000.0;
+
+/// One reading of n8n's database pool metrics (`N8N_METRICS_INCLUDE_DB_POOL_METRICS=true`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolReading {
+    /// `db_pool_connections_max`: the pool's size (`DB_POSTGRESDB_POOL_SIZE`).
+    pub max: f64,
+    /// `db_pool_connections_active`: connections in use.
+    pub active: f64,
+    /// `db_pool_requests_pending`: requests waiting for a connection.
+    pub pending: f64,
+    /// `db_pool_acquire_seconds` `_sum` and `_count` (Postgres only), cumulative.
+    pub acquire: Option<(f64, f64)>,
+}
+
+/// The pool metrics of one process, each checked: Err with the reason when one cannot be true
+/// (a gap, never a figure), Ok(None) when the process does not expose them.
+pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReading>, String> {
+    let g = |n: &str| e.value(&format!("{prefix}db_pool_{n}"));
+    let Some(max) = g("connections_max") else {
+        return Ok(None);
+    };
+    let active = g("connections_active").unwrap_or(0.0);
+    let pending = g("requests_pending").unwrap_or(0.0);
+    for (name, v) in [
+        ("connections_max", max),
+        ("connections_active", active),
+        ("requests_pending", pending),
+    ] {
+        if !v.is_finite() || v < 0.0 || v > MAX_POOL.max(MAX_JOBS) {
+            return Err(format!(
+                "{prefix}db_pool_{name} is {v}: a count of connections or requests is a finite number from 0 to {:e}",
+                MAX_POOL.max(MAX_JOBS)
+            ));
+        }
+    }
+    if max > MAX_POOL || active > max {
+        return Err(format!(
+            "{prefix}db_pool_connections_active {active} of a pool of {max}: more connections in use than the pool holds"
+        ));
+    }
+    let acquire = match (g("acquire_seconds_sum"), g("acquire_seconds_count")) {
+        (Some(s), Some(c)) if s.is_finite() && c.is_finite() && s >= 0.0 && c >= 0.0 => {
+            Some((s, c))
+        }
+        (Some(s), Some(c)) => {
+            return Err(format!(
+                "{prefix}db_pool_acquire_seconds sum {s}, count {c}: a histogram's sum and count are finite and not negative"
+            ))
+        }
+        _ => None,
+    };
+    Ok(Some(PoolReading {
+        max,
+        active,
+        pending,
+        acquire,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

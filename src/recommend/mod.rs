@@ -99,6 +99,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
         worker_concurrency: n8n_defaults::WORKER_CONCURRENCY,
         runner_limit: n8n_defaults::RUNNER_LIMIT,
         runners_per_worker: 1,
+        db_pool_size: s.db_pool_size.as_ref().map(|p| p.value),
     });
     current.workers = s.worker_count();
     let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
@@ -182,6 +183,7 @@ fn current_plan(s: &Settings) -> Result<Plan, String> {
             .map(|r| r.value)
             .unwrap_or(n8n_defaults::RUNNER_LIMIT),
         runners_per_worker: s.runners_per_worker_count().max(1),
+        db_pool_size: s.db_pool_size.as_ref().map(|p| p.value),
     })
 }
 
@@ -288,6 +290,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         runners_per_worker: plan.runners_per_worker,
         runner_capacity_per_worker: plan.runner_limit * plan.runners_per_worker,
         runner_memory_limit_mb: memory_limit(s, ctx.runner_memory, plan.runner_limit),
+        db_pool_size: plan.db_pool_size,
         predicted_throughput: predicted,
         predicted_bound: bound,
         cpu_measured: !ctx.cpu.is_empty(),

@@ -5,6 +5,7 @@
 //! no measuring or judging of its own.
 
 pub mod comparison;
+pub mod db;
 pub mod diagnosis;
 pub mod dir;
 pub mod estimate;

@@ -36,6 +36,9 @@ pub struct Recommendation {
     /// Runner tasks each worker can run: runner_limit × runners_per_worker.
     pub runner_capacity_per_worker: u32,
     pub runner_memory_limit_mb: Option<Sourced<u64>>,
+    /// `DB_POSTGRESDB_POOL_SIZE` per worker, when the database pool was measured or set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_pool_size: Option<u32>,
     /// Throughput ceiling with the proposed settings, jobs/s.
     pub predicted_throughput: f64,
     pub predicted_bound: PredictedBound,

@@ -4,6 +4,8 @@
 
 use super::role::Role;
 use serde::{Deserialize, Serialize};
+
+pub use super::db::{names_db_refusal, DbPoolObserved};
 use std::collections::BTreeMap;
 
 /// The load model, decided first: it says what a result measures (processing or intake).
@@ -157,6 +159,10 @@ pub struct ErrorCounts {
     pub http_status: BTreeMap<u16, u64>,
     /// Responses with a good status that failed a check.
     pub check_failed: u64,
+    /// Failed responses whose body carries Postgres' refusal of a connection (SQLSTATE 53300,
+    /// "too many clients"): counted among `http_status` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub db_refused: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -227,6 +233,9 @@ pub struct EndpointObserved {
     pub cpu_percent_mean: f64,
     /// From `n8n_runner_task_requested_total` (event-bus metrics), when present.
     pub runner_tasks_requested_per_s: Option<f64>,
+    /// n8n's database pool (`N8N_METRICS_INCLUDE_DB_POOL_METRICS=true`), when exposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_pool: Option<DbPoolObserved>,
 }
 
 /// One container during the stage's steady window (Docker stats).

@@ -173,7 +173,14 @@ fn helm_official(r: &Recommendation, lines: &[SettingLine]) -> String {
     pairs.extend(value_pairs(lines));
     pairs.push(("taskRunners.enabled", "true".to_string()));
     let runner_env = env_of(lines, Process::Runner);
+    let worker_env = env_of(lines, Process::Worker);
     let mut extra = Vec::new();
+    if !worker_env.is_empty() {
+        extra.push((
+            "queueMode",
+            format!("  workerExtraEnv:\n{}", yaml_env(&worker_env, "    ")),
+        ));
+    }
     if !runner_env.is_empty() {
         extra.push((
             "taskRunners",

@@ -114,6 +114,8 @@ pub struct MainConfig {
     pub redis: Option<RedisUrl>,
     /// `QUEUE_BULL_PREFIX` (default `bull`).
     pub bull_prefix: String,
+    /// `DB_TYPE=postgresdb`: the executions on a real PostgreSQL through this process's pool.
+    pub db: Option<super::db::DbConfig>,
 }
 
 impl MainConfig {
@@ -145,6 +147,7 @@ impl MainConfig {
             shared_process: false,
             redis: None,
             bull_prefix: bull_prefix(env),
+            db: super::db::DbConfig::from_env(env)?,
         })
     }
 }
@@ -289,6 +292,8 @@ pub struct WorkerConfig {
     pub redis: Option<RedisUrl>,
     /// `QUEUE_BULL_PREFIX` (default `bull`).
     pub bull_prefix: String,
+    /// `DB_TYPE=postgresdb`: the executions on a real PostgreSQL through this process's pool.
+    pub db: Option<super::db::DbConfig>,
 }
 
 impl WorkerConfig {
@@ -335,6 +340,7 @@ impl WorkerConfig {
             shared_process: false,
             redis: None,
             bull_prefix: bull_prefix(env),
+            db: super::db::DbConfig::from_env(env)?,
         })
     }
 }

@@ -79,6 +79,8 @@ struct State {
     js: super::cpu::JsThread,
     /// Regular mode: main runs the executions itself.
     regular: Option<super::regular::Executor>,
+    /// The executions' database, when there is one: each execution written at intake.
+    db: Option<super::db::Db>,
 }
 
 /// Addresses a started main listens on.
@@ -112,7 +114,12 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
         },
     };
     let lag = LagMonitor::start(tasks);
+    let db = match &cfg.db {
+        Some(d) => Some(super::db::Db::connect(d, "main").await?),
+        None => None,
+    };
     let state = Arc::new(State {
+        db,
         queue: Mutex::new(Rendezvous::default()),
         waiters: Mutex::new(HashMap::new()),
         held: Mutex::new(HashMap::new()),
@@ -267,9 +274,19 @@ async fn webhook(
         tokio::time::sleep(st.cfg.overhead).await;
     }
     st.js.run(st.cfg.cpu).await;
+    let id = st.next_id.fetch_add(1, Ordering::Relaxed);
+    // The execution is written before it runs or is queued: without a connection it fails.
+    if let Some(db) = &st.db {
+        if let Err(e) = db.insert_execution(id).await {
+            st.failed.fetch_add(1, Ordering::Relaxed);
+            return json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &j!({"code": 0, "message": "Error in workflow", "hint": format!("database: {e}")}),
+            );
+        }
+    }
     if let Some(exec) = &st.regular {
         let e = exec.run(&st.js, spec).await;
-        let id = st.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut w) = st.waiters.lock() {
             w.insert(id, tx);
@@ -277,7 +294,6 @@ async fn webhook(
         finish(&st, id, e.ok, e.duration_s, e.result, e.error);
         return answer(rx.await.ok(), intake.files, body.len());
     }
-    let id = st.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     if let Ok(mut w) = st.waiters.lock() {
         w.insert(id, tx);
@@ -595,5 +611,9 @@ fn render_metrics(st: &State) -> String {
     e.end_family();
     let own_cpu = st.cfg.shared_process.then(|| st.js.cpu_seconds());
     write_default_metrics(&mut e, &st.lag, st.started, own_cpu);
-    e.out
+    let mut out = e.out;
+    if let Some(db) = &st.db {
+        out.push_str(&db.render_metrics(&st.cfg.metrics.prefix));
+    }
+    out
 }

@@ -8,6 +8,7 @@
 pub mod bull;
 pub mod config;
 pub mod cpu;
+pub mod db;
 pub mod intake;
 pub mod main_role;
 pub mod process;
@@ -73,6 +74,8 @@ pub struct StackConfig {
     /// `runner_limit` tasks.
     pub regular: bool,
     pub production_limit: Option<u32>,
+    /// The executions on a real PostgreSQL (`DB_TYPE=postgresdb`), each process with its pool.
+    pub db: Option<db::DbConfig>,
 }
 
 impl Default for StackConfig {
@@ -94,6 +97,7 @@ impl Default for StackConfig {
             workflows: config::Workflows::default(),
             regular: false,
             production_limit: None,
+            db: None,
         }
     }
 }
@@ -135,6 +139,7 @@ impl Stack {
                 shared_process: true,
                 redis: cfg.redis.clone(),
                 bull_prefix: "bull".into(),
+                db: cfg.db.clone(),
             },
             &mut tasks,
         )
@@ -163,6 +168,7 @@ impl Stack {
                     shared_process: true,
                     redis: cfg.redis.clone(),
                     bull_prefix: "bull".into(),
+                    db: cfg.db.clone(),
                 },
                 &mut tasks,
             )

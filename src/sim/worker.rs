@@ -70,6 +70,8 @@ struct State {
     lag: LagMonitor,
     started: SystemTime,
     js: super::cpu::JsThread,
+    /// The executions' database, when there is one: read and written through this pool.
+    db: Option<super::db::Db>,
 }
 
 /// Addresses a started worker listens on.
@@ -95,7 +97,12 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         broker: broker_listener.local_addr()?,
     };
     let lag = LagMonitor::start(tasks);
+    let db = match &cfg.db {
+        Some(d) => Some(super::db::Db::connect(d, &cfg.name).await?),
+        None => None,
+    };
     let st = Arc::new(State {
+        db,
         broker: Mutex::new(Rendezvous::default()),
         runners: Mutex::new(HashMap::new()),
         next_task: AtomicU64::new(1),
@@ -289,7 +296,15 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
             })
         };
         drop(binary);
-        r
+        // Saving the result, inside the slot as n8n's worker does: a connection from the pool
+        // for the execution's database time.
+        match (&st.db, r) {
+            (Some(db), Ok(t)) => match db.finish_execution(id, t.ok).await {
+                Ok(()) => Ok(t),
+                Err(e) => Err(format!("database: {e}")),
+            },
+            (_, r) => r,
+        }
     }
     .await;
     let duration_s = t0.elapsed().as_secs_f64();
@@ -588,5 +603,9 @@ fn render_metrics(st: &State) -> String {
     }
     let own_cpu = st.cfg.shared_process.then(|| st.js.cpu_seconds());
     write_default_metrics(&mut e, &st.lag, st.started, own_cpu);
-    e.out
+    let mut out = e.out;
+    if let Some(db) = &st.db {
+        out.push_str(&db.render_metrics(&st.cfg.metrics.prefix));
+    }
+    out
 }

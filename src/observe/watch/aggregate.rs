@@ -11,6 +11,9 @@ pub(super) struct EndpointAcc {
     pub(super) lag: Vec<f64>,
     pub(super) cpu_rate: Vec<f64>,
     pub(super) runner_requested_rate: Vec<f64>,
+    /// The database pool's readings (n8n's `db_pool_*`), and those that could not be true.
+    pub(super) pool: Vec<crate::observe::scrape::PoolReading>,
+    pub(super) pool_gaps: u32,
     pub(super) gaps: u32,
     pub(super) last_error: Option<String>,
 }
@@ -103,6 +106,36 @@ pub(super) struct StageAcc {
     pub(super) queue_gaps: u32,
     pub(super) endpoints: BTreeMap<String, EndpointAcc>,
     pub(super) containers: BTreeMap<String, ContainerAcc>,
+}
+
+/// A stage's pool readings as figures: the gauges' means and peaks, and the mean wait for a
+/// connection from the acquire histogram's first and last readings (none when it did not move
+/// or went back: a restarted process).
+pub(super) fn db_pool(
+    readings: &[crate::observe::scrape::PoolReading],
+    gaps: u32,
+) -> Option<crate::record::stage::DbPoolObserved> {
+    let (first, last) = (readings.first()?, readings.last()?);
+    let g = |f: fn(&crate::observe::scrape::PoolReading) -> f64| -> Vec<f64> {
+        readings.iter().map(f).collect()
+    };
+    let (active, pending) = (g(|r| r.active), g(|r| r.pending));
+    let moved = first
+        .acquire
+        .zip(last.acquire)
+        .map(|((s0, c0), (s1, c1))| (s1 - s0, c1 - c0))
+        .filter(|(ds, dc)| *ds >= 0.0 && *dc >= 0.0);
+    Some(crate::record::stage::DbPoolObserved {
+        max: max(&g(|r| r.max)),
+        active_mean: mean(&active),
+        active_max: max(&active),
+        pending_mean: mean(&pending),
+        pending_max: max(&pending),
+        acquire_mean_s: moved.filter(|(_, dc)| *dc > 0.0).map(|(ds, dc)| ds / dc),
+        acquires: moved.map_or(0.0, |(_, dc)| dc),
+        samples: readings.len() as u32,
+        gaps,
+    })
 }
 
 pub(super) fn mean(v: &[f64]) -> f64 {

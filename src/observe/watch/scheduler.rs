@@ -158,6 +158,7 @@ impl Observer for Watcher {
                 cpu_percent_mean: mean(&a.cpu_rate) * 100.0,
                 runner_tasks_requested_per_s: (!a.runner_requested_rate.is_empty())
                     .then(|| mean(&a.runner_requested_rate)),
+                db_pool: super::aggregate::db_pool(&a.pool, a.pool_gaps),
             })
             .collect();
         let containers = acc
@@ -270,8 +271,14 @@ pub(super) async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = Some(first);
     let mut redis_conn: Option<Conn> = None;
+    let mut round: u64 = 0;
     loop {
         tick.tick().await;
+        // Each round starts at a random point of the first half of its interval: a gauge read
+        // at a fixed period phase-locks with steady job times (a pool always busy, or always
+        // idle, at the instant it is read); a random phase samples the time in use fairly.
+        round += 1;
+        tokio::time::sleep(src.interval.mul_f64(0.5 * unit_random(round))).await;
         let now = Instant::now();
         let queue_read = read_redis(&src, &mut redis_conn).await;
         let scrapes = futures_util::future::join_all(
@@ -320,4 +327,18 @@ pub(super) async fn run(
             let _ = tx.send(());
         }
     }
+}
+
+/// A number in [0, 1), different for each `n` and each run (std's random hasher keys).
+fn unit_random(n: u64) -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static KEYS: std::collections::hash_map::RandomState = std::collections::hash_map::RandomState::new();
+    }
+    let h = KEYS.with(|k| {
+        let mut h = k.build_hasher();
+        h.write_u64(n);
+        h.finish()
+    });
+    (h >> 11) as f64 / (1u64 << 53) as f64
 }

@@ -148,6 +148,40 @@ pub(super) fn record_scrape(
     });
     if at.steady {
         steady_scrape(st, (&e.url, rates.roles[i]), &v, (cpu, req), q);
+        record_pool(st, &e.url, super::scrape::db_pool_checked(&exp, prefix), at);
+    }
+}
+
+/// The database pool's reading inside the steady window: a figure, or a gap with its reason.
+fn record_pool(
+    st: &mut State,
+    url: &str,
+    got: Result<Option<super::scrape::PoolReading>, String>,
+    at: &Moment,
+) {
+    match got {
+        Ok(Some(r)) => st
+            .acc
+            .endpoints
+            .entry(url.to_string())
+            .or_default()
+            .pool
+            .push(r),
+        Ok(None) => {}
+        Err(why) => {
+            st.timeline.write(&Event::Gap {
+                t: at.t,
+                unix: at.unix,
+                source: format!("{url} (database pool)"),
+                error: why,
+                gone: false,
+            });
+            st.acc
+                .endpoints
+                .entry(url.to_string())
+                .or_default()
+                .pool_gaps += 1;
+        }
     }
 }
 

@@ -1,0 +1,306 @@
+//! The database pool: each worker reaches Postgres through `DB_POSTGRESDB_POOL_SIZE`
+//! connections (n8n's default 2), and an execution holds one for its database time D (reading
+//! it, writing its result). Bound Σ pool ÷ D. D is measured, not set: Little's law at the pool,
+//! connections in use (n8n's `db_pool_connections_active`) ÷ executions per second, at every
+//! level a run measured. When the pool binds its requests wait (`db_pool_requests_pending`) and
+//! the acquire time grows; n8n's own database health ping waits in the same queue
+//! (n8n-io/terraform-aws-n8n#106: 33–54 requests pending per pod, pods declared a healthy
+//! database dead, fixed by `DB_POSTGRESDB_POOL_SIZE=20` and `DB_PING_TIMEOUT_MS=20000`).
+
+use super::{inferred, pct, Dialect, Key, Kind, Named, Plan, Process, SettingLine};
+use super::{Share, Verdict};
+use crate::findings::{Finding, FindingId};
+use crate::model::settings::{Settings, Sourced};
+use crate::model::{n8n_defaults, Bound, Holds, Job, Limit};
+use crate::record::diagnosis::{Diagnosis, Level};
+use crate::record::recommendation::Recommendation;
+use crate::record::{Role, StageResult};
+
+pub struct DbPool;
+
+/// A level's pool figures over the workers: connections in use, the pools' size, requests
+/// pending; none when no worker exposed its pool.
+fn workers_pool(stages: &[StageResult], level: &Level) -> Option<(f64, f64, f64)> {
+    let mut per_stage = level.stages.iter().filter_map(|i| {
+        let pools: Vec<_> = stages
+            .get(*i)?
+            .endpoints
+            .iter()
+            .filter(|e| e.role == Some(Role::Worker))
+            .filter_map(|e| e.db_pool.as_ref())
+            .filter(|p| p.samples > 0)
+            .collect();
+        (!pools.is_empty()).then(|| {
+            (
+                pools.iter().map(|p| p.active_mean).sum::<f64>(),
+                pools.iter().map(|p| p.max).sum::<f64>(),
+                pools.iter().map(|p| p.pending_mean).sum::<f64>(),
+            )
+        })
+    });
+    let first = per_stage.next()?;
+    let (mut n, mut acc) = (1.0, first);
+    for (a, m, p) in per_stage {
+        acc = (acc.0 + a, acc.1 + m, acc.2 + p);
+        n += 1.0;
+    }
+    Some((acc.0 / n, acc.1 / n, acc.2 / n))
+}
+
+impl Kind for DbPool {
+    fn bound(&self, s: &Settings, _job: Job) -> Option<Bound> {
+        let pool = s.db_pool_size.as_ref()?;
+        let d = s.db_time.as_ref().filter(|d| d.value > 0.0)?;
+        let workers = s.worker_count();
+        Some(Bound {
+            limit: Limit::DbPool,
+            servers: pool.value as f64 * workers as f64,
+            demand_s: d.value,
+            holds: Holds::Measured,
+            source: format!(
+                "DB_POSTGRESDB_POOL_SIZE {} ({}) × {workers} worker(s)",
+                pool.value, pool.source
+            ),
+        })
+    }
+
+    /// The pools' size from n8n's `db_pool_connections_max` when no setting gave it, and the
+    /// database time per execution from Little's law at the pool at every valid level
+    /// (connections in use ÷ throughput: the median, the spread as its interval).
+    fn read_run(&self, s: &mut Settings, stages: &[StageResult], levels: &[Level]) {
+        let read: Vec<(f64, f64, f64, f64)> = levels
+            .iter()
+            .filter(|l| l.valid && l.throughput.mean > 0.0)
+            .filter_map(|l| {
+                let (active, max, pending) = workers_pool(stages, l)?;
+                Some((active / l.throughput.mean, active, max, pending))
+            })
+            .filter(|(d, active, _, _)| d.is_finite() && *active > 0.0)
+            .collect();
+        if read.is_empty() {
+            return;
+        }
+        let workers = s.worker_count().max(1) as f64;
+        if s.db_pool_size.is_none() {
+            let max = read.iter().map(|r| r.2).fold(0.0, f64::max);
+            if max >= 1.0 {
+                s.db_pool_size = Some(Sourced::new(
+                    (max / workers).round() as u32,
+                    "n8n_db_pool_connections_max on the workers' /metrics",
+                ));
+            }
+        }
+        // Where the pool was full and requests waited, its gauge is pinned at the pool's size
+        // and Little's law reads D exactly; below that a gauge read once per scrape can alias
+        // with steady job times (always busy, or always idle, at the same phase), so those
+        // levels are used only when no level filled the pool.
+        let full: Vec<f64> = read
+            .iter()
+            .filter(|(_, active, max, pending)| *pending >= 0.5 && *active >= 0.9 * max)
+            .map(|r| r.0)
+            .collect();
+        let mut d: Vec<f64> = if full.is_empty() {
+            read.iter().map(|r| r.0).collect()
+        } else {
+            full
+        };
+        d.sort_by(f64::total_cmp);
+        let median = d[d.len() / 2];
+        let pending = read.iter().map(|r| r.3).fold(0.0, f64::max);
+        let busiest = read.iter().map(|r| r.1).fold(0.0, f64::max);
+        s.db_time.get_or_insert(Sourced {
+            value: median,
+            source: format!(
+                "measured: connections in use ÷ throughput (Little's law at the pool) at {} level(s){}; at most {busiest:.1} in use, {pending:.1} requests pending",
+                d.len(),
+                if d.len() < read.len() { " where the pool was full" } else { "" }
+            ),
+            interval: Some([d[0], d[d.len() - 1]]),
+        });
+    }
+
+    /// Responses that failed because Postgres refused a connection, per stage: the pools
+    /// together ask more than `max_connections` allows.
+    fn leads(&self, stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<String> {
+        let refused: Vec<(&StageResult, u64)> = stages
+            .iter()
+            .map(|st| (st, st.errors.db_refused))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let total: u64 = refused.iter().map(|(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        let requests: u64 = refused.iter().map(|(st, _)| st.requests).sum();
+        let mut f = Finding::new(
+            FindingId::PostgresConnectionsExhausted,
+            format!(
+                "Postgres refused connections: {total} response(s) failed with SQLSTATE 53300 (too many clients)"
+            ),
+        )
+        .figure("refused_responses", total as f64)
+        .figure("requests_in_those_stages", requests as f64);
+        for (st, n) in &refused {
+            f = f.evidence(format!(
+                "stage {} ({}): {n} of {} responses refused ({})",
+                st.index,
+                st.level().words(),
+                st.requests,
+                pct(*n as f64 / st.requests.max(1) as f64)
+            ));
+        }
+        findings.insert(
+            0,
+            f.why("Each n8n process opens up to DB_POSTGRESDB_POOL_SIZE connections; past max_connections Postgres refuses the next one and the execution that needed it fails, while the database itself is idle.")
+                .fix("keep Σ DB_POSTGRESDB_POOL_SIZE × processes (main, webhook processors, every worker at its autoscaler maximum) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front"),
+        );
+        Some(format!(
+            "Postgres refused connections ({total} of {requests} responses in {} stage(s) failed with 53300, too many clients): the pools together exceed max_connections.",
+            refused.len()
+        ))
+    }
+
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        let mut out: Vec<String> = super::reading(&s.db_pool_size, "database pool")
+            .into_iter()
+            .collect();
+        if let Some(d) = &s.db_time {
+            out.push(format!("database time {:.3} s ({})", d.value, d.source));
+        }
+        out
+    }
+
+    /// The pool's size is read and its demand measured: neither is inferred from the ceiling,
+    /// so a pool bound under what ran is a reading to doubt (the floor names it).
+    fn inferred_here(&self, s: &Settings) -> bool {
+        inferred(&s.db_pool_size)
+    }
+
+    fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
+        let (s, ceiling) = (n.s, n.ceiling);
+        let Some(b) = self.bound(s, n.job) else {
+            return Verdict {
+                limit: None,
+                text: "The database pool was named, but its size or database time is unknown"
+                    .into(),
+                cpu: None,
+            };
+        };
+        let x = ceiling.x.mean;
+        let d = b.demand_s;
+        let in_use = x * d;
+        let at = ceiling.at();
+        let wanted = (x * 1.5 * d / s.worker_count().max(1) as f64)
+            .ceil()
+            .max(1.0);
+        let now = s
+            .db_pool_size
+            .as_ref()
+            .map(|p| format!(" (now {})", p.value))
+            .unwrap_or_default();
+        findings.push(
+            n.base(Finding::new(
+                FindingId::DbPoolCaps,
+                format!(
+                    "The database pool caps throughput at {x:.2} req/s: {:.0} connection(s) across the workers",
+                    b.servers
+                ),
+            ))
+            .evidence(format!(
+                "{in_use:.1} connections in use (X × D = {x:.2} × {d:.3} s) = {} of {:.0} ({}); {at}",
+                pct(in_use / b.servers.max(1.0)),
+                b.servers,
+                b.source
+            ))
+            .evidence(format!(
+                "database time D {d:.3} s per execution{}",
+                s.db_time.as_ref().map(|t| format!(" ({})", t.source)).unwrap_or_default()
+            ))
+            .evidence(format!(
+                "{} worker slots ÷ S {:.2} s would allow {:.2} req/s; {:.0} pool connection(s) ÷ D allow {:.2}",
+                n.cap.total_worker_concurrency,
+                ceiling.s,
+                n.cap.worker_bound,
+                b.servers,
+                b.per_s()
+            ))
+            .figure("db_pool_connections", b.servers)
+            .figure("db_time_s", d)
+            .figure("db_connections_in_use", in_use)
+            .figure("db_pool_bound_per_s", b.per_s())
+            .why("Executions hold a worker slot while they wait for a connection: more workers or slots add waiters, not throughput; n8n's database health ping waits in the same queue and can declare a healthy database dead.")
+            .fix(format!(
+                "raise DB_POSTGRESDB_POOL_SIZE on the workers to at least {wanted:.0}{now} and keep Σ pools (main, webhook processors and every worker, at their autoscaler maxima) within Postgres max_connections − superuser_reserved_connections; set DB_PING_TIMEOUT_MS above the pool's acquire p99",
+            )),
+        );
+        Verdict {
+            limit: Some(Limit::DbPool),
+            text: format!(
+                "The database pool caps throughput: {at}; {:.0} connection(s) ÷ D {d:.3} s = {:.2} req/s, while {} worker slots would allow {:.2} req/s.",
+                b.servers,
+                b.per_s(),
+                n.cap.total_worker_concurrency,
+                n.cap.worker_bound
+            ),
+            cpu: None,
+        }
+    }
+
+    /// Every workflow that runs saves its execution: the pool is not shared out by kind.
+    fn shared_as(&self) -> Option<Share> {
+        None
+    }
+
+    /// The pool per worker so that, at the next ceiling (the smallest other bound), it is at
+    /// most 2/3 busy: ⌈next × D × 1.5 ÷ workers⌉, never below today's + 1.
+    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+        let s = &d.settings;
+        let dt = s
+            .db_time
+            .as_ref()
+            .map(|t| t.value)
+            .filter(|t| *t > 0.0)
+            .ok_or(
+                "the database pool caps, but its database time per execution was not measured",
+            )?;
+        let now = current
+            .db_pool_size
+            .or(s.db_pool_size.as_ref().map(|p| p.value))
+            .unwrap_or(n8n_defaults::DB_POOL_SIZE);
+        let others = super::capacity(&current.settings(s), job.overhead_s)
+            .map(|c| {
+                c.bounds
+                    .iter()
+                    .filter(|b| b.limit != Limit::DbPool)
+                    .map(|b| b.per_s())
+                    .filter(|v| v.is_finite())
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .filter(|v| v.is_finite());
+        let measured = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
+        let next = others.unwrap_or(measured * 1.5);
+        let per_worker = (next * dt * 1.5 / current.workers.max(1) as f64).ceil() as u32;
+        Ok(Plan {
+            db_pool_size: Some(per_worker.max(now + 1)),
+            ..current
+        })
+    }
+
+    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
+        const VAR: &str = "DB_POSTGRESDB_POOL_SIZE";
+        let Some(pool) = r.db_pool_size else {
+            return Vec::new();
+        };
+        let on = if r.regular_mode {
+            Process::Main
+        } else {
+            Process::Worker
+        };
+        let key = match dialect {
+            // The community chart renders one pool size for every process.
+            Dialect::HelmCommunity => Key::Value("db.postgresdb.poolSize"),
+            Dialect::Compose | Dialect::HelmOfficial | Dialect::K8s => Key::Env(VAR),
+        };
+        vec![SettingLine::new(on, key, pool)]
+    }
+}

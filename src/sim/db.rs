@@ -1,0 +1,319 @@
+//! The execution database on a real PostgreSQL, when `DB_TYPE=postgresdb` and the
+//! `DB_POSTGRESDB_*` variables name one: main writes each execution at intake, the worker reads
+//! it and writes its result with real statements, holding its connection for a configurable
+//! cost per execution (`SIM_DB_COST_MS`, a `pg_sleep` inside the statement). Each process goes
+//! through a pool of `DB_POSTGRESDB_POOL_SIZE` connections (n8n's default 2) and, with
+//! `N8N_METRICS_INCLUDE_DB_POOL_METRICS=true`, serves n8n's pool metrics under n8n's names
+//! (n8n's `PrometheusDbPoolMetricsService`: the gauges `db_pool_connections_active`, `_idle`,
+//! `_max`, `db_pool_requests_pending`, `db_pool_connected`, the counter
+//! `db_pool_disconnections_total` and the histogram `db_pool_acquire_seconds` with n8n's
+//! buckets). When Postgres refuses a connection (SQLSTATE 53300, "too many clients"), the
+//! execution fails with Postgres' own message, as n8n's does. The password is never printed.
+
+use crate::error::BadInput;
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio_postgres::NoTls;
+
+/// n8n's `db_pool_acquire_seconds` buckets.
+pub const ACQUIRE_BUCKETS: [f64; 8] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0];
+
+/// Where the executions live, and how each process reaches them.
+#[derive(Clone)]
+pub struct DbConfig {
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub user: String,
+    /// `DB_POSTGRESDB_PASSWORD`: never printed.
+    pub password: String,
+    /// `DB_POSTGRESDB_POOL_SIZE` (n8n's default 2): connections of each process.
+    pub pool_size: u32,
+    /// `SIM_DB_COST_MS`: what a worker's statements hold their connection for per execution.
+    pub cost: Duration,
+    /// `N8N_METRICS_INCLUDE_DB_POOL_METRICS`.
+    pub metrics: bool,
+}
+
+impl std::fmt::Debug for DbConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "postgres {}@{}:{}/{} pool {} cost {:?}",
+            self.user, self.host, self.port, self.database, self.pool_size, self.cost
+        )
+    }
+}
+
+impl DbConfig {
+    /// The database of `env`: none unless `DB_TYPE=postgresdb` (n8n's default is SQLite, which
+    /// the simulator does not play: it keeps executions in memory then).
+    pub fn from_env(env: Env) -> Result<Option<DbConfig>, BadInput> {
+        match env("DB_TYPE").as_deref().map(str::trim) {
+            None | Some("") | Some("sqlite") => return Ok(None),
+            Some("postgresdb") => {}
+            Some(other) => {
+                return Err(BadInput(format!(
+                    "DB_TYPE={other:?} is not a database the simulator plays: use postgresdb (or leave it unset)"
+                )))
+            }
+        }
+        let pool_size: u32 =
+            crate::util::env_parse(env, "DB_POSTGRESDB_POOL_SIZE", 2, "a whole number")?;
+        if pool_size == 0 || pool_size > 1000 {
+            return Err(BadInput(format!(
+                "DB_POSTGRESDB_POOL_SIZE={pool_size}: give 1 to 1000 connections"
+            )));
+        }
+        let cost_ms: f64 = crate::util::env_parse(env, "SIM_DB_COST_MS", 0.0, "milliseconds")?;
+        if !(0.0..=60_000.0).contains(&cost_ms) {
+            return Err(BadInput(format!(
+                "SIM_DB_COST_MS={cost_ms}: give 0 to 60000 ms"
+            )));
+        }
+        Ok(Some(DbConfig {
+            host: env("DB_POSTGRESDB_HOST").unwrap_or_else(|| "localhost".into()),
+            port: crate::util::env_parse(env, "DB_POSTGRESDB_PORT", 5432u16, "a port number")?,
+            database: env("DB_POSTGRESDB_DATABASE").unwrap_or_else(|| "n8n".into()),
+            user: env("DB_POSTGRESDB_USER").unwrap_or_else(|| "postgres".into()),
+            password: env("DB_POSTGRESDB_PASSWORD").unwrap_or_default(),
+            pool_size,
+            cost: Duration::from_secs_f64(cost_ms / 1000.0),
+            metrics: env("N8N_METRICS_INCLUDE_DB_POOL_METRICS").is_some_and(|v| v.trim() == "true"),
+        }))
+    }
+}
+
+/// One process's pool and what n8n's pool metrics count.
+pub struct Db {
+    pool: Pool,
+    cfg: DbConfig,
+    connected: AtomicBool,
+    disconnections: AtomicU64,
+    /// Connections Postgres refused (53300).
+    refused: AtomicU64,
+    /// Cumulative counts per bucket of [`ACQUIRE_BUCKETS`], then +Inf; the sum of seconds.
+    acquire: Mutex<([u64; 9], f64)>,
+}
+
+/// Why a statement failed, in the words the execution's error carries.
+pub type DbError = String;
+
+impl Db {
+    /// The pool of one process (`application_name` says which, in `pg_stat_activity`), and
+    /// the executions table made when missing.
+    pub async fn connect(cfg: &DbConfig, application_name: &str) -> anyhow::Result<Db> {
+        let mut pg = tokio_postgres::Config::new();
+        pg.host(&cfg.host)
+            .port(cfg.port)
+            .dbname(&cfg.database)
+            .user(&cfg.user)
+            .application_name(application_name)
+            .connect_timeout(Duration::from_secs(10));
+        if !cfg.password.is_empty() {
+            pg.password(cfg.password.as_str());
+        }
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(cfg.pool_size as usize)
+            .build()?;
+        let db = Db {
+            pool,
+            cfg: cfg.clone(),
+            connected: AtomicBool::new(false),
+            disconnections: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            acquire: Mutex::new(([0; 9], 0.0)),
+        };
+        let c = db.get().await.map_err(|e| {
+            anyhow::anyhow!(
+                "the database {}:{}/{} does not answer: {e}",
+                cfg.host,
+                cfg.port,
+                cfg.database
+            )
+        })?;
+        c.batch_execute(
+            "CREATE TABLE IF NOT EXISTS execution_entity (
+                 id BIGINT PRIMARY KEY,
+                 status TEXT NOT NULL,
+                 data TEXT,
+                 started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                 stopped_at TIMESTAMPTZ)",
+        )
+        .await
+        .or_else(|e| {
+            // Two processes creating it at once: the other one won.
+            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
+        Ok(db)
+    }
+
+    /// A connection from the pool, the wait timed into the acquire histogram.
+    async fn get(&self) -> Result<deadpool_postgres::Object, DbError> {
+        let t0 = Instant::now();
+        let got = self.pool.get().await;
+        let waited = t0.elapsed().as_secs_f64();
+        if let Ok(mut a) = self.acquire.lock() {
+            for (i, b) in ACQUIRE_BUCKETS.iter().enumerate() {
+                if waited <= *b {
+                    a.0[i] += 1;
+                }
+            }
+            a.0[8] += 1;
+            a.1 += waited;
+        }
+        match got {
+            Ok(c) => {
+                self.connected.store(true, Ordering::Relaxed);
+                Ok(c)
+            }
+            Err(e) => {
+                let refused = matches!(&e, deadpool_postgres::PoolError::Backend(b)
+                    if b.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS));
+                if refused {
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                } else if self.connected.swap(false, Ordering::Relaxed) {
+                    self.disconnections.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(words(&e))
+            }
+        }
+    }
+
+    /// Main at intake: the execution is written before it is queued.
+    pub async fn insert_execution(&self, id: u64) -> Result<(), DbError> {
+        let c = self.get().await?;
+        c.execute(
+            "INSERT INTO execution_entity (id, status) VALUES ($1, 'new')
+             ON CONFLICT (id) DO UPDATE SET status = 'new', stopped_at = NULL",
+            &[&(id as i64)],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| words(&e))
+    }
+
+    /// The worker: reads the execution, and writes its result; the connection is held for the
+    /// configured cost per execution (inside the write, as a slow statement holds it).
+    pub async fn finish_execution(&self, id: u64, ok: bool) -> Result<(), DbError> {
+        let c = self.get().await?;
+        let id = id as i64;
+        c.query_opt("SELECT status FROM execution_entity WHERE id = $1", &[&id])
+            .await
+            .map_err(|e| words(&e))?;
+        let cost = self.cfg.cost.as_secs_f64();
+        if cost > 0.0 {
+            c.execute("SELECT pg_sleep($1::float8)", &[&cost])
+                .await
+                .map_err(|e| words(&e))?;
+        }
+        c.execute(
+            "UPDATE execution_entity SET status = $2, stopped_at = now() WHERE id = $1",
+            &[&id, &(if ok { "success" } else { "error" })],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| words(&e))
+    }
+
+    /// n8n's pool metrics, under `prefix` (nothing unless the flag is on).
+    pub fn render_metrics(&self, prefix: &str) -> String {
+        use std::fmt::Write as _;
+        if !self.cfg.metrics {
+            return String::new();
+        }
+        let st = self.pool.status();
+        let active = st.size.saturating_sub(st.available);
+        let mut s = String::new();
+        for (name, help, v) in [
+            (
+                "connections_active",
+                "Number of in-use connections in the database connection pool.",
+                active as f64,
+            ),
+            (
+                "connections_idle",
+                "Number of not-in-use connections in the database connection pool.",
+                st.available as f64,
+            ),
+            (
+                "requests_pending",
+                "Number of requests waiting for an available database connection.",
+                st.waiting as f64,
+            ),
+            (
+                "connections_max",
+                "Max size of the database connection pool.",
+                self.cfg.pool_size as f64,
+            ),
+            (
+                "connected",
+                "Whether n8n considers the database connected (1) or disconnected (0).",
+                if self.connected.load(Ordering::Relaxed) {
+                    1.0
+                } else {
+                    0.0
+                },
+            ),
+        ] {
+            let _ = write!(s, "# HELP {prefix}db_pool_{name} {help}\n# TYPE {prefix}db_pool_{name} gauge\n{prefix}db_pool_{name} {v}\n");
+        }
+        let _ = write!(
+            s,
+            "# HELP {prefix}db_pool_disconnections_total Number of transitions from a connected to a disconnected database.\n# TYPE {prefix}db_pool_disconnections_total counter\n{prefix}db_pool_disconnections_total {}\n",
+            self.disconnections.load(Ordering::Relaxed)
+        );
+        if let Ok(a) = self.acquire.lock() {
+            let _ = writeln!(s, "# HELP {prefix}db_pool_acquire_seconds Time spent acquiring a connection from the database pool (Postgres only).\n# TYPE {prefix}db_pool_acquire_seconds histogram");
+            for (i, b) in ACQUIRE_BUCKETS.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "{prefix}db_pool_acquire_seconds_bucket{{le=\"{b}\"}} {}",
+                    a.0[i]
+                );
+            }
+            let _ = writeln!(
+                s,
+                "{prefix}db_pool_acquire_seconds_bucket{{le=\"+Inf\"}} {}",
+                a.0[8]
+            );
+            let _ = writeln!(s, "{prefix}db_pool_acquire_seconds_sum {}", a.1);
+            let _ = writeln!(s, "{prefix}db_pool_acquire_seconds_count {}", a.0[8]);
+        }
+        s
+    }
+
+    /// Connections Postgres refused (53300) so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// A database error in Postgres' own words (its SQLSTATE first when it sent one), never the
+/// connection string.
+fn words(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
+            if let Some(db) = pg.as_db_error() {
+                return format!("{} ({})", db.message(), db.code().code());
+            }
+        }
+        cur = err.source();
+    }
+    e.to_string()
+}

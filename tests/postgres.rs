@@ -1,0 +1,267 @@
+//! The database as a limit, on a real PostgreSQL (Debian's `postgresql`, started here as the
+//! `postgres` user with a temporary data directory; .ci/run installs it): the simulator's
+//! processes write and read their executions through pools of `DB_POSTGRESDB_POOL_SIZE`
+//! connections, serve n8n's `db_pool_*` metrics, and fail an execution when Postgres refuses a
+//! connection (53300), as n8n does.
+
+use crate::common::*;
+use n8ncap::diagnose::{diagnose, Inputs};
+use n8ncap::model::settings::{Settings, Sourced};
+use n8ncap::model::Limit;
+use n8ncap::observe::watch::Endpoint;
+use n8ncap::record::{Role, Summary};
+use n8ncap::sim::db::DbConfig;
+use n8ncap::sim::{Stack, StackConfig};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A PostgreSQL server on a free port, stopped (immediate shutdown) when dropped.
+pub struct Postgres {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGQUIT: immediate shutdown; the postmaster takes its backends with it.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGQUIT);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn pg_bin() -> Option<std::path::PathBuf> {
+    let mut versions: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("postgres").exists() && b.join("initdb").exists())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn id_of(user: &str, flag: &str) -> Option<u32> {
+    let out = Command::new("id").args([flag, user]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// Starts PostgreSQL with `max_connections` (3 of them reserved for superusers, its default),
+/// with a database `n8n`; None (after saying why) when it is not installed outside CI.
+pub async fn start_postgres(max_connections: u32) -> Option<Postgres> {
+    let bin = pg_bin();
+    if !require(
+        "PostgreSQL (postgres, initdb)",
+        bin.is_some(),
+        "apt-get install postgresql",
+    ) {
+        return None;
+    }
+    let bin = bin?;
+    let port = free_port();
+    let dir = fresh_dir(&format!("pg-{port}"));
+    let data = dir.join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Postgres refuses to run as root: as root, the data belongs to the `postgres` user.
+    let as_user = (unsafe { libc::geteuid() } == 0)
+        .then(|| (id_of("postgres", "-u"), id_of("postgres", "-g")))
+        .map(|(u, g)| (u.expect("a postgres user"), g.expect("a postgres group")));
+    if let Some((uid, gid)) = as_user {
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
+    }
+    let mut initdb = Command::new(bin.join("initdb"));
+    initdb
+        .args([
+            "-D",
+            data.to_str().unwrap(),
+            "--auth=trust",
+            "-U",
+            "postgres",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut server = Command::new(bin.join("postgres"));
+    server
+        .args(["-D", data.to_str().unwrap(), "-k", dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some((uid, gid)) = as_user {
+        initdb.uid(uid).gid(gid);
+        server.uid(uid).gid(gid);
+    }
+    assert!(
+        initdb.status().expect("run initdb").success(),
+        "initdb failed"
+    );
+    let child = server
+        .args(["-p", &port.to_string()])
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+        .args(["-c", &format!("max_connections={max_connections}")])
+        .spawn()
+        .expect("start postgres");
+    let pg = Postgres { child, port };
+    let dsn = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+    for _ in 0..2400 {
+        if let Ok((client, conn)) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await {
+            tokio::spawn(conn);
+            client.batch_execute("CREATE DATABASE n8n").await.unwrap();
+            return Some(pg);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("postgres did not accept connections on {port}");
+}
+
+pub fn db(port: u16, pool: u32, cost_ms: u64) -> DbConfig {
+    DbConfig {
+        host: "127.0.0.1".into(),
+        port,
+        database: "n8n".into(),
+        user: "postgres".into(),
+        password: String::new(),
+        pool_size: pool,
+        cost: Duration::from_millis(cost_ms),
+        metrics: true,
+    }
+}
+
+/// A stack of `workers` × concurrency 10 with its executions on `db`, swept closed at `vus`
+/// with main's and each worker's /metrics watched (every 250 ms).
+async fn sweep_db(db: DbConfig, workers: u32, vus: &[u32]) -> Summary {
+    let stack = Stack::start(StackConfig {
+        workers,
+        worker_concurrency: 10,
+        runner_limit: 10,
+        overhead: Duration::ZERO,
+        db: Some(db),
+        ..Default::default()
+    })
+    .await
+    .expect("the stack starts");
+    let mut endpoints = vec![Endpoint {
+        url: format!("{}/metrics", stack.main_url),
+        role: Some(Role::Main),
+    }];
+    endpoints.extend(stack.worker_metrics_urls.iter().map(|u| Endpoint {
+        url: u.clone(),
+        role: Some(Role::Worker),
+    }));
+    let observer =
+        n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(250), None)
+            .await;
+    let profile = closed_profile(
+        &stack.webhook_url,
+        vus,
+        serde_json::json!({"sleep_ms": 100}),
+        "1s",
+        "4s",
+    );
+    let (summary, _) = n8ncap::load::run::run_sweep(
+        n8ncap::load::run::SweepOptions {
+            observer,
+            queue_metrics_interval: Duration::from_secs(1),
+            ..n8ncap::load::run::SweepOptions::new(profile)
+        },
+        std::future::pending(),
+    )
+    .await
+    .expect("sweep runs");
+    summary
+}
+
+/// What the user gives: the workers' concurrency and runner limit and the job; not the pool.
+fn given(workers: u32) -> Settings {
+    Settings {
+        workers: Some(Sourced::new(workers, "test")),
+        worker_concurrency: Some(Sourced::new(10, "test")),
+        runner_limit: Some(Sourced::new(10, "test")),
+        runners_per_worker: Some(Sourced::new(1, "test")),
+        job_time: Some(Sourced::new(0.1, "test")),
+        code_time: Some(Sourced::new(0.1, "test")),
+        ..Default::default()
+    }
+}
+
+fn inputs(s: Settings) -> Inputs {
+    Inputs {
+        settings: s,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
+    let Some(pg) = start_postgres(40).await else {
+        return;
+    };
+    // Worker concurrency 10, a pool of 2, 50 ms of database time per execution: 2 ÷ 0.05 s.
+    let s1 = sweep_db(db(pg.port, 2, 50), 1, &[1, 2, 4, 8, 16]).await;
+    let d = diagnose(&s1.stages, &inputs(given(1)));
+    assert_eq!(d.capping_limit, Some(Limit::DbPool), "{}", d.verdict);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "db-pool-caps")
+        .expect("db-pool-caps named");
+    // The pool was not given: read from n8n_db_pool_connections_max.
+    assert_eq!(f.figures["db_pool_connections"], 2.0);
+    assert!(d
+        .settings
+        .db_pool_size
+        .as_ref()
+        .unwrap()
+        .source
+        .contains("db_pool_connections_max"));
+    // Little's law at the pool: X × D ≈ the pool.
+    let x = d.measured_ceiling.as_ref().unwrap().mean;
+    let dt = f.figures["db_time_s"];
+    assert!(within(x * dt, 2.0, 0.15), "X {x} × D {dt}");
+    // Physical bounds: pg_sleep never ends early (D ≥ 50 ms, so X ≤ 40/s), and a pool of two
+    // ran at least most of what it allows.
+    assert!(dt >= 0.049, "D {dt}");
+    assert!(x <= 2.0 / 0.050 * 1.02, "X {x}");
+    // The plan raises the pool and predicts the next ceiling.
+    let rec = n8ncap::recommend::recommend(&d, None).expect("a plan");
+    let pool = rec.db_pool_size.expect("a pool size proposed");
+    assert!(pool > 2, "pool {pool}");
+    let predicted = rec.predicted_throughput;
+    let s2 = sweep_db(db(pg.port, pool, 50), 1, &[1, 8, 16, 24]).await;
+    let d2 = diagnose(&s2.stages, &inputs(given(1)));
+    assert_ne!(d2.capping_limit, Some(Limit::DbPool), "{}", d2.verdict);
+    let x2 = d2.measured_ceiling.as_ref().unwrap().mean;
+    // The prediction is worker slots ÷ S as run 1 measured S at 1 in flight; a busy host
+    // stretches S between the runs, so it is held against run 2 at run 2's own S.
+    let st = |d: &n8ncap::record::Diagnosis| d.service_time.as_ref().unwrap().value;
+    let (st1, st2) = (st(&d), st(&d2));
+    assert!(
+        within(x2, predicted * st1 / st2, 0.10),
+        "measured {x2} vs predicted {predicted} (S {st1} → {st2})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pools_past_max_connections_are_refused_and_lead_the_verdict() {
+    // max_connections 8 less 3 reserved: 5 for n8n; main and three workers with pools of 3 ask
+    // for up to 12.
+    let Some(pg) = start_postgres(8).await else {
+        return;
+    };
+    let s = sweep_db(db(pg.port, 3, 20), 3, &[30]).await;
+    let refused: u64 = s.stages.iter().map(|st| st.errors.db_refused).sum();
+    assert!(refused > 0, "no 53300 counted");
+    let d = diagnose(&s.stages, &inputs(given(3)));
+    assert_eq!(
+        d.findings[0].id.as_str(),
+        "postgres-connections-exhausted",
+        "{:?}",
+        d.findings.iter().map(|f| f.id.as_str()).collect::<Vec<_>>()
+    );
+    assert_eq!(d.findings[0].figures["refused_responses"], refused as f64);
+    assert!(
+        d.verdict.starts_with("Postgres refused connections"),
+        "{}",
+        d.verdict
+    );
+}
