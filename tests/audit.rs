@@ -123,12 +123,15 @@ fn example_stacks_audit_clean() {
 fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
     let base = root().join("fixtures/compose/n8n-hosting");
     let ids = rule_ids(&[base.join("withPostgresAndWorker/docker-compose.yml")]);
-    // No memory limits on the two runners, no metrics on main and worker: nothing else.
+    // No memory limits on the two runners, no metrics on main and worker, and n8n's default
+    // database pool (2) under the worker's 10 slots with the ping at its default: nothing else.
     assert_eq!(
         ids,
         BTreeSet::from([
             "runner-without-memory-limit".to_string(),
-            "metrics-off".to_string()
+            "metrics-off".to_string(),
+            "db-pool-below-concurrency".to_string(),
+            "db-ping-timeout-default".to_string(),
         ])
     );
     let p = compose::load(&[base.join("withPostgresAndWorker/docker-compose.yml")]).unwrap();
@@ -151,7 +154,8 @@ fn official_n8n_hosting_files_parse_and_findings_are_the_expected_ones() {
         BTreeSet::from([
             "runner-without-memory-limit".to_string(),
             "metrics-off".to_string(),
-            "regular-mode".to_string()
+            "regular-mode".to_string(),
+            "db-ping-timeout-default".to_string(),
         ])
     );
 }

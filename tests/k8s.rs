@@ -41,8 +41,12 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         ("autoscaler-wrong-queue", &["worker-scaling"]),
         ("worker-autoscaled-on-cpu", &["worker-scaling"]),
         (
+            // N8N_CONCURRENCY_PRODUCTION_LIMIT=50 outgrows the base's pool of 10.
             "production-limit-overrides-concurrency",
-            &["runner-limit-below-worker-concurrency"],
+            &[
+                "runner-limit-below-worker-concurrency",
+                "db-pool-below-concurrency",
+            ],
         ),
     ];
     let mut n = 0;
@@ -71,6 +75,9 @@ fn rendered_charts_give_the_findings_the_readme_lists() {
                 "worker-probe-without-health-check",
                 "worker-without-memory-limit",
                 "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
+                "webhook-default-pool",
             ][..],
         ),
         (
@@ -82,13 +89,29 @@ fn rendered_charts_give_the_findings_the_readme_lists() {
                 "worker-without-memory-limit",
                 "grace-period-too-short",
                 "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
             ],
         ),
         (
             "official-keda-autoscaling",
-            &["metrics-off", "worker-scaling", "db-connection-budget"],
+            &[
+                "metrics-off",
+                "worker-scaling",
+                "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
+            ],
         ),
-        ("official-minimal", &["metrics-off", "db-connection-budget"]),
+        (
+            "official-minimal",
+            &[
+                "metrics-off",
+                "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
+            ],
+        ),
         (
             "official-production-s3",
             &[
@@ -98,11 +121,19 @@ fn rendered_charts_give_the_findings_the_readme_lists() {
                 "worker-scaling",
                 "worker-autoscaled-on-cpu",
                 "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
+                "webhook-default-pool",
             ],
         ),
         (
             "official-task-runners",
-            &["metrics-off", "db-connection-budget"],
+            &[
+                "metrics-off",
+                "db-connection-budget",
+                "db-pool-below-concurrency",
+                "db-ping-timeout-default",
+            ],
         ),
     ] {
         let got = audit_ids(&format!("fixtures/k8s/rendered/{file}.yaml"));

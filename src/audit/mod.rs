@@ -2,6 +2,7 @@
 //! compose files or running containers before the load finds them. Both inputs become
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
+mod database;
 mod kubernetes;
 mod time_budget;
 mod upgrade;
@@ -150,7 +151,7 @@ pub fn audit_for(
     concurrency_settings(&c, &mut out);
     metrics(&c, &mut out);
     encryption_key(&c, &mut out);
-    database(&c, &mut out);
+    database::rules(&c, &mut out);
     kubernetes::rules(&c, &mut out);
     if let Some(u) = opts.upgrade {
         upgrade::rules(&c, u, &mut out);
@@ -599,45 +600,6 @@ fn encryption_key(c: &Ctx, out: &mut Vec<Finding>) {
                     );
                 }
             }
-        }
-    }
-}
-
-fn database(c: &Ctx, out: &mut Vec<Finding>) {
-    let (t, n8n) = (c.t, &c.n8n);
-    let pg: Vec<&Node> = t
-        .nodes
-        .iter()
-        .filter(|n| n.role == Role::Postgres)
-        .collect();
-    let pg_users: Vec<&&Node> = n8n
-        .iter()
-        .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
-        .collect();
-    if let (Some(p), false) = (pg.first(), pg_users.is_empty()) {
-        let max_conn = p.max_connections.as_ref().map_or(100, |m| m.value);
-        let processes: u32 = pg_users
-            .iter()
-            .map(|n| n.facts.replicas)
-            .fold(0u32, u32::saturating_add);
-        let pool: u32 = pg_users
-            .iter()
-            .map(|n| {
-                n.db_pool_size
-                    .as_ref()
-                    .map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value)
-                    .saturating_mul(n.facts.replicas)
-            })
-            .fold(0u32, u32::saturating_add);
-        if pool >= max_conn {
-            out.push(
-                finding(FindingId::DbConnectionsExhausted, p.name(), format!(
-                    "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {pool} connections ≥ max_connections {max_conn}",
-                    p.name()
-                ))
-                .why("Under load the pools ask for more connections than Postgres allows: executions fail or stall waiting for the database.")
-                .fix("lower DB_POSTGRESDB_POOL_SIZE, or raise max_connections (postgres -c max_connections=N) above the total"),
-            );
         }
     }
 }

@@ -244,6 +244,15 @@ registry! {
     DbConnectionsExhausted = "db-connections-exhausted", Audit, Error,
         "Postgres pool size × n8n processes reaches max_connections",
         "lower DB_POSTGRESDB_POOL_SIZE, raise Postgres max_connections, or put a pooler in between";
+    DbPoolBelowConcurrency = "db-pool-below-concurrency", Audit, Info,
+        "a worker's database pool is smaller than its concurrency: it caps at pool ÷ database time, whatever the slots allow",
+        "raise DB_POSTGRESDB_POOL_SIZE toward the worker's concurrency, within Postgres max_connections";
+    WebhookDefaultPool = "webhook-default-pool", Audit, Warning,
+        "a webhook processor runs on n8n's default database pool of 2 connections",
+        "set DB_POSTGRESDB_POOL_SIZE on the webhook processors, within Postgres max_connections";
+    DbPingTimeoutDefault = "db-ping-timeout-default", Audit, Info,
+        "the database ping keeps n8n's 5 s default timeout on processes whose pool can be full",
+        "set DB_PING_TIMEOUT_MS above the pool's acquire p99";
     DbConnectionBudget = "db-connection-budget", Audit, Info,
         "the Postgres connections n8n needs at the maximum replicas",
         "";
@@ -412,7 +421,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 41);
+        assert_eq!(FindingId::audit_rules().count(), 44);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

@@ -7,6 +7,7 @@
 //! W = 0 this is min(runner limit, worker concurrency) ÷ job time.
 
 pub mod bound;
+pub mod budget;
 pub mod mix;
 pub mod settings;
 
@@ -25,6 +26,8 @@ pub mod n8n_defaults {
     pub const TASK_REQUEST_TIMEOUT_S: f64 = 60.0;
     /// `DB_POSTGRESDB_POOL_SIZE`.
     pub const DB_POOL_SIZE: u32 = 2;
+    /// `DB_PING_TIMEOUT_MS` (`DEFAULT_PING_TIMEOUT_MS` in `@n8n/config`'s database config).
+    pub const DB_PING_TIMEOUT_MS: f64 = 5_000.0;
     /// `N8N_METRICS_QUEUE_METRICS_INTERVAL`, seconds: how often main refreshes its queue
     /// gauges and counters.
     pub const QUEUE_METRICS_INTERVAL_S: f64 = 20.0;

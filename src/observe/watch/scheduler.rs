@@ -272,13 +272,17 @@ pub(super) async fn run(
     let mut first = Some(first);
     let mut redis_conn: Option<Conn> = None;
     let mut round: u64 = 0;
+    let mut last_round = Duration::ZERO;
     loop {
         tick.tick().await;
-        // Each round starts at a random point of the first half of its interval: a gauge read
-        // at a fixed period phase-locks with steady job times (a pool always busy, or always
-        // idle, at the instant it is read); a random phase samples the time in use fairly.
+        // Each round starts at a random point of the slack its interval leaves (at most half
+        // of it): a gauge read at a fixed period phase-locks with steady job times (a pool
+        // always busy, or always idle, at the instant it is read); a random phase samples the
+        // time in use fairly. A round that takes its interval (Docker's stats) has no slack and
+        // keeps its pace.
         round += 1;
-        tokio::time::sleep(src.interval.mul_f64(0.5 * unit_random(round))).await;
+        let slack = (src.interval / 2).saturating_sub(last_round);
+        tokio::time::sleep(slack.mul_f64(unit_random(round))).await;
         let now = Instant::now();
         let queue_read = read_redis(&src, &mut redis_conn).await;
         let scrapes = futures_util::future::join_all(
@@ -323,6 +327,7 @@ pub(super) async fn run(
         }
         st.timeline.flush();
         drop(st);
+        last_round = now.elapsed();
         if let Some(tx) = first.take() {
             let _ = tx.send(());
         }

@@ -1,0 +1,167 @@
+//! The database's rules: the connection budget (every process's pool against what Postgres
+//! allows), a worker whose pool is below its concurrency, webhook processors on n8n's default
+//! pool, and the database ping at its default timeout where a pool can make it wait
+//! (n8n-io/terraform-aws-n8n#106: pools backed up, the ping timed out and pods declared a
+//! healthy database dead; `DB_POSTGRESDB_POOL_SIZE=20` and `DB_PING_TIMEOUT_MS=20000` ended it;
+//! #109: size the pool at or above the per-pod concurrency that touches the database).
+
+use super::{env, finding, Ctx};
+use crate::findings::{Finding, FindingId};
+use crate::model::n8n_defaults;
+use crate::topology::{Node, Role};
+
+pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
+    budget(c, out);
+    pool_below_concurrency(c, out);
+    webhook_default_pool(c, out);
+    ping_timeout_default(c, out);
+}
+
+fn on_postgres(n: &Node) -> bool {
+    env(n, "DB_TYPE") == Some("postgresdb")
+}
+
+/// A process's pool and where it came from.
+fn pool_of(n: &Node) -> (u32, String) {
+    match &n.db_pool_size {
+        Some(p) => (p.value, p.source.clone()),
+        None => (
+            n8n_defaults::DB_POOL_SIZE,
+            "n8n's default: DB_POSTGRESDB_POOL_SIZE unset".into(),
+        ),
+    }
+}
+
+/// A worker runs `concurrency` executions at once and each saves through its pool: fewer
+/// connections than slots queue them for the database.
+fn pool_below_concurrency(c: &Ctx, out: &mut Vec<Finding>) {
+    for n in c
+        .n8n
+        .iter()
+        .filter(|n| n.role == Role::Worker && on_postgres(n))
+    {
+        let slots = n
+            .worker_concurrency
+            .as_ref()
+            .map_or(n8n_defaults::WORKER_CONCURRENCY, |w| w.value);
+        let (pool, source) = pool_of(n);
+        if pool < slots {
+            out.push(
+                finding(FindingId::DbPoolBelowConcurrency, n.name(), format!(
+                    "{}: a database pool of {pool} for {slots} worker slots",
+                    n.name()
+                ))
+                .evidence(format!("DB_POSTGRESDB_POOL_SIZE {pool} ({source}); worker concurrency {slots}"))
+                .figure("db_pool", pool as f64)
+                .figure("worker_slots", slots as f64)
+                .why("Every execution reads and saves itself through the worker's pool: it caps at pool ÷ database time per execution, whatever the slots allow, and the executions waiting for a connection still hold their slots. A sweep with N8N_METRICS_INCLUDE_DB_POOL_METRICS=true measures that time (db-pool-caps).")
+                .fix(format!("raise DB_POSTGRESDB_POOL_SIZE on {} toward its concurrency ({slots}), within Postgres max_connections", n.name())),
+            );
+        }
+    }
+}
+
+/// Webhook processors take every production webhook: on n8n's default pool of 2 their intake
+/// queues for the database first.
+fn webhook_default_pool(c: &Ctx, out: &mut Vec<Finding>) {
+    for n in c.n8n.iter().filter(|n| {
+        n.role == Role::Webhook && on_postgres(n) && env(n, "DB_POSTGRESDB_POOL_SIZE").is_none()
+    }) {
+        out.push(
+            finding(FindingId::WebhookDefaultPool, n.name(), format!(
+                "{}: a webhook processor on n8n's default database pool ({} connections)",
+                n.name(),
+                n8n_defaults::DB_POOL_SIZE
+            ))
+            .why("A webhook processor writes every execution it receives before it is queued; with 2 connections its intake waits for the database, and its health ping waits in the same queue.")
+            .fix(format!("set DB_POSTGRESDB_POOL_SIZE on {} (n8n's load test: 20), within Postgres max_connections", n.name())),
+        );
+    }
+}
+
+/// The database ping waits for a connection like any query: where the pool can be full (a
+/// process taking webhooks, a worker with fewer connections than slots) a ping at n8n's 5 s
+/// default times out and the process declares a healthy database dead.
+fn ping_timeout_default(c: &Ctx, out: &mut Vec<Finding>) {
+    let waits = |n: &Node| {
+        let slots = n
+            .worker_concurrency
+            .as_ref()
+            .map_or(n8n_defaults::WORKER_CONCURRENCY, |w| w.value);
+        match n.role {
+            Role::Main | Role::Webhook => true,
+            Role::Worker => pool_of(n).0 < slots,
+            _ => false,
+        }
+    };
+    let at_default: Vec<&&Node> = c
+        .n8n
+        .iter()
+        .filter(|n| on_postgres(n) && waits(n) && env(n, "DB_PING_TIMEOUT_MS").is_none())
+        .collect();
+    let Some(first) = at_default.first() else {
+        return;
+    };
+    let names: Vec<&str> = at_default.iter().map(|n| n.name()).collect();
+    out.push(
+        finding(FindingId::DbPingTimeoutDefault, first.name(), format!(
+            "{}: the database ping at n8n's default timeout ({:.0} ms) on processes whose pool can be full",
+            names.join(", "),
+            n8n_defaults::DB_PING_TIMEOUT_MS
+        ))
+        .figure("processes", names.len() as f64)
+        .why("n8n's database ping takes a connection from the same pool as the executions: behind a full pool it times out and n8n declares a healthy database dead (n8n's own load test: 503s on most webhook pods while the database sat idle).")
+        .fix("set DB_PING_TIMEOUT_MS above the pool's acquire p99 (n8n_db_pool_acquire_seconds, with N8N_METRICS_INCLUDE_DB_POOL_METRICS=true; n8n's load test settled on 20000)"),
+    );
+}
+
+/// The connection budget: Σ pools × processes against what Postgres leaves to them.
+fn budget(c: &Ctx, out: &mut Vec<Finding>) {
+    let (t, n8n) = (c.t, &c.n8n);
+    let pg: Vec<&Node> = t
+        .nodes
+        .iter()
+        .filter(|n| n.role == Role::Postgres)
+        .collect();
+    let pg_users: Vec<&&Node> = n8n
+        .iter()
+        .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
+        .collect();
+    if let (Some(p), false) = (pg.first(), pg_users.is_empty()) {
+        use crate::model::budget::{self, Processes};
+        let max_conn = p.max_connections.as_ref().map_or(100, |m| m.value);
+        let groups: Vec<Processes> = pg_users
+            .iter()
+            .map(|n| Processes {
+                count: n.facts.replicas,
+                pool: n
+                    .db_pool_size
+                    .as_ref()
+                    .map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value),
+            })
+            .collect();
+        let processes: u32 = groups.iter().map(|g| g.count).fold(0, u32::saturating_add);
+        let b = budget::connections(
+            &groups,
+            Some(budget::Postgres {
+                max_connections: max_conn,
+                reserved: p.reserved_connections.as_ref().map(|r| r.value),
+            }),
+            None,
+        );
+        if !b.fits() {
+            let available = b.postgres_available.unwrap_or(max_conn);
+            out.push(
+                finding(FindingId::DbConnectionsExhausted, p.name(), format!(
+                    "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {} connections > the {available} max_connections {max_conn} leaves to them",
+                    p.name(),
+                    b.needed
+                ))
+                .figure("connections_needed", b.needed as f64)
+                .figure("connections_available", available as f64)
+                .why("Under load the pools ask for more connections than Postgres allows (max_connections less superuser_reserved_connections): it refuses the next with SQLSTATE 53300 and the execution that needed it fails.")
+                .fix("lower DB_POSTGRESDB_POOL_SIZE, raise max_connections (postgres -c max_connections=N) above the total, or put PgBouncer (transaction mode) in front"),
+            );
+        }
+    }
+}
