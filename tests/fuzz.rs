@@ -299,6 +299,7 @@ fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
                         cores,
                         rss_max_bytes: Some(1e8),
                         eventloop_lag_max_s: Some(0.01),
+                        db_pool: None,
                     }],
                     execution_s: (slot > 0.01).then_some(slot),
                     executions: x * covered,

@@ -43,6 +43,8 @@ struct Spec {
     /// Main's N8N_METRICS_QUEUE_METRICS_INTERVAL (s) and Prometheus' scrape interval.
     refresh: &'static str,
     scrape: &'static str,
+    /// Variables main and the worker both get (the database's).
+    env: Vec<(&'static str, String)>,
 }
 
 impl Default for Spec {
@@ -54,6 +56,7 @@ impl Default for Spec {
             worker_db: 0,
             refresh: "1",
             scrape: "1s",
+            env: Vec::new(),
         }
     }
 }
@@ -94,16 +97,15 @@ fn start(spec: Spec) -> Stack {
     )];
     std::thread::sleep(Duration::from_millis(300));
     let redis = format!("redis://127.0.0.1:{rport}");
-    guards.push(spawn_role(
-        &["sim", "main", "--redis", &redis],
-        &[
-            ("N8N_PORT", http.to_string()),
-            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
-            ("N8N_METRICS", "true".into()),
-            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
-            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", spec.refresh.into()),
-        ],
-    ));
+    let mut main_env = vec![
+        ("N8N_PORT", http.to_string()),
+        ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
+        ("N8N_METRICS", "true".into()),
+        ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
+        ("N8N_METRICS_QUEUE_METRICS_INTERVAL", spec.refresh.into()),
+    ];
+    main_env.extend(spec.env.iter().cloned());
+    guards.push(spawn_role(&["sim", "main", "--redis", &redis], &main_env));
     let worker_args: Vec<String> = [
         "sim".to_string(),
         "worker".into(),
@@ -115,12 +117,13 @@ fn start(spec: Spec) -> Stack {
         format!("{redis}/{}", spec.worker_db),
     ]
     .to_vec();
-    let worker_env = vec![
+    let mut worker_env = vec![
         ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
         ("N8N_METRICS", "true".into()),
         ("N8N_RUNNERS_MODE", "external".into()),
         ("N8N_RUNNERS_BROKER_PORT", broker.to_string()),
     ];
+    worker_env.extend(spec.env.iter().cloned());
     let args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
     let worker = spawn_role(&args, &worker_env);
     guards.push(spawn_role(
@@ -384,6 +387,61 @@ fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reache
         .as_f64()
         .unwrap();
     assert!((3.0..=5.0).contains(&wc), "{}", diag["settings"]);
+}
+
+#[test]
+fn a_pool_capped_peak_in_prometheus_names_the_database_pool() {
+    if !available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(pg) = rt.block_on(crate::postgres::start_postgres(40)) else {
+        return;
+    };
+    // Worker concurrency 10 and a pool of 2 with 50 ms of database time: 2 ÷ 0.05 s.
+    let env = vec![
+        ("DB_TYPE", "postgresdb".to_string()),
+        ("DB_POSTGRESDB_HOST", "127.0.0.1".into()),
+        ("DB_POSTGRESDB_PORT", pg.port.to_string()),
+        ("DB_POSTGRESDB_USER", "postgres".into()),
+        ("DB_POSTGRESDB_POOL_SIZE", "2".into()),
+        ("SIM_DB_COST_MS", "50".into()),
+        ("N8N_METRICS_INCLUDE_DB_POOL_METRICS", "true".into()),
+    ];
+    let stack = start(Spec {
+        env,
+        ..Spec::default()
+    });
+    let t0 = now();
+    stack.load("2,16", 15, 100);
+    let d = stack.diagnose(
+        t0,
+        &[
+            "--worker-concurrency",
+            "10",
+            "--runner-limit",
+            "10",
+            "--job-time",
+            "100ms",
+        ],
+    );
+    assert_eq!(
+        d["diagnosis"]["capping_limit"], "db_pool",
+        "{}\n{}\n{}",
+        d["diagnosis"]["verdict"], d["diagnosis"]["settings"], d["diagnosis"]["capacity"]
+    );
+    let f = d["diagnosis"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "db-pool-caps")
+        .expect("db-pool-caps");
+    // The pool read from n8n_db_pool_connections_max; Little's law at the pool: X × D ≈ 2.
+    assert_eq!(f["figures"]["db_pool_connections"], 2.0);
+    let in_use = f["figures"]["db_connections_in_use"].as_f64().unwrap();
+    assert!(within(in_use, 2.0, 0.15), "{in_use}");
+    assert!(f["figures"]["db_time_s"].as_f64().unwrap() >= 0.049);
+    drop(pg);
 }
 
 #[test]

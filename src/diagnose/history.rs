@@ -12,7 +12,9 @@ use crate::model::settings::{Settings, Sourced};
 use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::Diagnosis;
 use crate::record::history::{History, Window, WindowEvidence};
-use crate::record::stage::{EndpointObserved, HistoryFigures, Latency, QueueObserved, QueueSource};
+use crate::record::stage::{
+    DbPoolObserved, EndpointObserved, HistoryFigures, Latency, QueueObserved, QueueSource,
+};
 use crate::record::{LoadModel, Role, StageResult};
 
 /// A window at least this share of the highest throughput is busy.
@@ -253,23 +255,25 @@ fn pooled_interval(x: f64, covered: f64, ws: &[&Window], h: &History) -> [f64; 2
     [(x - half).max(0.0), x + half]
 }
 
-/// Each process's CPU over the windows (mean cores, highest memory and lag).
+/// Each process's CPU over the windows (mean cores, highest memory and lag), and its database
+/// pool (the gauges' means over every step read, their peaks).
 fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
-    let mut by: std::collections::BTreeMap<String, (Role, Vec<f64>, f64, f64)> =
-        std::collections::BTreeMap::new();
+    type Acc = (Role, Vec<f64>, f64, f64, Vec<DbPoolObserved>);
+    let mut by: std::collections::BTreeMap<String, Acc> = std::collections::BTreeMap::new();
     for w in ws {
         for c in &w.cpu {
-            let e = by
-                .entry(c.process.clone())
-                .or_insert((c.role, Vec::new(), 0.0, 0.0));
+            let e =
+                by.entry(c.process.clone())
+                    .or_insert((c.role, Vec::new(), 0.0, 0.0, Vec::new()));
             e.1.push(c.cores);
             e.2 = e.2.max(c.rss_max_bytes.unwrap_or(0.0));
             e.3 = e.3.max(c.eventloop_lag_max_s.unwrap_or(0.0));
+            e.4.extend(c.db_pool.clone());
         }
     }
     let samples = ws.iter().map(|w| w.samples).sum::<u32>().max(1);
     by.into_iter()
-        .map(|(url, (role, cores, rss, lag))| EndpointObserved {
+        .map(|(url, (role, cores, rss, lag, pools))| EndpointObserved {
             url,
             role: Some(role),
             samples,
@@ -278,9 +282,32 @@ fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
             rss_mean_bytes: rss,
             eventloop_lag_max_s: lag,
             eventloop_lag_mean_s: lag,
+            db_pool: pooled(&pools),
             ..EndpointObserved::default()
         })
         .collect()
+}
+
+/// Windows' pool figures as one: means weighted by the steps each read, peaks kept.
+fn pooled(pools: &[DbPoolObserved]) -> Option<DbPoolObserved> {
+    let n: f64 = pools.iter().map(|p| p.samples as f64).sum();
+    if n <= 0.0 {
+        return None;
+    }
+    let mean = |f: fn(&DbPoolObserved) -> f64| {
+        pools.iter().map(|p| f(p) * p.samples as f64).sum::<f64>() / n
+    };
+    let top = |f: fn(&DbPoolObserved) -> f64| pools.iter().map(f).fold(0.0, f64::max);
+    Some(DbPoolObserved {
+        max: top(|p| p.max),
+        active_mean: mean(|p| p.active_mean),
+        active_max: top(|p| p.active_max),
+        pending_mean: mean(|p| p.pending_mean),
+        pending_max: top(|p| p.pending_max),
+        samples: n as u32,
+        gaps: pools.iter().map(|p| p.gaps).sum(),
+        ..DbPoolObserved::default()
+    })
 }
 
 fn clock(t: f64) -> String {

@@ -90,14 +90,15 @@ impl Kind for DbPool {
                 ));
             }
         }
-        // Where the pool was full and requests waited, its gauge is pinned at the pool's size
-        // and Little's law reads D exactly; below that a gauge read once per scrape can alias
-        // with steady job times (always busy, or always idle, at the same phase), so those
-        // levels are used only when no level filled the pool.
+        // Where requests waited for a connection the pool was full: every connection in use
+        // (a gauge read at the instant one is handed from a query to the next waiter shows one
+        // fewer), so Little's law at the pool reads D = pool ÷ X exactly. Below that a gauge
+        // read once per scrape can alias with steady job times (always busy, or always idle,
+        // at the same phase), so those levels are used only when no level filled the pool.
         let full: Vec<f64> = read
             .iter()
-            .filter(|(_, active, max, pending)| *pending >= 0.5 && *active >= 0.9 * max)
-            .map(|r| r.0)
+            .filter(|(_, active, max, pending)| *pending >= 0.5 && *active >= 0.75 * max)
+            .map(|(d, active, max, _)| d * max / active)
             .collect();
         let mut d: Vec<f64> = if full.is_empty() {
             read.iter().map(|r| r.0).collect()

@@ -283,7 +283,12 @@ pub fn capping_of(sorted: &[Bound]) -> Limit {
             if second.per_s().is_finite()
                 && second.per_s() - first.per_s() <= INSEPARABLE * second.per_s() =>
         {
-            Limit::Both
+            // A resource measured for itself (a pool the execution waits for while it holds
+            // its slot) level with the slots is their cause: it is named, not the pair.
+            [first, second]
+                .iter()
+                .find(|b| b.holds == Holds::Measured)
+                .map_or(Limit::Both, |b| b.limit)
         }
         _ => first.limit,
     }

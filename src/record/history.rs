@@ -64,6 +64,9 @@ pub struct ProcessCpu {
     pub rss_max_bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eventloop_lag_max_s: Option<f64>,
+    /// The process's database pool over the window (n8n's `db_pool_*` gauges), when exposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_pool: Option<super::db::DbPoolObserved>,
 }
 
 /// One window of the range.

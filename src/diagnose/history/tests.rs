@@ -34,6 +34,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
                 cores: 0.05,
                 rss_max_bytes: None,
                 eventloop_lag_max_s: None,
+                db_pool: None,
             }],
             execution_s: Some(slot),
             executions: x * covered,

@@ -322,7 +322,7 @@ impl Steps {
 }
 
 /// n8n's series, each read over the whole range; Prometheus' warnings kept.
-const READ: [&str; 9] = [
+const READ: [&str; 12] = [
     "n8n_scaling_mode_queue_jobs_active",
     "n8n_scaling_mode_queue_jobs_waiting",
     "n8n_scaling_mode_queue_jobs_completed",
@@ -332,6 +332,10 @@ const READ: [&str; 9] = [
     "n8n_nodejs_eventloop_lag_seconds",
     "n8n_workflow_execution_duration_seconds_sum",
     "n8n_workflow_execution_duration_seconds_count",
+    // n8n's database pool (N8N_METRICS_INCLUDE_DB_POOL_METRICS), per process.
+    "n8n_db_pool_connections_active",
+    "n8n_db_pool_connections_max",
+    "n8n_db_pool_requests_pending",
 ];
 
 /// Raw samples read at most, for the completion counter's refresh ticks (past it, the step
@@ -356,8 +360,8 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         h.warnings.extend(m.warnings);
         read.push(m.series);
     }
-    let [active, waiting, completed, failed, cpu, rss, lag, dur_sum, dur_count] =
-        <[Vec<Series>; 9]>::try_from(read).unwrap_or_else(|_| unreachable!());
+    let [active, waiting, completed, failed, cpu, rss, lag, dur_sum, dur_count, p_active, p_max, p_pending] =
+        <[Vec<Series>; 12]>::try_from(read).unwrap_or_else(|_| unreachable!());
     h.exporter = exporter(src, q).await;
     h.processes = processes(&active, &cpu);
     let range = (q.end - q.start).max(0.0);
@@ -396,7 +400,8 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     // Every series of the execution histogram counts (each workflow, status and process).
     let dsum = g.summed(&dur_sum, READ[7], &mut h);
     let dcnt = g.summed(&dur_count, READ[8], &mut h);
-    let procs = per_process(&g, (&cpu, &rss, &lag), &mut h);
+    let pool = [p_active, p_max, p_pending];
+    let procs = per_process(&g, (&cpu, &rss, &lag), &pool, &mut h);
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
         .window
@@ -455,6 +460,7 @@ async fn completion_ticks(
 fn per_process(
     g: &Steps,
     (cpu, rss, lag): (&[Series], &[Series], &[Series]),
+    pool: &[Vec<Series>; 3],
     h: &mut History,
 ) -> Vec<Proc> {
     let mut out = Vec::new();
@@ -477,12 +483,21 @@ fn per_process(
         };
         let rss = gauge(rss, READ[5]);
         let lag = gauge(lag, READ[6]);
+        let pool = match (
+            gauge(&pool[0], READ[9]),
+            gauge(&pool[1], READ[10]),
+            gauge(&pool[2], READ[11]),
+        ) {
+            (Some(a), Some(m), p) => Some([a, m, p.unwrap_or_default()]),
+            _ => None,
+        };
         out.push(Proc {
             name: p.name(),
             role: p.role,
             cpu,
             rss,
             lag,
+            pool,
         });
     }
     out
@@ -508,6 +523,8 @@ struct Proc {
     cpu: Vec<Option<f64>>,
     rss: Option<Vec<Option<f64>>>,
     lag: Option<Vec<Option<f64>>>,
+    /// The database pool's gauges: connections in use, the pool's size, requests pending.
+    pool: Option<[Vec<Option<f64>>; 3]>,
 }
 
 fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) -> Option<Window> {
@@ -572,6 +589,7 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
                 cores: used / (k as f64 * step),
                 rss_max_bytes: top(&p.rss),
                 eventloop_lag_max_s: top(&p.lag),
+                db_pool: p.pool.as_ref().and_then(|v| pool_window(v, i, j)),
             })
         })
         .collect();
@@ -599,6 +617,38 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         busy: false,
         evidence: Vec::new(),
         idle_workers: Vec::new(),
+    })
+}
+
+/// A window's pool figures from its per-step gauges (connections in use never above the pool:
+/// a step that says so is left out).
+fn pool_window(
+    v: &[Vec<Option<f64>>; 3],
+    i: usize,
+    j: usize,
+) -> Option<crate::record::stage::DbPoolObserved> {
+    let steps: Vec<(f64, f64, f64)> = (i..j)
+        .filter_map(|k| {
+            let (a, m) = (v[0].get(k).copied()??, v[1].get(k).copied()??);
+            let p = v[2].get(k).copied().flatten().unwrap_or(0.0);
+            (a <= m && m <= crate::observe::scrape::MAX_POOL).then_some((a, m, p))
+        })
+        .collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let n = steps.len() as f64;
+    let sum = |f: fn(&(f64, f64, f64)) -> f64| steps.iter().map(f).sum::<f64>();
+    let top = |f: fn(&(f64, f64, f64)) -> f64| steps.iter().map(f).fold(0.0, f64::max);
+    Some(crate::record::stage::DbPoolObserved {
+        max: top(|s| s.1),
+        active_mean: sum(|s| s.0) / n,
+        active_max: top(|s| s.0),
+        pending_mean: sum(|s| s.2) / n,
+        pending_max: top(|s| s.2),
+        samples: steps.len() as u32,
+        gaps: ((j - i) - steps.len()) as u32,
+        ..Default::default()
     })
 }
 
@@ -667,109 +717,4 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn empty_history() -> History {
-        let q = Query {
-            start: 0.0,
-            end: 0.0,
-            matchers: Vec::new(),
-            step: None,
-            window: None,
-        };
-        History::empty(String::new(), &q, Sourced::new(1.0, "t"), None)
-    }
-
-    #[test]
-    fn impossible_samples_are_gaps_and_a_falling_counter_gives_no_increase() {
-        let s = Series {
-            labels: BTreeMap::new(),
-            points: vec![
-                (0.0, 10.0),
-                (1.0, 12.0),
-                (2.0, f64::NAN),
-                (3.0, 15.0),
-                (4.0, 2.0),
-                (5.0, 4.0),
-                (7.0, 5.0),
-            ],
-        };
-        let mut h = empty_history();
-        let mut g = grid(&s, "c".into(), 0.0, 1.0, 8);
-        check(&mut g, false, 0.0, 1.0, &mut h);
-        // The NaN and the missing step at 6 are gaps.
-        assert_eq!(h.gap_steps, 2);
-        let inc = increases(&g, 0.0, 1.0, &mut h);
-        // The rises across the NaN (12 → 15) and the missing step (4 → 5) are no figures:
-        // the gaps shorten the time counted, they add no completions.
-        assert_eq!(
-            inc,
-            vec![None, Some(2.0), None, None, None, Some(2.0), None, None]
-        );
-        // The fall from 15 to 2 is a reset: its step counts nothing.
-        assert_eq!(h.resets.len(), 1);
-        assert_eq!((h.resets[0].from, h.resets[0].to), (15.0, 2.0));
-    }
-
-    #[test]
-    fn missing_and_nan_samples_shorten_the_time_and_never_inflate_the_rate() {
-        // A true 20/s, scraped every second, every third sample NaN and every seventh missing.
-        let points: Vec<(f64, f64)> = (0..300)
-            .filter(|i| i % 7 != 6)
-            .map(|i| {
-                (
-                    i as f64,
-                    if i % 3 == 2 {
-                        f64::NAN
-                    } else {
-                        20.0 * i as f64
-                    },
-                )
-            })
-            .collect();
-        let s = Series {
-            labels: BTreeMap::new(),
-            points,
-        };
-        let mut h = empty_history();
-        let mut g = grid(&s, "c".into(), 0.0, 1.0, 300);
-        check(&mut g, false, 0.0, 1.0, &mut h);
-        let inc = increases(&g, 0.0, 1.0, &mut h);
-        let (sum, steps) = inc
-            .iter()
-            .flatten()
-            .fold((0.0, 0), |(a, k), x| (a + x, k + 1));
-        assert!(steps > 50, "{steps}");
-        assert_eq!(sum / steps as f64, 20.0);
-    }
-
-    #[test]
-    fn gauges_beyond_any_queue_are_gaps() {
-        let s = Series {
-            labels: BTreeMap::new(),
-            points: vec![
-                (0.0, 3.0),
-                (1.0, 1e308),
-                (2.0, -100.0),
-                (3.0, f64::INFINITY),
-            ],
-        };
-        let mut h = empty_history();
-        let mut g = grid(&s, "g".into(), 0.0, 1.0, 4);
-        check(&mut g, true, 0.0, 1.0, &mut h);
-        assert_eq!(g.values, vec![Some(3.0), None, None, None]);
-        assert_eq!(h.gaps.len(), 1);
-    }
-
-    #[test]
-    fn the_refresh_is_how_often_the_counter_moved() {
-        // Scraped every second, moving every 20 s.
-        let values = (0..200).map(|i| Some((i / 20) as f64 * 7.0)).collect();
-        let g = Grid {
-            name: "c".into(),
-            values,
-        };
-        assert_eq!(refresh_of(&g, 1.0), Some(20.0));
-    }
-}
+mod tests;
