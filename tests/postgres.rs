@@ -226,6 +226,32 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     let rec = n8ncap::recommend::recommend(&d, None).expect("a plan");
     let pool = rec.db_pool_size.expect("a pool size proposed");
     assert!(pool > 2, "pool {pool}");
+    // The pool in both charts' values and the worker patch.
+    use n8ncap::report::{dialect, Dialect};
+    let yaml = |d: Dialect| -> serde_json::Value {
+        serde_saphyr::from_str(&dialect::settings(&rec, d)).expect("YAML")
+    };
+    assert_eq!(
+        yaml(Dialect::HelmCommunity)["db"]["postgresdb"]["poolSize"],
+        pool
+    );
+    let official = yaml(Dialect::HelmOfficial);
+    let env = &official["queueMode"]["workerExtraEnv"][0];
+    assert_eq!(
+        (env["name"].as_str(), env["value"].as_str()),
+        (
+            Some("DB_POSTGRESDB_POOL_SIZE"),
+            Some(pool.to_string().as_str())
+        )
+    );
+    let patch = yaml(Dialect::K8s);
+    let worker_env = patch["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    assert!(worker_env
+        .iter()
+        .any(|e| e["name"] == "DB_POSTGRESDB_POOL_SIZE"
+            && e["value"].as_str() == Some(pool.to_string().as_str())));
     let predicted = rec.predicted_throughput;
     let s2 = sweep_db(db(pg.port, pool, 50), 1, &[1, 8, 16, 24]).await;
     let d2 = diagnose(&s2.stages, &inputs(given(1)));

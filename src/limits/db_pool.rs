@@ -47,6 +47,27 @@ fn workers_pool(stages: &[StageResult], level: &Level) -> Option<(f64, f64, f64)
     Some((acc.0 / n, acc.1 / n, acc.2 / n))
 }
 
+/// The highest acquire p99 any valid level's workers measured, with whether it was only a bound.
+fn acquire_p99(stages: &[StageResult], levels: &[Level]) -> Option<Sourced<f64>> {
+    let (v, above) = levels
+        .iter()
+        .filter(|l| l.valid)
+        .flat_map(|l| l.stages.iter().filter_map(|i| stages.get(*i)))
+        .flat_map(|st| st.endpoints.iter())
+        .filter(|e| e.role == Some(Role::Worker))
+        .filter_map(|e| e.db_pool.as_ref())
+        .filter_map(|p| p.acquire_p99_s.map(|v| (v, p.acquire_p99_above)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(Sourced::new(
+        v,
+        if above {
+            "measured: above the last bucket of n8n_db_pool_acquire_seconds at the busiest level"
+        } else {
+            "measured: n8n_db_pool_acquire_seconds' bucket at the busiest level"
+        },
+    ))
+}
+
 impl Kind for DbPool {
     fn bound(&self, s: &Settings, _job: Job) -> Option<Bound> {
         let pool = s.db_pool_size.as_ref()?;
@@ -108,6 +129,9 @@ impl Kind for DbPool {
         d.sort_by(f64::total_cmp);
         let median = d[d.len() / 2];
         let pending = read.iter().map(|r| r.3).fold(0.0, f64::max);
+        if s.db_acquire_p99_s.is_none() {
+            s.db_acquire_p99_s = acquire_p99(stages, levels);
+        }
         let busiest = read.iter().map(|r| r.1).fold(0.0, f64::max);
         s.db_time.get_or_insert(Sourced {
             value: median,
@@ -159,6 +183,34 @@ impl Kind for DbPool {
             "Postgres refused connections ({total} of {requests} responses in {} stage(s) failed with 53300, too many clients): the pools together exceed max_connections.",
             refused.len()
         ))
+    }
+
+    /// The ping timeout above the acquire p99 measured (n8n's ping waits in the pool's queue),
+    /// and the connection budget the plan's pools need.
+    fn notes(&self, s: &Settings, plan: &Plan) -> Vec<String> {
+        let mut out = Vec::new();
+        // Four times the p99 wait, in whole seconds: said only when n8n's default is short.
+        let ms = s
+            .db_acquire_p99_s
+            .as_ref()
+            .map(|p| ((p.value * 4.0).ceil() * 1000.0, p))
+            .filter(|(ms, _)| *ms > n8n_defaults::DB_PING_TIMEOUT_MS);
+        if let Some((ms, p99)) = ms {
+            out.push(format!(
+                "DB_PING_TIMEOUT_MS={ms:.0} on every process: n8n's database ping waits behind the pool, whose acquire p99 was {:.3} s ({}); at n8n's default {:.0} ms a full pool makes a healthy database look dead",
+                p99.value,
+                p99.source,
+                n8n_defaults::DB_PING_TIMEOUT_MS
+            ));
+        }
+        if let Some(pool) = plan.db_pool_size.filter(|_| s.db_time.is_some()) {
+            out.push(format!(
+                "connections: {pool} × {} worker(s) = {} for the workers, plus main's and every webhook processor's pool, at their autoscaler maxima — keep the total within Postgres max_connections − superuser_reserved_connections (default 3), or put PgBouncer (transaction mode) in front; `n8ncap audit` checks it against the deployment",
+                plan.workers,
+                pool.saturating_mul(plan.workers)
+            ));
+        }
+        out
     }
 
     fn readings(&self, s: &Settings) -> Vec<String> {

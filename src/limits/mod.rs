@@ -259,6 +259,13 @@ pub trait Kind: Sync {
     /// What raises it, from a knee: the plan.
     fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String>;
 
+    /// What the plan must say beside its settings for this kind (a timeout to keep above a
+    /// measured wait, a budget to check).
+    fn notes(&self, s: &Settings, plan: &Plan) -> Vec<String> {
+        let _ = (s, plan);
+        Vec::new()
+    }
+
     /// Its setting lines in `dialect` for a recommendation.
     fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine>;
 }

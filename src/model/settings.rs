@@ -141,6 +141,10 @@ pub struct Settings {
     /// connections in use ÷ executions per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_time: Option<Sourced<f64>>,
+    /// The wait for a pool connection 99 % of acquisitions stayed under, at the busiest level
+    /// measured (n8n's `db_pool_acquire_seconds`), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_acquire_p99_s: Option<Sourced<f64>>,
 }
 
 impl Settings {
@@ -256,6 +260,7 @@ impl Settings {
         self.binary_data_mode = self.binary_data_mode.or(other.binary_data_mode);
         self.db_pool_size = self.db_pool_size.or(other.db_pool_size);
         self.db_time = self.db_time.or(other.db_time);
+        self.db_acquire_p99_s = self.db_acquire_p99_s.or(other.db_acquire_p99_s);
         self
     }
 

@@ -74,7 +74,7 @@ pub fn queue_gauges(e: &Exposition, prefix: &str) -> Option<QueueGauges> {
 pub const MAX_POOL: f64 = 10_000.0;
 
 /// One reading of n8n's database pool metrics (`N8N_METRICS_INCLUDE_DB_POOL_METRICS=true`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PoolReading {
     /// `db_pool_connections_max`: the pool's size (`DB_POSTGRESDB_POOL_SIZE`).
     pub max: f64,
@@ -84,6 +84,8 @@ pub struct PoolReading {
     pub pending: f64,
     /// `db_pool_acquire_seconds` `_sum` and `_count` (Postgres only), cumulative.
     pub acquire: Option<(f64, f64)>,
+    /// Its cumulative buckets: (upper bound `le`, count), ascending.
+    pub buckets: Vec<(f64, f64)>,
 }
 
 /// The pool metrics of one process, each checked: Err with the reason when one cannot be true
@@ -123,11 +125,33 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
         }
         _ => None,
     };
+    let mut buckets: Vec<(f64, f64)> = e
+        .series(&format!("{prefix}db_pool_acquire_seconds_bucket"))
+        .filter_map(|s| {
+            let le = s.label("le")?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, s.value))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if buckets
+        .windows(2)
+        .any(|w| w[1].1 < w[0].1 || !w[0].1.is_finite() || w[0].1 < 0.0)
+    {
+        return Err(format!(
+            "{prefix}db_pool_acquire_seconds buckets are not cumulative counts: a histogram's buckets never fall as their bound grows"
+        ));
+    }
     Ok(Some(PoolReading {
         max,
         active,
         pending,
         acquire,
+        buckets,
     }))
 }
 

@@ -273,6 +273,9 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         ctx.cpu.is_empty(),
         s.task_memory_mb.is_some() || ctx.runner_memory.is_some(),
     );
+    for l in limits::SET {
+        notes.extend(limits::of(l).notes(s, &plan));
+    }
     if basis.kind == BreakPointKind::Failure && plan.worker_concurrency < current.worker_concurrency
     {
         notes.push(format!(

@@ -22,6 +22,13 @@ pub struct DbPoolObserved {
     /// Connections acquired in the window (Δ count).
     #[serde(default)]
     pub acquires: f64,
+    /// The wait for a connection 99 % of the window's acquisitions stayed under: the upper
+    /// bound of the histogram's bucket that reaches 99 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acquire_p99_s: Option<f64>,
+    /// The 99 % were reached only past the last finite bucket: the p99 is above that bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acquire_p99_above: bool,
     pub samples: u32,
     /// Readings that could not be true, left out.
     #[serde(default)]

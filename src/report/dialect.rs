@@ -66,13 +66,14 @@ fn values(pairs: &[(&str, String)], extra: &[(&str, String)]) -> String {
     let mut s = String::new();
     for top in tops {
         let _ = writeln!(s, "{top}:");
-        for (p, v) in pairs {
-            if let Some((t, rest)) = p.split_once('.') {
-                if t == top {
-                    let _ = writeln!(s, "  {rest}: {v}");
-                }
-            }
-        }
+        let under: Vec<(Vec<&str>, &String)> = pairs
+            .iter()
+            .filter_map(|(p, v)| {
+                let (t, rest) = p.split_once('.')?;
+                (t == top).then(|| (rest.split('.').collect(), v))
+            })
+            .collect();
+        nested(&mut s, &under, 1);
         for (t, block) in extra {
             if *t == top {
                 s.push_str(block);
@@ -80,6 +81,27 @@ fn values(pairs: &[(&str, String)], extra: &[(&str, String)]) -> String {
         }
     }
     s
+}
+
+/// Keys at `depth` (two spaces each), grouping the paths that share their first segment.
+fn nested(s: &mut String, paths: &[(Vec<&str>, &String)], depth: usize) {
+    let indent = "  ".repeat(depth);
+    let mut seen: Vec<&str> = Vec::new();
+    for (p, v) in paths {
+        let head = p[0];
+        if p.len() == 1 {
+            let _ = writeln!(s, "{indent}{head}: {v}");
+        } else if !seen.contains(&head) {
+            seen.push(head);
+            let _ = writeln!(s, "{indent}{head}:");
+            let deeper: Vec<(Vec<&str>, &String)> = paths
+                .iter()
+                .filter(|(q, _)| q.len() > 1 && q[0] == head)
+                .map(|(q, v)| (q[1..].to_vec(), *v))
+                .collect();
+            nested(s, &deeper, depth + 1);
+        }
+    }
 }
 
 fn value_pairs(lines: &[SettingLine]) -> Vec<(&'static str, String)> {

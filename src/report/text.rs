@@ -132,6 +132,20 @@ pub fn recommendation(r: &Recommendation) -> String {
         "  {} worker(s) × concurrency {}; per worker {} runner(s) × N8N_RUNNERS_MAX_CONCURRENCY={} (runner capacity {})",
         r.workers, r.worker_concurrency, r.runners_per_worker, r.runner_limit, r.runner_capacity_per_worker
     );
+    // Every other setting a limit kind proposes on main or the workers (the database pool).
+    for l in crate::limits::lines(r, crate::limits::Dialect::Compose) {
+        if let (crate::limits::Key::Env(var), false) = (
+            &l.key,
+            matches!(l.on, crate::limits::Process::Runner) || var_shown(&l.key),
+        ) {
+            let on = match l.on {
+                crate::limits::Process::Main => "main",
+                crate::limits::Process::Worker => "each worker",
+                crate::limits::Process::Runner => "each runner",
+            };
+            let _ = writeln!(s, "  {var}={} on {on}", l.value);
+        }
+    }
     if let Some(m) = &r.runner_memory_limit_mb {
         let _ = writeln!(s, "  runner memory limit: {} MiB ({})", m.value, m.source);
     }
@@ -161,6 +175,15 @@ pub fn recommendation(r: &Recommendation) -> String {
         let _ = writeln!(s, "  note: {n}");
     }
     s
+}
+
+/// Settings the recommendation's first line already says (worker concurrency, the runner limit,
+/// main's production limit in regular mode).
+fn var_shown(key: &crate::limits::Key) -> bool {
+    matches!(
+        key,
+        crate::limits::Key::Env("N8N_RUNNERS_MAX_CONCURRENCY" | "N8N_CONCURRENCY_PRODUCTION_LIMIT")
+    )
 }
 
 /// The runner's memory limit, from what its tasks used (or from the runner that was killed).

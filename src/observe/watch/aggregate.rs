@@ -120,6 +120,7 @@ pub(super) fn db_pool(
         readings.iter().map(f).collect()
     };
     let (active, pending) = (g(|r| r.active), g(|r| r.pending));
+    let p99 = p99(&first.buckets, &last.buckets);
     let moved = first
         .acquire
         .zip(last.acquire)
@@ -132,10 +133,36 @@ pub(super) fn db_pool(
         pending_mean: mean(&pending),
         pending_max: max(&pending),
         acquire_mean_s: moved.filter(|(_, dc)| *dc > 0.0).map(|(ds, dc)| ds / dc),
+        acquire_p99_s: p99.map(|(v, _)| v),
+        acquire_p99_above: p99.is_some_and(|(_, above)| above),
         acquires: moved.map_or(0.0, |(_, dc)| dc),
         samples: readings.len() as u32,
         gaps,
     })
+}
+
+/// The upper bound of the first bucket holding 99 % of the acquisitions between two readings of
+/// a histogram with the same buckets (none when it did not move or its buckets changed), and
+/// whether that was only the +Inf bucket (then the last finite bound, which the p99 is above).
+fn p99(first: &[(f64, f64)], last: &[(f64, f64)]) -> Option<(f64, bool)> {
+    if first.len() != last.len() || first.iter().zip(last).any(|(a, b)| a.0 != b.0) {
+        return None;
+    }
+    let total = last.last()?.1 - first.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let le = first
+        .iter()
+        .zip(last)
+        .find(|(a, b)| b.1 - a.1 >= 0.99 * total)
+        .map(|(_, b)| b.0)?;
+    if le.is_finite() {
+        Some((le, false))
+    } else {
+        let finite = last.iter().rev().find(|b| b.0.is_finite())?.0;
+        Some((finite, true))
+    }
 }
 
 pub(super) fn mean(v: &[f64]) -> f64 {
