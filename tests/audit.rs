@@ -20,9 +20,11 @@ fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
 }
 
 fn rule_ids_with(files: &[PathBuf], opts: audit::Options) -> BTreeSet<String> {
-    let p = compose::load(files).unwrap_or_else(|e| panic!("{files:?}: {}", e.0));
+    // Compose files or Kubernetes manifests, as `audit -f` reads them.
+    let (services, _) =
+        n8ncap::topology::load_files(files).unwrap_or_else(|e| panic!("{files:?}: {}", e.0));
     let r = audit::audit_for(
-        p.services.into_iter().map(|s| s.facts).collect(),
+        services.into_iter().map(|s| s.facts).collect(),
         &Default::default(),
         "t".into(),
         &opts,
@@ -82,6 +84,21 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
     let clean = root().join("examples/compose/minimal-clean.yml");
     assert!(rule_ids_with(&[clean], measured()).is_empty());
     seen.extend(fire_only_with("fixtures/compose/time-budget", measured));
+    // The autoscaler's scale-down against the job time: a manifest (its autoscaler's
+    // worker-scaling is there with or without a run).
+    let scaled = root().join("fixtures/k8s/time-budget/scale-down-before-jobs-finish.yaml");
+    assert_eq!(
+        rule_ids_with(std::slice::from_ref(&scaled), measured()),
+        BTreeSet::from([
+            "scale-down-before-jobs-finish".to_string(),
+            "worker-scaling".to_string()
+        ])
+    );
+    assert_eq!(
+        rule_ids(std::slice::from_ref(&scaled)),
+        BTreeSet::from(["worker-scaling".to_string()])
+    );
+    seen.insert("scale-down-before-jobs-finish".to_string());
     // Rules only a Kubernetes manifest can break have their fixture there (tests/k8s.rs).
     for e in std::fs::read_dir(root().join("fixtures/k8s/rules")).unwrap() {
         let path = e.unwrap().path();

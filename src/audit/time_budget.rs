@@ -32,6 +32,38 @@ pub struct Measured {
     pub worker_lag_max_s: Option<f64>,
 }
 
+/// An autoscaler that takes a worker away sooner after the load drops than a p99 job runs: a
+/// KEDA trigger on Bull's wait list goes quiet when the last job is *taken*, not finished, so
+/// the workers still running jobs are the ones removed, and their jobs live on the shutdown
+/// window alone.
+fn scale_down(c: &Ctx, m: &Measured, out: &mut Vec<Finding>) {
+    for n in c.n8n.iter().copied().filter(|n| n.role == Role::Worker) {
+        let Some(a) = n.facts.k8s.as_ref().and_then(|k| k.autoscaler.as_ref()) else {
+            continue;
+        };
+        let Some((window, by)) = &a.scale_down else {
+            continue;
+        };
+        let w = *window as f64;
+        if w >= m.job_p99_s {
+            continue;
+        }
+        let need = (m.job_p99_s * 1.5).ceil();
+        out.push(
+            finding(FindingId::ScaleDownBeforeJobsFinish, n.name(), format!(
+                "{}: {} removes a worker {w:.0} s after the load drops ({by}), while the p99 job takes {:.1} s in {}",
+                n.name(), a.by, m.job_p99_s, m.from
+            ))
+            .figure("scale_down_s", w)
+            .figure("job_p99_s", m.job_p99_s)
+            .why("A queue-length trigger goes quiet when the last job is taken, not when it ends: the workers it removes are still running jobs, which then survive only if the shutdown window covers them (shutdown-window-below-job-time), and each removal during a burst's tail restarts the job elsewhere at best.")
+            .fix(format!(
+                "stabilise scale-down for at least {need:.0} s: Kubernetes — the HPA's spec.behavior.scaleDown.stabilizationWindowSeconds (a KEDA ScaledObject: spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds, and cooldownPeriod when it scales to zero); community chart — worker.autoscaling.behavior.scaleDown.stabilizationWindowSeconds; n8n's chart — keda.worker.cooldownPeriod (its HPA and ScaledObject take no behaviour value: patch them)"
+            )),
+        );
+    }
+}
+
 /// n8n #37651: at shutdown every task timer is re-armed to fire by now + this × the window.
 const SHUTDOWN_TASK_SHARE: f64 = 0.8;
 /// n8n 3.0's `N8N_RUNNERS_TASK_TIMEOUT` default, s.
@@ -85,6 +117,7 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
             }
         }
     }
+    scale_down(c, m, out);
     let code = m.code_p99_s.unwrap_or(m.job_p99_s);
     // Where Code runs: a runner, or an n8n process with its internal runner (topology gives
     // those, and only those, a task timeout).

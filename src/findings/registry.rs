@@ -257,6 +257,9 @@ registry! {
         "the Postgres connections n8n needs at the maximum replicas",
         "";
     // ── audit --run DIR: the time budget against a run's measurements ──
+    ScaleDownBeforeJobsFinish = "scale-down-before-jobs-finish", Audit, Warning,
+        "an autoscaler removes a worker sooner after the load drops than a p99 job runs",
+        "raise the scale-down stabilisation window (or KEDA's cooldownPeriod) above the p99 job time";
     ShutdownWindowBelowJobTime = "shutdown-window-below-job-time", Audit, Warning,
         "a worker's shutdown window (or the 0.8 × of it a Code task gets) is shorter than the p99 job measured",
         "raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above the p99 job time, and terminationGracePeriodSeconds with it";
@@ -421,7 +424,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 44);
+        assert_eq!(FindingId::audit_rules().count(), 45);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

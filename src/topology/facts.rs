@@ -147,6 +147,12 @@ pub struct Autoscaler {
     pub min: u32,
     pub max: u32,
     pub triggers: Vec<Trigger>,
+    /// The soonest it removes a pod after the load drops, s, and what sets it: the HPA's
+    /// `behavior.scaleDown.stabilizationWindowSeconds` (Kubernetes' default 300; for a KEDA
+    /// ScaledObject under `advanced.horizontalPodAutoscalerConfig`), or KEDA's `cooldownPeriod`
+    /// (default 300) when it scales to zero, whichever comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<(u32, String)>,
     /// File and line of the autoscaler, for findings about it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,

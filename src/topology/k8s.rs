@@ -38,6 +38,7 @@ fn scaling(
             min,
             max,
             triggers,
+            scale_down: None,
             line: Some(d.line),
         },
     )
@@ -69,7 +70,7 @@ fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             ..Trigger::default()
         });
     }
-    scaling(
+    let mut a = scaling(
         d,
         format!("HorizontalPodAutoscaler {name}"),
         (
@@ -77,7 +78,9 @@ fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             u32_at(v, "/spec/maxReplicas").unwrap_or(1),
         ),
         triggers,
-    )
+    );
+    a.2.scale_down = Some(stabilization(v, "/spec/behavior"));
+    a
 }
 
 /// A KEDA ScaledObject: the workload it scales, its bounds and its triggers.
@@ -94,7 +97,7 @@ fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             database: t.pointer("/metadata/databaseIndex").map(scalar),
         })
         .collect();
-    scaling(
+    let mut a = scaling(
         d,
         format!("ScaledObject {name}"),
         (
@@ -102,7 +105,37 @@ fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
         ),
         triggers,
-    )
+    );
+    let hpa = stabilization(v, "/spec/advanced/horizontalPodAutoscalerConfig/behavior");
+    // KEDA takes the last pod away `cooldownPeriod` after the trigger went quiet.
+    let cooldown = match u32_at(v, "/spec/cooldownPeriod") {
+        Some(c) => (c, "cooldownPeriod".to_string()),
+        None => (
+            300,
+            "cooldownPeriod unset (KEDA's default 300 s)".to_string(),
+        ),
+    };
+    a.2.scale_down = Some(if a.2.min == 0 && cooldown.0 < hpa.0 {
+        cooldown
+    } else {
+        hpa
+    });
+    a
+}
+
+/// An HPA behaviour's scale-down stabilisation window, or Kubernetes' default.
+fn stabilization(v: &Value, behavior: &str) -> (u32, String) {
+    match u32_at(
+        v,
+        &format!("{behavior}/scaleDown/stabilizationWindowSeconds"),
+    ) {
+        Some(w) => (w, "behavior.scaleDown.stabilizationWindowSeconds".into()),
+        None => (
+            300,
+            "behavior.scaleDown.stabilizationWindowSeconds unset (Kubernetes' default 300 s)"
+                .into(),
+        ),
+    }
 }
 
 /// True when `text` holds Kubernetes objects (a document with `apiVersion` and `kind`) rather
