@@ -316,9 +316,10 @@ pub struct AuditArgs {
     /// move), across the whole deployment.
     #[arg(long, value_enum, value_name = "VERSION")]
     pub upgrade: Option<crate::model::Upgrade>,
-    /// A saved run of this deployment (results directory or summary.json): check the time
-    /// budget — the shutdown window, the runner task timeout and the job lock's margin —
-    /// against the job times and event-loop lag it measured.
+    /// A run of this deployment — a results directory or its summary.json (a sweep's, or
+    /// `diagnose --prometheus … --out DIR`'s), or k6's --out json/csv file: check the time
+    /// budget — the shutdown window, the runner task timeout, the job lock's margin, the
+    /// autoscaler's scale-down — against the job times and event-loop lag it measured.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,
     #[command(flatten)]

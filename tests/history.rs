@@ -444,6 +444,60 @@ fn a_pool_capped_peak_in_prometheus_names_the_database_pool() {
     drop(pg);
 }
 
+/// `audit --run` on what `diagnose --prometheus --out` saved: the time budget from production
+/// history, against a runner that stops Code after 0.05 s while n8n's slots held each job
+/// about 0.1 s or more.
+#[test]
+fn the_time_budget_is_checked_against_prometheus_history() {
+    if !available() {
+        return;
+    }
+    let stack = start(Spec::default());
+    let t0 = now();
+    stack.load("2", 8, 100);
+    let out_dir = stack.dir.join("history-run");
+    let d = stack.diagnose(t0, &["--out", out_dir.to_str().unwrap()]);
+    assert!(
+        d["diagnosis"]["levels"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{d}"
+    );
+    let clean =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose/minimal-clean.yml");
+    let short = stack.dir.join("short.yml");
+    std::fs::write(
+        &short,
+        std::fs::read_to_string(clean).unwrap().replace(
+            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
+            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"0.05\"",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["audit", "--json", "-f"])
+        .arg(&short)
+        .arg("--run")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let f = a["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "task-timeout-below-code-time")
+        .unwrap_or_else(|| panic!("{a}"));
+    // n8n's slot time: the job's 100 ms sleep and the worker's overhead, never less.
+    let code = f["figures"]["code_p99_s"].as_f64().unwrap();
+    assert!(code >= 0.1, "{f}");
+    assert!(
+        f["title"].as_str().unwrap().contains("Prometheus history"),
+        "{f}"
+    );
+}
+
 #[test]
 fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
     if !available() {
