@@ -153,3 +153,46 @@ fn absurd_inputs_give_up_instead_of_absurd_counts() {
     let e = from_break_point(&s, Sourced::new(4_000_000_000, "flag")).unwrap_err();
     assert!(e.contains("beyond what a deployment runs"), "{e}");
 }
+
+#[test]
+fn a_plan_whose_slow_executions_outlast_the_shutdown_window_says_so() {
+    // 40 s jobs, 4 slots: at 1 and 2 in flight below the ceiling, saturated at 8.
+    let s = settings(40.0, Some(4), Some(10));
+    let d = run(
+        &[
+            closed(0, 1, 1.0 / 40.1),
+            closed(1, 2, 2.0 / 40.1),
+            closed(2, 8, 4.0 / 40.1),
+        ],
+        s,
+    );
+    let r = recommend(&d, None).unwrap();
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("N8N_GRACEFUL_SHUTDOWN_TIMEOUT="))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    // The predicted mean response (≥ 40 s) × 1.5: well past n8n's 30 s default.
+    let need: f64 = note["N8N_GRACEFUL_SHUTDOWN_TIMEOUT=".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(need >= 60.0, "{note}");
+    // Short jobs: n8n's 30 s window covers them, nothing said.
+    let d = run(
+        &[
+            closed(0, 1, 1.0 / 1.1),
+            closed(1, 2, 2.0 / 1.1),
+            closed(2, 8, 4.0 / 1.1),
+        ],
+        settings(1.0, Some(4), Some(10)),
+    );
+    let r = recommend(&d, None).unwrap();
+    assert!(
+        !r.notes.iter().any(|n| n.contains("GRACEFUL")),
+        "{:?}",
+        r.notes
+    );
+}
