@@ -322,6 +322,14 @@ pub struct AuditArgs {
     /// autoscaler's scale-down — against the job times and event-loop lag it measured.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,
+    /// Name of an environment variable holding a Postgres DSN (host=… user=… dbname=… or
+    /// postgres://…): the connection budget against the live max_connections, with the
+    /// connections open now by application (read-only; the DSN is never shown).
+    #[arg(long, value_name = "VAR", conflicts_with = "postgres_file")]
+    pub postgres_env: Option<String>,
+    /// A file whose first line is that DSN.
+    #[arg(long, value_name = "FILE")]
+    pub postgres_file: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

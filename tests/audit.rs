@@ -67,7 +67,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
     // without it (what n8n 3.0 changes is not a fault of the deployment running 2.x).
     let upgrade = || audit::Options {
         upgrade: Some(n8ncap::model::Upgrade::V3),
-        measured: None,
+        ..Default::default()
     };
     seen.extend(fire_only_with("fixtures/compose/upgrade-3.0", upgrade));
     // The time budget's rules, against a run that measured 20 s jobs (all Code) and 1 s of
@@ -80,6 +80,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
             code_p99_s: Some(20.0),
             worker_lag_max_s: Some(1.0),
         }),
+        ..Default::default()
     };
     let clean = root().join("examples/compose/minimal-clean.yml");
     assert!(rule_ids_with(&[clean], measured()).is_empty());

@@ -291,3 +291,51 @@ async fn pools_past_max_connections_are_refused_and_lead_the_verdict() {
         d.verdict
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_reads_the_live_postgres_for_the_connection_budget_and_never_shows_the_dsn() {
+    // max_connections 12, 3 reserved: 9 for n8n; the fixture's main and worker ask for 10 each.
+    let Some(pg) = start_postgres(12).await else {
+        return;
+    };
+    let dsn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=n8n password=NOT-SHOWN-7f3a",
+        pg.port
+    );
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/compose/rules/db-connections-exhausted.yml");
+    let audit = |env: &[(&str, &str)], args: &[&str]| {
+        let mut c = std::process::Command::new(bin());
+        c.args(["audit", "--json", "-f"]).arg(&fixture).args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // A child process of its own: nothing of this test's runtime serves it.
+    let out = audit(&[("PG_DSN", dsn.as_str())], &["--postgres-env", "PG_DSN"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!stdout.contains("NOT-SHOWN") && !stderr.contains("NOT-SHOWN"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{stderr}"));
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "db-connections-exhausted")
+        .unwrap_or_else(|| panic!("{v}"));
+    // The live figures, not the fixture's postgres service (max_connections=10).
+    assert_eq!(f["figures"]["connections_available"], 9.0, "{f}");
+    assert_eq!(f["figures"]["connections_needed"], 20.0, "{f}");
+    assert!(
+        f["figures"]["connections_open"].as_f64().unwrap() >= 1.0,
+        "{f}"
+    );
+    // An unset variable is bad input, said without a value.
+    let out = audit(&[], &["--postgres-env", "PG_DSN_UNSET"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PG_DSN_UNSET"));
+}

@@ -115,53 +115,96 @@ fn ping_timeout_default(c: &Ctx, out: &mut Vec<Finding>) {
     );
 }
 
-/// The connection budget: Σ pools × processes against what Postgres leaves to them.
+/// The connection budget: Σ pools × processes against what Postgres leaves to them — the live
+/// Postgres when `--postgres-env`/`--postgres-file` read it, else the Postgres service of the
+/// input.
 fn budget(c: &Ctx, out: &mut Vec<Finding>) {
-    let (t, n8n) = (c.t, &c.n8n);
-    let pg: Vec<&Node> = t
-        .nodes
-        .iter()
-        .filter(|n| n.role == Role::Postgres)
-        .collect();
-    let pg_users: Vec<&&Node> = n8n
+    use crate::model::budget::{self, Processes};
+    let pg_users: Vec<&&Node> = c
+        .n8n
         .iter()
         .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
         .collect();
-    if let (Some(p), false) = (pg.first(), pg_users.is_empty()) {
-        use crate::model::budget::{self, Processes};
-        let max_conn = p.max_connections.as_ref().map_or(100, |m| m.value);
-        let groups: Vec<Processes> = pg_users
+    let node = c.t.nodes.iter().find(|n| n.role == Role::Postgres);
+    let (subject, max_conn, reserved, at) = match (c.postgres, node) {
+        (Some(live), _) => (
+            node.map_or(pg_users.first().map_or("postgres", |n| n.name()), |p| {
+                p.name()
+            }),
+            live.max_connections,
+            Some(live.reserved),
+            format!("live Postgres {}", live.at),
+        ),
+        (None, Some(p)) => (
+            p.name(),
+            p.max_connections.as_ref().map_or(100, |m| m.value),
+            p.reserved_connections.as_ref().map(|r| r.value),
+            p.name().to_string(),
+        ),
+        (None, None) => return,
+    };
+    if pg_users.is_empty() {
+        return;
+    }
+    let groups: Vec<Processes> = pg_users
+        .iter()
+        .map(|n| Processes {
+            count: n.facts.replicas,
+            pool: n
+                .db_pool_size
+                .as_ref()
+                .map_or(n8n_defaults::DB_POOL_SIZE, |p| p.value),
+        })
+        .collect();
+    let processes: u32 = groups.iter().map(|g| g.count).fold(0, u32::saturating_add);
+    let b = budget::connections(
+        &groups,
+        Some(budget::Postgres {
+            max_connections: max_conn,
+            reserved,
+        }),
+        None,
+    );
+    if b.fits() {
+        return;
+    }
+    let available = b.postgres_available.unwrap_or(max_conn);
+    let mut f = finding(FindingId::DbConnectionsExhausted, subject, format!(
+        "{at}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {} connections > the {available} max_connections {max_conn} leaves to them",
+        b.needed
+    ))
+    .figure("connections_needed", b.needed as f64)
+    .figure("connections_available", available as f64);
+    if let Some(live) = c.postgres {
+        let apps: Vec<String> = live
+            .by_application
             .iter()
-            .map(|n| Processes {
-                count: n.facts.replicas,
-                pool: n
-                    .db_pool_size
-                    .as_ref()
-                    .map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value),
+            .map(|(a, st, n)| {
+                format!(
+                    "{n} {} {}",
+                    if a.is_empty() {
+                        "(no application_name)"
+                    } else {
+                        a
+                    },
+                    if st.is_empty() { "-" } else { st }
+                )
             })
             .collect();
-        let processes: u32 = groups.iter().map(|g| g.count).fold(0, u32::saturating_add);
-        let b = budget::connections(
-            &groups,
-            Some(budget::Postgres {
-                max_connections: max_conn,
-                reserved: p.reserved_connections.as_ref().map(|r| r.value),
-            }),
-            None,
-        );
-        if !b.fits() {
-            let available = b.postgres_available.unwrap_or(max_conn);
-            out.push(
-                finding(FindingId::DbConnectionsExhausted, p.name(), format!(
-                    "{}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {} connections > the {available} max_connections {max_conn} leaves to them",
-                    p.name(),
-                    b.needed
-                ))
-                .figure("connections_needed", b.needed as f64)
-                .figure("connections_available", available as f64)
-                .why("Under load the pools ask for more connections than Postgres allows (max_connections less superuser_reserved_connections): it refuses the next with SQLSTATE 53300 and the execution that needed it fails.")
-                .fix("lower DB_POSTGRESDB_POOL_SIZE, raise max_connections (postgres -c max_connections=N) above the total, or put PgBouncer (transaction mode) in front"),
-            );
+        f = f
+            .evidence(format!("open now: {} ({})", live.open(), apps.join(", ")))
+            .figure("connections_open", live.open() as f64);
+        if !live.waiting.is_empty() {
+            let w: Vec<String> = live
+                .waiting
+                .iter()
+                .map(|(t, n)| format!("{n} on {t}"))
+                .collect();
+            f = f.evidence(format!("waiting now: {}", w.join(", ")));
         }
     }
+    out.push(
+        f.why("Under load the pools ask for more connections than Postgres allows (max_connections less superuser_reserved_connections): it refuses the next with SQLSTATE 53300 and the execution that needed it fails.")
+            .fix("lower DB_POSTGRESDB_POOL_SIZE, raise max_connections (postgres -c max_connections=N) above the total, or put PgBouncer (transaction mode) in front"),
+    );
 }

@@ -265,7 +265,8 @@ fn db_budget(c: &Ctx, out: &mut Vec<Finding>) {
         .filter(|n| n.facts.k8s.is_some() && env(n, "DB_TYPE") == Some("postgresdb"))
         .collect();
     let has_pg = c.t.nodes.iter().any(|n| n.role == Role::Postgres);
-    if users.is_empty() || has_pg {
+    // With Postgres in the input or read live, the budget is checked, not only said.
+    if users.is_empty() || has_pg || c.postgres.is_some() {
         return;
     }
     let mut parts = Vec::new();

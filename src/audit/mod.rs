@@ -15,6 +15,8 @@ pub use time_budget::Measured;
 pub struct Options {
     pub upgrade: Option<Upgrade>,
     pub measured: Option<Measured>,
+    /// The live Postgres (`--postgres-env`/`--postgres-file`): the budget against it.
+    pub postgres: Option<crate::topology::PostgresFacts>,
 }
 
 use crate::findings::{Finding, FindingId, Severity};
@@ -85,6 +87,8 @@ fn image_tag(image: &str) -> String {
 /// What every rule looks at: the topology, its n8n processes and its runners.
 struct Ctx<'a> {
     t: &'a Topology,
+    /// The live Postgres read for the audit, when it was.
+    postgres: Option<&'a crate::topology::PostgresFacts>,
     n8n: Vec<&'a Node>,
     runners: Vec<&'a Node>,
     has_workers: bool,
@@ -98,6 +102,7 @@ impl<'a> Ctx<'a> {
             .filter(|n| matches!(n.role, Role::Main | Role::Worker | Role::Webhook))
             .collect();
         Ctx {
+            postgres: None,
             has_workers: n8n.iter().any(|n| n.role == Role::Worker),
             runners: t.nodes.iter().filter(|n| n.role == Role::Runner).collect(),
             n8n,
@@ -138,7 +143,8 @@ pub fn audit_for(
         .filter(|f| f.state.as_ref().is_none_or(|s| s.running))
         .collect();
     let t = Topology::build(running);
-    let c = Ctx::new(&t);
+    let mut c = Ctx::new(&t);
+    c.postgres = opts.postgres.as_ref();
     let mut out = Vec::new();
     queue_mode(&c, &mut out);
     regular_mode(&c, &mut out);

@@ -6,9 +6,16 @@ use crate::error;
 
 pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<audit::Report>("audit")?;
+    let postgres =
+        match crate::observe::postgres::dsn(a.postgres_env.as_deref(), a.postgres_file.as_deref())?
+        {
+            Some(dsn) => Some(crate::observe::postgres::read(&dsn).await?),
+            None => None,
+        };
     let opts = audit::Options {
         upgrade: a.upgrade,
         measured: a.run.as_deref().map(measured).transpose()?,
+        postgres,
     };
     let report = if a.live {
         let docker = crate::observe::docker::connect().await?;

@@ -6,6 +6,7 @@ pub mod bull;
 pub mod docker;
 mod events;
 pub mod history;
+pub mod postgres;
 pub mod prometheus;
 mod queue_refresh;
 pub mod refresh;

@@ -263,3 +263,23 @@ impl Facts {
         self.env_names.sort();
     }
 }
+
+/// What a live Postgres said about its connections (read by `observe::postgres`, credentials
+/// never kept).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PostgresFacts {
+    /// Where, without credentials: "host:port/database".
+    pub at: String,
+    pub max_connections: u32,
+    pub reserved: u32,
+    /// Connections open now, by application name and state.
+    pub by_application: Vec<(String, String, u32)>,
+    /// Connections waiting now, by wait event type.
+    pub waiting: Vec<(String, u32)>,
+}
+
+impl PostgresFacts {
+    pub fn open(&self) -> u32 {
+        self.by_application.iter().map(|(_, _, n)| n).sum()
+    }
+}

@@ -1,0 +1,162 @@
+//! Postgres itself, read-only (`--postgres-env VAR` / `--postgres-file FILE`): the connections
+//! it allows (`max_connections`, `superuser_reserved_connections`) and the ones open now, by
+//! application and state, and what they wait on (`pg_stat_activity`). The DSN (key=value or a
+//! `postgres://` URL) is read from the variable or file and never shown, stored or logged:
+//! errors name the host, port and database only. Every figure is checked before it is one.
+
+use crate::error::BadInput;
+pub use crate::topology::PostgresFacts;
+use std::time::Duration;
+
+/// Most connections believed (Postgres' own ceiling is far below).
+const MAX_CONNECTIONS: u32 = 1_000_000;
+
+/// The DSN from `--postgres-env VAR` or `--postgres-file FILE` (its first line).
+pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<String>, BadInput> {
+    match (env, file) {
+        (Some(v), _) => std::env::var(v).map(Some).map_err(|_| {
+            BadInput(format!(
+                "--postgres-env {v}: the variable is not set (it holds the DSN: host=… user=… dbname=… or postgres://…)"
+            ))
+        }),
+        (None, Some(f)) => {
+            let text = crate::util::read_text_file(f, 64 * 1024, "--postgres-file")?;
+            let line = text.lines().next().unwrap_or("").trim().to_string();
+            if line.is_empty() {
+                return Err(BadInput(format!(
+                    "--postgres-file {}: empty; its first line is the DSN",
+                    f.display()
+                )));
+            }
+            Ok(Some(line))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The DSN parsed, read-only, and where it points without credentials ("host:port/database").
+fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
+    let mut cfg: tokio_postgres::Config = dsn.parse().map_err(|_| {
+        BadInput(
+            "the Postgres DSN does not parse: give key=value pairs (host=… port=… user=… dbname=…) or a postgres:// URL"
+                .into(),
+        )
+    })?;
+    cfg.connect_timeout(Duration::from_secs(10))
+        .application_name("n8ncap")
+        .options("-c default_transaction_read_only=on");
+    let at = format!(
+        "{}:{}/{}",
+        cfg.get_hosts()
+            .first()
+            .map(|h| match h {
+                tokio_postgres::config::Host::Tcp(s) => s.clone(),
+                tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+            })
+            .unwrap_or_else(|| "localhost".into()),
+        cfg.get_ports().first().copied().unwrap_or(5432),
+        cfg.get_dbname().unwrap_or("postgres")
+    );
+    Ok((cfg, at))
+}
+
+/// A Postgres error in its own words (its SQLSTATE), or that it did not answer.
+fn words(at: &str, what: &str, e: tokio_postgres::Error) -> BadInput {
+    BadInput(format!(
+        "Postgres at {at}: {what}: {}",
+        e.as_db_error()
+            .map(|d| format!("{} ({})", d.message(), d.code().code()))
+            .unwrap_or_else(|| "no answer (host, port, credentials?)".into())
+    ))
+}
+
+/// A setting that counts connections, checked.
+fn count(at: &str, name: &str, v: String) -> Result<u32, BadInput> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n <= MAX_CONNECTIONS)
+        .ok_or_else(|| {
+            BadInput(format!(
+                "Postgres at {at}: {name} is {v:?}, not a count of connections"
+            ))
+        })
+}
+
+/// The client connections open now by application and state, and what they wait on.
+type Activity = (Vec<(String, String, u32)>, Vec<(String, u32)>);
+
+async fn activity(client: &tokio_postgres::Client, at: &str) -> Result<Activity, BadInput> {
+    let rows = client
+        .query(
+            "SELECT coalesce(application_name, ''), coalesce(state, ''), count(*)::int8 \
+             FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY 1, 2 ORDER BY 3 DESC",
+            &[],
+        )
+        .await
+        .map_err(|e| words(at, "reading pg_stat_activity", e))?;
+    let by_application = rows
+        .iter()
+        .map(|r| {
+            (
+                r.get::<_, String>(0),
+                r.get::<_, String>(1),
+                r.get::<_, i64>(2),
+            )
+        })
+        .map(|(a, s, n)| {
+            (
+                crate::util::escape_control(&a).into_owned(),
+                s,
+                n.clamp(0, MAX_CONNECTIONS as i64) as u32,
+            )
+        })
+        .collect();
+    let rows = client
+        .query(
+            "SELECT wait_event_type, count(*)::int8 FROM pg_stat_activity \
+             WHERE backend_type = 'client backend' AND wait_event_type IS NOT NULL GROUP BY 1",
+            &[],
+        )
+        .await
+        .map_err(|e| words(at, "reading pg_stat_activity", e))?;
+    let waiting = rows
+        .iter()
+        .map(|r| {
+            (
+                r.get::<_, String>(0),
+                r.get::<_, i64>(1).clamp(0, MAX_CONNECTIONS as i64) as u32,
+            )
+        })
+        .collect();
+    Ok((by_application, waiting))
+}
+
+/// Connects read-only and reads the connection figures.
+pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
+    let (cfg, at) = config(dsn)?;
+    let (client, conn) = cfg
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| words(&at, "cannot connect", e))?;
+    let task = tokio::spawn(conn);
+    let mut settings = Vec::new();
+    for name in ["max_connections", "superuser_reserved_connections"] {
+        let v: String = client
+            .query_one(&format!("SHOW {name}"), &[])
+            .await
+            .map_err(|e| words(&at, &format!("SHOW {name}"), e))?
+            .get(0);
+        settings.push(count(&at, name, v)?);
+    }
+    let (by_application, waiting) = activity(&client, &at).await?;
+    drop(client);
+    let _ = task.await;
+    Ok(PostgresFacts {
+        at,
+        max_connections: settings[0],
+        reserved: settings[1],
+        by_application,
+        waiting,
+    })
+}
