@@ -138,9 +138,8 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
         })
         .collect();
     buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    if buckets
-        .windows(2)
-        .any(|w| w[1].1 < w[0].1 || !w[0].1.is_finite() || w[0].1 < 0.0)
+    if buckets.iter().any(|b| !b.1.is_finite() || b.1 < 0.0)
+        || buckets.windows(2).any(|w| w[1].1 < w[0].1)
     {
         return Err(format!(
             "{prefix}db_pool_acquire_seconds buckets are not cumulative counts: a histogram's buckets never fall as their bound grows"
@@ -158,6 +157,49 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// n8n's pool metrics as `PrometheusDbPoolMetricsService` writes them.
+    fn pool_page(active: &str, max: &str, pending: &str, buckets: [&str; 3]) -> Exposition {
+        prometheus::parse(&format!(
+            "# TYPE n8n_db_pool_connections_active gauge\nn8n_db_pool_connections_active {active}\n\
+             # TYPE n8n_db_pool_connections_max gauge\nn8n_db_pool_connections_max {max}\n\
+             # TYPE n8n_db_pool_requests_pending gauge\nn8n_db_pool_requests_pending {pending}\n\
+             # TYPE n8n_db_pool_acquire_seconds histogram\n\
+             n8n_db_pool_acquire_seconds_bucket{{le=\"0.001\"}} {}\n\
+             n8n_db_pool_acquire_seconds_bucket{{le=\"0.5\"}} {}\n\
+             n8n_db_pool_acquire_seconds_bucket{{le=\"+Inf\"}} {}\n\
+             n8n_db_pool_acquire_seconds_sum 1.5\nn8n_db_pool_acquire_seconds_count {}\n",
+            buckets[0], buckets[1], buckets[2], buckets[2]
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn impossible_pool_readings_are_gaps_not_figures() {
+        let r = db_pool_checked(&pool_page("2", "2", "3", ["5", "9", "10"]), "n8n_")
+            .unwrap()
+            .unwrap();
+        assert_eq!((r.max, r.active, r.pending), (2.0, 2.0, 3.0));
+        assert_eq!(r.acquire, Some((1.5, 10.0)));
+        assert_eq!(
+            r.buckets,
+            vec![(0.001, 5.0), (0.5, 9.0), (f64::INFINITY, 10.0)]
+        );
+        // More connections in use than the pool holds, negative or NaN counts, a pool beyond
+        // belief, buckets that fall: gaps with their reason.
+        for page in [
+            pool_page("3", "2", "0", ["1", "1", "1"]),
+            pool_page("-1", "2", "0", ["1", "1", "1"]),
+            pool_page("1", "2", "NaN", ["1", "1", "1"]),
+            pool_page("1", "1e9", "0", ["1", "1", "1"]),
+            pool_page("1", "2", "0", ["5", "4", "6"]),
+            pool_page("1", "2", "0", ["1", "1", "-2"]),
+        ] {
+            assert!(db_pool_checked(&page, "n8n_").is_err());
+        }
+        // A process without the flag: nothing to read, no gap.
+        assert_eq!(db_pool_checked(&page("1", "0"), "n8n_"), Ok(None));
+    }
 
     fn page(active: &str, waiting: &str) -> Exposition {
         prometheus::parse(&format!(

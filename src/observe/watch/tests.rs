@@ -72,3 +72,42 @@ fn cpu_counters_that_cannot_be_true_are_gaps() {
     assert!(most_cores("http://127.0.0.1:5678/metrics") < 256.0);
     assert_eq!(most_cores("http://n8n.example:5678/metrics"), 256.0);
 }
+
+#[test]
+fn a_stage_pool_is_its_gauges_means_and_the_acquire_p99_between_its_first_and_last_readings() {
+    use crate::observe::scrape::PoolReading;
+    let reading = |active: f64, pending: f64, b: [f64; 3]| PoolReading {
+        max: 2.0,
+        active,
+        pending,
+        acquire: Some((b[2] * 0.01, b[2])),
+        buckets: vec![(0.01, b[0]), (0.5, b[1]), (f64::INFINITY, b[2])],
+    };
+    // 100 acquisitions in the window: 50 within 10 ms, 99 within 0.5 s.
+    let p = super::aggregate::db_pool(
+        &[
+            reading(1.0, 0.0, [10.0, 10.0, 10.0]),
+            reading(2.0, 4.0, [60.0, 109.0, 110.0]),
+        ],
+        1,
+    )
+    .unwrap();
+    assert_eq!(
+        (p.active_mean, p.active_max, p.pending_mean),
+        (1.5, 2.0, 2.0)
+    );
+    assert_eq!((p.acquires, p.samples, p.gaps), (100.0, 2, 1));
+    assert_eq!((p.acquire_p99_s, p.acquire_p99_above), (Some(0.5), false));
+    // Only the +Inf bucket reaches 99 %: the p99 is above the last finite bound.
+    let p = super::aggregate::db_pool(
+        &[
+            reading(1.0, 0.0, [0.0, 0.0, 0.0]),
+            reading(2.0, 4.0, [0.0, 50.0, 100.0]),
+        ],
+        0,
+    )
+    .unwrap();
+    assert_eq!((p.acquire_p99_s, p.acquire_p99_above), (Some(0.5), true));
+    // No readings: no pool.
+    assert!(super::aggregate::db_pool(&[], 3).is_none());
+}
