@@ -15,6 +15,18 @@ use crate::record::diagnosis::Level;
 
 pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
 
+/// Slots taken as a level saw them: main's gauge, unless Little's law at the slots (completions
+/// × n8n's slot time) disagrees with it by more than a fifth (the tolerance of history's own
+/// check, `slots-bind`) — a gauge that lags the queue, or counts jobs finished but not yet
+/// cleared, is then the reading to drop.
+fn slots_believed(l: &Level) -> Option<f64> {
+    let gauge = l.slots_taken?;
+    match l.executions_in_slots {
+        Some(little) if (gauge - little).abs() > 0.2 * little => Some(little),
+        _ => Some(gauge),
+    }
+}
+
 /// Fills unknown limits from the saturated level. Worker concurrency comes first from the
 /// queue gauges (slots taken while jobs waited in Redis); then whichever of the two is still
 /// unknown from X × S or X × C, when the other is known and not reached and no CPU binds.
@@ -24,7 +36,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
         let slots = levels
             .iter()
             .filter(|l| l.valid && l.waiting.unwrap_or(0.0) >= 1.0)
-            .filter_map(|l| l.slots_taken)
+            .filter_map(slots_believed)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
         if let Some(per) = slots
             .map(|v| (v / workers).round() as u32)

@@ -33,6 +33,10 @@ pub struct Level {
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<Estimate>,
     pub slots_taken: Option<f64>,
+    /// Executions in slots by Little's law at the slots: completions/s × n8n's slot time (the
+    /// execution histogram), when the level comes from Prometheus history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executions_in_slots: Option<f64>,
     pub waiting: Option<f64>,
     pub error_rate: f64,
     pub client_cpu_percent: f64,

@@ -109,6 +109,22 @@ fn a_worker_capped_history_is_named_from_little_at_the_slots_with_no_flag() {
 }
 
 #[test]
+fn a_slots_gauge_over_little_s_law_is_not_the_slots_inferred() {
+    // 4 slots, 0.5 s jobs at 8/s (4 executions in slots), while main's gauge counts 7: jobs
+    // finished but not yet cleared from the active list on a starved host.
+    let busy: Vec<_> = (0..5).map(|_| (8.0, 7.0, 8.0, 0.5)).collect();
+    let mut h = history(0, 0.5, &busy);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+}
+
+#[test]
 fn a_runner_capped_history_pools_its_period_and_infers_the_runner_from_the_code_time() {
     // 12 slots, a runner of 5 tasks, 0.4 s Code: 12.5/s; each execution holds its slot
     // 0.96 s (waiting for a runner inside it). The windows alias ±20 %.
