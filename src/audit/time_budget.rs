@@ -95,7 +95,7 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
                     .figure("shutdown_window_s", w.value)
                     .figure("job_p99_s", m.job_p99_s)
                     .why("A scale-down, deploy or restart kills the executions still running when the window ends: their Bull lock is lost and they fail as MaxStalledCountError (n8n #37651).")
-                    .fix(format!("N8N_GRACEFUL_SHUTDOWN_TIMEOUT={need:.0} on {} (compose: environment; Helm: the worker's extraEnv / config; Kubernetes: env), and terminationGracePeriodSeconds above it plus the runner's window", n.name())),
+                    .fix(format!("N8N_GRACEFUL_SHUTDOWN_TIMEOUT={need:.0} on {} — compose: its environment; n8n's chart: redis.worker.timeout (and lifecycle.worker.terminationGracePeriodSeconds above it); the community chart: an extra env var of the worker; Kubernetes: the worker container's env, and the pod's terminationGracePeriodSeconds above it plus the runner's window", n.name())),
                 );
             }
         }
@@ -112,7 +112,7 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
                     .figure("lock_margin_s", margin_s)
                     .figure("event_loop_lag_max_s", lag)
                     .why("A renewal that comes late loses the lock: with maxStalledCount 0 the execution fails, or runs twice.")
-                    .fix(format!("QUEUE_WORKER_LOCK_DURATION={:.0} on {} (at least the renew time + twice the lag measured), and find what blocks the event loop", ((r.value + 2000.0 * lag.max(1.0)) / 1000.0).ceil() * 1000.0, n.name())),
+                    .fix(format!("QUEUE_WORKER_LOCK_DURATION={:.0} on {} (at least the renew time + twice the lag measured) — compose or Kubernetes: its env; n8n's chart: redis.worker.lockDuration; the community chart: an extra env var of the worker — and find what blocks the event loop", ((r.value + 2000.0 * lag.max(1.0)) / 1000.0).ceil() * 1000.0, n.name())),
                 );
             }
         }
@@ -140,7 +140,7 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
                 .figure("task_timeout_s", limit)
                 .figure("code_p99_s", code)
                 .why("Every Code task longer than the timeout fails, and its execution with it.")
-                .fix(format!("N8N_RUNNERS_TASK_TIMEOUT={:.0} on {}", (code * 1.5).ceil(), n.name())),
+                .fix(format!("N8N_RUNNERS_TASK_TIMEOUT={:.0} on {} — compose or Kubernetes: its env; n8n's chart: taskRunners.extraEnv; the community chart: taskRunners.taskTimeout", (code * 1.5).ceil(), n.name())),
             );
         }
     }
