@@ -15,16 +15,24 @@ use crate::record::diagnosis::Level;
 
 pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
 
-/// Slots taken as a level saw them: main's gauge, unless Little's law at the slots (completions
-/// × n8n's slot time) disagrees with it by more than a fifth (the tolerance of history's own
-/// check, `slots-bind`) — a gauge that lags the queue, or counts jobs finished but not yet
-/// cleared, is then the reading to drop.
+/// Slots taken as a level saw them: main's gauge, unless it counts half again more than Little's
+/// law at the slots allows (completions × n8n's slot time: executions cannot hold more slots
+/// than they spend time in) — a gauge counting jobs finished but not yet cleared from Bull's
+/// active list on a starved host. Below that the gauge stands: Little's figure from windows on
+/// a busy host reads a little low (counts and durations cut at different edges).
 fn slots_believed(l: &Level) -> Option<f64> {
     let gauge = l.slots_taken?;
     match l.executions_in_slots {
-        Some(little) if (gauge - little).abs() > 0.2 * little => Some(little),
+        Some(little) if gauge > 1.5 * little => Some(little),
         _ => Some(gauge),
     }
+}
+
+/// An inferred limit's interval, rounded outward to whole tasks or slots: a limit is a whole
+/// number, and a throughput interval of near-zero width (a long level's count) would otherwise
+/// exclude the integer the estimate rounds to.
+fn whole([lo, hi]: [f64; 2]) -> [f64; 2] {
+    [lo.floor(), hi.ceil()]
 }
 
 /// Fills unknown limits from the saturated level. Worker concurrency comes first from the
@@ -83,7 +91,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
             let k = code / (workers * rpw);
             s.runner_limit = Some(Sourced::inferred(
                 x * k,
-                [c.x.low * k, c.x.high * k],
+                whole([c.x.low * k, c.x.high * k]),
                 format!(
                     "inferred from one saturated level ({}): {x:.2} req/s × Code time {code:.2} s = {tasks:.1} runner tasks",
                     c.level.words()
@@ -96,7 +104,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
                 let k = c.s / workers;
                 s.worker_concurrency = Some(Sourced::inferred(
                     x * k,
-                    [c.x.low * k, c.x.high * k],
+                    whole([c.x.low * k, c.x.high * k]),
                     format!(
                         "inferred from one saturated level ({}): {x:.2} req/s × S {:.2} s = {in_progress:.1} executions in progress",
                         c.level.words(),

@@ -121,13 +121,17 @@ impl Kind for DbPool {
             .filter(|(_, active, max, pending)| *pending >= 0.5 && *active >= 0.75 * max)
             .map(|(d, active, max, _)| d * max / active)
             .collect();
-        let mut d: Vec<f64> = if full.is_empty() {
-            read.iter().map(|r| r.0).collect()
-        } else {
+        let at_full = !full.is_empty();
+        let mut d: Vec<f64> = if at_full {
             full
+        } else {
+            read.iter().map(|r| r.0).collect()
         };
         d.sort_by(f64::total_cmp);
-        let median = d[d.len() / 2];
+        // Where the pool was full each level reads D exactly, and a busy host only stretches it:
+        // the shortest is the pool's own (so its bound is the best any full level ran, never
+        // below what was measured); elsewhere the median of the levels' readings.
+        let median = if at_full { d[0] } else { d[d.len() / 2] };
         let pending = read.iter().map(|r| r.3).fold(0.0, f64::max);
         if s.db_acquire_p99_s.is_none() {
             s.db_acquire_p99_s = acquire_p99(stages, levels);
@@ -138,7 +142,7 @@ impl Kind for DbPool {
             source: format!(
                 "measured: connections in use ÷ throughput (Little's law at the pool) at {} level(s){}; at most {busiest:.1} in use, {pending:.1} requests pending",
                 d.len(),
-                if d.len() < read.len() { " where the pool was full" } else { "" }
+                if at_full { " where the pool was full, the shortest" } else { "" }
             ),
             interval: Some([d[0], d[d.len() - 1]]),
         });
