@@ -164,8 +164,11 @@ fn start(spec: Spec) -> Stack {
     rt.block_on(async {
         wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
         wait_http_ok(&format!("http://127.0.0.1:{health}/healthz")).await;
-        // A loaded 2-core machine can take Prometheus many seconds to open its TSDB.
-        for _ in 0..1200 {
+        // A loaded 2-core machine can take Prometheus a minute or more to open its TSDB (four
+        // history tests start one each): waited for as a state, the 4 minutes only keep a broken
+        // start from hanging.
+        let deadline = std::time::Instant::now() + Duration::from_secs(240);
+        while std::time::Instant::now() < deadline {
             if let Ok((200, _)) = n8ncap::wire::http::http_get(
                 &format!("http://127.0.0.1:{prom}/-/ready"),
                 Duration::from_secs(1),
