@@ -311,6 +311,7 @@ pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
         if let Some(b) = cap.binding() {
             cap.ceiling = cap.ceiling.min(b.per_s());
         }
+        cap.effective_concurrency = cap.ceiling * job.service_time();
     }
     Some(cap)
 }
