@@ -26,6 +26,9 @@ pub mod n8n_defaults {
     pub const TASK_REQUEST_TIMEOUT_S: f64 = 60.0;
     /// `DB_POSTGRESDB_POOL_SIZE`.
     pub const DB_POOL_SIZE: u32 = 2;
+    /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: how long a worker's shutdown waits for its
+    /// running executions.
+    pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
     /// `DB_PING_TIMEOUT_MS` (`DEFAULT_PING_TIMEOUT_MS` in `@n8n/config`'s database config).
     pub const DB_PING_TIMEOUT_MS: f64 = 5_000.0;
     /// `N8N_METRICS_QUEUE_METRICS_INTERVAL`, seconds: how often main refreshes its queue

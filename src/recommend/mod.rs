@@ -93,9 +93,6 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     Ok(rec)
 }
 
-/// n8n's `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` when unset, s.
-const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
-
 /// The time budget at the planned load: a scale-down or deploy kills the executions still
 /// running when the worker's shutdown window ends (n8n #37651), so the window must outlast the
 /// planned load's slow executions — the predicted mean response × the p95/mean spread the run
@@ -114,7 +111,7 @@ fn shutdown_window(d: &Diagnosis, r: &Recommendation) -> Option<String> {
         .fold(1.0, f64::max);
     let p95 = mean * spread;
     let need = (p95 * 1.5).ceil();
-    (need > GRACEFUL_SHUTDOWN_S).then(|| {
+    (need > n8n_defaults::GRACEFUL_SHUTDOWN_S).then(|| {
         format!(
             "N8N_GRACEFUL_SHUTDOWN_TIMEOUT={need:.0} on the workers (and terminationGracePeriodSeconds above it): at the planned load a slow execution takes about {p95:.1} s (the predicted mean {mean:.2} s × the p95/mean {spread:.2} measured below the ceiling), and a scale-down or deploy kills what still runs when n8n's 30 s window ends (`n8ncap audit --run` checks the deployment)"
         )

@@ -138,7 +138,7 @@ pub struct TimeSettings {
 }
 
 /// n8n 2.x's defaults for [`TimeSettings`].
-pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
+pub const GRACEFUL_SHUTDOWN_S: f64 = n8n_defaults::GRACEFUL_SHUTDOWN_S;
 pub const LOCK_DURATION_MS: f64 = 60_000.0;
 pub const LOCK_RENEW_MS: f64 = 10_000.0;
 pub const TASK_TIMEOUT_S: f64 = 300.0;
