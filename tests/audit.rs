@@ -581,36 +581,12 @@ fn the_time_budget_is_checked_against_a_saved_run() {
     let run = dir.join("summary.json");
     std::fs::write(&run, &demo.stdout).unwrap();
     let clean = root().join("examples/compose/minimal-clean.yml");
-    let short = dir.join("short.yml");
-    std::fs::write(
-        &short,
-        std::fs::read_to_string(&clean).unwrap().replace(
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"0.3\"",
-        ),
-    )
-    .unwrap();
-    let audit = |file: &std::path::Path, with_run: bool| -> serde_json::Value {
-        let mut c = Command::new(bin());
-        c.args(["audit", "--json", "-f"]).arg(file);
-        if with_run {
-            c.arg("--run").arg(&run);
-        }
-        let out = c.output().unwrap();
-        assert!(
-            matches!(out.status.code(), Some(0) | Some(1)),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+    let short = stack_with_task_timeout(&dir, "0.3");
+    let audit = |file: &std::path::Path, with_run: bool| {
+        audit_json(file, with_run.then_some(run.as_path()))
     };
     let v = audit(&short, true);
-    let f = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "task-timeout-below-code-time")
-        .unwrap_or_else(|| panic!("{v}"));
+    let f = finding_of(&v, "task-timeout-below-code-time");
     assert_eq!(f["figures"]["task_timeout_s"], 0.3);
     let code = f["figures"]["code_p99_s"].as_f64().unwrap();
     assert!(code > 0.5 && code < 5.0, "{code}");

@@ -466,32 +466,9 @@ fn the_time_budget_is_checked_against_prometheus_history() {
             .is_some_and(|l| !l.is_empty()),
         "{d}"
     );
-    let clean =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose/minimal-clean.yml");
-    let short = stack.dir.join("short.yml");
-    std::fs::write(
-        &short,
-        std::fs::read_to_string(clean).unwrap().replace(
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"0.05\"",
-        ),
-    )
-    .unwrap();
-    let out = Command::new(bin())
-        .args(["audit", "--json", "-f"])
-        .arg(&short)
-        .arg("--run")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let a: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
-    let f = a["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "task-timeout-below-code-time")
-        .unwrap_or_else(|| panic!("{a}"));
+    let short = stack_with_task_timeout(&stack.dir, "0.05");
+    let a = audit_json(&short, Some(&out_dir));
+    let f = finding_of(&a, "task-timeout-below-code-time");
     // n8n's mean execution time from history, above the 0.05 s timeout (the finding's
     // condition) and of the job's order (a busy host cuts counts and sums at different edges,
     // so it is not held to the 100 ms sleep).

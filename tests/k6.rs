@@ -475,35 +475,9 @@ async fn ramping_vus_levels_are_the_held_steps() {
     runner_5_judged(&c, &served);
     // The k6 file is a run for the time budget too: its level below the ceiling says how long a
     // job takes, against a runner that stops Code after 0.1 s.
-    let short = dir.join("short.yml");
-    std::fs::write(
-        &short,
-        std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("examples/compose/minimal-clean.yml"),
-        )
-        .unwrap()
-        .replace(
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
-            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"0.1\"",
-        ),
-    )
-    .unwrap();
-    let out = Command::new(bin())
-        .args(["audit", "--json", "-f"])
-        .arg(&short)
-        .arg("--run")
-        .arg(dir.join("out.json"))
-        .output()
-        .unwrap();
-    let a: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
-    let f = a["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "task-timeout-below-code-time")
-        .unwrap_or_else(|| panic!("{a}"));
+    let short = stack_with_task_timeout(&dir, "0.1");
+    let a = audit_json(&short, Some(&dir.join("out.json")));
+    let f = finding_of(&a, "task-timeout-below-code-time");
     // The level of 4 in flight answered in no less than the job's 0.4 s (a sleep never ends early).
     assert!(f["figures"]["code_p99_s"].as_f64().unwrap() >= 0.4, "{f}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -371,3 +371,46 @@ pub async fn served_at(worker_runners: &[String], main_metrics: &str) -> Served 
         slot_s: if count > 0.0 { sum / count } else { f64::NAN },
     }
 }
+
+/// The clean example stack (`examples/compose/minimal-clean.yml`) with its runner stopping each
+/// Code task after `timeout` seconds, written in `dir` (for the time budget's tests).
+pub fn stack_with_task_timeout(dir: &std::path::Path, timeout: &str) -> std::path::PathBuf {
+    let clean =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose/minimal-clean.yml");
+    let short = dir.join("short.yml");
+    std::fs::write(
+        &short,
+        std::fs::read_to_string(clean).unwrap().replace(
+            "      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"",
+            &format!("      N8N_RUNNERS_MAX_CONCURRENCY: \"10\"\n      N8N_RUNNERS_TASK_TIMEOUT: \"{timeout}\""),
+        ),
+    )
+    .unwrap();
+    short
+}
+
+/// `n8ncap audit --json -f FILE [--run RUN]`: its report (exit 0, or 1 for errors found).
+pub fn audit_json(file: &std::path::Path, run: Option<&std::path::Path>) -> serde_json::Value {
+    let mut c = Command::new(bin());
+    c.args(["audit", "--json", "-f"]).arg(file);
+    if let Some(r) = run {
+        c.arg("--run").arg(r);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The finding `id` of an audit report (the test fails naming the report when it is missing).
+pub fn finding_of<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {report}"))
+}
