@@ -188,7 +188,7 @@ async fn ceiling_reached_and_queue_backlog() {
     assert!(d.failure_point.is_none());
     // No failure: the plan keeps the slots it measured and raises worker concurrency.
     let rec = rec.expect("recommendation");
-    assert!(rec.worker_concurrency > 10);
+    assert!(rec.settings.worker_concurrency_or_default() > 10);
     assert!(rec.predicted_throughput > d.measured_ceiling.as_ref().unwrap().mean);
 }
 
@@ -451,10 +451,10 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
             assert_eq!(site.role, Some(n8ncap::record::Role::Worker));
             assert!(within(ceiling, 10.0, 0.15), "{ceiling}");
             let rec = rec.expect("a plan");
-            assert!(rec.workers >= 2, "{rec:?}");
+            assert!(rec.settings.worker_count() >= 2, "{rec:?}");
             assert!(rec.cpu_measured);
             assert!(rec.predicted_throughput > ceiling);
-            assert!(rec.runners_per_worker >= 1);
+            assert!(rec.settings.runners_per_worker_count() >= 1);
         }
         CpuSite::Host => {
             // The worker got less than its core because the host's were busy.

@@ -225,7 +225,12 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     assert!(x <= 2.0 / 0.050 * 1.02, "X {x}");
     // The plan raises the pool and predicts the next ceiling.
     let rec = n8ncap::recommend::recommend(&d, None).expect("a plan");
-    let pool = rec.db_pool_size.expect("a pool size proposed");
+    let pool = rec
+        .settings
+        .db_pool_size
+        .as_ref()
+        .map(|p| p.value)
+        .expect("a pool size proposed");
     assert!(pool > 2, "pool {pool}");
     // The pool in both charts' values and the worker patch.
     use n8ncap::report::{dialect, Dialect};

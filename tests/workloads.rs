@@ -182,7 +182,11 @@ async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdic
     assert!((f.get("notify_worker_slots").unwrap() - 0.7).abs() < 0.01);
     // The recommendation raises worker concurrency for this mix.
     let rec = rec.expect("a recommendation");
-    assert!(rec.worker_concurrency >= 5, "{:?}", rec);
+    assert!(
+        rec.settings.worker_concurrency_or_default() >= 5,
+        "{:?}",
+        rec
+    );
 }
 
 /// Regular mode: main runs the executions, 4 at once (N8N_CONCURRENCY_PRODUCTION_LIMIT), its
@@ -231,15 +235,15 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
     );
     let rec = rec.expect("a recommendation");
     assert!(
-        rec.worker_concurrency > 4,
+        rec.settings.worker_concurrency_or_default() > 4,
         "the production limit is raised: {rec:?}"
     );
-    assert!(rec.regular_mode);
+    assert!(rec.settings.is_regular());
     let snippet = n8ncap::report::dialect::settings(&rec, n8ncap::report::Dialect::Compose);
     assert!(
         snippet.contains(&format!(
             "N8N_CONCURRENCY_PRODUCTION_LIMIT={}",
-            rec.worker_concurrency
+            rec.settings.worker_concurrency_or_default()
         )),
         "{snippet}"
     );

@@ -213,10 +213,10 @@ fn brief(j: &Judged) -> RunBrief {
         recommendation: match j.recommendation {
             Ok(r) => format!(
                 "{} worker(s), worker concurrency {}, runner limit {} × {} per worker: {:.2} req/s",
-                r.workers,
-                r.worker_concurrency,
-                r.runner_limit,
-                r.runners_per_worker,
+                r.settings.worker_count(),
+                r.settings.worker_concurrency_or_default(),
+                r.settings.runner_limit_or_default(),
+                r.settings.runners_per_worker_count(),
                 r.predicted_throughput
             ),
             Err(why) => format!("none: {why}"),

@@ -2,12 +2,11 @@
 //! bound is measured, not set: usable cores ÷ CPU seconds per execution at the saturated site.
 //! No concurrency setting raises it; more processes (up to the host's cores) or more cores do.
 
-use super::{Ceiling, Dialect, Kind, Named, Plan, SettingLine, Verdict};
+use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
-use crate::record::recommendation::Recommendation;
 use crate::record::Role;
 
 pub struct Cpu;
@@ -56,7 +55,7 @@ impl Kind for Cpu {
         Some(super::SLOTS)
     }
 
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
         match d.cpu_limit.as_ref() {
             Some(site) => raise(d, site, current, job),
             None => Err("CPU caps, but no site was measured to raise".into()),
@@ -64,13 +63,14 @@ impl Kind for Cpu {
     }
 
     /// More processes are the worker and runner lines; CPU has no setting of its own.
-    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+    fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
         Vec::new()
     }
 }
 
-fn raise(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Plan, String> {
+fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<Settings, String> {
     let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
+    let workers = current.worker_count();
     match (site.site, site.role) {
         (CpuSite::Process, Some(Role::Worker)) => {
             let host = host_bound(&d.cpu).map(|h| h.bound_per_s);
@@ -80,27 +80,37 @@ fn raise(d: &Diagnosis, site: &CpuUse, current: Plan, job: Job) -> Result<Plan, 
                 ));
             }
             // Each worker's share of the measured throughput is what one more worker adds.
-            let per_worker = site.bound_per_s / current.workers as f64;
-            let slots = current.worker_concurrency as f64 / job.service_time().max(1e-9);
+            let per_worker = site.bound_per_s / workers as f64;
+            let slots =
+                current.worker_concurrency_or_default() as f64 / job.service_time().max(1e-9);
             let per_worker = per_worker.min(slots);
-            let wanted = match host {
-                Some(h) => (h / per_worker).floor() as u32,
-                None => current.workers + 1,
+            let (wanted, why) = match host {
+                Some(h) => (
+                    (h / per_worker).floor() as u32,
+                    format!("workers up to the host's CPU bound {h:.2} req/s at {per_worker:.2} req/s each"),
+                ),
+                None => (workers + 1, "one more worker (the host's CPU was not measured)".into()),
             };
-            Ok(Plan {
-                workers: wanted.max(current.workers + 1),
-                ..current
-            })
+            Ok(current
+                .clone()
+                .propose(|s| &mut s.workers, wanted.max(workers + 1), why))
         }
-        (CpuSite::Process, Some(Role::Runner)) => Ok(Plan {
-            runners_per_worker: current.runners_per_worker + 1,
-            runner_limit: current
-                .runner_limit
-                .saturating_mul(current.runners_per_worker)
-                .div_ceil(current.runners_per_worker + 1)
-                .max(1),
-            ..current
-        }),
+        (CpuSite::Process, Some(Role::Runner)) => {
+            let runners = current.runners_per_worker_count();
+            let why = "one more runner per worker: a runner is one Node process, its CPU caps";
+            Ok(current
+                .clone()
+                .propose(
+                    |s| &mut s.runner_limit,
+                    current
+                        .runner_limit_or_default()
+                        .saturating_mul(runners)
+                        .div_ceil(runners + 1)
+                        .max(1),
+                    why,
+                )
+                .propose(|s| &mut s.runners_per_worker, runners + 1, why))
+        }
         (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(format!(
             "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
             site.cpu_s_per_execution

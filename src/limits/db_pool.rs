@@ -7,13 +7,12 @@
 //! (n8n-io/terraform-aws-n8n#106: 33–54 requests pending per pod, pods declared a healthy
 //! database dead, fixed by `DB_POSTGRESDB_POOL_SIZE=20` and `DB_PING_TIMEOUT_MS=20000`).
 
-use super::{inferred, pct, Dialect, Key, Kind, Named, Plan, Process, SettingLine};
+use super::{inferred, pct, Dialect, Key, Kind, Named, Process, SettingLine};
 use super::{Share, Verdict};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{n8n_defaults, Bound, Holds, Job, Limit};
 use crate::record::diagnosis::{Diagnosis, Level};
-use crate::record::recommendation::Recommendation;
 use crate::record::{Role, StageResult};
 
 pub struct DbPool;
@@ -191,7 +190,7 @@ impl Kind for DbPool {
 
     /// The ping timeout above the acquire p99 measured (n8n's ping waits in the pool's queue),
     /// and the connection budget the plan's pools need.
-    fn notes(&self, s: &Settings, plan: &Plan) -> Vec<String> {
+    fn notes(&self, s: &Settings, plan: &Settings) -> Vec<String> {
         let mut out = Vec::new();
         // Four times the p99 wait, in whole seconds: said only when n8n's default is short.
         let ms = s
@@ -207,11 +206,12 @@ impl Kind for DbPool {
                 n8n_defaults::DB_PING_TIMEOUT_MS
             ));
         }
-        if let Some(pool) = plan.db_pool_size.filter(|_| s.db_time.is_some()) {
+        let pool = plan.db_pool_size.as_ref().map(|p| p.value);
+        if let Some(pool) = pool.filter(|_| s.db_time.is_some()) {
             out.push(format!(
                 "connections: {pool} × {} worker(s) = {} for the workers, plus main's and every webhook processor's pool, at their autoscaler maxima — keep the total within Postgres max_connections − superuser_reserved_connections (default 3), or put PgBouncer (transaction mode) in front; `n8ncap audit` checks it against the deployment",
-                plan.workers,
-                pool.saturating_mul(plan.workers)
+                plan.worker_count(),
+                pool.saturating_mul(plan.worker_count())
             ));
         }
         out
@@ -310,9 +310,8 @@ impl Kind for DbPool {
 
     /// The pool per worker so that, at the next ceiling (the smallest other bound), it is at
     /// most 2/3 busy: ⌈next × D × 1.5 ÷ workers⌉, never below today's + 1.
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
-        let s = &d.settings;
-        let dt = s
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+        let dt = current
             .db_time
             .as_ref()
             .map(|t| t.value)
@@ -322,9 +321,9 @@ impl Kind for DbPool {
             )?;
         let now = current
             .db_pool_size
-            .or(s.db_pool_size.as_ref().map(|p| p.value))
-            .unwrap_or(n8n_defaults::DB_POOL_SIZE);
-        let others = super::capacity(&current.settings(s), job.overhead_s)
+            .as_ref()
+            .map_or(n8n_defaults::DB_POOL_SIZE, |p| p.value);
+        let others = super::capacity(current, job.overhead_s)
             .map(|c| {
                 c.bounds
                     .iter()
@@ -336,19 +335,22 @@ impl Kind for DbPool {
             .filter(|v| v.is_finite());
         let measured = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
         let next = others.unwrap_or(measured * 1.5);
-        let per_worker = (next * dt * 1.5 / current.workers.max(1) as f64).ceil() as u32;
-        Ok(Plan {
-            db_pool_size: Some(per_worker.max(now + 1)),
-            ..current
-        })
+        let per_worker = (next * dt * 1.5 / current.worker_count() as f64).ceil() as u32;
+        Ok(current.clone().propose(
+            |s| &mut s.db_pool_size,
+            per_worker.max(now + 1),
+            format!(
+                "at most 2/3 busy at the next ceiling {next:.2} req/s × {dt:.3} s of database time"
+            ),
+        ))
     }
 
-    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
+    fn lines(&self, plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
         const VAR: &str = "DB_POSTGRESDB_POOL_SIZE";
-        let Some(pool) = r.db_pool_size else {
+        let Some(pool) = plan.db_pool_size.as_ref().map(|p| p.value) else {
             return Vec::new();
         };
-        let on = if r.regular_mode {
+        let on = if plan.is_regular() {
             Process::Main
         } else {
             Process::Worker

@@ -16,7 +16,6 @@ use crate::model::mix::KindUse;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
-use crate::record::recommendation::Recommendation;
 use crate::record::{Estimate, StageResult};
 
 /// What the verdict step knows of the ceiling a run reached.
@@ -78,35 +77,6 @@ impl Named<'_> {
     }
 }
 
-/// Settings per worker, and how many workers: what a plan proposes and what it starts from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Plan {
-    pub workers: u32,
-    pub worker_concurrency: u32,
-    pub runner_limit: u32,
-    pub runners_per_worker: u32,
-    /// `DB_POSTGRESDB_POOL_SIZE` of each worker, when known or proposed.
-    pub db_pool_size: Option<u32>,
-}
-
-impl Plan {
-    /// The plan as settings (each value's source "proposed"), the rest of `base` kept.
-    pub fn settings(&self, base: &Settings) -> Settings {
-        let src = "proposed";
-        Settings {
-            workers: Some(Sourced::new(self.workers, src)),
-            worker_concurrency: Some(Sourced::new(self.worker_concurrency, src)),
-            runner_limit: Some(Sourced::new(self.runner_limit, src)),
-            runners_per_worker: Some(Sourced::new(self.runners_per_worker, src)),
-            db_pool_size: self
-                .db_pool_size
-                .map(|p| Sourced::new(p, src))
-                .or_else(|| base.db_pool_size.clone()),
-            ..base.clone()
-        }
-    }
-}
-
 /// Runner limit per runner we do not go past when adding capacity: n8n's default, and one
 /// Node process per runner does not get faster with more tasks.
 pub const RUNNER_LIMIT_PER_RUNNER: u32 = crate::model::n8n_defaults::RUNNER_LIMIT;
@@ -114,23 +84,26 @@ pub const RUNNER_LIMIT_PER_RUNNER: u32 = crate::model::n8n_defaults::RUNNER_LIMI
 /// Runner capacity paired with worker concurrency: every slot that runs Code at once needs a
 /// runner task (c × C ÷ (W + C)), never below today's, in runners of at most
 /// [`RUNNER_LIMIT_PER_RUNNER`] tasks (or today's limit when higher).
-pub fn with_runners(p: Plan, current: Plan, job: Job) -> Plan {
+pub fn with_runners(p: Settings, current: &Settings, job: Job) -> Settings {
     let code_share = job.code_s / job.job_time().max(1e-9);
-    let code_slots = ((p.worker_concurrency as f64) * code_share).ceil() as u32;
+    let code_slots = ((p.worker_concurrency_or_default() as f64) * code_share).ceil() as u32;
     let today = current
-        .runner_limit
-        .saturating_mul(current.runners_per_worker);
+        .runner_limit_or_default()
+        .saturating_mul(current.runners_per_worker_count());
     let capacity = code_slots.max(today).max(1);
-    let per_runner = current.runner_limit.max(RUNNER_LIMIT_PER_RUNNER);
+    let per_runner = current
+        .runner_limit_or_default()
+        .max(RUNNER_LIMIT_PER_RUNNER);
     let runners = capacity
         .div_ceil(per_runner)
-        .max(p.runners_per_worker)
+        .max(p.runners_per_worker_count())
         .max(1);
-    Plan {
-        runner_limit: capacity.div_ceil(runners),
-        runners_per_worker: runners,
-        ..p
-    }
+    let why = format!(
+        "runner capacity {capacity} per worker for the slots that run Code ({:.0} % of the job)",
+        code_share * 100.0
+    );
+    p.propose(|s| &mut s.runners_per_worker, runners, &why)
+        .propose(|s| &mut s.runner_limit, capacity.div_ceil(runners), &why)
 }
 
 /// The deployment dialect `recommend` writes its settings in.
@@ -257,17 +230,17 @@ pub trait Kind: Sync {
     }
 
     /// What raises it, from a knee: the plan.
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String>;
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String>;
 
     /// What the plan must say beside its settings for this kind (a timeout to keep above a
     /// measured wait, a budget to check).
-    fn notes(&self, s: &Settings, plan: &Plan) -> Vec<String> {
+    fn notes(&self, s: &Settings, plan: &Settings) -> Vec<String> {
         let _ = (s, plan);
         Vec::new()
     }
 
-    /// Its setting lines in `dialect` for a recommendation.
-    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine>;
+    /// Its setting lines in `dialect` for the settings a plan proposes.
+    fn lines(&self, plan: &Settings, dialect: Dialect) -> Vec<SettingLine>;
 }
 
 /// The file that answers for `limit`: the one `match` over `Limit` outside the model.
@@ -323,9 +296,11 @@ pub fn read_run(s: &mut Settings, stages: &[StageResult], levels: &[Level]) {
     }
 }
 
-/// The settings lines of a recommendation in `dialect`, every kind's in [`SET`] order.
-pub fn lines(r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
-    SET.iter().flat_map(|l| of(*l).lines(r, dialect)).collect()
+/// The setting lines of a plan in `dialect`, every kind's in [`SET`] order.
+pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
+    SET.iter()
+        .flat_map(|l| of(*l).lines(plan, dialect))
+        .collect()
 }
 
 pub fn pct(v: f64) -> String {
@@ -384,22 +359,24 @@ const STEP_WITHOUT_CPU: f64 = 1.5;
 
 /// More slots, from a knee: up to where one worker's CPU binds (one step of 1.5× when CPU was
 /// not measured), runners paired with them.
-fn raise_slots(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+fn raise_slots(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    let now = current.worker_concurrency_or_default();
     let worker_cpu = cpu::per_role_bound(&d.cpu, crate::record::Role::Worker)
-        .map(|b| b / current.workers as f64);
-    let target = match worker_cpu {
-        Some(b) => (b * job.service_time()).floor() as u32,
-        None => (current.worker_concurrency as f64 * STEP_WITHOUT_CPU).ceil() as u32,
+        .map(|b| b / current.worker_count() as f64);
+    let (target, why) = match worker_cpu {
+        Some(b) => (
+            (b * job.service_time()).floor() as u32,
+            format!("slots up to where one worker's measured CPU binds ({b:.2} req/s)"),
+        ),
+        None => (
+            (now as f64 * STEP_WITHOUT_CPU).ceil() as u32,
+            format!("one step of {STEP_WITHOUT_CPU}× from {now} (CPU not measured)"),
+        ),
     };
-    let c = target.max(current.worker_concurrency + 1);
-    Ok(with_runners(
-        Plan {
-            worker_concurrency: c,
-            ..current
-        },
-        current,
-        job,
-    ))
+    let plan = current
+        .clone()
+        .propose(|s| &mut s.worker_concurrency, target.max(now + 1), why);
+    Ok(with_runners(plan, current, job))
 }
 
 /// Every execution holds a slot: the slots are what a mix shares.

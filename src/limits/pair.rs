@@ -1,12 +1,11 @@
 //! Worker slots and runner tasks level: their bounds within `model::INSEPARABLE` of each other,
 //! so the data cannot say which caps. Named as the pair, raised as the pair.
 
-use super::{inferred, slot_most, Ceiling, Dialect, Kind, Named, Plan, SettingLine, Verdict};
+use super::{inferred, slot_most, Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
 use crate::record::diagnosis::Diagnosis;
-use crate::record::recommendation::Recommendation;
 
 pub struct Level;
 
@@ -62,11 +61,11 @@ impl Kind for Level {
     }
 
     /// Raising worker concurrency raises the runners with it ([`super::with_runners`]).
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
         super::raise_slots(d, current, job)
     }
 
-    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+    fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
         Vec::new()
     }
 }

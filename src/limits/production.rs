@@ -2,14 +2,13 @@
 //! process runs every execution; it is that process's only slot count (held for S).
 
 use super::{
-    inferred, pct, reading, slot_most, Ceiling, Dialect, Key, Kind, Named, Plan, Process,
-    SettingLine, Verdict,
+    inferred, pct, reading, slot_most, Ceiling, Dialect, Key, Kind, Named, Process, SettingLine,
+    Verdict,
 };
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
 use crate::record::diagnosis::Diagnosis;
-use crate::record::recommendation::Recommendation;
 
 pub struct Production;
 
@@ -75,18 +74,18 @@ impl Kind for Production {
     }
 
     /// Main's slots are raised as worker concurrency is (the plan's worker is main).
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
         super::raise_slots(d, current, job)
     }
 
-    fn lines(&self, r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
-        if !r.regular_mode {
+    fn lines(&self, plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
+        if !plan.is_regular() {
             return Vec::new();
         }
         vec![SettingLine::new(
             Process::Main,
             Key::Env("N8N_CONCURRENCY_PRODUCTION_LIMIT"),
-            r.worker_concurrency,
+            plan.worker_concurrency_or_default(),
         )]
     }
 }

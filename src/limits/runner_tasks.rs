@@ -3,14 +3,13 @@
 //! attached (capacity 0) no Code task runs at all: [`NoRunner`].
 
 use super::{
-    code_time, inferred, pct, reading, source_of, Ceiling, Dialect, Key, Kind, Named, Plan,
-    Process, SettingLine, Verdict,
+    code_time, inferred, pct, reading, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
+    SettingLine, Verdict,
 };
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
 use crate::record::diagnosis::Diagnosis;
-use crate::record::recommendation::Recommendation;
 
 pub struct RunnerTasks;
 
@@ -135,21 +134,22 @@ impl Kind for RunnerTasks {
         Some(("runner tasks", |u| u.runner_share))
     }
 
-    fn raise(&self, _d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
-        Ok(super::with_runners(current, current, job))
+    fn raise(&self, _d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+        Ok(super::with_runners(current.clone(), current, job))
     }
 
     /// Compose runs `runners_per_worker` runners of `runner_limit` each; the charts run one
     /// runner sidecar per pod, which carries the capacity per worker. In regular mode main's
     /// internal runner holds it.
-    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
+    fn lines(&self, plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
         const VAR: &str = "N8N_RUNNERS_MAX_CONCURRENCY";
-        let cap = r.runner_capacity_per_worker;
-        if r.regular_mode {
+        let limit = plan.runner_limit_or_default();
+        let cap = limit.saturating_mul(plan.runners_per_worker_count());
+        if plan.is_regular() {
             return vec![SettingLine::new(Process::Main, Key::Env(VAR), cap)];
         }
         let line = match dialect {
-            Dialect::Compose => SettingLine::new(Process::Runner, Key::Env(VAR), r.runner_limit),
+            Dialect::Compose => SettingLine::new(Process::Runner, Key::Env(VAR), limit),
             Dialect::HelmCommunity => SettingLine::new(
                 Process::Runner,
                 Key::Value("taskRunners.maxConcurrency"),
@@ -229,11 +229,11 @@ impl Kind for NoRunner {
         None
     }
 
-    fn raise(&self, _d: &Diagnosis, _current: Plan, _job: Job) -> Result<Plan, String> {
+    fn raise(&self, _d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, String> {
         Err("no runner takes the Code tasks: attach a runner to every worker first".into())
     }
 
-    fn lines(&self, _r: &Recommendation, _dialect: Dialect) -> Vec<SettingLine> {
+    fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
         Vec::new()
     }
 }

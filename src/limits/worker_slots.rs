@@ -2,14 +2,13 @@
 //! on a worker overrides it), one slot held for the whole execution S. Bound Σc ÷ S.
 
 use super::{
-    inferred, pct, reading, slot_most, source_of, Ceiling, Dialect, Key, Kind, Named, Plan,
-    Process, SettingLine, Verdict,
+    inferred, pct, reading, slot_most, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
+    SettingLine, Verdict,
 };
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
 use crate::record::diagnosis::Diagnosis;
-use crate::record::recommendation::Recommendation;
 
 pub struct WorkerSlots;
 
@@ -124,12 +123,12 @@ impl Kind for WorkerSlots {
         Some(super::SLOTS)
     }
 
-    fn raise(&self, d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
         super::raise_slots(d, current, job)
     }
 
-    fn lines(&self, r: &Recommendation, dialect: Dialect) -> Vec<SettingLine> {
-        if r.regular_mode {
+    fn lines(&self, plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
+        if plan.is_regular() {
             return Vec::new();
         }
         let (replicas, concurrency) = match dialect {
@@ -143,8 +142,12 @@ impl Kind for WorkerSlots {
             Dialect::Compose | Dialect::K8s => (Key::Replicas, Key::Arg("--concurrency=")),
         };
         vec![
-            SettingLine::new(Process::Worker, replicas, r.workers),
-            SettingLine::new(Process::Worker, concurrency, r.worker_concurrency),
+            SettingLine::new(Process::Worker, replicas, plan.worker_count()),
+            SettingLine::new(
+                Process::Worker,
+                concurrency,
+                plan.worker_concurrency_or_default(),
+            ),
         ]
     }
 }

@@ -61,6 +61,9 @@ impl Sourced<u32> {
     }
 }
 
+/// How a plan's proposed values' sources begin ("proposed: one step of 1.5×").
+pub const PROPOSED: &str = "proposed";
+
 /// `EXECUTIONS_MODE`: `queue` (workers take executions from Redis) or `regular` (n8n's
 /// default: main runs every execution itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,6 +189,46 @@ impl Settings {
             .as_ref()
             .map(|r| r.value)
             .unwrap_or(1)
+    }
+
+    /// Worker concurrency, n8n's default (10) when not known: what a plan starts from.
+    pub fn worker_concurrency_or_default(&self) -> u32 {
+        self.worker_concurrency
+            .as_ref()
+            .map_or(super::n8n_defaults::WORKER_CONCURRENCY, |c| c.value)
+    }
+
+    /// The runner limit, n8n's default when not known: what a plan starts from.
+    pub fn runner_limit_or_default(&self) -> u32 {
+        self.runner_limit
+            .as_ref()
+            .map_or(super::n8n_defaults::RUNNER_LIMIT, |r| r.value)
+    }
+
+    /// Runner tasks one worker can run, the runner limit at n8n's default when not known.
+    pub fn runner_capacity_or_default(&self) -> u32 {
+        self.runner_limit_or_default()
+            .saturating_mul(self.runners_per_worker_count())
+    }
+
+    /// The settings with `value` proposed for the setting `field` picks, saying why; a value
+    /// equal to today's keeps today's source. A plan is these settings.
+    pub fn propose(
+        mut self,
+        field: fn(&mut Settings) -> &mut Option<Sourced<u32>>,
+        value: u32,
+        why: impl std::fmt::Display,
+    ) -> Settings {
+        let slot = field(&mut self);
+        if slot.as_ref().map(|v| v.value) != Some(value) {
+            *slot = Some(Sourced::new(value, format!("{PROPOSED}: {why}")));
+        }
+        self
+    }
+
+    /// Whether the setting `field` picks is one a plan proposed.
+    pub fn proposed(o: &Option<Sourced<u32>>) -> bool {
+        o.as_ref().is_some_and(|v| v.source.starts_with(PROPOSED))
     }
 
     /// Runner tasks one worker can run: runner limit × runners per worker.

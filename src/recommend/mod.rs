@@ -9,7 +9,7 @@ pub mod memory;
 
 use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
-use crate::limits::{self, with_runners, Plan};
+use crate::limits::{self, with_runners};
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job, Limit};
 use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
@@ -61,23 +61,16 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     let job = s
         .job(overhead)
         .ok_or("job time unknown: give --job-time (or sweep with sleep_ms in the body)")?;
-    let current = current_plan(s)?;
+    let current = current(s)?;
     let operating = operating_concurrency(kind, bp.value, d);
     let plan = match kind {
-        BreakPointKind::Failure => with_runners(
-            Plan {
-                worker_concurrency: operating.div_ceil(current.workers).max(1),
-                ..current
-            },
-            current,
-            job,
-        ),
-        BreakPointKind::Knee => raise(d, current, job)?,
+        BreakPointKind::Failure => at_operating(&current, operating, job),
+        BreakPointKind::Knee => raise(d, &current, job)?,
     };
     let ctx = Context {
         settings: s,
         job,
-        current,
+        current: &current,
         cpu: &d.cpu,
         measured: d.measured_ceiling.as_ref().map(|m| m.mean),
         doubt: d.doubt.clone(),
@@ -121,27 +114,13 @@ fn shutdown_window(d: &Diagnosis, r: &Recommendation) -> Option<String> {
 /// A plan from settings and a failure break point given by hand, with no run.
 pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation, String> {
     let job = s.job(0.0).ok_or("job time unknown: give --job-time")?;
-    let mut current = current_plan(s).unwrap_or(Plan {
-        workers: s.worker_count(),
-        worker_concurrency: n8n_defaults::WORKER_CONCURRENCY,
-        runner_limit: n8n_defaults::RUNNER_LIMIT,
-        runners_per_worker: 1,
-        db_pool_size: s.db_pool_size.as_ref().map(|p| p.value),
-    });
-    current.workers = s.worker_count();
+    let current = with_defaults(s);
     let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
-    let plan = with_runners(
-        Plan {
-            worker_concurrency: operating.div_ceil(current.workers).max(1),
-            ..current
-        },
-        current,
-        job,
-    );
+    let plan = at_operating(&current, operating, job);
     let ctx = Context {
         settings: s,
         job,
-        current,
+        current: &current,
         cpu: &[],
         measured: None,
         doubt: None,
@@ -196,26 +175,54 @@ fn operating_concurrency(kind: BreakPointKind, bp: u32, d: &Diagnosis) -> u32 {
     }
 }
 
-fn current_plan(s: &Settings) -> Result<Plan, String> {
-    Ok(Plan {
-        workers: s.worker_count(),
-        worker_concurrency: s
-            .worker_concurrency
-            .as_ref()
-            .ok_or("worker concurrency unknown: give --worker-concurrency (or --docker)")?
-            .value,
-        runner_limit: s
-            .runner_limit
-            .as_ref()
-            .map(|r| r.value)
-            .unwrap_or(n8n_defaults::RUNNER_LIMIT),
-        runners_per_worker: s.runners_per_worker_count().max(1),
-        db_pool_size: s.db_pool_size.as_ref().map(|p| p.value),
-    })
+/// Today's settings a plan starts from: worker concurrency must be known.
+fn current(s: &Settings) -> Result<Settings, String> {
+    if s.worker_concurrency.is_none() {
+        return Err("worker concurrency unknown: give --worker-concurrency (or --docker)".into());
+    }
+    Ok(with_defaults(s))
+}
+
+/// The settings with what a plan needs and they lack filled in, each saying so: n8n's
+/// defaults for worker concurrency and the runner limit, one worker with one runner.
+fn with_defaults(s: &Settings) -> Settings {
+    let mut s = s.clone();
+    let fill = |o: &mut Option<Sourced<u32>>, v: u32, why: &str| {
+        o.get_or_insert_with(|| Sourced::new(v, why));
+    };
+    fill(&mut s.workers, 1, "not known: one worker");
+    fill(
+        &mut s.worker_concurrency,
+        n8n_defaults::WORKER_CONCURRENCY,
+        "n8n default (not known)",
+    );
+    fill(
+        &mut s.runner_limit,
+        n8n_defaults::RUNNER_LIMIT,
+        "n8n default (N8N_RUNNERS_MAX_CONCURRENCY not known)",
+    );
+    fill(
+        &mut s.runners_per_worker,
+        1,
+        "not known: one runner per worker",
+    );
+    s
+}
+
+/// Worker concurrency for `operating` executions in flight over today's workers, runners
+/// paired with it.
+fn at_operating(current: &Settings, operating: u32, job: Job) -> Settings {
+    let workers = current.worker_count();
+    let plan = current.clone().propose(
+        |s| &mut s.worker_concurrency,
+        operating.div_ceil(workers).max(1),
+        format!("{operating} in flight (2/3 of the failure point) over {workers} worker(s)"),
+    );
+    with_runners(plan, current, job)
 }
 
 /// From a knee: raise what caps.
-fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
+fn raise(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
     match d.capping_limit {
         Some(limit) => limits::of(limit).raise(d, current, job),
         None => Err("no setting raises this limit".into()),
@@ -226,7 +233,8 @@ fn raise(d: &Diagnosis, current: Plan, job: Job) -> Result<Plan, String> {
 struct Context<'a> {
     settings: &'a Settings,
     job: Job,
-    current: Plan,
+    /// Today's settings with what a plan needs filled in.
+    current: &'a Settings,
     cpu: &'a [CpuUse],
     /// Capacity measured in the run.
     measured: Option<f64>,
@@ -244,23 +252,23 @@ struct Basis {
 }
 
 /// The predicted ceiling of `plan` with every bound known, and which binds.
-fn predict(plan: &Plan, ctx: &Context) -> (f64, PredictedBound) {
+fn predict(plan: &Settings, ctx: &Context) -> (f64, PredictedBound) {
     let mut bounds = Vec::new();
-    if let Some(c) = limits::capacity(&plan.settings(ctx.settings), ctx.job.overhead_s) {
+    if let Some(c) = limits::capacity(plan, ctx.job.overhead_s) {
         let binding = c.binding().map_or(Limit::WorkerConcurrency, |b| b.limit);
         bounds.push((c.ceiling, PredictedBound::Setting(binding)));
     }
-    let current = ctx.current;
+    let (now, new) = (ctx.current, plan);
     // A process's CPU bound scales with how many of it there are.
     let scale = |role: Role, n_now: u32, n_new: u32| {
         cpu::per_role_bound(ctx.cpu, role).map(|b| b / n_now.max(1) as f64 * n_new as f64)
     };
     for b in [
-        scale(Role::Worker, current.workers, plan.workers),
+        scale(Role::Worker, now.worker_count(), new.worker_count()),
         scale(
             Role::Runner,
-            current.workers * current.runners_per_worker,
-            plan.workers * plan.runners_per_worker,
+            now.worker_count() * now.runners_per_worker_count(),
+            new.worker_count() * new.runners_per_worker_count(),
         ),
         cpu::per_role_bound(ctx.cpu, Role::Main),
     ]
@@ -278,7 +286,7 @@ fn predict(plan: &Plan, ctx: &Context) -> (f64, PredictedBound) {
         .unwrap_or((0.0, PredictedBound::Setting(Limit::WorkerConcurrency)))
 }
 
-fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, String> {
+fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation, String> {
     check_bounds(&plan)?;
     let (predicted, bound) = predict(&plan, ctx);
     if basis.kind == BreakPointKind::Knee {
@@ -289,7 +297,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         }
     }
     let (s, job, current) = (ctx.settings, ctx.job, ctx.current);
-    let at = limits::capacity(&plan.settings(s), job.overhead_s)
+    let at = limits::capacity(&plan, job.overhead_s)
         .map(|c| model::predict_bound(&c, job, predicted, basis.operating.max(1)));
     let mut notes = notes(
         s,
@@ -303,24 +311,21 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
     for l in limits::SET {
         notes.extend(limits::of(l).notes(s, &plan));
     }
-    if basis.kind == BreakPointKind::Failure && plan.worker_concurrency < current.worker_concurrency
-    {
+    let (was, to) = (
+        current.worker_concurrency_or_default(),
+        plan.worker_concurrency_or_default(),
+    );
+    if basis.kind == BreakPointKind::Failure && to < was {
         notes.push(format!(
-            "worker concurrency {} → {}: 2/3 of the failure point keeps in-flight executions below where the run failed",
-            current.worker_concurrency, plan.worker_concurrency
+            "worker concurrency {was} → {to}: 2/3 of the failure point keeps in-flight executions below where the run failed"
         ));
     }
     Ok(Recommendation {
         break_point: basis.break_point,
         break_point_kind: basis.kind,
         operating_concurrency: basis.operating,
-        workers: plan.workers,
-        worker_concurrency: plan.worker_concurrency,
-        runner_limit: plan.runner_limit,
-        runners_per_worker: plan.runners_per_worker,
-        runner_capacity_per_worker: plan.runner_limit * plan.runners_per_worker,
-        runner_memory_limit_mb: memory_limit(s, ctx.runner_memory, plan.runner_limit),
-        db_pool_size: plan.db_pool_size,
+        runner_memory_limit_mb: memory_limit(s, ctx.runner_memory, plan.runner_limit_or_default()),
+        settings: plan,
         predicted_throughput: predicted,
         predicted_bound: bound,
         cpu_measured: !ctx.cpu.is_empty(),
@@ -329,20 +334,24 @@ fn finish(ctx: &Context, basis: Basis, plan: Plan) -> Result<Recommendation, Str
         measured_capacity: ctx.measured,
         notes,
         doubt: ctx.doubt.clone(),
-        regular_mode: s.is_regular(),
     })
 }
 
-fn check_bounds(p: &Plan) -> Result<(), String> {
-    if p.workers > MAX_WORKERS
-        || p.worker_concurrency > MAX_WORKER_CONCURRENCY
-        || p.runners_per_worker > MAX_RUNNERS_PER_WORKER
+fn check_bounds(p: &Settings) -> Result<(), String> {
+    let (workers, concurrency, runners) = (
+        p.worker_count(),
+        p.worker_concurrency_or_default(),
+        p.runners_per_worker_count(),
+    );
+    if workers > MAX_WORKERS
+        || concurrency > MAX_WORKER_CONCURRENCY
+        || runners > MAX_RUNNERS_PER_WORKER
     {
         return Err(format!(
             "the plan would need {} workers × concurrency {} with {} runners each — beyond what a deployment runs \
              (at most {MAX_WORKERS} workers, concurrency {MAX_WORKER_CONCURRENCY}, {MAX_RUNNERS_PER_WORKER} runners per worker): \
              check the job time and the break point",
-            p.workers, p.worker_concurrency, p.runners_per_worker
+            workers, concurrency, runners
         ));
     }
     Ok(())
@@ -381,8 +390,8 @@ fn memory_limit(
 
 fn notes(
     s: &Settings,
-    plan: &Plan,
-    current: Plan,
+    plan: &Settings,
+    current: &Settings,
     job: Job,
     kind: BreakPointKind,
     no_cpu: bool,
@@ -399,42 +408,42 @@ fn notes(
         notes.push("upper bound: CPU was not measured (sweep with --docker or --metrics to include the CPU ceiling)".into());
     }
     // What raising only worker concurrency would give.
-    let only_workers = Plan {
-        runner_limit: current.runner_limit,
-        runners_per_worker: current.runners_per_worker,
-        ..*plan
+    let only_workers = Settings {
+        runner_limit: current.runner_limit.clone(),
+        runners_per_worker: current.runners_per_worker.clone(),
+        ..plan.clone()
     };
-    let with_pair = limits::capacity(&plan.settings(s), job.overhead_s);
-    let alone = limits::capacity(&only_workers.settings(s), job.overhead_s);
+    let with_pair = limits::capacity(plan, job.overhead_s);
+    let alone = limits::capacity(&only_workers, job.overhead_s);
+    let (limit, runners) = (
+        plan.runner_limit_or_default(),
+        plan.runners_per_worker_count(),
+    );
+    let concurrency = plan.worker_concurrency_or_default();
     if let (Some(a), Some(p)) = (alone, with_pair) {
         if a.ceiling < p.ceiling * 0.99 {
-            let r_now = current.runner_limit * current.runners_per_worker;
+            let r_now = current.runner_capacity_per_worker().unwrap_or(0);
             notes.push(format!(
-                "with the runner limit left at {r_now} the ceiling stays {:.2} req/s ({:.0}/min): worker concurrency {} is useful only with runner capacity {} per worker",
+                "with the runner limit left at {r_now} the ceiling stays {:.2} req/s ({:.0}/min): worker concurrency {concurrency} is useful only with runner capacity {} per worker",
                 a.ceiling,
                 a.ceiling * 60.0,
-                plan.worker_concurrency,
-                plan.runner_limit * plan.runners_per_worker
+                limit * runners
             ));
         }
     }
-    if plan.runners_per_worker > 1 {
+    if runners > 1 {
         notes.push(format!(
-            "{} runners per worker, each N8N_RUNNERS_MAX_CONCURRENCY={}: a runner is one Node process; if the Code is I/O-bound, one runner with N8N_RUNNERS_MAX_CONCURRENCY={} holds the same",
-            plan.runners_per_worker,
-            plan.runner_limit,
-            plan.runner_limit * plan.runners_per_worker
+            "{runners} runners per worker, each N8N_RUNNERS_MAX_CONCURRENCY={limit}: a runner is one Node process; if the Code is I/O-bound, one runner with N8N_RUNNERS_MAX_CONCURRENCY={} holds the same",
+            limit * runners
         ));
     }
     if s.is_regular() {
         notes.push(format!(
-            "regular mode: worker concurrency here is N8N_CONCURRENCY_PRODUCTION_LIMIT on main ({}), runner limit main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY on main, {}); more than one worker means queue mode (EXECUTIONS_MODE=queue, Redis)",
-            plan.worker_concurrency, plan.runner_limit
+            "regular mode: worker concurrency here is N8N_CONCURRENCY_PRODUCTION_LIMIT on main ({concurrency}), runner limit main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY on main, {limit}); more than one worker means queue mode (EXECUTIONS_MODE=queue, Redis)"
         ));
     } else {
         notes.push(format!(
-            "add workers in pairs with their runners: each new worker needs {} runner(s) whose N8N_RUNNERS_TASK_BROKER_URI points at it",
-            plan.runners_per_worker
+            "add workers in pairs with their runners: each new worker needs {runners} runner(s) whose N8N_RUNNERS_TASK_BROKER_URI points at it"
         ));
     }
     if !memory_known {

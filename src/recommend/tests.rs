@@ -15,8 +15,8 @@ fn reference_check_break_point_120_job_24s() {
     let r = from_break_point(&s, Sourced::new(120, "flag")).unwrap();
     assert_eq!(r.break_point_kind, BreakPointKind::Failure);
     assert_eq!(r.operating_concurrency, 80);
-    assert_eq!(r.worker_concurrency, 80);
-    assert_eq!(r.runner_capacity_per_worker, 80);
+    assert_eq!(r.settings.worker_concurrency_or_default(), 80);
+    assert_eq!(r.settings.runner_capacity_or_default(), 80);
     assert!((r.predicted_throughput - 80.0 / 24.0).abs() < 1e-9);
     assert!(!r.cpu_measured);
     // With the runner limit left at 10: 10 ÷ 24 s = 25/min — the tool must say so.
@@ -40,9 +40,9 @@ fn runner_capacity_follows_the_code_share_and_is_never_lowered() {
         ..Settings::default()
     };
     let r = from_break_point(&s, Sourced::new(30, "flag")).unwrap();
-    assert_eq!(r.worker_concurrency, 20);
+    assert_eq!(r.settings.worker_concurrency_or_default(), 20);
     // 20 slots × 0.5 ÷ 2 = 5 holding Code at once (today 2).
-    assert_eq!(r.runner_capacity_per_worker, 5);
+    assert_eq!(r.settings.runner_capacity_or_default(), 5);
     assert_eq!(r.runner_memory_limit_mb.unwrap().value, 650);
     let r = from_break_point(
         &Settings {
@@ -52,7 +52,7 @@ fn runner_capacity_follows_the_code_share_and_is_never_lowered() {
         Sourced::new(30, "flag"),
     )
     .unwrap();
-    assert_eq!(r.runner_capacity_per_worker, 8);
+    assert_eq!(r.settings.runner_capacity_or_default(), 8);
 }
 
 #[test]
@@ -62,10 +62,11 @@ fn a_runner_limited_knee_raises_the_runners_and_keeps_the_slots() {
     let r = recommend(&d, None).unwrap();
     assert_eq!(r.break_point_kind, BreakPointKind::Knee);
     assert_eq!(
-        r.worker_concurrency, 10,
+        r.settings.worker_concurrency_or_default(),
+        10,
         "worker concurrency is not the problem"
     );
-    assert!(r.runner_capacity_per_worker >= 10);
+    assert!(r.settings.runner_capacity_or_default() >= 10);
     assert!(r.predicted_throughput > 4.7);
     // X × S = 4.7 × 1.06: what the deployment held at its ceiling.
     assert_eq!(r.operating_concurrency, 4);
@@ -86,8 +87,8 @@ fn a_worker_limited_knee_raises_worker_concurrency_one_step_without_cpu_data() {
         settings(1.0, Some(4), Some(10)),
     );
     let r = recommend(&d, None).unwrap();
-    assert_eq!(r.worker_concurrency, 6);
-    assert!(r.runner_capacity_per_worker >= 6);
+    assert_eq!(r.settings.worker_concurrency_or_default(), 6);
+    assert!(r.settings.runner_capacity_or_default() >= 6);
     assert!(!r.cpu_measured);
     assert!(r.predicted_throughput >= 3.8);
 }
@@ -106,7 +107,7 @@ fn a_failure_point_gets_the_two_thirds_factor() {
     assert_eq!(r.break_point_kind, BreakPointKind::Failure);
     assert_eq!(r.break_point.value, 40);
     assert_eq!(r.operating_concurrency, 26);
-    assert_eq!(r.worker_concurrency, 26);
+    assert_eq!(r.settings.worker_concurrency_or_default(), 26);
 }
 
 #[test]
@@ -114,7 +115,7 @@ fn a_cpu_bound_worker_gets_more_workers_up_to_the_host() {
     // Real n8n's figures: worker at 1.25 cores, main at 0.38, 12.5 executions/s.
     let d = run(&cpu_stage(true), settings(0.01, Some(15), Some(20)));
     let r = recommend(&d, None).unwrap();
-    assert!(r.workers >= 2, "{r:?}");
+    assert!(r.settings.worker_count() >= 2, "{r:?}");
     assert!(r.cpu_measured);
     // The host (2 cores, 1.68 used at 12.5/s) allows 14.9/s: more workers add only that much.
     let host = 2.0 / (1.68 / 12.5);
@@ -195,4 +196,65 @@ fn a_plan_whose_slow_executions_outlast_the_shutdown_window_says_so() {
         "{:?}",
         r.notes
     );
+}
+
+#[test]
+fn the_plan_is_the_settings_with_what_it_changes_proposed() {
+    let s = Settings {
+        job_time: Some(Sourced::new(2.0, "t")),
+        code_time: Some(Sourced::new(0.5, "t")),
+        worker_concurrency: Some(Sourced::new(4, "t")),
+        runner_limit: Some(Sourced::new(2, "t")),
+        db_pool_size: Some(Sourced::new(3, "flag --db-pool-size")),
+        ..Settings::default()
+    };
+    let r = from_break_point(&s, Sourced::new(30, "flag")).unwrap();
+    let p = &r.settings;
+    // Changed: proposed, with the new value. Kept: today's value and source.
+    assert!(Settings::proposed(&p.worker_concurrency));
+    assert_eq!(p.worker_concurrency.as_ref().unwrap().value, 20);
+    assert!(Settings::proposed(&p.runner_limit));
+    assert_eq!(p.runner_limit.as_ref().unwrap().value, 5);
+    assert!(!Settings::proposed(&p.db_pool_size));
+    assert_eq!(p.db_pool_size, s.db_pool_size);
+    assert_eq!(p.job_time, s.job_time);
+    // The prediction is the model's ceiling of those very settings (no CPU measured).
+    let c = limits::capacity(p, 0.0).unwrap();
+    assert!((c.ceiling - r.predicted_throughput).abs() < 1e-9);
+    // 20 slots ÷ 2 s = 10/s; 5 runner tasks ÷ 0.5 s = 10/s.
+    assert!((r.predicted_throughput - 10.0).abs() < 1e-9);
+}
+
+#[test]
+fn summary_json_keeps_its_flat_figures_and_reads_plans_saved_without_settings() {
+    let s = Settings {
+        job_time: Some(Sourced::new(2.0, "t")),
+        code_time: Some(Sourced::new(0.5, "t")),
+        worker_concurrency: Some(Sourced::new(4, "t")),
+        runner_limit: Some(Sourced::new(2, "t")),
+        workers: Some(Sourced::new(3, "t")),
+        ..Settings::default()
+    };
+    let r = from_break_point(&s, Sourced::new(90, "flag")).unwrap();
+    let mut v = serde_json::to_value(&r).unwrap();
+    // 2/3 × 90 = 60 in flight over 3 workers.
+    assert_eq!(v["workers"], 3);
+    assert_eq!(v["worker_concurrency"], 20);
+    assert_eq!(v["runners_per_worker"], 1);
+    assert_eq!(v["runner_limit"], 5);
+    assert_eq!(v["runner_capacity_per_worker"], 5);
+    assert_eq!(v["settings"]["worker_concurrency"]["value"], 20);
+    assert!(v.get("regular_mode").is_none());
+    let back: Recommendation = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(back, r);
+    // A plan saved before the settings were kept (and with the pool as a flat figure).
+    v.as_object_mut().unwrap().remove("settings");
+    v["db_pool_size"] = 7.into();
+    v["regular_mode"] = true.into();
+    let old: Recommendation = serde_json::from_value(v).unwrap();
+    assert_eq!(old.settings.worker_count(), 3);
+    assert_eq!(old.settings.worker_concurrency_or_default(), 20);
+    assert_eq!(old.settings.runner_capacity_or_default(), 5);
+    assert_eq!(old.settings.db_pool_size.as_ref().unwrap().value, 7);
+    assert!(old.settings.is_regular());
 }

@@ -2,7 +2,7 @@
 //! break point they come from, and what they are predicted to allow.
 
 use super::diagnosis::BreakPointKind;
-use crate::model::settings::Sourced;
+use crate::model::settings::{Settings, Sourced};
 use crate::model::Limit;
 use serde::{Deserialize, Serialize};
 
@@ -27,18 +27,13 @@ pub struct Recommendation {
     /// The in-flight executions to plan for: ⌊2/3 × failure point⌋, or the measured effective
     /// concurrency when only the knee is known.
     pub operating_concurrency: u32,
-    pub workers: u32,
-    /// Per worker.
-    pub worker_concurrency: u32,
-    /// Per runner.
-    pub runner_limit: u32,
-    pub runners_per_worker: u32,
-    /// Runner tasks each worker can run: runner_limit × runners_per_worker.
-    pub runner_capacity_per_worker: u32,
+    /// The settings the plan proposes: today's, each value it changes sourced "proposed: why",
+    /// and the job they are for. Written as the flat figures `summary.json` has always carried
+    /// (`workers`, `worker_concurrency`, `runner_limit`, `runners_per_worker`,
+    /// `runner_capacity_per_worker`, `regular_mode`) and in full under `settings`.
+    #[serde(flatten, with = "proposed")]
+    pub settings: Settings,
     pub runner_memory_limit_mb: Option<Sourced<u64>>,
-    /// `DB_POSTGRESDB_POOL_SIZE` per worker, when the database pool was measured or set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub db_pool_size: Option<u32>,
     /// Throughput ceiling with the proposed settings, jobs/s.
     pub predicted_throughput: f64,
     pub predicted_bound: PredictedBound,
@@ -54,10 +49,6 @@ pub struct Recommendation {
     /// The diagnosis's doubt, when the verdict the plan rests on has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doubt: Option<String>,
-    /// Regular mode: worker concurrency is main's production limit, runner limit its internal
-    /// runner's, and there is one process.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub regular_mode: bool,
 }
 
 /// The runner's memory limit from what its Code tasks really use: tasks × per-task peak + base,
@@ -81,4 +72,76 @@ pub struct MemoryPlan {
     pub current_limit_mib: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks_within_current_limit: Option<u32>,
+}
+
+/// The proposed settings in `summary.json`: the flat figures readers have always parsed, and
+/// the settings with their sources; a file from before `settings` was kept is read from its
+/// flat figures.
+mod proposed {
+    use crate::model::settings::{ExecutionsMode, Settings, Sourced};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize)]
+    struct Written<'a> {
+        workers: u32,
+        worker_concurrency: u32,
+        runner_limit: u32,
+        runners_per_worker: u32,
+        /// Runner tasks each worker can run: runner_limit × runners_per_worker.
+        runner_capacity_per_worker: u32,
+        /// Regular mode: worker concurrency is main's production limit, runner limit its
+        /// internal runner's, and there is one process.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        regular_mode: bool,
+        settings: &'a Settings,
+    }
+
+    pub fn serialize<S: Serializer>(s: &Settings, ser: S) -> Result<S::Ok, S::Error> {
+        Written {
+            workers: s.worker_count(),
+            worker_concurrency: s.worker_concurrency_or_default(),
+            runner_limit: s.runner_limit_or_default(),
+            runners_per_worker: s.runners_per_worker_count(),
+            runner_capacity_per_worker: s
+                .runner_limit_or_default()
+                .saturating_mul(s.runners_per_worker_count()),
+            regular_mode: s.is_regular(),
+            settings: s,
+        }
+        .serialize(ser)
+    }
+
+    #[derive(Deserialize)]
+    struct Read {
+        workers: u32,
+        worker_concurrency: u32,
+        runner_limit: u32,
+        runners_per_worker: u32,
+        #[serde(default)]
+        db_pool_size: Option<u32>,
+        #[serde(default)]
+        regular_mode: bool,
+        #[serde(default)]
+        settings: Option<Settings>,
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Settings, D::Error> {
+        let r = Read::deserialize(d)?;
+        if let Some(s) = r.settings {
+            return Ok(s);
+        }
+        let src = "summary.json (a plan recorded without its settings)";
+        let v = |n: u32| Some(Sourced::new(n, src));
+        Ok(Settings {
+            executions_mode: r
+                .regular_mode
+                .then(|| Sourced::new(ExecutionsMode::Regular, src)),
+            workers: v(r.workers),
+            worker_concurrency: v(r.worker_concurrency),
+            runner_limit: v(r.runner_limit),
+            runners_per_worker: v(r.runners_per_worker),
+            db_pool_size: r.db_pool_size.and_then(v),
+            ..Settings::default()
+        })
+    }
 }

@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 /// The settings of `r` in `dialect`.
 pub fn settings(r: &Recommendation, dialect: Dialect) -> String {
-    let lines = limits::lines(r, dialect);
-    if r.regular_mode {
+    let lines = limits::lines(&r.settings, dialect);
+    if r.settings.is_regular() {
         return match dialect {
             Dialect::Compose => compose_main(&lines),
             Dialect::HelmOfficial | Dialect::HelmCommunity | Dialect::K8s => main_env(&lines),
@@ -152,7 +152,7 @@ fn compose(r: &Recommendation, lines: &[SettingLine]) -> String {
     let _ = write!(
         s,
         "# task runner: {} per worker, paired through N8N_RUNNERS_TASK_BROKER_URI\nn8n-worker-runner:\n  environment:\n    - N8N_RUNNERS_TASK_BROKER_URI=http://n8n-worker:5679\n",
-        r.runners_per_worker
+        r.settings.runners_per_worker_count()
     );
     for (k, v) in env_of(lines, Process::Runner) {
         let _ = writeln!(s, "    - {k}={v}");
@@ -165,10 +165,10 @@ fn compose(r: &Recommendation, lines: &[SettingLine]) -> String {
 
 /// The charts run one runner sidecar per pod: its limit carries the runners proposed per worker.
 fn one_runner_per_pod(r: &Recommendation) -> String {
-    if r.runners_per_worker > 1 {
+    if r.settings.runners_per_worker_count() > 1 {
         format!(
             "# one runner sidecar per pod: N8N_RUNNERS_MAX_CONCURRENCY={} carries the {} runners × {} proposed\n",
-            r.runner_capacity_per_worker, r.runners_per_worker, r.runner_limit
+            r.settings.runner_capacity_or_default(), r.settings.runners_per_worker_count(), r.settings.runner_limit_or_default()
         )
     } else {
         String::new()

@@ -130,10 +130,10 @@ pub fn recommendation(r: &Recommendation) -> String {
     let _ = writeln!(
         s,
         "  {} worker(s) × concurrency {}; per worker {} runner(s) × N8N_RUNNERS_MAX_CONCURRENCY={} (runner capacity {})",
-        r.workers, r.worker_concurrency, r.runners_per_worker, r.runner_limit, r.runner_capacity_per_worker
+        r.settings.worker_count(), r.settings.worker_concurrency_or_default(), r.settings.runners_per_worker_count(), r.settings.runner_limit_or_default(), r.settings.runner_capacity_or_default()
     );
     // Every other setting a limit kind proposes on main or the workers (the database pool).
-    for l in crate::limits::lines(r, crate::limits::Dialect::Compose) {
+    for l in crate::limits::lines(&r.settings, crate::limits::Dialect::Compose) {
         if let (crate::limits::Key::Env(var), false) = (
             &l.key,
             matches!(l.on, crate::limits::Process::Runner) || var_shown(&l.key),
