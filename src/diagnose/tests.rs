@@ -147,6 +147,28 @@ fn the_queue_gauges_give_worker_concurrency() {
         .contains(&SaturationSign::JobsWaitedInRedis));
 }
 
+/// On a busy host part of what is in flight sits in main's intake and response, outside any
+/// slot: with 15 slots full, 20 in flight and (for that) no job waiting, worker concurrency is
+/// at least the 15 the gauge counted — never the 20 in flight.
+#[test]
+fn slots_full_with_no_job_waiting_count_the_slots_not_the_in_flight() {
+    let mut st = closed(0, 20, 28.0);
+    st.queue = Some(QueueObserved {
+        active_mean: 14.8,
+        active_max: 15.0,
+        waiting_mean: 0.3,
+        waiting_max: 2.0,
+        samples: 10,
+        ..Default::default()
+    });
+    let d = run(&[st], settings(0.2, None, None));
+    let c = d.settings.worker_concurrency.as_ref().unwrap();
+    assert_eq!(c.value, 15, "{}", c.source);
+    // X × C = 28 × 0.2 = 5.6 runner tasks: the runner limit 6 caps.
+    assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 6);
+    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+}
+
 #[test]
 fn a_coarse_grid_is_saturated_at_its_top_level() {
     // --vus 2,8 on 4 slots and 1 s jobs: 8 in flight is at the ceiling (R = 2.1 s).

@@ -73,9 +73,12 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
             .slots_taken
             .filter(|t| *t >= 1.0 && c.level.waiting.is_some_and(|w| w < 1.0))
         {
-            // Every job in flight held a slot (none waited): at least that many slots, even when
-            // the gauge lags behind the level.
-            let per = (taken.max(c.level.in_flight) / workers).ceil() as u32;
+            // Every execution in n8n held a slot (none waited): at least the slots the gauge
+            // counted, or Little's law at the slots (n8n's execution histogram) when the gauge
+            // lags. Not the level's in-flight: on a busy host part of it sits in main's intake
+            // and response, outside any slot, so it can count slots that are not there.
+            let held = taken.max(c.level.executions_in_slots.unwrap_or(0.0));
+            let per = (held / workers).round().max(1.0) as u32;
             s.worker_concurrency = Some(Sourced::new(
                 per,
                 format!(
