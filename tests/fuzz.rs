@@ -213,6 +213,7 @@ proptest! {
             active_max: v[3],
             waiting_mean: v[4],
             waiting_max: v[5],
+            active_while_waiting: Some(v[3]),
             samples: 4,
             gaps: 0,
             coarse: false,

@@ -108,6 +108,7 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
         p95_ms: (!p95s.is_empty()).then(|| Estimate::of(&p95s)),
         slots_taken: mean_over(&|s| queue(s).map(|q| q.active_mean)),
+        slots_full: mean_over(&|s| queue(s)?.active_while_waiting),
         executions_in_slots: mean_over(&|s| {
             Some(s.history.as_ref()?.slot_time_s? * s.throughput_rps)
         }),

@@ -169,6 +169,24 @@ fn slots_full_with_no_job_waiting_count_the_slots_not_the_in_flight() {
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
 }
 
+/// Jobs waited, yet on a busy host the queue ran dry at moments and the mean of the slots
+/// taken fell to 14.3 of 15: the readings taken while a job waited count all 15.
+#[test]
+fn the_slots_are_read_where_jobs_waited() {
+    let mut st = closed(0, 20, 9.6);
+    st.queue = Some(QueueObserved {
+        active_mean: 14.3,
+        active_max: 15.0,
+        waiting_mean: 2.1,
+        waiting_max: 5.0,
+        active_while_waiting: Some(15.0),
+        samples: 10,
+        ..Default::default()
+    });
+    let d = run(&[st], settings(1.0, None, None));
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 15);
+}
+
 #[test]
 fn a_coarse_grid_is_saturated_at_its_top_level() {
     // --vus 2,8 on 4 slots and 1 s jobs: 8 in flight is at the ceiling (R = 2.1 s).

@@ -21,7 +21,9 @@ pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
 /// active list on a starved host. Below that the gauge stands: Little's figure from windows on
 /// a busy host reads a little low (counts and durations cut at different edges).
 fn slots_believed(l: &Level) -> Option<f64> {
-    let gauge = l.slots_taken?;
+    // The readings taken while a job waited count every slot; the mean over all readings
+    // also counts moments the queue ran dry.
+    let gauge = l.slots_full.or(l.slots_taken)?;
     match l.executions_in_slots {
         Some(little) if gauge > 1.5 * little => Some(little),
         _ => Some(gauge),

@@ -33,6 +33,10 @@ pub struct Level {
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<Estimate>,
     pub slots_taken: Option<f64>,
+    /// Slots taken while jobs waited in the queue (every slot was then taken), the mean over
+    /// those readings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots_full: Option<f64>,
     /// Executions in slots by Little's law at the slots: completions/s × n8n's slot time (the
     /// execution histogram), when the level comes from Prometheus history.
     #[serde(default, skip_serializing_if = "Option::is_none")]

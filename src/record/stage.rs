@@ -195,6 +195,11 @@ pub struct QueueObserved {
     /// Mean and max of `n8n_scaling_mode_queue_jobs_waiting` (jobs in Redis).
     pub waiting_mean: f64,
     pub waiting_max: f64,
+    /// Mean of the slots taken over the readings where a job waited: then every slot was
+    /// taken, so this counts the slots even when, between those readings, the queue ran dry
+    /// (on a busy host part of what is in flight sits in main's intake and response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_while_waiting: Option<f64>,
     pub samples: u32,
     /// Scrapes that failed (endpoint down or garbage).
     pub gaps: u32,
@@ -690,6 +695,17 @@ impl StageResult {
                     "{at}.queue: a mean above its max (active {} > {}, or waiting {} > {})",
                     q.active_mean, q.active_max, q.waiting_mean, q.waiting_max
                 ));
+            }
+            // Readings of slots taken while jobs waited are some of the readings: no more than
+            // the most taken.
+            if let Some(full) = q.active_while_waiting {
+                nonneg("queue.active_while_waiting", full)?;
+                if full > q.active_max + 1e-6 {
+                    return Err(format!(
+                        "{at}.queue: active_while_waiting {full} above active_max {}: a mean of some readings above their max",
+                        q.active_max
+                    ));
+                }
             }
         }
         if let Some(h) = &self.history {

@@ -86,12 +86,24 @@ pub(super) fn queue_observed(acc: &StageAcc, coarse: bool, refresh: &RefreshSeen
         active_max: max(active).max(0.0),
         waiting_mean: mean(waiting),
         waiting_max: max(waiting).max(0.0),
+        active_while_waiting: while_waiting(active, waiting),
         samples: active.len() as u32,
         gaps,
         coarse: (coarse || refresh.too_few) && !from_redis,
         refresh_s: refresh.period_s,
         refresh_contradicts_flag: !coarse && refresh.too_few && !from_redis,
     }
+}
+
+/// The mean of `active` over the readings (paired by index) where at least one job waited.
+fn while_waiting(active: &[f64], waiting: &[f64]) -> Option<f64> {
+    let full: Vec<f64> = active
+        .iter()
+        .zip(waiting)
+        .filter(|(_, w)| **w >= 1.0)
+        .map(|(a, _)| *a)
+        .collect();
+    (!full.is_empty()).then(|| mean(&full))
 }
 
 #[derive(Default)]

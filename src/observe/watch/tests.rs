@@ -111,3 +111,24 @@ fn a_stage_pool_is_its_gauges_means_and_the_acquire_p99_between_its_first_and_la
     // No readings: no pool.
     assert!(super::aggregate::db_pool(&[], 3).is_none());
 }
+
+#[test]
+fn slots_while_jobs_waited_are_read_only_where_a_job_waited() {
+    // 15 slots: full whenever a job waited; the queue ran dry twice, with fewer taken.
+    let active = [15.0, 12.0, 15.0, 9.0, 15.0];
+    let waiting = [2.0, 0.0, 1.0, 0.0, 4.0];
+    let seen = RefreshSeen {
+        period_s: None,
+        too_few: false,
+    };
+    let mut acc = super::aggregate::StageAcc::default();
+    acc.queue_active.extend(active);
+    acc.queue_waiting.extend(waiting);
+    let q = super::aggregate::queue_observed(&acc, false, &seen);
+    assert_eq!(q.active_while_waiting, Some(15.0));
+    assert!((q.active_mean - 13.2).abs() < 1e-9);
+    // No job ever waited: nothing to read.
+    acc.queue_waiting = vec![0.0; 5];
+    let q = super::aggregate::queue_observed(&acc, false, &seen);
+    assert_eq!(q.active_while_waiting, None);
+}
