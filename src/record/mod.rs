@@ -15,6 +15,7 @@ pub mod observation;
 pub mod recommendation;
 pub mod role;
 pub mod stage;
+mod stage_check;
 pub mod summary;
 pub mod timeline;
 

@@ -1,0 +1,203 @@
+//! What a saved stage may hold: the checks `load_summary` runs on every stage read back, so a
+//! summary edited or damaged is refused with the field named, never judged.
+
+use super::stage::{LoadModel, StageResult, MAX_IN_FLIGHT};
+
+impl StageResult {
+    /// Refuses figures a measurement cannot have (a saved summary edited or damaged): negative
+    /// or non-finite times and rates, shares outside 0–1, more good answers than requests,
+    /// in-flight levels beyond [`MAX_IN_FLIGHT`]. The error names the field.
+    pub fn check(&self, at: &str) -> Result<(), String> {
+        let nonneg = |name: &str, v: f64| -> Result<(), String> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a number of at least 0"
+                ))
+            }
+        };
+        let share = |name: &str, v: f64| -> Result<(), String> {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a share from 0 to 1"
+                ))
+            }
+        };
+        for (name, v) in [
+            ("duration_s", self.duration_s),
+            ("warmup_s", self.warmup_s),
+            ("window_s", self.window_s),
+            ("throughput_rps", self.throughput_rps),
+            ("request_rate", self.request_rate),
+            ("new_conns_per_request", self.new_conns_per_request),
+            ("client_cpu_percent", self.client_cpu_percent),
+        ] {
+            nonneg(name, v)?;
+        }
+        share("error_rate", self.error_rate)?;
+        share("check_pass_rate", self.check_pass_rate)?;
+        for (name, v) in [
+            ("rate", self.rate),
+            ("ramp_to", self.ramp_to),
+            ("host_cpu_percent", self.host_cpu_percent),
+        ] {
+            if let Some(v) = v {
+                nonneg(name, v)?;
+            }
+        }
+        for (name, v) in [("vus", self.vus), ("max_vus", self.max_vus)] {
+            if v.is_some_and(|n| n > MAX_IN_FLIGHT) {
+                return Err(format!("{at}.{name} is above {MAX_IN_FLIGHT}"));
+            }
+        }
+        if self.ok > self.requests {
+            return Err(format!(
+                "{at}.ok ({}) is more than {at}.requests ({})",
+                self.ok, self.requests
+            ));
+        }
+        self.check_observed(at)?;
+        for (i, c) in self.scenarios.iter().enumerate() {
+            let name = |f: &str| format!("scenarios[{i}].{f}");
+            nonneg(&name("throughput_rps"), c.throughput_rps)?;
+            nonneg(&name("request_rate"), c.request_rate)?;
+            share(&name("share"), c.share)?;
+            share(&name("error_rate"), c.error_rate)?;
+            share(&name("check_pass_rate"), c.check_pass_rate)?;
+            if c.ok > c.requests || c.requests > self.requests {
+                return Err(format!(
+                    "{at}.{}: ok {} of {} requests in a stage of {}: figures a measurement cannot have",
+                    name("requests"),
+                    c.ok,
+                    c.requests,
+                    self.requests
+                ));
+            }
+        }
+        self.check_counts(at)
+    }
+
+    /// The latency, the queue and a history's figures: numbers of at least 0, in the order
+    /// their meaning gives them.
+    fn check_observed(&self, at: &str) -> Result<(), String> {
+        let nonneg = |name: &str, v: f64| -> Result<(), String> {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{at}.{name} is {v}: it must be a number of at least 0"
+                ))
+            }
+        };
+        if let Some(l) = &self.latency {
+            for (name, v) in [
+                ("mean_ms", l.mean_ms),
+                ("min_ms", l.min_ms),
+                ("p50_ms", l.p50_ms),
+                ("p90_ms", l.p90_ms),
+                ("p95_ms", l.p95_ms),
+                ("p99_ms", l.p99_ms),
+                ("max_ms", l.max_ms),
+            ] {
+                nonneg(&format!("latency.{name}"), v)?;
+            }
+            // Percentiles rise with their rank, and a mean lies between the extremes (a
+            // thousandth of slack for rounding).
+            let ranked = [l.min_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms];
+            let slack = |a: f64| a * 1e-3 + 1e-6;
+            if ranked.windows(2).any(|w| w[0] > w[1] + slack(w[1]))
+                || l.mean_ms + slack(l.mean_ms) < l.min_ms
+                || l.mean_ms > l.max_ms + slack(l.max_ms)
+            {
+                return Err(format!(
+                    "{at}.latency: min {} ≤ p50 {} ≤ p90 {} ≤ p95 {} ≤ p99 {} ≤ max {} (mean {} between min and max) does not hold: figures no measurement has",
+                    l.min_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms, l.mean_ms
+                ));
+            }
+        }
+        if let Some(q) = &self.queue {
+            for (name, v) in [
+                ("active_mean", q.active_mean),
+                ("active_max", q.active_max),
+                ("waiting_mean", q.waiting_mean),
+                ("waiting_max", q.waiting_max),
+            ] {
+                nonneg(&format!("queue.{name}"), v)?;
+            }
+            if q.active_mean > q.active_max + 1e-6 || q.waiting_mean > q.waiting_max + 1e-6 {
+                return Err(format!(
+                    "{at}.queue: a mean above its max (active {} > {}, or waiting {} > {})",
+                    q.active_mean, q.active_max, q.waiting_mean, q.waiting_max
+                ));
+            }
+            // Readings of slots taken while jobs waited are some of the readings: no more than
+            // the most taken.
+            if let Some(full) = q.active_while_waiting {
+                nonneg("queue.active_while_waiting", full)?;
+                if full > q.active_max + 1e-6 {
+                    return Err(format!(
+                        "{at}.queue: active_while_waiting {full} above active_max {}: a mean of some readings above their max",
+                        q.active_max
+                    ));
+                }
+            }
+        }
+        if let Some(h) = &self.history {
+            let ok = h.slot_time_s.is_none_or(|t| t.is_finite() && t >= 0.0)
+                && h.executions.is_finite()
+                && h.executions >= 0.0;
+            if !ok {
+                return Err(format!(
+                    "{at}.history: slot_time_s {:?} and executions {} must be numbers of at least 0",
+                    h.slot_time_s, h.executions
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The counts behind the rates: no more answers per second than were counted, a window
+    /// for every rate, users for every closed request, an interval that is one.
+    fn check_counts(&self, at: &str) -> Result<(), String> {
+        if let Some(r) = self.ramp {
+            if r.from.max(r.to) > MAX_IN_FLIGHT {
+                return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}"));
+            }
+        }
+        // A rate is a count over the window: no more answers per second than were counted (a
+        // window's rate may also count answers to requests sent in the warm-up, one per user).
+        let sent = self.requests + self.warmup_requests + u64::from(self.vus.unwrap_or(0));
+        let answered = self.flow.map_or(sent, |f| f.completions.max(sent));
+        if self.throughput_rps > 0.0 && self.window_s <= 0.0 {
+            return Err(format!(
+                "{at}.throughput_rps is {} over a window_s of 0: a rate needs a window",
+                self.throughput_rps
+            ));
+        }
+        let counted = self.request_rate.max(self.throughput_rps) * self.window_s;
+        if counted > answered as f64 * 1.01 + 1.0 {
+            return Err(format!(
+                "{at}: {:.2} req/s over {:.1} s is {counted:.0} answers, but {answered} were counted: figures a measurement cannot have",
+                self.request_rate.max(self.throughput_rps),
+                self.window_s
+            ));
+        }
+        if self.model == LoadModel::Closed && self.vus == Some(0) && self.requests > 0 {
+            return Err(format!(
+                "{at}.vus is 0, yet {} requests were sent: a closed stage needs at least 1 user",
+                self.requests
+            ));
+        }
+        if let Some(ci) = self.throughput_ci {
+            if !(ci[0].is_finite() && ci[1].is_finite() && 0.0 <= ci[0] && ci[0] <= ci[1]) {
+                return Err(format!(
+                    "{at}.throughput_ci is {ci:?}: it must be two finite rates, low ≤ high"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
