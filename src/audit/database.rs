@@ -137,7 +137,9 @@ fn budget(c: &Ctx, out: &mut Vec<Finding>) {
         ),
         (None, Some(p)) => (
             p.name(),
-            p.max_connections.as_ref().map_or(100, |m| m.value),
+            p.max_connections
+                .as_ref()
+                .map_or(budget::MAX_CONNECTIONS_DEFAULT, |m| m.value),
             p.reserved_connections.as_ref().map(|r| r.value),
             p.name().to_string(),
         ),

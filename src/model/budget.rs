@@ -8,6 +8,9 @@
 /// Postgres' `superuser_reserved_connections` when not set.
 pub const RESERVED_DEFAULT: u32 = 3;
 
+/// Postgres' `max_connections` when not set.
+pub const MAX_CONNECTIONS_DEFAULT: u32 = 100;
+
 /// A group of n8n processes with one pool size.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Processes {

@@ -3,6 +3,7 @@
 //! the database pool, and a Postgres container's connections.
 
 use super::{concurrency_flag, n8n_defaults, ExecutionsMode, Node, Role, RunnersMode, Sourced};
+use crate::model::budget;
 use crate::model::settings::BinaryDataMode;
 
 /// An n8n process's executions mode, binary data mode and (main in regular mode) production
@@ -112,11 +113,11 @@ fn postgres_connections(n: &mut Node) {
     };
     n.max_connections = Some(match set("max_connections") {
         Some((v, s)) => Sourced::new(v, s),
-        None => Sourced::new(100, "Postgres default"),
+        None => Sourced::new(budget::MAX_CONNECTIONS_DEFAULT, "Postgres default"),
     });
     n.reserved_connections = Some(match set("superuser_reserved_connections") {
         Some((v, s)) => Sourced::new(v, s),
-        None => Sourced::new(3, "Postgres default"),
+        None => Sourced::new(budget::RESERVED_DEFAULT, "Postgres default"),
     });
 }
 
