@@ -292,6 +292,8 @@ fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
                     waiting_start: waiting * 0.5,
                     waiting_end: waiting,
                     waiting_max: waiting * 1.2,
+                    active_while_waiting: (waiting >= 1.0).then_some(active * 1.1),
+                    waited_samples: samples / 2,
                     samples,
                     gaps: 0,
                     cpu: vec![n8ncap::record::history::ProcessCpu {

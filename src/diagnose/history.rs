@@ -225,6 +225,7 @@ pub fn stage(i: usize, ws: &[&Window], h: &History) -> StageResult {
         active_max: ws.iter().map(|w| w.active_max).fold(0.0, f64::max),
         waiting_mean: waiting,
         waiting_max: ws.iter().map(|w| w.waiting_max).fold(0.0, f64::max),
+        active_while_waiting: while_waiting(ws),
         samples: samples as u32,
         gaps: ws.iter().map(|w| w.gaps).sum(),
         coarse: false,
@@ -286,6 +287,16 @@ fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
             ..EndpointObserved::default()
         })
         .collect()
+}
+
+/// The windows' slots taken while jobs waited, weighted by the steps each read.
+fn while_waiting(ws: &[&Window]) -> Option<f64> {
+    let n: f64 = ws.iter().map(|w| w.waited_samples as f64).sum();
+    let total: f64 = ws
+        .iter()
+        .filter_map(|w| Some(w.active_while_waiting? * w.waited_samples as f64))
+        .sum();
+    (n > 0.0).then(|| total / n)
 }
 
 /// Windows' pool figures as one: means weighted by the steps each read, peaks kept.

@@ -94,6 +94,12 @@ pub struct Window {
     pub waiting_start: f64,
     pub waiting_end: f64,
     pub waiting_max: f64,
+    /// The slots taken over the steps where a job waited (every slot was then taken), and how
+    /// many steps that is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_while_waiting: Option<f64>,
+    #[serde(default)]
+    pub waited_samples: u32,
     /// Queue-gauge samples in the window, and steps with no (or an impossible) sample.
     pub samples: u32,
     pub gaps: u32,

@@ -26,6 +26,9 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
             waiting_start: waiting,
             waiting_end: waiting,
             waiting_max: waiting,
+            // Every step read jobs waiting at the window's slots: all were taken.
+            active_while_waiting: (waiting >= 1.0).then_some(active),
+            waited_samples: if waiting >= 1.0 { 5 } else { 0 },
             samples: 5,
             gaps: 0,
             cpu: vec![ProcessCpu {
@@ -212,4 +215,20 @@ fn a_slots_gauge_above_the_settings_given_is_named() {
         "{}",
         d.verdict
     );
+}
+
+#[test]
+fn the_slots_are_read_at_the_steps_where_jobs_waited() {
+    // 4 slots at 8/s of 0.5 s: between n8n's 20 s refreshes the queue ran dry at some steps,
+    // and the gauge's mean over the windows is 3.4; at the steps where jobs waited, 4.
+    let busy: Vec<_> = (0..5).map(|_| (8.0, 3.4, 2.0, 0.5)).collect();
+    let mut h = history(0, 0.5, &busy);
+    for w in &mut h.windows {
+        w.active_while_waiting = Some(4.0);
+        w.waited_samples = 3;
+    }
+    let (d, stages) = judge(&mut h, Settings::default(), None);
+    let q = stages[0].queue.as_ref().unwrap();
+    assert_eq!(q.active_while_waiting, Some(4.0));
+    assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
 }

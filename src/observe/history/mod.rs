@@ -561,6 +561,15 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
             .unwrap_or_default()
     };
     let (av, wv) = (gauge(s.a), gauge(s.w));
+    // The steps that read both gauges and where a job waited: every slot was then taken.
+    let full: Vec<f64> = match (s.a, s.w) {
+        (Some(a), Some(w)) => (i..j)
+            .filter_map(|k| Some((a.values.get(k).copied()??, w.values.get(k).copied()??)))
+            .filter(|(_, w)| *w >= 1.0)
+            .map(|(a, _)| a)
+            .collect(),
+        _ => Vec::new(),
+    };
     let mean = |v: &[f64]| {
         if v.is_empty() {
             0.0
@@ -609,6 +618,8 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         waiting_start: wv.first().copied().unwrap_or(0.0),
         waiting_end: wv.last().copied().unwrap_or(0.0),
         waiting_max: max(&wv),
+        active_while_waiting: (!full.is_empty()).then(|| mean(&full)),
+        waited_samples: full.len() as u32,
         samples: av.len().min(wv.len()) as u32,
         gaps,
         cpu,

@@ -102,3 +102,41 @@ fn the_refresh_is_how_often_the_counter_moved() {
     };
     assert_eq!(refresh_of(&g, 1.0), Some(20.0));
 }
+
+#[test]
+fn a_window_reads_the_slots_where_a_job_waited_step_by_step() {
+    // 15 slots, gauges every step: the queue ran dry at two steps (fewer taken), one step
+    // lost its waiting gauge (not paired, not read).
+    let grid = |v: Vec<Option<f64>>| Grid {
+        name: "g".into(),
+        values: v,
+    };
+    let a = grid(vec![
+        Some(15.0),
+        Some(11.0),
+        Some(15.0),
+        Some(13.0),
+        Some(9.0),
+    ]);
+    let w = grid(vec![Some(3.0), Some(0.0), Some(1.0), None, Some(0.0)]);
+    let done: Vec<Option<f64>> = vec![Some(10.0); 5];
+    let s = Series5 {
+        a: Some(&a),
+        w: Some(&w),
+        done: Some(&done),
+        ticks: None,
+        fail: None,
+        dsum: None,
+        dcnt: None,
+        cpu: &[],
+    };
+    let win = window(&s, 0, 5, 0.0, 1.0, 1.0).unwrap();
+    assert_eq!(win.active_while_waiting, Some(15.0));
+    assert_eq!(win.waited_samples, 2);
+    assert!((win.active_mean - 12.6).abs() < 1e-9);
+    // No step where a job waited: nothing read.
+    let w = grid(vec![Some(0.0); 5]);
+    let s = Series5 { w: Some(&w), ..s };
+    let win = window(&s, 0, 5, 0.0, 1.0, 1.0).unwrap();
+    assert_eq!((win.active_while_waiting, win.waited_samples), (None, 0));
+}
