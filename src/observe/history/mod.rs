@@ -527,6 +527,19 @@ struct Proc {
     pool: Option<[Vec<Option<f64>>; 3]>,
 }
 
+/// The slots taken at the steps of `i..j` that read both gauges and where a job waited: every
+/// slot was then taken.
+fn slots_while_waiting(s: &Series5, i: usize, j: usize) -> Vec<f64> {
+    match (s.a, s.w) {
+        (Some(a), Some(w)) => (i..j)
+            .filter_map(|k| Some((a.values.get(k).copied()??, w.values.get(k).copied()??)))
+            .filter(|(_, w)| *w >= 1.0)
+            .map(|(a, _)| a)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) -> Option<Window> {
     let steps = |v: Option<&[Option<f64>]>| -> (f64, usize) {
         v.map(|v| {
@@ -561,15 +574,7 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
             .unwrap_or_default()
     };
     let (av, wv) = (gauge(s.a), gauge(s.w));
-    // The steps that read both gauges and where a job waited: every slot was then taken.
-    let full: Vec<f64> = match (s.a, s.w) {
-        (Some(a), Some(w)) => (i..j)
-            .filter_map(|k| Some((a.values.get(k).copied()??, w.values.get(k).copied()??)))
-            .filter(|(_, w)| *w >= 1.0)
-            .map(|(a, _)| a)
-            .collect(),
-        _ => Vec::new(),
-    };
+    let full = slots_while_waiting(s, i, j);
     let mean = |v: &[f64]| {
         if v.is_empty() {
             0.0
