@@ -601,3 +601,50 @@ fn the_time_budget_is_checked_against_a_saved_run() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A PgBouncer in front of Postgres (n8n's `DB_POSTGRESDB_HOST` names it) takes n8n's pools
+/// as its clients and holds only its own pool on Postgres: the budget is judged by its limits,
+/// read from its variables (bitnami's `PGBOUNCER_*` or edoburu's), never by Σ pools against
+/// `max_connections`; its password never reaches the output.
+#[test]
+fn a_pgbouncer_in_front_is_judged_by_its_own_limits() {
+    let dir = root().join("fixtures/compose/pgbouncer");
+    let audit_of = |name: &str| {
+        let file = dir.join(format!("{name}.yml"));
+        let out = Command::new(bin())
+            .args(["audit", "--json", "-f"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(!text.contains("fixture-password-not-secret"), "{text}");
+        (
+            rule_ids(&[file]),
+            audit_json(&dir.join(format!("{name}.yml")), None),
+        )
+    };
+    // Transaction mode, 100 clients, a pool of 5: the same 20 connections that exhaust
+    // max_connections=10 directly (rules/db-connections-exhausted.yml) are served.
+    let (ids, _) = audit_of("transaction-in-front");
+    assert!(ids.is_empty(), "{ids:?}");
+    // Session mode (bitnami's default): only the pool's 5 of the 20 get a server connection.
+    let (ids, v) = audit_of("session-default");
+    assert_eq!(
+        ids,
+        BTreeSet::from(["db-connections-exhausted".to_string()])
+    );
+    let f = finding_of(&v, "db-connections-exhausted");
+    assert_eq!(f["subject"], "pgbouncer");
+    assert_eq!(f["figures"]["connections_needed"], 20.0);
+    assert_eq!(f["figures"]["connections_available"], 5.0);
+    // PgBouncer's own pool (5 + a reserve of 5) against the 7 Postgres leaves.
+    let (ids, v) = audit_of("pool-over-postgres");
+    assert_eq!(
+        ids,
+        BTreeSet::from(["db-connections-exhausted".to_string()])
+    );
+    let f = finding_of(&v, "db-connections-exhausted");
+    assert_eq!(f["subject"], "postgres");
+    assert_eq!(f["figures"]["connections_needed"], 10.0);
+    assert_eq!(f["figures"]["connections_available"], 7.0);
+}

@@ -7,6 +7,7 @@
 
 use super::{env, finding, Ctx};
 use crate::findings::{Finding, FindingId};
+use crate::model::budget::{self, Postgres, Processes};
 use crate::model::n8n_defaults;
 use crate::topology::{Node, Role};
 
@@ -115,98 +116,154 @@ fn ping_timeout_default(c: &Ctx, out: &mut Vec<Finding>) {
     );
 }
 
-/// The connection budget: Σ pools × processes against what Postgres leaves to them — the live
-/// Postgres when `--postgres-env`/`--postgres-file` read it, else the Postgres service of the
-/// input.
-fn budget(c: &Ctx, out: &mut Vec<Finding>) {
-    use crate::model::budget::{self, Processes};
-    let pg_users: Vec<&&Node> = c
-        .n8n
-        .iter()
-        .filter(|n| env(n, "DB_TYPE") == Some("postgresdb"))
-        .collect();
+/// Postgres' side of the budget: the live Postgres when `--postgres-env`/`--postgres-file` read
+/// it, else the Postgres service of the input; its name and where it was read.
+fn postgres_side<'a>(c: &'a Ctx, users: &[&&'a Node]) -> Option<(&'a str, Postgres, String)> {
     let node = c.t.nodes.iter().find(|n| n.role == Role::Postgres);
-    let (subject, max_conn, reserved, at) = match (c.postgres, node) {
-        (Some(live), _) => (
-            node.map_or(pg_users.first().map_or("postgres", |n| n.name()), |p| {
-                p.name()
-            }),
-            live.max_connections,
-            Some(live.reserved),
+    match (c.postgres, node) {
+        (Some(live), _) => Some((
+            node.map_or(users.first().map_or("postgres", |n| n.name()), |p| p.name()),
+            Postgres {
+                max_connections: live.max_connections,
+                reserved: Some(live.reserved),
+            },
             format!("live Postgres {}", live.at),
-        ),
-        (None, Some(p)) => (
+        )),
+        (None, Some(p)) => Some((
             p.name(),
-            p.max_connections
-                .as_ref()
-                .map_or(budget::MAX_CONNECTIONS_DEFAULT, |m| m.value),
-            p.reserved_connections.as_ref().map(|r| r.value),
+            Postgres {
+                max_connections: p
+                    .max_connections
+                    .as_ref()
+                    .map_or(budget::MAX_CONNECTIONS_DEFAULT, |m| m.value),
+                reserved: p.reserved_connections.as_ref().map(|r| r.value),
+            },
             p.name().to_string(),
-        ),
-        (None, None) => return,
+        )),
+        (None, None) => None,
+    }
+}
+
+/// The PgBouncer n8n connects through: the one whose service `DB_POSTGRESDB_HOST` names (its
+/// first DNS label), or the only one when the host says "bouncer".
+pub(super) fn bouncer_in_front<'a>(c: &'a Ctx, users: &[&&Node]) -> Option<&'a Node> {
+    let bouncers: Vec<&Node> = c.t.nodes.iter().filter(|n| n.pgbouncer.is_some()).collect();
+    let hosts: Vec<String> = users
+        .iter()
+        .filter_map(|n| env(n, "DB_POSTGRESDB_HOST"))
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    let named = |b: &&Node| {
+        hosts
+            .iter()
+            .any(|h| h.split('.').next() == Some(b.name().to_ascii_lowercase().as_str()))
     };
+    bouncers.iter().find(|b| named(b)).copied().or_else(|| {
+        (bouncers.len() == 1 && hosts.iter().any(|h| h.contains("bouncer"))).then(|| bouncers[0])
+    })
+}
+
+/// The connection budget: Σ pools × processes against what Postgres leaves to them, through
+/// the PgBouncer in front when there is one.
+fn budget(c: &Ctx, out: &mut Vec<Finding>) {
+    let pg_users: Vec<&&Node> = c.n8n.iter().filter(|n| on_postgres(n)).collect();
     if pg_users.is_empty() {
+        return;
+    }
+    let pg = postgres_side(c, &pg_users);
+    let bouncer = bouncer_in_front(c, &pg_users).and_then(|n| Some((n, n.pgbouncer.as_ref()?)));
+    if pg.is_none() && bouncer.is_none() {
         return;
     }
     let groups: Vec<Processes> = pg_users
         .iter()
         .map(|n| Processes {
             count: n.facts.replicas,
-            pool: n
-                .db_pool_size
-                .as_ref()
-                .map_or(n8n_defaults::DB_POOL_SIZE, |p| p.value),
+            pool: pool_of(n).0,
         })
         .collect();
     let processes: u32 = groups.iter().map(|g| g.count).fold(0, u32::saturating_add);
     let b = budget::connections(
         &groups,
-        Some(budget::Postgres {
-            max_connections: max_conn,
-            reserved,
-        }),
-        None,
+        pg.as_ref().map(|p| p.1),
+        bouncer.map(|(_, b)| b.value),
     );
     if b.fits() {
         return;
     }
-    let available = b.postgres_available.unwrap_or(max_conn);
-    let mut f = finding(FindingId::DbConnectionsExhausted, subject, format!(
-        "{at}: {processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {} connections > the {available} max_connections {max_conn} leaves to them",
+    let pools = format!(
+        "{processes} n8n processes × their DB_POSTGRESDB_POOL_SIZE = {} connections",
         b.needed
-    ))
-    .figure("connections_needed", b.needed as f64)
-    .figure("connections_available", available as f64);
-    if let Some(live) = c.postgres {
-        let apps: Vec<String> = live
-            .by_application
-            .iter()
-            .map(|(a, st, n)| {
-                format!(
-                    "{n} {} {}",
-                    if a.is_empty() {
-                        "(no application_name)"
-                    } else {
-                        a
-                    },
-                    if st.is_empty() { "-" } else { st }
-                )
-            })
-            .collect();
-        f = f
-            .evidence(format!("open now: {} ({})", live.open(), apps.join(", ")))
-            .figure("connections_open", live.open() as f64);
-        if !live.waiting.is_empty() {
-            let w: Vec<String> = live
-                .waiting
-                .iter()
-                .map(|(t, n)| format!("{n} on {t}"))
-                .collect();
-            f = f.evidence(format!("waiting now: {}", w.join(", ")));
-        }
-    }
-    out.push(
-        f.why("Under load the pools ask for more connections than Postgres allows (max_connections less superuser_reserved_connections): it refuses the next with SQLSTATE 53300 and the execution that needed it fails.")
-            .fix("lower DB_POSTGRESDB_POOL_SIZE, raise max_connections (postgres -c max_connections=N) above the total, or put PgBouncer (transaction mode) in front"),
     );
+    // Each case's figures: the connections asked for, and what serves them.
+    let (f, needed, available) = match (bouncer, &pg) {
+        (Some((n, bo)), _) if b.needed > b.allowed => {
+            let what = if bo.value.session {
+                format!("the {} server connections PgBouncer {} gives in session mode (pool_mode session keeps one per connected client)", b.allowed, n.name())
+            } else {
+                format!("PgBouncer {}'s max_client_conn {}", n.name(), b.allowed)
+            };
+            (finding(FindingId::DbConnectionsExhausted, n.name(), format!("{pools} > {what}"))
+                .evidence(format!("PgBouncer: {}", bo.source))
+                .why("Under load the pools open more connections than PgBouncer serves: past max_client_conn it refuses the next, and in session mode the connections past its pool wait for a server connection until query_wait_timeout — the executions that need them fail or stall.")
+                .fix("set PgBouncer's pool_mode to transaction and its max_client_conn above the total, or lower DB_POSTGRESDB_POOL_SIZE"), b.needed, b.allowed)
+        }
+        (Some((n, bo)), Some((subject, p, at))) => (finding(FindingId::DbConnectionsExhausted, subject, format!(
+            "{at}: PgBouncer {}'s server pool of {} connections > the {} max_connections {} leaves to it",
+            n.name(),
+            b.on_postgres,
+            p.available(),
+            p.max_connections
+        ))
+        .evidence(format!("PgBouncer: {}", bo.source))
+        .why("PgBouncer opens up to default_pool_size + reserve_pool_size connections to Postgres; past max_connections less superuser_reserved_connections Postgres refuses them with SQLSTATE 53300 and the queries waiting in PgBouncer fail.")
+        .fix("lower PgBouncer's DEFAULT_POOL_SIZE (and RESERVE_POOL_SIZE) under what Postgres leaves, or raise max_connections"), b.on_postgres, p.available()),
+        (_, Some((subject, p, at))) => (finding(FindingId::DbConnectionsExhausted, subject, format!(
+            "{at}: {pools} > the {} max_connections {} leaves to them",
+            p.available(),
+            p.max_connections
+        ))
+        .why("Under load the pools ask for more connections than Postgres allows (max_connections less superuser_reserved_connections): it refuses the next with SQLSTATE 53300 and the execution that needed it fails.")
+        .fix("lower DB_POSTGRESDB_POOL_SIZE, raise max_connections (postgres -c max_connections=N) above the total, or put PgBouncer (transaction mode) in front"), b.needed, p.available()),
+        (_, None) => return,
+    };
+    out.push(live_evidence(
+        f.figure("connections_needed", needed as f64)
+            .figure("connections_available", available as f64),
+        c,
+    ));
+}
+
+/// What the live Postgres showed open and waiting, when it was read.
+fn live_evidence(mut f: Finding, c: &Ctx) -> Finding {
+    let Some(live) = c.postgres else {
+        return f;
+    };
+    let apps: Vec<String> = live
+        .by_application
+        .iter()
+        .map(|(a, st, n)| {
+            format!(
+                "{n} {} {}",
+                if a.is_empty() {
+                    "(no application_name)"
+                } else {
+                    a
+                },
+                if st.is_empty() { "-" } else { st }
+            )
+        })
+        .collect();
+    f = f
+        .evidence(format!("open now: {} ({})", live.open(), apps.join(", ")))
+        .figure("connections_open", live.open() as f64);
+    if !live.waiting.is_empty() {
+        let w: Vec<String> = live
+            .waiting
+            .iter()
+            .map(|(t, n)| format!("{n} on {t}"))
+            .collect();
+        f = f.evidence(format!("waiting now: {}", w.join(", ")));
+    }
+    f
 }

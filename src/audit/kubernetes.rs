@@ -265,8 +265,13 @@ fn db_budget(c: &Ctx, out: &mut Vec<Finding>) {
         .filter(|n| n.facts.k8s.is_some() && env(n, "DB_TYPE") == Some("postgresdb"))
         .collect();
     let has_pg = c.t.nodes.iter().any(|n| n.role == Role::Postgres);
-    // With Postgres in the input or read live, the budget is checked, not only said.
-    if users.is_empty() || has_pg || c.postgres.is_some() {
+    // With Postgres in the input or read live, or a PgBouncer in front, the budget is checked,
+    // not only said.
+    if users.is_empty()
+        || has_pg
+        || c.postgres.is_some()
+        || super::database::bouncer_in_front(c, &users).is_some()
+    {
         return;
     }
     let mut parts = Vec::new();

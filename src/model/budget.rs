@@ -36,13 +36,24 @@ impl Postgres {
 }
 
 /// A PgBouncer between n8n and Postgres.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PgBouncer {
     /// `max_client_conn`: the clients it accepts.
     pub max_client_conn: u32,
-    /// `default_pool_size`: the server connections it opens per database and user.
+    /// The server connections it opens per database and user: `default_pool_size` and
+    /// `reserve_pool_size`.
     pub pool_size: u32,
+    /// `pool_mode = session` (PgBouncer's default): a client keeps its server connection for
+    /// as long as it is connected, and n8n's pools stay connected — so only `pool_size` of
+    /// n8n's connections get one; the rest wait in PgBouncer until `query_wait_timeout`.
+    #[serde(default)]
+    pub session: bool,
 }
+
+/// PgBouncer's defaults (pgbouncer.ini): `max_client_conn`, `default_pool_size`; its
+/// `reserve_pool_size` is 0 and its `pool_mode` session.
+pub const PGBOUNCER_MAX_CLIENT_CONN: u32 = 100;
+pub const PGBOUNCER_DEFAULT_POOL_SIZE: u32 = 20;
 
 /// What the budget comes to.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,7 +92,11 @@ pub fn connections(
     match bouncer {
         Some(b) => Budget {
             needed,
-            allowed: b.max_client_conn,
+            allowed: if b.session {
+                b.max_client_conn.min(b.pool_size)
+            } else {
+                b.max_client_conn
+            },
             on_postgres: b.pool_size,
             postgres_available,
         },
@@ -178,6 +193,7 @@ mod tests {
             Some(PgBouncer {
                 max_client_conn: 200,
                 pool_size: 20,
+                session: false,
             }),
         );
         assert_eq!((b.needed, b.allowed, b.on_postgres), (102, 200, 20));
@@ -189,6 +205,7 @@ mod tests {
             Some(PgBouncer {
                 max_client_conn: 100,
                 pool_size: 20,
+                session: false,
             }),
         );
         assert!(!b.fits());
@@ -199,8 +216,22 @@ mod tests {
             Some(PgBouncer {
                 max_client_conn: 1000,
                 pool_size: 98,
+                session: false,
             }),
         );
+        assert!(!b.fits());
+        // In session mode n8n's pools, always connected, keep their server connections: only
+        // the bouncer's pool of them is served.
+        let b = connections(
+            &[MAIN, workers],
+            Some(pg),
+            Some(PgBouncer {
+                max_client_conn: 200,
+                pool_size: 20,
+                session: true,
+            }),
+        );
+        assert_eq!((b.needed, b.allowed, b.on_postgres), (102, 20, 20));
         assert!(!b.fits());
     }
 

@@ -45,7 +45,15 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "QUEUE_BULL_REDIS_DB",
     "QUEUE_WORKER_LOCK_DURATION",
     "QUEUE_WORKER_LOCK_RENEW_TIME",
-    "N8N_DEFAULT_BINARY_DATA_MODE",
+    // PgBouncer's knobs, as bitnami's and PgBouncer's images read them and as edoburu's does.
+    "PGBOUNCER_MAX_CLIENT_CONN",
+    "PGBOUNCER_DEFAULT_POOL_SIZE",
+    "PGBOUNCER_RESERVE_POOL_SIZE",
+    "PGBOUNCER_POOL_MODE",
+    "MAX_CLIENT_CONN",
+    "DEFAULT_POOL_SIZE",
+    "RESERVE_POOL_SIZE",
+    "POOL_MODE",
 ];
 
 /// `N8N_RUNNERS_MODE`: n8n starts its own runner (`internal`, the default) or waits for runner

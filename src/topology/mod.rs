@@ -68,6 +68,11 @@ pub struct Node {
     /// default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_pool_size: Option<Sourced<u32>>,
+    /// A PgBouncer (its image): the clients it accepts, the server connections it opens, its
+    /// pool mode, from its variables (`PGBOUNCER_*` as bitnami's and PgBouncer's own images
+    /// read them, or unprefixed as edoburu's) or PgBouncer's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgbouncer: Option<Sourced<crate::model::budget::PgBouncer>>,
     pub notes: Vec<String>,
 }
 
@@ -105,6 +110,7 @@ impl Topology {
                     times: None,
                     binary_data_mode: None,
                     db_pool_size: None,
+                    pgbouncer: None,
                     notes: Vec::new(),
                 }
             })

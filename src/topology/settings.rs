@@ -92,6 +92,65 @@ fn production_limit(
     }
 }
 
+/// A PgBouncer container's (by its image's name) client limit, server pool and pool mode: each
+/// from `PGBOUNCER_<NAME>` (bitnami's and PgBouncer's images) or `<NAME>` (edoburu's), else
+/// PgBouncer's default; the source says which were set.
+fn pgbouncer(n: &Node, get: &dyn Fn(&str) -> Option<String>) -> Option<Sourced<budget::PgBouncer>> {
+    let image = n.facts.image.to_ascii_lowercase();
+    let base = image.rsplit('/').next().unwrap_or(&image);
+    if !base.starts_with("pgbouncer") {
+        return None;
+    }
+    let mut set = Vec::new();
+    let read = |name: &str| -> Option<(String, String)> {
+        [format!("PGBOUNCER_{name}"), name.to_string()]
+            .into_iter()
+            .find_map(|k| get(&k).map(|v| (k, v)))
+    };
+    let mut num = |name: &str, default: u32| -> u32 {
+        let Some((k, v)) = read(name) else {
+            return default;
+        };
+        match v.parse() {
+            Ok(n) => {
+                set.push(format!("{k}={n}"));
+                n
+            }
+            Err(_) => {
+                set.push(format!(
+                    "{k}={v:?} is not a number: PgBouncer's default {default}"
+                ));
+                default
+            }
+        }
+    };
+    let max_client_conn = num("MAX_CLIENT_CONN", budget::PGBOUNCER_MAX_CLIENT_CONN);
+    let pool = num("DEFAULT_POOL_SIZE", budget::PGBOUNCER_DEFAULT_POOL_SIZE);
+    let reserve = num("RESERVE_POOL_SIZE", 0);
+    let mode = read("POOL_MODE");
+    if let Some((k, v)) = &mode {
+        set.push(format!("{k}={v}"));
+    }
+    let session = mode.is_none_or(|(_, m)| m.eq_ignore_ascii_case("session"));
+    let source = if set.is_empty() {
+        format!("PgBouncer's defaults on {}", n.facts.origin)
+    } else {
+        format!(
+            "{} on {} (the rest PgBouncer's defaults)",
+            set.join(", "),
+            n.facts.origin
+        )
+    };
+    Some(Sourced::new(
+        budget::PgBouncer {
+            max_client_conn,
+            pool_size: pool.saturating_add(reserve),
+            session,
+        },
+        source,
+    ))
+}
+
 /// A Postgres container's `max_connections` and `superuser_reserved_connections`, from its
 /// command (`-c name=N`, `-c` and `name=N` apart, or `--name=N`), else Postgres' defaults.
 fn postgres_connections(n: &mut Node) {
@@ -211,6 +270,7 @@ pub(super) fn settle(n: &mut Node) {
             .filter(|v| !v.is_empty())
     };
     settle_modes(n, &get, &src);
+    n.pgbouncer = pgbouncer(n, &get);
     match n.role {
         Role::Worker | Role::Main | Role::Webhook => {
             let mode = get("N8N_RUNNERS_MODE");
@@ -305,6 +365,38 @@ mod tests {
             ..Facts::default()
         };
         Topology::build(vec![f]).nodes.remove(0)
+    }
+
+    #[test]
+    fn a_pgbouncer_is_read_from_either_image_s_variables_or_its_defaults() {
+        let b = |image: &str, env: &[(&str, &str)]| node(image, &[], env).pgbouncer;
+        // bitnami's prefixed names; the reserve adds to the server pool.
+        let p = b(
+            "docker.io/bitnami/pgbouncer:1.24.1",
+            &[
+                ("PGBOUNCER_MAX_CLIENT_CONN", "500"),
+                ("PGBOUNCER_DEFAULT_POOL_SIZE", "15"),
+                ("PGBOUNCER_RESERVE_POOL_SIZE", "5"),
+                ("PGBOUNCER_POOL_MODE", "transaction"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (p.value.max_client_conn, p.value.pool_size, p.value.session),
+            (500, 20, false)
+        );
+        // edoburu's unprefixed names; no mode: PgBouncer's session default.
+        let p = b("edoburu/pgbouncer", &[("DEFAULT_POOL_SIZE", "8")]).unwrap();
+        assert_eq!(
+            (p.value.max_client_conn, p.value.pool_size, p.value.session),
+            (100, 8, true)
+        );
+        // A value that is no number is PgBouncer's default, and the source says so.
+        let p = b("pgbouncer/pgbouncer", &[("MAX_CLIENT_CONN", "lots")]).unwrap();
+        assert_eq!(p.value.max_client_conn, 100);
+        assert!(p.source.contains("not a number"), "{}", p.source);
+        // Not a PgBouncer: nothing read, whatever its variables.
+        assert!(b("postgres:16", &[("DEFAULT_POOL_SIZE", "8")]).is_none());
     }
 
     #[test]
