@@ -144,8 +144,8 @@ fn postgres_side<'a>(c: &'a Ctx, users: &[&&'a Node]) -> Option<(&'a str, Postgr
     }
 }
 
-/// The PgBouncer n8n connects through: the one whose service `DB_POSTGRESDB_HOST` names (its
-/// first DNS label), or the only one when the host says "bouncer".
+/// The PgBouncer n8n connects through: the one `DB_POSTGRESDB_HOST` names (whole, or its first
+/// DNS label), or the only one when the host says "bouncer".
 pub(super) fn bouncer_in_front<'a>(c: &'a Ctx, users: &[&&Node]) -> Option<&'a Node> {
     let bouncers: Vec<&Node> = c.t.nodes.iter().filter(|n| n.pgbouncer.is_some()).collect();
     let hosts: Vec<String> = users
@@ -153,10 +153,17 @@ pub(super) fn bouncer_in_front<'a>(c: &'a Ctx, users: &[&&Node]) -> Option<&'a N
         .filter_map(|n| env(n, "DB_POSTGRESDB_HOST"))
         .map(|h| h.to_ascii_lowercase())
         .collect();
+    // Its name, or any name others reach it by (hostname, service, network aliases).
     let named = |b: &&Node| {
-        hosts
-            .iter()
-            .any(|h| h.split('.').next() == Some(b.name().to_ascii_lowercase().as_str()))
+        let names: Vec<String> = std::iter::once(b.name())
+            .chain(b.facts.hostnames.iter().map(String::as_str))
+            .map(str::to_ascii_lowercase)
+            .collect();
+        hosts.iter().any(|h| {
+            names
+                .iter()
+                .any(|n| h == n || h.split('.').next() == Some(n))
+        })
     };
     bouncers.iter().find(|b| named(b)).copied().or_else(|| {
         (bouncers.len() == 1 && hosts.iter().any(|h| h.contains("bouncer"))).then(|| bouncers[0])
