@@ -206,6 +206,10 @@ fn with_defaults(s: &Settings) -> Settings {
         1,
         "not known: one runner per worker",
     );
+    // A plan pairs every worker with a runner: none read is planned from one.
+    if s.runners_per_worker.as_ref().is_some_and(|r| r.value == 0) {
+        s.runners_per_worker = Some(Sourced::new(1, "none read: a plan pairs one per worker"));
+    }
     s
 }
 

@@ -258,3 +258,20 @@ fn summary_json_keeps_its_flat_figures_and_reads_plans_saved_without_settings() 
     assert_eq!(old.settings.db_pool_size.as_ref().unwrap().value, 7);
     assert!(old.settings.is_regular());
 }
+
+#[test]
+fn a_worker_read_with_no_runner_is_planned_with_one() {
+    // Code a tenth of the job: 10 slots need 1 runner task, yet today's runner limit (5) is
+    // never lowered — as when the one runner had been read.
+    let s = Settings {
+        job_time: Some(Sourced::new(1.0, "t")),
+        code_time: Some(Sourced::new(0.1, "t")),
+        worker_concurrency: Some(Sourced::new(10, "t")),
+        runner_limit: Some(Sourced::new(5, "t")),
+        runners_per_worker: Some(Sourced::new(0, "t")),
+        ..Settings::default()
+    };
+    let r = from_break_point(&s, Sourced::new(15, "flag")).unwrap();
+    assert_eq!(r.settings.runners_per_worker_count(), 1);
+    assert_eq!(r.settings.runner_capacity_or_default(), 5);
+}
