@@ -79,8 +79,12 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
             // counted, or Little's law at the slots (n8n's execution histogram) when the gauge
             // lags. Not the level's in-flight: on a busy host part of it sits in main's intake
             // and response, outside any slot, so it can count slots that are not there.
-            let held = taken.max(c.level.executions_in_slots.unwrap_or(0.0));
-            let per = (held / workers).round().max(1.0) as u32;
+            // The gauge never counts more than there are (its mean's ceiling is a whole lower
+            // bound); Little's figure can read a little over, so it is rounded.
+            let little = c.level.executions_in_slots.unwrap_or(0.0);
+            let per = ((taken / workers).ceil())
+                .max((little / workers).round())
+                .max(1.0) as u32;
             s.worker_concurrency = Some(Sourced::new(
                 per,
                 format!(
