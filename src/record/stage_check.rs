@@ -3,20 +3,23 @@
 
 use super::stage::{LoadModel, StageResult, MAX_IN_FLIGHT};
 
+/// `v` as a figure a measurement can have: finite and at least 0, else the field named.
+fn nonneg(at: &str, name: &str, v: f64) -> Result<(), String> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{at}.{name} is {v}: it must be a number of at least 0"
+        ))
+    }
+}
+
 impl StageResult {
     /// Refuses figures a measurement cannot have (a saved summary edited or damaged): negative
     /// or non-finite times and rates, shares outside 0–1, more good answers than requests,
     /// in-flight levels beyond [`MAX_IN_FLIGHT`]. The error names the field.
     pub fn check(&self, at: &str) -> Result<(), String> {
-        let nonneg = |name: &str, v: f64| -> Result<(), String> {
-            if v.is_finite() && v >= 0.0 {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{at}.{name} is {v}: it must be a number of at least 0"
-                ))
-            }
-        };
+        let nonneg = |name: &str, v: f64| nonneg(at, name, v);
         let share = |name: &str, v: f64| -> Result<(), String> {
             if (0.0..=1.0).contains(&v) {
                 Ok(())
@@ -83,15 +86,7 @@ impl StageResult {
     /// The latency, the queue and a history's figures: numbers of at least 0, in the order
     /// their meaning gives them.
     fn check_observed(&self, at: &str) -> Result<(), String> {
-        let nonneg = |name: &str, v: f64| -> Result<(), String> {
-            if v.is_finite() && v >= 0.0 {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{at}.{name} is {v}: it must be a number of at least 0"
-                ))
-            }
-        };
+        let nonneg = |name: &str, v: f64| nonneg(at, name, v);
         if let Some(l) = &self.latency {
             for (name, v) in [
                 ("mean_ms", l.mean_ms),
