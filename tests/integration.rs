@@ -27,6 +27,8 @@ mod grafana;
 mod history;
 #[path = "hostile.rs"]
 mod hostile;
+#[path = "hostile_compare.rs"]
+mod hostile_compare;
 #[path = "k6.rs"]
 mod k6;
 #[path = "k8s.rs"]

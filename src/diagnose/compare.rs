@@ -68,13 +68,14 @@ impl FailIf {
             _ => return Err(usage()),
         };
         let v = t[at + 1..].trim();
-        let percent = v.ends_with('%');
-        if percent == (metric == Metric::ErrorRate) {
+        let number = v.strip_suffix('%');
+        if number.is_some() == (metric == Metric::ErrorRate) {
             return Err(usage());
         }
-        let value: f64 = v
-            .trim_end_matches('%')
-            .trim_start_matches('+')
+        let number = number.unwrap_or(v);
+        let value: f64 = number
+            .strip_prefix('+')
+            .unwrap_or(number)
             .parse()
             .map_err(|_| usage())?;
         if !value.is_finite() || value.abs() > 1000.0 {
@@ -97,29 +98,75 @@ impl FailIf {
     }
 
     /// The words when `v` fails this threshold, else None. A change within the runs' noise
-    /// never fails one.
+    /// never fails one; a threshold with nothing to judge fails ("cannot compare: …").
     fn failed_by(&self, v: &Versus) -> Option<String> {
+        let cannot = |what: &str| Some(format!("cannot compare {what}"));
         match self.metric {
             Metric::Verdict => v.verdict_changed.clone(),
-            Metric::Ceiling => v
-                .ceiling
-                .as_ref()
-                .filter(|c| c.beyond_noise && self.passes_line(c.change_pct))
-                .map(|c| format!("ceiling {:+.1} %", c.change_pct)),
+            Metric::Ceiling => match &v.ceiling {
+                None => cannot(&format!(
+                    "the ceiling: {} reached none (no valid level at the ceiling)",
+                    if v.run.ceiling.is_none() {
+                        v.run.label.as_str()
+                    } else {
+                        "the baseline"
+                    }
+                )),
+                Some(c) if !c.has_noise() => {
+                    cannot("the ceiling: a run's ceiling has no interval (no time counted)")
+                }
+                Some(c) => (c.beyond_noise && self.passes_line(c.change_pct))
+                    .then(|| format!("ceiling {:+.1} %", c.change_pct)),
+            },
+            Metric::P95 if v.levels.iter().all(|l| l.p95.is_none()) => {
+                cannot("p95: no level passed its checks in both runs")
+            }
             Metric::P95 => v.levels.iter().find_map(|l| {
                 l.p95
                     .as_ref()
                     .filter(|c| c.beyond_noise && self.passes_line(c.change_pct))
                     .map(|c| format!("p95 {:+.1} % at {}", c.change_pct, l.level.words()))
             }),
+            Metric::ErrorRate if v.levels.is_empty() => {
+                cannot("the error rate: no level both runs measured")
+            }
             Metric::ErrorRate => v.levels.iter().find_map(|l| {
                 let points = (l.error_rate[1] - l.error_rate[0]) * 100.0;
-                self.passes_line(points)
+                (l.error_beyond_noise && self.passes_line(points))
                     .then(|| format!("error rate {points:+.1} points at {}", l.level.words()))
             }),
         }
-        .map(|what| format!("{}: {what}", self.text))
+        .map(|what| format!("--fail-if {}: {what}", self.text))
     }
+}
+
+/// What a gate cannot judge whatever its thresholds: a run with no valid level, and a level
+/// both runs measured that passed its checks in one of them only (its latency is compared
+/// nowhere, and its failure is the regression or the fix the gate is there to see).
+fn cannot_judge(base: &Judged, run: &Judged, v: &Versus) -> Vec<String> {
+    let mut out: Vec<String> = [base, run]
+        .iter()
+        .filter(|j| !j.diagnosis.levels.iter().any(|l| l.valid))
+        .map(|j| {
+            format!(
+                "cannot compare: {} has no valid level (every level failed its checks)",
+                j.label
+            )
+        })
+        .collect();
+    out.extend(v.levels.iter().filter_map(|l| {
+        let (valid, failed) = match l.valid {
+            [true, false] => (&base.label, &run.label),
+            [false, true] => (&run.label, &base.label),
+            _ => return None,
+        };
+        Some(format!(
+            "cannot compare at {}: it passed its checks in {valid} only ({failed}: {:.1} % errors)",
+            l.level.words(),
+            l.error_rate[usize::from(l.valid[0])] * 100.0
+        ))
+    }));
+    out
 }
 
 /// Why two runs cannot be compared: another load model, another workflow body, another mix.
@@ -230,28 +277,49 @@ fn brief(j: &Judged) -> RunBrief {
     }
 }
 
-/// The levels both runs measured validly (arrival rates within 1 %).
+/// The levels both runs measured (arrival rates within 1 %), valid or not: errors are compared
+/// at each, latency only where both passed their checks.
 fn levels(a: &[Level], b: &[Level]) -> Vec<LevelChange> {
     a.iter()
-        .filter(|l| l.valid)
         .filter_map(|la| {
-            let lb = b.iter().filter(|l| l.valid).find(|lb| {
+            let lb = b.iter().find(|lb| {
                 let (x, y) = (la.level.magnitude(), lb.level.magnitude());
                 std::mem::discriminant(&la.level) == std::mem::discriminant(&lb.level)
                     && (x - y).abs() <= 0.01 * x.max(y)
             })?;
+            let both = la.valid && lb.valid;
+            let error_interval = [wilson(la), wilson(lb)];
             Some(LevelChange {
                 level: la.level,
+                valid: [la.valid, lb.valid],
                 p50_ms: [la.p50_ms, lb.p50_ms],
                 p95: la
                     .p95_ms
                     .as_ref()
                     .zip(lb.p95_ms.as_ref())
+                    .filter(|_| both)
                     .map(|(x, y)| change(x, y)),
                 error_rate: [la.error_rate, lb.error_rate],
+                error_beyond_noise: error_interval[1][0] > error_interval[0][1]
+                    || error_interval[1][1] < error_interval[0][0],
+                error_interval,
             })
         })
         .collect()
+}
+
+/// A level's error rate's 95 % Wilson score interval over the requests it counted ([0, 1]
+/// when it counted none).
+fn wilson(l: &Level) -> [f64; 2] {
+    let n = l.requests as f64;
+    if n < 1.0 {
+        return [0.0, 1.0];
+    }
+    let (p, z) = (l.error_rate.clamp(0.0, 1.0), 1.96f64);
+    let den = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / den;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / den;
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
 }
 
 /// The recorded settings that differ, in words ("runner limit 5 → 10").
@@ -307,7 +375,11 @@ pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Str
             settings_differ: settings_differ(&a.settings, &b.settings),
             failed: Vec::new(),
         };
-        v.failed = fail_if.iter().filter_map(|f| f.failed_by(&v)).collect();
+        if !fail_if.is_empty() {
+            let mut failed = cannot_judge(base, r, &v);
+            failed.extend(fail_if.iter().filter_map(|f| f.failed_by(&v)));
+            v.failed = failed;
+        }
         versus.push(v);
     }
     Ok(RunComparison {
@@ -365,6 +437,7 @@ mod tests {
             "ceiling<>5%",
             "p95>x%",
             "ceiling<NaN%",
+            "p95>+10%%",
         ] {
             assert!(FailIf::parse(bad).is_err(), "{bad}");
         }

@@ -69,13 +69,23 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         .iter()
         .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
         .collect();
+    let p95_half: Vec<f64> = used.iter().filter_map(|s| p95_order_half(s)).collect();
     // One window with its own interval (k6 time series) keeps it; repeats give Student's t.
+    let seconds: f64 = used.iter().map(|s| s.window_s).sum();
+    let counted = (seconds > 0.0).then(|| {
+        let events: f64 = used.iter().map(|s| s.throughput_rps * s.window_s).sum();
+        [events, seconds]
+    });
     let throughput = match used.as_slice() {
         [one] => match one.throughput_ci {
             Some(ci) => Estimate::with_interval(one.throughput_rps, ci),
             None => Estimate::of(&xs),
         },
         _ => Estimate::of(&xs),
+    };
+    let throughput = match counted {
+        Some([events, seconds]) => throughput.with_counting(events, seconds),
+        None => throughput,
     };
     let impossible = used.iter().find_map(|s| impossible(s));
     let mean_ms = mean_over(&|s| s.latency.as_ref().map(|l| l.mean_ms));
@@ -104,9 +114,20 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         stages: (first..first + group.len()).collect(),
         valid: !kept.is_empty() && kept.iter().all(|s| s.valid) && impossible.is_none(),
         throughput,
+        counted,
+        requests: used.iter().map(|s| s.requests).sum(),
         mean_ms,
         p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
-        p95_ms: (!p95s.is_empty()).then(|| Estimate::of(&p95s)),
+        p95_ms: (!p95s.is_empty()).then(|| {
+            // The repeats' spread, and at least the order statistics' of the answers counted.
+            let e = Estimate::of(&p95s);
+            let half = p95_half.iter().sum::<f64>() / (p95_half.len().max(1) as f64).powf(1.5);
+            Estimate {
+                low: e.low.min((e.mean - half).max(0.0)),
+                high: e.high.max(e.mean + half),
+                ..e
+            }
+        }),
         slots_taken: mean_over(&|s| queue(s).map(|q| q.active_mean)),
         slots_full: mean_over(&|s| queue(s)?.active_while_waiting),
         executions_in_slots: mean_over(&|s| {
@@ -125,6 +146,38 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
             .filter(|s| s.history.is_some())
             .map(|s| s.label.clone()),
     }
+}
+
+/// The p95's 95 % interval from one stage's `requests` answers, as order statistics give it:
+/// the ranks n × 0.95 ± 1.96 √(n × 0.95 × 0.05), read between the percentiles the stage kept
+/// (p50, p90, p95, p99, max) — half its width, or None without latency or answers.
+fn p95_order_half(s: &StageResult) -> Option<f64> {
+    let l = s.latency.as_ref()?;
+    let n = s.requests as f64;
+    if n < 1.0 {
+        return None;
+    }
+    let d = 1.96 * (0.95 * 0.05 / n).sqrt();
+    let points = [
+        (0.5, l.p50_ms),
+        (0.9, l.p90_ms),
+        (0.95, l.p95_ms),
+        (0.99, l.p99_ms),
+        (1.0, l.max_ms),
+    ];
+    let at = |q: f64| {
+        let q = q.clamp(0.5, 1.0);
+        points
+            .windows(2)
+            .find(|w| q <= w[1].0)
+            .map(|w| {
+                let (q0, v0, q1, v1) = (w[0].0, w[0].1, w[1].0, w[1].1);
+                v0 + (v1 - v0) * (q - q0) / (q1 - q0)
+            })
+            .unwrap_or(l.max_ms)
+    };
+    let half = (at(0.95 + d) - at(0.95 - d)) / 2.0;
+    (half.is_finite() && half >= 0.0).then_some(half)
 }
 
 /// Little's law over a window is exact up to the requests its edges cut: at most one per
@@ -264,10 +317,16 @@ pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
         .flat_map(|l| l.throughput.samples.clone())
         .collect();
     // One sample: the level's own estimate keeps its interval (a k6 window, a summary's count).
+    // Pooled ones keep at least the counting interval of every answer they pooled.
     let x = if samples.len() == 1 {
         top.throughput.clone()
     } else {
-        Estimate::of(&samples)
+        let pooled = sat
+            .iter()
+            .filter(|l| l.throughput.mean >= 0.95 * top.throughput.mean)
+            .filter_map(|l| l.counted)
+            .fold([0.0, 0.0], |[n, t], [dn, dt]| [n + dn, t + dt]);
+        Estimate::of(&samples).with_counting(pooled[0], pooled[1])
     };
     Some((x, top))
 }

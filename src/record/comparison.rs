@@ -40,10 +40,24 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelChange {
     pub level: LoadLevel,
+    /// Whether the level passed its checks, baseline then candidate. Latency is compared only
+    /// where both did (a failed level's latency is never a good latency); errors everywhere.
+    #[serde(default = "both_valid")]
+    pub valid: [bool; 2],
     pub p50_ms: [Option<f64>; 2],
     pub p95: Option<Change>,
     /// Error rates (0–1), baseline then candidate.
     pub error_rate: [f64; 2],
+    /// Each error rate's 95 % (Wilson) interval from the requests counted.
+    #[serde(default)]
+    pub error_interval: [[f64; 2]; 2],
+    /// The two error rates' intervals do not overlap: a change, not noise.
+    #[serde(default)]
+    pub error_beyond_noise: bool,
+}
+
+fn both_valid() -> [bool; 2] {
+    [true, true]
 }
 
 /// A later run against the baseline.
@@ -56,7 +70,8 @@ pub struct Versus {
     pub levels: Vec<LevelChange>,
     /// Recorded settings that differ: "runner limit 5 → 10".
     pub settings_differ: Vec<String>,
-    /// The `--fail-if` thresholds this run fails, in words.
+    /// The `--fail-if` thresholds this run fails, and what a gate could not judge ("cannot
+    /// compare: …"), in words.
     pub failed: Vec<String>,
 }
 
@@ -77,6 +92,11 @@ impl RunComparison {
 }
 
 impl Change {
+    /// Both runs' figures have an interval of some width: noise was measured.
+    pub fn has_noise(&self) -> bool {
+        self.baseline.high > self.baseline.low && self.candidate.high > self.candidate.low
+    }
+
     /// "+60.2 % (55.1 to 65.3 %)" beyond noise, else "no difference beyond noise (+0.8 %)".
     pub fn words(&self) -> String {
         if self.beyond_noise {
@@ -84,8 +104,7 @@ impl Change {
                 "{:+.1} % ({:+.1} to {:+.1} %)",
                 self.change_pct, self.interval_pct[0], self.interval_pct[1]
             )
-        } else if self.baseline.high > self.baseline.low && self.candidate.high > self.candidate.low
-        {
+        } else if self.has_noise() {
             format!("no difference beyond noise ({:+.1} %)", self.change_pct)
         } else {
             format!("{:+.1} % (one sample: noise unknown)", self.change_pct)
@@ -98,7 +117,13 @@ impl RunBrief {
     pub fn ceiling_words(&self) -> String {
         self.ceiling
             .as_ref()
-            .map(|c| format!("{:.2} ({:.2}–{:.2})", c.mean, c.low, c.high))
+            .map(|c| {
+                if c.high - c.low < 0.005 {
+                    format!("{:.2} (no interval)", c.mean)
+                } else {
+                    format!("{:.2} ({:.2}–{:.2})", c.mean, c.low, c.high)
+                }
+            })
             .unwrap_or_else(|| "not reached".into())
     }
 
@@ -123,7 +148,16 @@ impl LevelChange {
                 format!("{:.0}", c.candidate.mean),
                 c.words(),
             ],
-            None => ["—".into(), "—".into(), "—".into()],
+            None => [
+                "—".into(),
+                "—".into(),
+                match self.valid {
+                    [true, false] => "not compared: failed its checks in this run".into(),
+                    [false, true] => "not compared: failed its checks in the baseline".into(),
+                    [false, false] => "not compared: failed its checks in both".into(),
+                    [true, true] => "—".into(),
+                },
+            ],
         }
     }
 }

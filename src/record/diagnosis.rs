@@ -28,7 +28,15 @@ pub struct Level {
     pub level: LoadLevel,
     pub stages: Vec<usize>,
     pub valid: bool,
+    /// Widened to at least the counting interval of the answers counted (see `counted`).
     pub throughput: Estimate,
+    /// Good answers counted and the seconds they were counted over, summed over the level's
+    /// stages: the counting error of its rate, and of a ceiling pooled from several levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<[f64; 2]>,
+    /// Requests sent in the level's steady windows: the error rate's counting error.
+    #[serde(default)]
+    pub requests: u64,
     pub mean_ms: Option<f64>,
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<Estimate>,

@@ -3,6 +3,9 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+/// The 95 % upper bound of a Poisson mean when no event was counted (−ln 0.025).
+const POISSON_ZERO_UPPER: f64 = 3.689;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub mean: f64,
@@ -55,6 +58,24 @@ impl Estimate {
         }
     }
 
+    /// Widened to at least the counting (Poisson) interval of `events` counted over `seconds`:
+    /// N/T ± 1.96 √N / T, whatever the number of repeats — two stages that read the same rate
+    /// still counted a finite number of answers. With no event counted, the 95 % upper bound
+    /// is 3.69 ÷ T. Nothing changes when no time was counted.
+    pub fn with_counting(mut self, events: f64, seconds: f64) -> Estimate {
+        if seconds.is_nan() || seconds <= 0.0 || !events.is_finite() || events < 0.0 {
+            return self;
+        }
+        let half = if events < 1.0 {
+            POISSON_ZERO_UPPER / seconds
+        } else {
+            1.96 * events.sqrt() / seconds
+        };
+        self.low = self.low.min((self.mean - half).max(0.0));
+        self.high = self.high.max(self.mean + half);
+        self
+    }
+
     /// "3.33 req/s", "3.33 req/s (95 % CI 3.30–3.36, 3 stages)" or, for one window with its
     /// own interval, "3.33 req/s (95 % CI 3.30–3.36)".
     pub fn describe(&self, unit: &str) -> String {
@@ -87,5 +108,25 @@ mod tests {
         let one = Estimate::of(&[5.0]);
         assert_eq!((one.low, one.high), (5.0, 5.0));
         assert!(one.describe("req/s").starts_with("5.00"));
+    }
+
+    #[test]
+    fn a_counted_rate_has_its_counting_interval_whatever_the_repeats() {
+        // 160 answers in 8 s: 20/s ± 1.96 × √160 ÷ 8 = ± 3.10.
+        let one = Estimate::of(&[20.0]).with_counting(160.0, 8.0);
+        assert!((one.high - 23.099).abs() < 0.01, "{one:?}");
+        assert!((one.low - 16.901).abs() < 0.01, "{one:?}");
+        // Two repeats that read the same rate keep the counting width, not zero.
+        let two = Estimate::of(&[20.0, 20.0]).with_counting(320.0, 16.0);
+        assert!(two.high - two.low > 3.0, "{two:?}");
+        // A wide repeat interval is kept.
+        let wide = Estimate::of(&[10.0, 30.0]).with_counting(320.0, 16.0);
+        assert!(wide.high > 100.0, "{wide:?}");
+        // Nothing counted: [0, 3.69 ÷ T].
+        let none = Estimate::of(&[0.0]).with_counting(0.0, 10.0);
+        assert_eq!(none.low, 0.0);
+        assert!((none.high - 0.3689).abs() < 1e-9);
+        // No time: unchanged.
+        assert_eq!(Estimate::of(&[5.0]).with_counting(10.0, 0.0).high, 5.0);
     }
 }

@@ -116,7 +116,7 @@ pub fn comparison(c: &crate::record::comparison::RunComparison) -> String {
             cell(&v.run.recommendation)
         ));
         for f in &v.failed {
-            s.push_str(&format!("\n**FAILED** `--fail-if` {}\n", cell(f)));
+            s.push_str(&format!("\n**FAILED** {}\n", cell(f)));
         }
     }
     s

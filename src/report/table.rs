@@ -768,7 +768,7 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
         }
         out.push_str(&format!("  plan: {}\n", v.run.recommendation));
         for f in &v.failed {
-            out.push_str(&format!("  FAILED --fail-if {f}\n"));
+            out.push_str(&format!("  FAILED {f}\n"));
         }
     }
     out
