@@ -11,6 +11,46 @@ use std::time::Duration;
 /// Most connections believed (Postgres' own ceiling is far below).
 const MAX_CONNECTIONS: u32 = 1_000_000;
 
+/// How long each exchange may take: the connection with its start-up and authentication, and
+/// each query. A server that accepts and goes silent is named, never waited on for ever.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// `fut` within [`DEADLINE`], else an error naming the server and the step.
+async fn within<T>(
+    at: &str,
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, BadInput> {
+    match tokio::time::timeout(DEADLINE, fut).await {
+        Ok(r) => r.map_err(|e| words(at, what, e)),
+        Err(_) => Err(BadInput(format!(
+            "Postgres at {at}: {what}: no answer within {} s (the server took the connection and \
+             went silent: is this port a Postgres, and is it alive?)",
+            DEADLINE.as_secs()
+        ))),
+    }
+}
+
+/// A `postgres://` URL whose user or password holds a raw `@` is refused before it is parsed:
+/// the parser would take what follows the first `@` for the host, and show it.
+fn raw_at_in_userinfo(dsn: &str) -> Result<(), BadInput> {
+    let Some(rest) = dsn
+        .strip_prefix("postgres://")
+        .or_else(|| dsn.strip_prefix("postgresql://"))
+    else {
+        return Ok(());
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    if authority.matches('@').count() > 1 {
+        return Err(BadInput(
+            "the Postgres DSN's user or password holds a raw '@': percent-encode it as %40 \
+             (postgres://user:p%40ss@host/db)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The DSN from `--postgres-env VAR` or `--postgres-file FILE` (its first line).
 pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<String>, BadInput> {
     match (env, file) {
@@ -36,13 +76,22 @@ pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<S
 
 /// The DSN parsed, read-only, and where it points without credentials ("host:port/database").
 fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
+    raw_at_in_userinfo(dsn)?;
     let mut cfg: tokio_postgres::Config = dsn.parse().map_err(|_| {
         BadInput(
             "the Postgres DSN does not parse: give key=value pairs (host=… port=… user=… dbname=…) or a postgres:// URL"
                 .into(),
         )
     })?;
-    cfg.connect_timeout(Duration::from_secs(10))
+    if cfg.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Err(BadInput(
+            "the Postgres DSN asks for TLS (sslmode=require), which n8ncap does not speak to \
+             Postgres: read it over a plain connection (sslmode=disable or prefer, e.g. through \
+             a port-forward or from inside its network)"
+                .into(),
+        ));
+    }
+    cfg.connect_timeout(DEADLINE)
         .application_name("n8ncap")
         .options("-c default_transaction_read_only=on");
     let at = format!(
@@ -87,23 +136,29 @@ fn count(at: &str, name: &str, v: String) -> Result<u32, BadInput> {
 type Activity = (Vec<(String, String, u32)>, Vec<(String, u32)>);
 
 async fn activity(client: &tokio_postgres::Client, at: &str) -> Result<Activity, BadInput> {
-    let rows = client
-        .query(
+    let rows = within(
+        at,
+        "reading pg_stat_activity",
+        client.query(
             "SELECT coalesce(application_name, ''), coalesce(state, ''), count(*)::int8 \
              FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY 1, 2 ORDER BY 3 DESC",
             &[],
-        )
-        .await
-        .map_err(|e| words(at, "reading pg_stat_activity", e))?;
+        ),
+    )
+    .await?;
+    let typed = |e| words(at, "pg_stat_activity: an answer of another type", e);
     let by_application = rows
         .iter()
         .map(|r| {
-            (
-                r.get::<_, String>(0),
-                r.get::<_, String>(1),
-                r.get::<_, i64>(2),
-            )
+            Ok((
+                r.try_get::<_, String>(0)?,
+                r.try_get::<_, String>(1)?,
+                r.try_get::<_, i64>(2)?,
+            ))
         })
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+        .map_err(typed)?
+        .into_iter()
         .map(|(a, s, n)| {
             (
                 crate::util::escape_control(&a).into_owned(),
@@ -112,46 +167,52 @@ async fn activity(client: &tokio_postgres::Client, at: &str) -> Result<Activity,
             )
         })
         .collect();
-    let rows = client
-        .query(
+    let rows = within(
+        at,
+        "reading pg_stat_activity",
+        client.query(
             "SELECT wait_event_type, count(*)::int8 FROM pg_stat_activity \
              WHERE backend_type = 'client backend' AND wait_event_type IS NOT NULL GROUP BY 1",
             &[],
-        )
-        .await
-        .map_err(|e| words(at, "reading pg_stat_activity", e))?;
+        ),
+    )
+    .await?;
     let waiting = rows
         .iter()
         .map(|r| {
-            (
-                r.get::<_, String>(0),
-                r.get::<_, i64>(1).clamp(0, MAX_CONNECTIONS as i64) as u32,
-            )
+            Ok((
+                r.try_get::<_, String>(0)?,
+                r.try_get::<_, i64>(1)?.clamp(0, MAX_CONNECTIONS as i64) as u32,
+            ))
         })
-        .collect();
+        .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+        .map_err(typed)?;
     Ok((by_application, waiting))
 }
 
 /// Connects read-only and reads the connection figures.
 pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
     let (cfg, at) = config(dsn)?;
-    let (client, conn) = cfg
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| words(&at, "cannot connect", e))?;
+    let (client, conn) = within(&at, "cannot connect", cfg.connect(tokio_postgres::NoTls)).await?;
     let task = tokio::spawn(conn);
-    let mut settings = Vec::new();
-    for name in ["max_connections", "superuser_reserved_connections"] {
-        let v: String = client
-            .query_one(&format!("SHOW {name}"), &[])
-            .await
-            .map_err(|e| words(&at, &format!("SHOW {name}"), e))?
-            .get(0);
-        settings.push(count(&at, name, v)?);
+    let read = async {
+        let mut settings = Vec::new();
+        for name in ["max_connections", "superuser_reserved_connections"] {
+            let show = format!("SHOW {name}");
+            let row = within(&at, &show, client.query_one(&show, &[])).await?;
+            let v: String = row
+                .try_get(0)
+                .map_err(|e| words(&at, &format!("{show}: not a text answer"), e))?;
+            settings.push(count(&at, name, v)?);
+        }
+        let (by_application, waiting) = activity(&client, &at).await?;
+        Ok::<_, BadInput>((settings, by_application, waiting))
     }
-    let (by_application, waiting) = activity(&client, &at).await?;
+    .await;
     drop(client);
-    let _ = task.await;
+    // A silent server keeps the connection task waiting: it is not waited for.
+    task.abort();
+    let (settings, by_application, waiting) = read?;
     Ok(PostgresFacts {
         at,
         max_connections: settings[0],
