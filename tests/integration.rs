@@ -29,6 +29,8 @@ mod history;
 mod hostile;
 #[path = "hostile_compare.rs"]
 mod hostile_compare;
+#[path = "hostile_k6.rs"]
+mod hostile_k6;
 #[path = "hostile_postgres.rs"]
 mod hostile_postgres;
 #[path = "k6.rs"]

@@ -48,10 +48,18 @@ fn offset(a: &Series, b: &Series) -> Option<f64> {
             })
             .sum::<f64>()
     };
-    // Coarse: whole seconds over the range, read every 0.5 s; fine: STEP_S around the best.
+    // Coarse: whole seconds over the range, read every 0.5 s (coarser for a long run: at most
+    // 20 000 reads per offset); fine: STEP_S around the best.
+    let coarse_dt = 0.5f64.max((to - from) / 20_000.0);
     let coarse = (-(MOST_SKEW_S as i64)..=MOST_SKEW_S as i64)
-        .map(|d| (d as f64, misfit(d as f64, 0.5)))
+        .map(|d| (d as f64, misfit(d as f64, coarse_dt)))
         .min_by(|x, y| x.1.total_cmp(&y.1).then(x.0.abs().total_cmp(&y.0.abs())))?;
+    // The best fit at the search's edge, or no better than no overlap at all, is no fit: the
+    // clocks may be further apart.
+    let alone = misfit(f64::INFINITY, coarse_dt);
+    if coarse.0.abs() >= MOST_SKEW_S || coarse.1 >= alone * (1.0 - 1e-9) {
+        return Some(f64::INFINITY.copysign(coarse.0));
+    }
     // Read at STEP_S, or coarser for a long run (at most 200 000 reads per offset tried).
     let dt = STEP_S.max((to - from) / 200_000.0);
     let fine: Vec<(f64, f64)> = (-40..=40)
@@ -130,15 +138,42 @@ fn summed_vus(files: &[Series], (from, to): (f64, f64)) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// One load generator's output given twice (the same file, or a copy): its requests would be
+/// counted twice and the ceiling doubled.
+fn same_output_twice(files: &[(String, Series)]) -> Result<(), BadInput> {
+    for (i, (a, sa)) in files.iter().enumerate() {
+        if let Some((b, _)) = files[i + 1..]
+            .iter()
+            .find(|(_, sb)| !sa.reqs.is_empty() && sa.reqs == sb.reqs && sa.vus == sb.vus)
+        {
+            return Err(BadInput(format!(
+                "{a} and {b} hold the same requests at the same times: one load generator's \
+                 output given twice (or a copy of it) would count its load twice — give each \
+                 generator's file once"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Merges `files` (name, series) into one series, with what was done to each.
 pub fn merge(files: Vec<(String, Series)>) -> Result<(Series, Vec<MergedFile>), BadInput> {
     let Some(first) = files.first().map(|f| f.1.clone()) else {
         return Err(BadInput("no k6 output to read".into()));
     };
+    same_output_twice(&files)?;
+    let first_name = files[0].0.clone();
     let mut series = Vec::new();
     let mut books = Vec::new();
     for (name, mut s) in files {
         let ahead = offset(&first, &s).unwrap_or(0.0);
+        if ahead.is_infinite() {
+            return Err(BadInput(format!(
+                "{name}: its vus curve matches {first_name}'s at no offset within ±{MOST_SKEW_S:.0} \
+                 s: the clocks are further apart than that, or the files are not one run — set \
+                 the load generators' clocks (NTP) and run again, or read each file alone"
+            )));
+        }
         let aligned = ahead.abs() >= SKEW_S;
         if aligned {
             shift(&mut s, -ahead);

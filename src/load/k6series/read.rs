@@ -389,6 +389,9 @@ pub fn read(path: &Path) -> Result<Series, BadInput> {
 /// sample comes about a second into the run).
 pub(super) const BEFORE_THE_RUN_S: f64 = 5.0;
 
+/// How far outside its requests' span a `vus` sample may lie (a setup, a delayed scenario).
+const STRAY_S: f64 = 3600.0;
+
 pub fn plausible_span(s: &Series) -> Result<(), String> {
     let starts = s.reqs.iter().map(|r| r.start());
     let first = starts.clone().fold(f64::INFINITY, f64::min);
@@ -411,6 +414,20 @@ pub fn plausible_span(s: &Series) -> Result<(), String> {
             r.dur,
             r.end,
             run_start - r.start()
+        ));
+    }
+    // k6 samples `vus` from the run's start to its end: a sample far outside the requests'
+    // span is a point with an impossible time, not a stretch of the run.
+    if let Some((t, _)) = s
+        .vus
+        .iter()
+        .find(|(t, _)| !s.reqs.is_empty() && (*t < first - STRAY_S || *t > last + STRAY_S))
+    {
+        return Err(format!(
+            "a vus sample at {t:.0} s since 1970 lies {:.1} hours outside its requests' span: no \
+             k6 run samples its users that far from its requests — an edited or corrupted file; \
+             cut the file to the run",
+            ((first - t).max(t - last)) / 3600.0
         ));
     }
     if s.reqs.is_empty() || last - first <= most {
