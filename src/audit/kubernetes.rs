@@ -163,11 +163,13 @@ fn grace_period(c: &Ctx, n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
     if !matches!(n.role, Role::Main | Role::Worker) {
         return;
     }
-    let secs = |name: &str, default: u64| {
-        env(n, name)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(default)
+    // Seconds as n8n reads them (JavaScript's Number(), topology::n8n_env): NaN keeps the
+    // default, 0 or less is no wait, more than 30 days is read as 30 days.
+    let whole_s = |v: &str| {
+        crate::topology::n8n_env::number(v)
+            .map(|x| x.clamp(0.0, crate::util::MAX_DURATION.as_secs_f64()).ceil() as u64)
     };
+    let secs = |name: &str, default: u64| env(n, name).and_then(whole_s).unwrap_or(default);
     let sidecar_runner = c
         .runners
         .iter()
@@ -177,7 +179,7 @@ fn grace_period(c: &Ctx, n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
             .iter()
             .filter(|r| crate::topology::same_pod(&r.facts, &n.facts))
             .filter_map(|r| env(r, "N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT"))
-            .filter_map(|v| v.parse::<u64>().ok())
+            .filter_map(whole_s)
             .max()
             .unwrap_or(RUNNER_SHUTDOWN_S)
     } else {

@@ -66,8 +66,9 @@ fn env<'a>(n: &'a Node, k: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// n8n's boolean rule (`topology::n8n_env::boolean`): set and true.
 fn is_true(v: Option<&str>) -> bool {
-    v.is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+    v.and_then(crate::topology::n8n_env::boolean) == Some(true)
 }
 
 fn external(n: &Node) -> bool {

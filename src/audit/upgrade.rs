@@ -39,7 +39,10 @@ fn v3(c: &Ctx, out: &mut Vec<Finding>) {
             .as_ref()
             .is_some_and(|m| m.value == crate::model::settings::ExecutionsMode::Queue);
         let offload = env(n, "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS");
-        if n.role == Role::Main && queue && offload != Some("true") {
+        // n8n's boolean (topology::n8n_env): TRUE, True and 1 are true; anything else keeps
+        // the default, false.
+        let offloaded = offload.and_then(crate::topology::n8n_env::boolean) == Some(true);
+        if n.role == Role::Main && queue && !offloaded {
             out.push(
                 finding(FindingId::UpgradeManualExecutionsOnWorkers, n.name(), format!(
                     "{}: manual executions run on main today (OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS {}); n8n 3.0 removes the variable and runs them on the workers",

@@ -11,6 +11,7 @@ pub mod compose;
 pub mod docker;
 mod facts;
 pub mod k8s;
+pub mod n8n_env;
 mod settings;
 
 use crate::model::n8n_defaults;

@@ -44,9 +44,11 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
             )),
         };
         n.db_pool_size = Some(
-            match get("DB_POSTGRESDB_POOL_SIZE").map(|v| v.trim().parse::<u32>()) {
-                Some(Ok(p)) => Sourced::new(p, src("DB_POSTGRESDB_POOL_SIZE")),
-                Some(Err(_)) => {
+            match get("DB_POSTGRESDB_POOL_SIZE")
+                .map(|v| super::n8n_env::whole(&v).and_then(|p| u32::try_from(p).ok()))
+            {
+                Some(Some(p)) => Sourced::new(p, src("DB_POSTGRESDB_POOL_SIZE")),
+                Some(None) => {
                     n.notes.push(
                         "DB_POSTGRESDB_POOL_SIZE is not a whole number: n8n's default 2 is assumed"
                             .into(),
@@ -74,7 +76,7 @@ fn production_limit(
 ) -> Option<Sourced<u32>> {
     const VAR: &str = "N8N_CONCURRENCY_PRODUCTION_LIMIT";
     let v = get(VAR)?;
-    match v.parse::<i64>() {
+    match super::n8n_env::whole(&v).ok_or(()) {
         Ok(l) if l > 0 => Some(Sourced::new(u32::try_from(l).unwrap_or(u32::MAX), src(VAR))),
         Ok(0) => {
             n.notes
@@ -204,12 +206,27 @@ pub const LOCK_RENEW_MS: f64 = 10_000.0;
 pub const TASK_TIMEOUT_S: f64 = 300.0;
 
 fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
-    let mut read = |var: &str, default: f64| -> Sourced<f64> {
-        match get(var).map(|v| v.parse::<f64>()) {
-            Some(Ok(v)) if v.is_finite() && v > 0.0 => Sourced::new(v, src(var)),
-            Some(_) => {
+    // n8n reads each with JavaScript's Number() (super::n8n_env): NaN keeps its default; 0
+    // and negative values are taken as set (a timer of 0 or less fires at once); Infinity
+    // never fires, read here as the longest duration n8ncap knows.
+    let longest = crate::util::MAX_DURATION.as_secs_f64();
+    let mut read = |var: &str, default: f64, unit_s: f64| -> Sourced<f64> {
+        match get(var).map(|v| super::n8n_env::number(&v)) {
+            Some(Some(v)) if v.is_infinite() || v * unit_s > longest => {
                 n.notes.push(format!(
-                    "{var} is not a positive number: n8n's default {default} is assumed"
+                    "{var} is {}: n8n never ends that wait; read as 30 days",
+                    if v.is_infinite() {
+                        "Infinity"
+                    } else {
+                        "over 30 days"
+                    }
+                ));
+                Sourced::new(longest / unit_s, src(var))
+            }
+            Some(Some(v)) => Sourced::new(v.max(0.0), src(var)),
+            Some(None) => {
+                n.notes.push(format!(
+                    "{var} is not a number to n8n (JavaScript's Number() gives NaN): n8n's default {default} is used"
                 ));
                 Sourced::new(default, "n8n default (the value set is not a number)")
             }
@@ -229,10 +246,11 @@ fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn F
     }
     let t = TimeSettings {
         graceful_shutdown_s: n8n
-            .then(|| read("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", GRACEFUL_SHUTDOWN_S)),
-        lock_duration_ms: worker.then(|| read("QUEUE_WORKER_LOCK_DURATION", LOCK_DURATION_MS)),
-        lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS)),
-        task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", TASK_TIMEOUT_S)),
+            .then(|| read("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", GRACEFUL_SHUTDOWN_S, 1.0)),
+        lock_duration_ms: worker
+            .then(|| read("QUEUE_WORKER_LOCK_DURATION", LOCK_DURATION_MS, 0.001)),
+        lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS, 0.001)),
+        task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", TASK_TIMEOUT_S, 1.0)),
         task_timeout_set: get("N8N_RUNNERS_TASK_TIMEOUT").is_some(),
     };
     n.times = Some(t);
@@ -243,7 +261,10 @@ fn runner_limit(
     get: &dyn Fn(&str) -> Option<String>,
     src: &dyn Fn(&str) -> String,
 ) -> Sourced<u32> {
-    match get("N8N_RUNNERS_MAX_CONCURRENCY").and_then(|v| v.parse().ok()) {
+    match get("N8N_RUNNERS_MAX_CONCURRENCY")
+        .and_then(|v| super::n8n_env::whole(&v))
+        .and_then(|l| u32::try_from(l).ok())
+    {
         Some(l) => Sourced::new(l, src("N8N_RUNNERS_MAX_CONCURRENCY")),
         None => Sourced::new(
             n8n_defaults::RUNNER_LIMIT,
