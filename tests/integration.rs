@@ -33,6 +33,8 @@ mod hostile_compare;
 mod hostile_k6;
 #[path = "hostile_postgres.rs"]
 mod hostile_postgres;
+#[path = "hostile_preflight.rs"]
+mod hostile_preflight;
 #[path = "hostile_settings.rs"]
 mod hostile_settings;
 #[path = "k6.rs"]

@@ -186,6 +186,8 @@ pub struct Exchange {
     pub bytes_received: u64,
     /// The body was longer than [`KEEP_BODY`]: checks saw only its first part.
     pub body_cut: bool,
+    /// A redirect's `Location` (kept only for 3xx answers): what the pre-flight names.
+    pub location: Option<String>,
 }
 
 impl Exchange {
@@ -201,6 +203,7 @@ impl Exchange {
             bytes_sent: 0,
             bytes_received: 0,
             body_cut: false,
+            location: None,
         }
     }
 }
@@ -228,6 +231,8 @@ struct Head {
     len: usize,
     framing: Framing,
     keep_alive: bool,
+    /// Read only on a 3xx answer.
+    location: Option<String>,
 }
 
 impl Connection {
@@ -352,6 +357,7 @@ impl Connection {
             eof = read_more(stream, &mut self.buf, &mut first_byte, ex).await?;
         };
         let _ = self.buf.split_to(head.len);
+        ex.location = head.location;
         let mut sink = Sink::default();
         match head.framing {
             Framing::None => {}
@@ -459,7 +465,12 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     let mut length = None;
     let mut chunked = false;
     let mut connection_close = http10;
+    let mut location = None;
+    let redirect = (300..400).contains(&status);
     for h in resp.headers.iter() {
+        if redirect && h.name.eq_ignore_ascii_case("location") {
+            location = Some(String::from_utf8_lossy(h.value).into_owned());
+        }
         if h.name.eq_ignore_ascii_case("content-length") {
             let v = std::str::from_utf8(h.value).map_err(|_| Failure::Io)?;
             let n = v.trim().parse::<u64>().map_err(|_| Failure::Io)?;
@@ -493,6 +504,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
         len,
         framing,
         keep_alive: !connection_close,
+        location,
     }))
 }
 

@@ -34,12 +34,24 @@ pub async fn preflight(profile: &Profile) -> anyhow::Result<Vec<Preflight>> {
             Err(f) => (None, Some(failure_words(f))),
         };
         let refused = match (status, &ex.result) {
-            (Some(s), _) => REFUSED.contains(&s),
+            // A redirect is not the webhook: n8ncap does not follow it, so every request of
+            // the load would measure the redirect.
+            (Some(s), _) => REFUSED.contains(&s) || (300..400).contains(&s),
             (None, Err(Failure::ConnectRefused | Failure::ConnectOther | Failure::Tls)) => true,
             _ => false,
         };
         if refused {
             let what = match (status, &error) {
+                (Some(s), _) if (300..400).contains(&s) => format!(
+                    "answered HTTP {s}, a redirect to {}: n8ncap does not follow redirects, so the load would measure the redirect — point --url (or the profile's url) at where it leads",
+                    ex.location.as_deref().map_or_else(
+                        || "no Location given".to_string(),
+                        |l| crate::util::escape_control(&crate::wire::url::redact(
+                            &crate::util::truncate(l, 200)
+                        ))
+                        .into_owned()
+                    )
+                ),
                 (Some(s), _) => format!("answered HTTP {s}{}", hint(s)),
                 (None, Some(e)) => e.clone(),
                 _ => String::new(),
