@@ -37,6 +37,8 @@ mod hostile_postgres;
 mod hostile_preflight;
 #[path = "hostile_settings.rs"]
 mod hostile_settings;
+#[path = "hostile_topology.rs"]
+mod hostile_topology;
 #[path = "k6.rs"]
 mod k6;
 #[path = "k8s.rs"]

@@ -14,6 +14,9 @@ pub fn facts(info: &ContainerInspectResponse) -> Facts {
         .unwrap_or_default()
         .trim_start_matches('/')
         .to_string();
+    // Docker allows only [a-zA-Z0-9][a-zA-Z0-9_.-] in names; an engine that says otherwise
+    // is not believed to the letter (a newline would forge output lines).
+    let name = crate::util::escape_control(&name).into_owned();
     let config = info.config.clone().unwrap_or_default();
     let labels = config.labels.clone().unwrap_or_default();
     let mut f = Facts {

@@ -222,8 +222,10 @@ fn s<'a>(v: &'a Value, path: &str) -> Option<&'a str> {
     v.pointer(path).and_then(Value::as_str)
 }
 
+/// An object's name, control characters escaped (a Kubernetes name is a DNS label; a manifest
+/// that says otherwise cannot forge output lines).
 fn name_of(v: &Value) -> String {
-    s(v, "/metadata/name").unwrap_or("").to_string()
+    crate::util::escape_control(s(v, "/metadata/name").unwrap_or("")).into_owned()
 }
 
 fn scalar(v: &Value) -> String {
@@ -406,7 +408,9 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
     let hostnames = ix.hostnames(&labels);
     let mut out = Vec::new();
     for (c, sidecar) in containers {
-        let cname = s(c, "/name").unwrap_or("").to_string();
+        // Kubernetes names are DNS labels; a manifest that says otherwise is escaped, so a
+        // newline cannot forge output lines.
+        let cname = crate::util::escape_control(s(c, "/name").unwrap_or("")).into_owned();
         let origin = format!("container {cname} of {kind} {name}");
         let mut f = Facts {
             // Unique within the input: the workload, or workload/container for a second one.
