@@ -82,33 +82,51 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         operating,
     };
     let mut rec = finish(&ctx, basis, plan)?;
-    rec.notes.extend(shutdown_window(d, &rec));
+    rec.notes.extend(time_budget(spread(d), s, &rec));
     Ok(rec)
 }
 
-/// The time budget at the planned load: a scale-down or deploy kills the executions still
-/// running when the worker's shutdown window ends (n8n #37651), so the window must outlast the
-/// planned load's slow executions — the predicted mean response × the p95/mean spread the run
-/// measured below the ceiling, with half again as margin. Said only when n8n's 30 s default is
-/// short.
-fn shutdown_window(d: &Diagnosis, r: &Recommendation) -> Option<String> {
-    let mean = r
-        .predicted_response_s
-        .filter(|m| m.is_finite() && *m > 0.0)?;
-    let spread = d
-        .levels
+/// The p95/mean spread of response times measured below the ceiling (1 without a run).
+fn spread(d: &Diagnosis) -> f64 {
+    d.levels
         .iter()
         .filter(|l| l.valid && !l.saturated())
         .filter_map(|l| Some(l.p95_ms.as_ref()?.mean / l.mean_ms.filter(|m| *m > 0.0)?))
         .filter(|r| r.is_finite())
-        .fold(1.0, f64::max);
+        .fold(1.0, f64::max)
+}
+
+/// The time budget at the planned load, said when n8n's defaults are short: a scale-down or
+/// deploy kills the executions still running when the worker's shutdown window ends (n8n
+/// #37651), so the window must outlast the planned load's slow executions — the predicted mean
+/// response × the p95/mean `spread` measured below the ceiling, with half again as margin; and
+/// a Code task longer than the runner's task timeout fails.
+fn time_budget(spread: f64, s: &Settings, r: &Recommendation) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(mean) = r.predicted_response_s.filter(|m| m.is_finite() && *m > 0.0) else {
+        return out;
+    };
     let p95 = mean * spread;
     let need = (p95 * 1.5).ceil();
-    (need > n8n_defaults::GRACEFUL_SHUTDOWN_S).then(|| {
-        format!(
+    if need > n8n_defaults::GRACEFUL_SHUTDOWN_S {
+        out.push(format!(
             "N8N_GRACEFUL_SHUTDOWN_TIMEOUT={need:.0} on the workers (and terminationGracePeriodSeconds above it): at the planned load a slow execution takes about {p95:.1} s (the predicted mean {mean:.2} s × the p95/mean {spread:.2} measured below the ceiling), and a scale-down or deploy kills what still runs when n8n's 30 s window ends (`n8ncap audit --run` checks the deployment)"
-        )
-    })
+        ));
+    }
+    let code = s
+        .code_time
+        .as_ref()
+        .or(s.job_time.as_ref())
+        .map(|c| c.value * spread);
+    if let Some(code) =
+        code.filter(|c| c.is_finite() && (c * 1.5).ceil() > n8n_defaults::TASK_TIMEOUT_S)
+    {
+        out.push(format!(
+            "N8N_RUNNERS_TASK_TIMEOUT={:.0} on the runners: a Code task of about {code:.1} s outlasts the runner's {:.0} s default (60 s from n8n 3.0) and fails",
+            (code * 1.5).ceil(), n8n_defaults::TASK_TIMEOUT_S
+        ));
+    }
+    out
 }
 
 /// A plan from settings and a failure break point given by hand, with no run.
@@ -131,7 +149,9 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
         break_point: bp,
         operating,
     };
-    finish(&ctx, basis, plan)
+    let mut rec = finish(&ctx, basis, plan)?;
+    rec.notes.extend(time_budget(1.0, s, &rec));
+    Ok(rec)
 }
 
 fn basis(

@@ -275,3 +275,29 @@ fn a_worker_read_with_no_runner_is_planned_with_one() {
     assert_eq!(r.settings.runners_per_worker_count(), 1);
     assert_eq!(r.settings.runner_capacity_or_default(), 5);
 }
+
+#[test]
+fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
+    let s = |job: f64| Settings {
+        worker_concurrency: Some(Sourced::new(10, "test")),
+        runner_limit: Some(Sourced::new(10, "test")),
+        job_time: Some(Sourced::new(job, "test")),
+        ..Settings::default()
+    };
+    let value = |r: &Recommendation, var: &str| -> Option<f64> {
+        let n = r.notes.iter().find(|n| n.starts_with(var))?;
+        n[var.len() + 1..].split_whitespace().next()?.parse().ok()
+    };
+    let month = 30.0 * 86_400.0;
+    let r = from_break_point(&s(month), Sourced::new(5, "flag")).unwrap();
+    // The job × 1.5, for both windows: the shutdown's and the runner task's.
+    assert_eq!(
+        value(&r, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT"),
+        Some(month * 1.5)
+    );
+    assert_eq!(value(&r, "N8N_RUNNERS_TASK_TIMEOUT"), Some(month * 1.5));
+    // A 10 s job fits n8n's 30 s and 300 s defaults: nothing said.
+    let r = from_break_point(&s(10.0), Sourced::new(5, "flag")).unwrap();
+    assert_eq!(value(&r, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT"), None);
+    assert_eq!(value(&r, "N8N_RUNNERS_TASK_TIMEOUT"), None);
+}

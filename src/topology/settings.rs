@@ -203,7 +203,7 @@ pub struct TimeSettings {
 pub const GRACEFUL_SHUTDOWN_S: f64 = n8n_defaults::GRACEFUL_SHUTDOWN_S;
 pub const LOCK_DURATION_MS: f64 = 60_000.0;
 pub const LOCK_RENEW_MS: f64 = 10_000.0;
-pub const TASK_TIMEOUT_S: f64 = 300.0;
+pub const TASK_TIMEOUT_S: f64 = n8n_defaults::TASK_TIMEOUT_S;
 
 fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
     // n8n reads each with JavaScript's Number() (super::n8n_env): NaN keeps its default; 0
