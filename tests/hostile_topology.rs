@@ -39,3 +39,94 @@ fn a_newline_in_a_compose_service_name_is_refused_and_never_printed_raw() {
         );
     }
 }
+
+fn audit_json(file: &str) -> (Option<i32>, serde_json::Value, String) {
+    let out = n8ncap(&["audit", "--json", "-f", file]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!err.contains("panicked"), "{err}");
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null),
+        err,
+    )
+}
+
+#[test]
+fn autoscaler_bounds_no_cluster_accepts_are_refused_naming_the_field() {
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/k8s/time-budget/scale-down-before-jobs-finish.yaml"),
+    )
+    .unwrap();
+    let (max, window) = (
+        "maxReplicaCount: 20",
+        "scaleDown: {stabilizationWindowSeconds: 10}",
+    );
+    assert!(fixture.contains(max) && fixture.contains(window));
+    for (from, to, field) in [
+        (max, "maxReplicaCount: -1", "spec.maxReplicaCount is -1"),
+        (max, "maxReplicaCount: 2.5", "spec.maxReplicaCount is 2.5"),
+        (
+            max,
+            "maxReplicaCount: 4294967296",
+            "spec.maxReplicaCount is 4294967296",
+        ),
+        (max, "maxReplicaCount: 0", "spec.maxReplicaCount is 0"),
+        (
+            max,
+            "maxReplicaCount: 1",
+            "minimum replicas (2) are above its maximum (1)",
+        ),
+        (
+            window,
+            "scaleDown: {stabilizationWindowSeconds: -1}",
+            "stabilizationWindowSeconds is -1",
+        ),
+        (
+            window,
+            "scaleDown: {stabilizationWindowSeconds: \"300s\"}",
+            "stabilizationWindowSeconds is 300s",
+        ),
+        (
+            window,
+            "scaleDown: {stabilizationWindowSeconds: 3601}",
+            "stabilizationWindowSeconds is 3601",
+        ),
+    ] {
+        let f = written("keda.yaml", &fixture.replace(from, to));
+        let (code, _, err) = audit_json(&f);
+        assert_eq!(code, Some(2), "{to}: {err}");
+        assert!(err.contains("ScaledObject n8n-worker"), "{err}");
+        assert!(err.contains(field), "{field:?} not in {err}");
+    }
+    // A whole number written as a float is one: 1e9 replicas, read as such — and refused as
+    // beyond any deployment — never as KEDA's default 100.
+    let f = written("keda.yaml", &fixture.replace(max, "maxReplicaCount: 1e9"));
+    let (code, _, err) = audit_json(&f);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("1000000000 replicas"), "{err}");
+}
+
+#[test]
+fn a_pool_mode_pgbouncer_does_not_have_is_said_and_read_as_session() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/compose/pgbouncer");
+    let text = std::fs::read_to_string(dir.join("transaction-in-front.yml")).unwrap();
+    assert!(text.contains("POOL_MODE: transaction"));
+    let f = written(
+        "bogus-mode.yml",
+        &text.replace("POOL_MODE: transaction", "POOL_MODE: bogus"),
+    );
+    let (code, v, err) = audit_json(&f);
+    assert_eq!(code, Some(1), "{err}");
+    let text = v.to_string();
+    assert!(text.contains("no pool mode PgBouncer knows"), "{text}");
+    // Session mode: n8n's pools stay connected, more than its pool of 5 serves.
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "db-connections-exhausted" && f["subject"] == "pgbouncer"),
+        "{v}"
+    );
+}

@@ -45,8 +45,10 @@ fn scaling(
 }
 
 /// A HorizontalPodAutoscaler: the workload it scales, its bounds and what it scales on.
-fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
+fn hpa(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
     let v = &d.value;
+    let object = format!("HorizontalPodAutoscaler {name}");
+    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
     let mut triggers: Vec<Trigger> = v
         .pointer("/spec/metrics")
         .and_then(Value::as_array)
@@ -70,22 +72,34 @@ fn hpa(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             ..Trigger::default()
         });
     }
-    let mut a = scaling(
-        d,
-        format!("HorizontalPodAutoscaler {name}"),
-        (
-            u32_at(v, "/spec/minReplicas").unwrap_or(1),
-            u32_at(v, "/spec/maxReplicas").unwrap_or(1),
-        ),
-        triggers,
-    );
-    a.2.scale_down = Some(stabilization(v, "/spec/behavior"));
-    a
+    let bounds = bounds(
+        count("/spec/minReplicas", 0)?.unwrap_or(1),
+        count("/spec/maxReplicas", 1)?.unwrap_or(1),
+        &object,
+        d.line,
+    )?;
+    let mut a = scaling(d, object.clone(), bounds, triggers);
+    a.2.scale_down = Some(stabilization(v, "/spec/behavior", &object, d.line)?);
+    Ok(a)
+}
+
+/// An autoscaler's replica range, refused when it is empty (min above max: the cluster refuses
+/// it too).
+fn bounds(min: u32, max: u32, object: &str, line: usize) -> Result<(u32, u32), BadInput> {
+    if min > max {
+        return Err(BadInput(format!(
+            "{object} (line {line}): its minimum replicas ({min}) are above its maximum ({max}): \
+             Kubernetes and KEDA refuse such a range — set the maximum at least as high"
+        )));
+    }
+    Ok((min, max))
 }
 
 /// A KEDA ScaledObject: the workload it scales, its bounds and its triggers.
-fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
+fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
     let v = &d.value;
+    let object = format!("ScaledObject {name}");
+    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
     let triggers = v
         .pointer("/spec/triggers")
         .and_then(Value::as_array)
@@ -97,18 +111,21 @@ fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
             database: t.pointer("/metadata/databaseIndex").map(scalar),
         })
         .collect();
-    let mut a = scaling(
-        d,
-        format!("ScaledObject {name}"),
-        (
-            u32_at(v, "/spec/minReplicaCount").unwrap_or(0),
-            u32_at(v, "/spec/maxReplicaCount").unwrap_or(100),
-        ),
-        triggers,
-    );
-    let hpa = stabilization(v, "/spec/advanced/horizontalPodAutoscalerConfig/behavior");
+    let bounds = bounds(
+        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
+        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
+        &object,
+        d.line,
+    )?;
+    let mut a = scaling(d, object.clone(), bounds, triggers);
+    let hpa = stabilization(
+        v,
+        "/spec/advanced/horizontalPodAutoscalerConfig/behavior",
+        &object,
+        d.line,
+    )?;
     // KEDA takes the last pod away `cooldownPeriod` after the trigger went quiet.
-    let cooldown = match u32_at(v, "/spec/cooldownPeriod") {
+    let cooldown = match count("/spec/cooldownPeriod", 0)? {
         Some(c) => (c, "cooldownPeriod".to_string()),
         None => (
             300,
@@ -120,22 +137,26 @@ fn scaled_object(d: &Doc, name: &str) -> (String, String, Autoscaler) {
     } else {
         hpa
     });
-    a
+    Ok(a)
 }
 
-/// An HPA behaviour's scale-down stabilisation window, or Kubernetes' default.
-fn stabilization(v: &Value, behavior: &str) -> (u32, String) {
-    match u32_at(
-        v,
-        &format!("{behavior}/scaleDown/stabilizationWindowSeconds"),
-    ) {
+/// An HPA behaviour's scale-down stabilisation window (Kubernetes takes 0–3600 s), or its
+/// default.
+fn stabilization(
+    v: &Value,
+    behavior: &str,
+    object: &str,
+    line: usize,
+) -> Result<(u32, String), BadInput> {
+    let path = format!("{behavior}/scaleDown/stabilizationWindowSeconds");
+    Ok(match int32_at(v, &path, (0, 3600), object, line)? {
         Some(w) => (w, "behavior.scaleDown.stabilizationWindowSeconds".into()),
         None => (
             300,
             "behavior.scaleDown.stabilizationWindowSeconds unset (Kubernetes' default 300 s)"
                 .into(),
         ),
-    }
+    })
 }
 
 /// True when `text` holds Kubernetes objects (a document with `apiVersion` and `kind`) rather
@@ -236,13 +257,35 @@ fn scalar(v: &Value) -> String {
     }
 }
 
-fn u32_at(v: &Value, path: &str) -> Option<u32> {
-    v.pointer(path)
-        .and_then(|x| {
-            x.as_u64()
-                .or_else(|| x.as_str().and_then(|s| s.parse().ok()))
-        })
-        .map(|n| n.min(u32::MAX as u64) as u32)
+/// A count the Kubernetes API takes as an int32 in `lo..=hi`, read as the API server would:
+/// a whole number (a YAML float with no fraction, such as 1e9, is one). Anything else — a
+/// negative count, a fraction, "300s", beyond int32 — the cluster refuses, and so does this,
+/// naming the object, the field and the range. None when the field is absent.
+fn int32_at(
+    v: &Value,
+    path: &str,
+    (lo, hi): (i64, i64),
+    object: &str,
+    line: usize,
+) -> Result<Option<u32>, BadInput> {
+    let Some(x) = v.pointer(path) else {
+        return Ok(None);
+    };
+    let n = x.as_i64().or_else(|| {
+        x.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+            .map(|f| f as i64)
+    });
+    match n {
+        Some(n) if (lo..=hi.min(i32::MAX as i64)).contains(&n) => Ok(Some(n as u32)),
+        _ => Err(BadInput(format!(
+            "{object} (line {line}): {} is {}: Kubernetes takes a whole number from {lo} to {} \
+             there and would refuse this manifest",
+            path.trim_start_matches('/').replace('/', "."),
+            crate::util::truncate(&crate::util::escape_control(&scalar(x)), 30),
+            hi.min(i32::MAX as i64)
+        ))),
+    }
 }
 
 /// The resources of the input that containers refer to.
@@ -258,7 +301,7 @@ struct Index {
 }
 
 impl Index {
-    fn of(docs: &[Doc]) -> Index {
+    fn of(docs: &[Doc]) -> Result<Index, BadInput> {
         let mut ix = Index::default();
         for d in docs {
             let v = &d.value;
@@ -290,12 +333,12 @@ impl Index {
                         ix.services.push((name, sel.clone()));
                     }
                 }
-                "HorizontalPodAutoscaler" => ix.autoscalers.push(hpa(d, &name)),
-                "ScaledObject" => ix.autoscalers.push(scaled_object(d, &name)),
+                "HorizontalPodAutoscaler" => ix.autoscalers.push(hpa(d, &name)?),
+                "ScaledObject" => ix.autoscalers.push(scaled_object(d, &name)?),
                 _ => {}
             }
         }
-        ix
+        Ok(ix)
     }
 
     /// Names by which other pods reach a pod with these labels: the Services selecting it.
@@ -320,7 +363,7 @@ impl Index {
 pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {
     let origin = file.display().to_string();
     let docs = split_docs(&origin, text)?;
-    let ix = Index::of(&docs);
+    let ix = Index::of(&docs)?;
     let mut services = Vec::new();
     for d in &docs {
         let kind = s(&d.value, "/kind").unwrap_or("");
@@ -382,7 +425,13 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let declared = u32_at(v, "/spec/replicas");
+    let declared = int32_at(
+        v,
+        "/spec/replicas",
+        (0, i64::MAX),
+        &format!("{kind} {name}"),
+        d.line,
+    )?;
     let autoscaler = ix
         .autoscalers
         .iter()

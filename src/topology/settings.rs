@@ -129,11 +129,21 @@ fn pgbouncer(n: &Node, get: &dyn Fn(&str) -> Option<String>) -> Option<Sourced<b
     let max_client_conn = num("MAX_CLIENT_CONN", budget::PGBOUNCER_MAX_CLIENT_CONN);
     let pool = num("DEFAULT_POOL_SIZE", budget::PGBOUNCER_DEFAULT_POOL_SIZE);
     let reserve = num("RESERVE_POOL_SIZE", 0);
+    // session, transaction or statement; PgBouncer refuses to start on any other value, and
+    // n8n's pools then reach nothing — read as its default, session, and said.
     let mode = read("POOL_MODE");
-    if let Some((k, v)) = &mode {
-        set.push(format!("{k}={v}"));
+    let known = |m: &str| {
+        ["session", "transaction", "statement"].contains(&m.to_ascii_lowercase().as_str())
+    };
+    match &mode {
+        Some((k, v)) if known(v) => set.push(format!("{k}={v}")),
+        Some((k, v)) => set.push(format!(
+            "{k}={:?} is no pool mode PgBouncer knows (session, transaction, statement): it refuses to start so; read as session",
+            crate::util::truncate(&crate::util::escape_control(v), 20)
+        )),
+        None => {}
     }
-    let session = mode.is_none_or(|(_, m)| m.eq_ignore_ascii_case("session"));
+    let session = mode.is_none_or(|(_, m)| !known(&m) || m.eq_ignore_ascii_case("session"));
     let source = if set.is_empty() {
         format!("PgBouncer's defaults on {}", n.facts.origin)
     } else {
