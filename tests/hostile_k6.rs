@@ -132,3 +132,26 @@ fn the_same_output_given_twice_or_copied_is_refused() {
     refused(&diagnose(&[&a, &a]), &["twice-a.json", "given twice"]);
     refused(&diagnose(&[&a, &copy]), &["twice-copy.json", "given twice"]);
 }
+
+/// k6's `--out json=FILE.gz` writes gzip: read as the same run as the plain file.
+#[test]
+fn a_gzipped_k6_output_reads_as_its_plain_text() {
+    use std::io::Write;
+    let text = closed_run(T0);
+    let plain = written("plain.json", &text);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    let d = scratch().join(format!("n8ncap-hostile-k6-{}", std::process::id()));
+    let zipped = d.join("run.json.gz");
+    std::fs::write(&zipped, gz.finish().unwrap()).unwrap();
+    let (a, b) = (
+        ceiling(&diagnose(&[&plain])),
+        ceiling(&diagnose(&[zipped.to_str().unwrap()])),
+    );
+    assert_eq!(a, b);
+    // A gzip stream cut short is an error naming the file, not a panic.
+    let bytes = std::fs::read(&zipped).unwrap();
+    let cut = d.join("cut.json.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    refused(&diagnose(&[cut.to_str().unwrap()]), &["cut.json.gz"]);
+}

@@ -146,8 +146,7 @@ pub(super) fn each_line(
     mut f: impl FnMut(usize, &[u8]) -> Result<(), BadInput>,
 ) -> Result<(), BadInput> {
     let shown = path.display().to_string();
-    let file = crate::util::open_regular_file(path, what)?;
-    let mut reader = std::io::BufReader::new(file);
+    let mut reader = open(path, what)?;
     let mut line = Vec::new();
     let mut line_no = 0usize;
     loop {
@@ -367,12 +366,26 @@ pub(super) fn split_csv(line: &str) -> Vec<String> {
     out
 }
 
-/// Reads either format: a CSV starts with k6's header.
+/// The file's text, through gzip when it starts with gzip's magic bytes (k6's
+/// `--out json=FILE.gz` and `--out csv=FILE.gz` write it so).
+fn open(path: &Path, what: &str) -> Result<Box<dyn BufRead>, BadInput> {
+    let mut file = std::io::BufReader::new(crate::util::open_regular_file(path, what)?);
+    let gzip = file
+        .fill_buf()
+        .map(|b| b.starts_with(&[0x1f, 0x8b]))
+        .unwrap_or(false);
+    Ok(if gzip {
+        Box::new(std::io::BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
+    } else {
+        Box::new(file)
+    })
+}
+
+/// Reads either format, plain or gzipped: a CSV starts with k6's header.
 pub fn read(path: &Path) -> Result<Series, BadInput> {
-    let mut head = [0u8; 16];
-    let n = crate::util::open_regular_file(path, "k6 output")?
-        .read(&mut head)
-        .unwrap_or(0);
+    let mut head = Vec::with_capacity(16);
+    let _ = open(path, "k6 output")?.take(16).read_to_end(&mut head);
+    let n = head.len();
     let s = if head[..n].starts_with(b"metric_name") {
         read_csv(path)
     } else {
