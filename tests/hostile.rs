@@ -458,6 +458,17 @@ fn saved_summaries_with_impossible_values_name_the_field() {
             "stages[0].requests",
         ),
         ("/stages/1/vus", serde_json::json!(1e12), "stages[1].vus"),
+        // A count near 2^64 would wrap a sum: no generator sends ten million a second.
+        (
+            "/stages/0/requests",
+            serde_json::json!(u64::MAX - 3),
+            "stages[0].requests",
+        ),
+        (
+            "/stages/1/warmup_requests",
+            serde_json::json!(u64::MAX),
+            "stages[1].warmup_requests",
+        ),
         ("/stages/0/ok", serde_json::json!(1e9), "stages[0].ok"),
         // Percentiles out of order, a host of no cores, settings no deployment has.
         (

@@ -3,6 +3,9 @@
 
 use super::stage::{LoadModel, StageResult, MAX_IN_FLIGHT};
 
+/// More requests a second than any load generator sends.
+const MOST_REQUESTS_PER_S: f64 = 1e7;
+
 /// `v` as a figure a measurement can have: finite and at least 0, else the field named.
 fn nonneg(at: &str, name: &str, v: f64) -> Result<(), String> {
     if v.is_finite() && v >= 0.0 {
@@ -164,7 +167,25 @@ impl StageResult {
         }
         // A rate is a count over the window: no more answers per second than were counted (a
         // window's rate may also count answers to requests sent in the warm-up, one per user).
-        let sent = self.requests + self.warmup_requests + u64::from(self.vus.unwrap_or(0));
+        // No load generator sends ten million requests a second: counts beyond that are
+        // damage (and near 2^64 would wrap the sums below).
+        let seconds = self.duration_s.max(self.window_s) + self.warmup_s + 1.0;
+        let most = MOST_REQUESTS_PER_S * seconds;
+        for (name, n) in [
+            ("requests", self.requests),
+            ("warmup_requests", self.warmup_requests),
+            ("ok", self.ok),
+        ] {
+            if n as f64 > most {
+                return Err(format!(
+                    "{at}.{name} is {n} in a stage of {seconds:.0} s: more than ten million a second, figures a measurement cannot have"
+                ));
+            }
+        }
+        let sent = self
+            .requests
+            .saturating_add(self.warmup_requests)
+            .saturating_add(u64::from(self.vus.unwrap_or(0)));
         let answered = self.flow.map_or(sent, |f| f.completions.max(sent));
         if self.throughput_rps > 0.0 && self.window_s <= 0.0 {
             return Err(format!(
