@@ -328,3 +328,43 @@ fn a_live_audit_of_a_project_with_no_container_is_refused_with_exit_2() {
     assert!(err.contains(&project), "{err}");
     assert!(out.stdout.is_empty(), "no report of 0 services");
 }
+
+/// A project name typed wrong is refused naming the projects the engine has and the nearest.
+#[test]
+fn a_mistyped_project_names_the_nearest_project_found() {
+    if !have_docker() {
+        return;
+    }
+    let pid = std::process::id();
+    let (project, tag, name) = (
+        format!("n8ncapshop{pid}"),
+        format!("n8ncap-test/project-typo:{pid}"),
+        format!("n8ncap-typo-{pid}"),
+    );
+    build_image(&tag, &["/n8ncap", "--version"]);
+    let docker = |args: &[&str]| Command::new("docker").args(args).output().unwrap();
+    let made = docker(&[
+        "create",
+        "--name",
+        &name,
+        "--label",
+        &format!("com.docker.compose.project={project}"),
+        &tag,
+    ]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    // "shop" typed "shpo": two letters swapped.
+    let typo = project.replace("shop", "shpo");
+    let out = Command::new(bin())
+        .args(["audit", "--live", "--project", &typo])
+        .output()
+        .unwrap();
+    let _ = docker(&["rm", "-f", &name]);
+    let _ = docker(&["rmi", "-f", &tag]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("did you mean `{project}`")), "{err}");
+}

@@ -25,11 +25,9 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
                 .await?;
         if let (Some(p), true) = (a.project.as_deref(), found.is_empty()) {
             // A typo'd project audits nothing: refused, not a clean report.
-            return Err(crate::error::BadInput(format!(
-                "--project {}: no container of that compose project (label com.docker.compose.project); check the name with `docker compose ls -a`",
-                crate::util::escape_control(p)
-            ))
-            .into());
+            return Err(crate::observe::docker::no_such_project(&docker, p)
+                .await
+                .into());
         }
         audit::audit_for(
             found.into_iter().map(|(_, f)| f).collect(),

@@ -98,10 +98,18 @@ pub(crate) async fn docker_watch(project: Option<&str>) -> anyhow::Result<Docker
     let docker = crate::observe::docker::connect().await?;
     let found = crate::observe::docker::discover(&docker, project).await?;
     if found.is_empty() {
+        if let Some(p) = project {
+            let all = crate::observe::docker::discover_containers(&docker, Some(p), true).await?;
+            if all.is_empty() {
+                return Err(crate::observe::docker::no_such_project(&docker, p)
+                    .await
+                    .into());
+            }
+        }
         anyhow::bail!(
             "no running containers{} found",
             project
-                .map(|p| format!(" in compose project {p}"))
+                .map(|p| format!(" in compose project {}", crate::util::escape_control(p)))
                 .unwrap_or_default()
         );
     }

@@ -50,6 +50,52 @@ pub async fn connect() -> anyhow::Result<Docker> {
     }
 }
 
+/// The refusal for a `--project` that names no compose project here: the projects the engine
+/// has (from their containers' labels, stopped ones too), and the nearest to what was typed.
+pub async fn no_such_project(docker: &Docker, project: &str) -> crate::error::BadInput {
+    let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+    filters.insert("label".into(), vec!["com.docker.compose.project".into()]);
+    let opts = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let mut projects: Vec<String> =
+        match tokio::time::timeout(CALL_LIMIT, docker.list_containers(Some(opts))).await {
+            Ok(Ok(list)) => list
+                .iter()
+                .filter_map(|c| {
+                    c.labels
+                        .as_ref()?
+                        .get("com.docker.compose.project")
+                        .cloned()
+                })
+                .map(|p| crate::util::escape_control(&p).into_owned())
+                .collect(),
+            _ => Vec::new(),
+        };
+    projects.sort();
+    projects.dedup();
+    let typed = crate::util::escape_control(project);
+    let near = projects
+        .iter()
+        .min_by_key(|p| crate::util::edit_distance(&typed, p))
+        .filter(|p| crate::util::edit_distance(&typed, p) <= 3)
+        .map(|p| format!(" — did you mean `{p}`?"))
+        .unwrap_or_default();
+    let here = if projects.is_empty() {
+        "the engine has no compose project".to_string()
+    } else {
+        format!(
+            "projects here: {}",
+            crate::util::truncate(&projects.join(", "), 300)
+        )
+    };
+    crate::error::BadInput(format!(
+        "--project {typed}: no container of that compose project (label \
+         com.docker.compose.project){near} ({here})"
+    ))
+}
+
 /// Running containers, of one compose project when given, as [`Facts`].
 pub async fn discover(
     docker: &Docker,

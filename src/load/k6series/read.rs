@@ -375,7 +375,9 @@ fn open(path: &Path, what: &str) -> Result<Box<dyn BufRead>, BadInput> {
         .map(|b| b.starts_with(&[0x1f, 0x8b]))
         .unwrap_or(false);
     Ok(if gzip {
-        Box::new(std::io::BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
+        Box::new(std::io::BufReader::new(
+            flate2::bufread::MultiGzDecoder::new(file),
+        ))
     } else {
         Box::new(file)
     })
