@@ -158,6 +158,7 @@ pub fn audit_for(
     concurrency_settings(&c, &mut out);
     metrics(&c, &mut out);
     encryption_key(&c, &mut out);
+    version_skew(&c, &mut out);
     database::rules(&c, &mut out);
     kubernetes::rules(&c, &mut out);
     if let Some(u) = opts.upgrade {
@@ -607,6 +608,48 @@ fn encryption_key(c: &Ctx, out: &mut Vec<Finding>) {
                     );
                 }
             }
+        }
+    }
+}
+
+/// The n8n version of a process from its image tag ("2.41.1" of `n8nio/n8n:2.41.1`, a
+/// `-debian` or `@sha256` suffix dropped), when the tag names one; "latest" or a bare digest
+/// names none.
+fn image_version(image: &str) -> Option<String> {
+    let tag = image_tag(image);
+    let v = tag.trim_start_matches('v');
+    let core = v.split(['-', '+']).next().unwrap_or(v);
+    let parts: Vec<&str> = core.split('.').collect();
+    (parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        .then(|| core.to_string())
+}
+
+/// Main, workers and webhook processors on different n8n versions: queue jobs, the database
+/// schema and the runner protocol are one version's. Each process whose version differs from
+/// main's is named (from its image tag; the runners' pairing rule checks each runner against
+/// its own n8n).
+fn version_skew(c: &Ctx, out: &mut Vec<Finding>) {
+    let Some(main) = c.n8n.iter().find(|n| n.role == Role::Main) else {
+        return;
+    };
+    let Some(mv) = image_version(&main.facts.image) else {
+        return;
+    };
+    for n in c.n8n.iter().filter(|n| n.role != Role::Main) {
+        let Some(v) = image_version(&n.facts.image) else {
+            continue;
+        };
+        if v != mv {
+            out.push(
+                finding(FindingId::N8nVersionSkew, n.name(), format!(
+                    "{}: n8n {v} while {} runs n8n {mv}",
+                    n.name(),
+                    main.name()
+                ))
+                .evidence(format!("{} image {}; {} image {}", n.name(), crate::util::escape_control(&n.facts.image), main.name(), crate::util::escape_control(&main.facts.image)))
+                .why("Main enqueues what its version builds and migrates the database to its schema: a worker of another version may misread jobs, fail on the schema, or speak another runner protocol — failures that show only under load.")
+                .fix(format!("run n8n {mv} on {} too (one image tag variable for every n8n process and n8nio/runners)", n.name())),
+            );
         }
     }
 }
