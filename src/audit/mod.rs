@@ -620,8 +620,11 @@ fn image_version(image: &str) -> Option<String> {
     let v = tag.trim_start_matches('v');
     let core = v.split(['-', '+']).next().unwrap_or(v);
     let parts: Vec<&str> = core.split('.').collect();
-    (parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-        .then(|| core.to_string())
+    (parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| core.to_string())
 }
 
 /// Main, workers and webhook processors on different n8n versions: queue jobs, the database

@@ -38,6 +38,7 @@ pub fn findings(
     ceiling_reached(levels, out);
     memory_in_runner(stages, out);
     containers_gone(stages, out);
+    version_skew(stages, out);
     connection_churn(stages, out);
     load_generator(stages, host, out);
     cpu_saturated(cpu, binding, out);
@@ -276,6 +277,40 @@ fn containers_gone(stages: &[StageResult], out: &mut Vec<Finding>) {
     }
 }
 
+/// The n8n processes scraped reported different versions (`n8n_version_info`): one finding
+/// naming each version and the endpoints that reported it.
+fn version_skew(stages: &[StageResult], out: &mut Vec<Finding>) {
+    let mut seen: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for e in stages.iter().flat_map(|s| &s.endpoints) {
+        if let Some(v) = &e.n8n_version {
+            seen.entry(v.clone()).or_default().insert(e.url.clone());
+        }
+    }
+    if seen.len() < 2 {
+        return;
+    }
+    let said: Vec<String> = seen
+        .iter()
+        .map(|(v, urls)| {
+            let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+            format!("n8n {v} at {}", urls.join(", "))
+        })
+        .collect();
+    out.push(
+        Finding::new(
+            FindingId::N8nVersionSkew,
+            format!(
+                "The n8n processes scraped run {} versions",
+                seen.len()
+            ),
+        )
+        .evidence(format!("n8n_version_info: {}", said.join("; ")))
+        .figure("versions", seen.len() as f64)
+        .why("Main enqueues what its version builds and migrates the database to its schema: a process of another version may misread jobs or speak another runner protocol, and the run measured a mixed deployment."),
+    );
+}
+
 fn connection_churn(stages: &[StageResult], out: &mut Vec<Finding>) {
     let Some(s) = stages
         .iter()
@@ -367,4 +402,39 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, out: &mut Vec<Finding
             .figure(&format!("{}_cores", u.name), u.cores_used);
     }
     out.push(f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::tests::closed;
+    use crate::record::stage::EndpointObserved;
+
+    fn at(url: &str, version: Option<&str>) -> EndpointObserved {
+        EndpointObserved {
+            url: url.into(),
+            n8n_version: version.map(String::from),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn processes_reporting_two_versions_are_one_finding_naming_both() {
+        let mut s = closed(0, 4, 10.0);
+        s.endpoints = vec![
+            at("http://main/metrics", Some("2.41.1")),
+            at("http://worker/metrics", Some("2.38.0")),
+            at("http://other/metrics", None),
+        ];
+        let mut out = Vec::new();
+        version_skew(std::slice::from_ref(&s), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].id, FindingId::N8nVersionSkew);
+        assert_eq!(out[0].figures["versions"], 2.0);
+        // One version everywhere (or none said): nothing.
+        s.endpoints[1].n8n_version = Some("2.41.1".into());
+        let mut out = Vec::new();
+        version_skew(&[s], &mut out);
+        assert!(out.is_empty());
+    }
 }

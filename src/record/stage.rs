@@ -241,6 +241,9 @@ pub struct EndpointObserved {
     /// n8n's database pool (`N8N_METRICS_INCLUDE_DB_POOL_METRICS=true`), when exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_pool: Option<DbPoolObserved>,
+    /// The n8n version the process reports (`n8n_version_info`), when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n8n_version: Option<String>,
 }
 
 /// One container during the stage's steady window (Docker stats).

@@ -89,6 +89,18 @@ impl StageResult {
     /// The latency, the queue and a history's figures: numbers of at least 0, in the order
     /// their meaning gives them.
     fn check_observed(&self, at: &str) -> Result<(), String> {
+        for (i, e) in self.endpoints.iter().enumerate() {
+            if let Some(v) = &e.n8n_version {
+                let ok = v.len() <= 32
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'));
+                if !ok {
+                    return Err(format!(
+                        "{at}.endpoints[{i}].n8n_version is not a version (digits, letters, '.', '-', '+'; at most 32)"
+                    ));
+                }
+            }
+        }
         let nonneg = |name: &str, v: f64| nonneg(at, name, v);
         if let Some(l) = &self.latency {
             for (name, v) in [

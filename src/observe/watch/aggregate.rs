@@ -16,6 +16,8 @@ pub(super) struct EndpointAcc {
     pub(super) pool_gaps: u32,
     pub(super) gaps: u32,
     pub(super) last_error: Option<String>,
+    /// `n8n_version_info`'s `version` label, as the process last said it.
+    pub(super) version: Option<String>,
 }
 
 #[derive(Default)]

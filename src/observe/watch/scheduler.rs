@@ -159,6 +159,7 @@ impl Observer for Watcher {
                 runner_tasks_requested_per_s: (!a.runner_requested_rate.is_empty())
                     .then(|| mean(&a.runner_requested_rate)),
                 db_pool: super::aggregate::db_pool(&a.pool, a.pool_gaps),
+                n8n_version: a.version,
             })
             .collect();
         let containers = acc

@@ -148,8 +148,23 @@ pub(super) fn record_scrape(
     });
     if at.steady {
         steady_scrape(st, (&e.url, rates.roles[i]), &v, (cpu, req), q);
+        if let Some(version) = version_of(&exp, prefix) {
+            st.acc.endpoints.entry(e.url.clone()).or_default().version = Some(version);
+        }
         record_pool(st, &e.url, super::scrape::db_pool_checked(&exp, prefix), at);
     }
+}
+
+/// The n8n version a process reports (`n8n_version_info{version="v2.41.1",…} 1`), checked: a
+/// short version string of digits, dots and a leading v, else nothing.
+fn version_of(exp: &Exposition, prefix: &str) -> Option<String> {
+    let name = format!("{prefix}version_info");
+    let v = exp.series(&name).next()?.label("version")?;
+    let ok = v.len() <= 32
+        && v.trim_start_matches('v')
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'));
+    ok.then(|| v.trim_start_matches('v').to_string())
 }
 
 /// The database pool's reading inside the steady window: a figure, or a gap with its reason.
