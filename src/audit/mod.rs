@@ -644,7 +644,7 @@ fn version_skew(c: &Ctx, out: &mut Vec<Finding>) {
         };
         if v != mv {
             out.push(
-                finding(FindingId::N8nVersionSkew, n.name(), format!(
+                finding(FindingId::VersionSkew, n.name(), format!(
                     "{}: n8n {v} while {} runs n8n {mv}",
                     n.name(),
                     main.name()

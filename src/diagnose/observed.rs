@@ -299,7 +299,7 @@ fn version_skew(stages: &[StageResult], out: &mut Vec<Finding>) {
         .collect();
     out.push(
         Finding::new(
-            FindingId::N8nVersionSkew,
+            FindingId::VersionSkew,
             format!(
                 "The n8n processes scraped run {} versions",
                 seen.len()
@@ -429,7 +429,7 @@ mod tests {
         let mut out = Vec::new();
         version_skew(std::slice::from_ref(&s), &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].id, FindingId::N8nVersionSkew);
+        assert_eq!(out[0].id, FindingId::VersionSkew);
         assert_eq!(out[0].figures["versions"], 2.0);
         // One version everywhere (or none said): nothing.
         s.endpoints[1].n8n_version = Some("2.41.1".into());

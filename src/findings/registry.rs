@@ -235,7 +235,7 @@ registry! {
     QueueMetricsOff = "queue-metrics-off", Audit, Warning,
         "main does not expose the queue gauges",
         "set N8N_METRICS_INCLUDE_QUEUE_METRICS=true on main";
-    N8nVersionSkew = "n8n-version-skew", Both, Warning,
+    VersionSkew = "version-skew", Both, Warning,
         "main, workers and webhook processors run different n8n versions",
         "run one n8n version (one image tag variable) on main, every worker and webhook processor";
     RunnerImageMismatch = "runner-image-mismatch", Audit, Warning,
@@ -427,7 +427,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 45);
+        assert_eq!(FindingId::audit_rules().count(), 46);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);
