@@ -458,6 +458,12 @@ fn saved_summaries_with_impossible_values_name_the_field() {
             "stages[0].requests",
         ),
         ("/stages/1/vus", serde_json::json!(1e12), "stages[1].vus"),
+        // A rate beyond any load generator (it printed 309 digits).
+        (
+            "/stages/0/throughput_rps",
+            serde_json::json!(1.7e308),
+            "stages[0].throughput_rps",
+        ),
         // A count near 2^64 would wrap a sum: no generator sends ten million a second.
         (
             "/stages/0/requests",

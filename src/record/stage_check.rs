@@ -43,6 +43,16 @@ impl StageResult {
         ] {
             nonneg(name, v)?;
         }
+        for (name, v) in [
+            ("throughput_rps", self.throughput_rps),
+            ("request_rate", self.request_rate),
+        ] {
+            if v > MOST_REQUESTS_PER_S {
+                return Err(format!(
+                    "{at}.{name} is {v:e}: more than ten million a second, a rate no load generator reaches"
+                ));
+            }
+        }
         share("error_rate", self.error_rate)?;
         share("check_pass_rate", self.check_pass_rate)?;
         for (name, v) in [

@@ -578,22 +578,24 @@ fn command_of(v: Option<&Value>) -> Vec<String> {
 
 /// A service name as the Compose specification allows it (`^[a-zA-Z0-9._-]+$`): anything else
 /// Compose refuses, and a newline in one could forge lines of the output.
-fn service_name_ok(name: &str) -> bool {
-    !name.is_empty()
+fn service_name_ok(name: &str, file: &Path, line: usize) -> Result<(), BadInput> {
+    let ok = !name.is_empty()
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "{}:{line}: service `{}` is not a compose service name (letters, digits, '.', '_' and \
+         '-' only): Compose refuses it — rename the service",
+        file.display(),
+        crate::wire::url::truncate(&crate::util::escape_control(name), 40)
+    )))
 }
 
 fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, BadInput> {
-    if !service_name_ok(name) {
-        return Err(BadInput(format!(
-            "{}:{line}: service `{}` is not a compose service name (letters, digits, '.', '_' \
-             and '-' only): Compose refuses it — rename the service",
-            file.display(),
-            crate::wire::url::truncate(&crate::util::escape_control(name), 40)
-        )));
-    }
+    service_name_ok(name, file, line)?;
     let place = format!("{}:{line}: service {name}", file.display());
     let mut f = Facts {
         name: name.to_string(),

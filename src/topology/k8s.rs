@@ -10,154 +10,17 @@
 //! Live clusters are not read here; a collector reading pods through the Kubernetes API would
 //! produce the same [`Facts`] (with [`K8sFacts`]) and reuse everything after this module.
 
+use super::autoscaler;
 use super::compose::{parse_memory, Project, Service};
+use super::manifest::{s, scalar, Doc};
 use crate::error::BadInput;
-use crate::topology::{Autoscaler, Facts, K8sFacts, Probe, ProbeKind, Trigger};
+use crate::topology::{Autoscaler, Facts, K8sFacts, Probe, ProbeKind};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Largest manifest read (a rendered chart is a few hundred KB).
 pub const MAX_MANIFEST: u64 = 16 << 20;
-
-/// An autoscaler of the workload its `scaleTargetRef` names (kind, name), with its bounds.
-fn scaling(
-    d: &Doc,
-    by: String,
-    (min, max): (u32, u32),
-    triggers: Vec<Trigger>,
-) -> (String, String, Autoscaler) {
-    let v = &d.value;
-    (
-        s(v, "/spec/scaleTargetRef/kind")
-            .unwrap_or("Deployment")
-            .to_string(),
-        s(v, "/spec/scaleTargetRef/name").unwrap_or("").to_string(),
-        Autoscaler {
-            by,
-            min,
-            max,
-            triggers,
-            scale_down: None,
-            line: Some(d.line),
-        },
-    )
-}
-
-/// A HorizontalPodAutoscaler: the workload it scales, its bounds and what it scales on.
-fn hpa(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
-    let v = &d.value;
-    let object = format!("HorizontalPodAutoscaler {name}");
-    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
-    let mut triggers: Vec<Trigger> = v
-        .pointer("/spec/metrics")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|m| Trigger {
-            kind: match s(m, "/type") {
-                Some("Resource") => s(m, "/resource/name").unwrap_or("resource").to_string(),
-                Some("ContainerResource") => s(m, "/containerResource/name")
-                    .unwrap_or("resource")
-                    .to_string(),
-                Some(other) => other.to_ascii_lowercase(),
-                None => "unknown".into(),
-            },
-            ..Trigger::default()
-        })
-        .collect();
-    if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() {
-        triggers.push(Trigger {
-            kind: "cpu".into(),
-            ..Trigger::default()
-        });
-    }
-    let bounds = bounds(
-        count("/spec/minReplicas", 0)?.unwrap_or(1),
-        count("/spec/maxReplicas", 1)?.unwrap_or(1),
-        &object,
-        d.line,
-    )?;
-    let mut a = scaling(d, object.clone(), bounds, triggers);
-    a.2.scale_down = Some(stabilization(v, "/spec/behavior", &object, d.line)?);
-    Ok(a)
-}
-
-/// An autoscaler's replica range, refused when it is empty (min above max: the cluster refuses
-/// it too).
-fn bounds(min: u32, max: u32, object: &str, line: usize) -> Result<(u32, u32), BadInput> {
-    if min > max {
-        return Err(BadInput(format!(
-            "{object} (line {line}): its minimum replicas ({min}) are above its maximum ({max}): \
-             Kubernetes and KEDA refuse such a range — set the maximum at least as high"
-        )));
-    }
-    Ok((min, max))
-}
-
-/// A KEDA ScaledObject: the workload it scales, its bounds and its triggers.
-fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
-    let v = &d.value;
-    let object = format!("ScaledObject {name}");
-    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
-    let triggers = v
-        .pointer("/spec/triggers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|t| Trigger {
-            kind: s(t, "/type").unwrap_or("unknown").to_string(),
-            list_name: t.pointer("/metadata/listName").map(scalar),
-            database: t.pointer("/metadata/databaseIndex").map(scalar),
-        })
-        .collect();
-    let bounds = bounds(
-        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
-        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
-        &object,
-        d.line,
-    )?;
-    let mut a = scaling(d, object.clone(), bounds, triggers);
-    let hpa = stabilization(
-        v,
-        "/spec/advanced/horizontalPodAutoscalerConfig/behavior",
-        &object,
-        d.line,
-    )?;
-    // KEDA takes the last pod away `cooldownPeriod` after the trigger went quiet.
-    let cooldown = match count("/spec/cooldownPeriod", 0)? {
-        Some(c) => (c, "cooldownPeriod".to_string()),
-        None => (
-            300,
-            "cooldownPeriod unset (KEDA's default 300 s)".to_string(),
-        ),
-    };
-    a.2.scale_down = Some(if a.2.min == 0 && cooldown.0 < hpa.0 {
-        cooldown
-    } else {
-        hpa
-    });
-    Ok(a)
-}
-
-/// An HPA behaviour's scale-down stabilisation window (Kubernetes takes 0–3600 s), or its
-/// default.
-fn stabilization(
-    v: &Value,
-    behavior: &str,
-    object: &str,
-    line: usize,
-) -> Result<(u32, String), BadInput> {
-    let path = format!("{behavior}/scaleDown/stabilizationWindowSeconds");
-    Ok(match int32_at(v, &path, (0, 3600), object, line)? {
-        Some(w) => (w, "behavior.scaleDown.stabilizationWindowSeconds".into()),
-        None => (
-            300,
-            "behavior.scaleDown.stabilizationWindowSeconds unset (Kubernetes' default 300 s)"
-                .into(),
-        ),
-    })
-}
 
 /// True when `text` holds Kubernetes objects (a document with `apiVersion` and `kind`) rather
 /// than a compose file.
@@ -176,13 +39,6 @@ pub fn looks_like_kubernetes(text: &str) -> bool {
         kind |= line.starts_with("kind:");
     }
     api && kind
-}
-
-/// One YAML document of the stream and the line it starts on.
-struct Doc {
-    value: Value,
-    line: usize,
-    text: String,
 }
 
 fn split_docs(origin: &str, text: &str) -> Result<Vec<Doc>, BadInput> {
@@ -239,53 +95,10 @@ fn split_docs(origin: &str, text: &str) -> Result<Vec<Doc>, BadInput> {
     Ok(docs)
 }
 
-fn s<'a>(v: &'a Value, path: &str) -> Option<&'a str> {
-    v.pointer(path).and_then(Value::as_str)
-}
-
 /// An object's name, control characters escaped (a Kubernetes name is a DNS label; a manifest
 /// that says otherwise cannot forge output lines).
 fn name_of(v: &Value) -> String {
     crate::util::escape_control(s(v, "/metadata/name").unwrap_or("")).into_owned()
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A count the Kubernetes API takes as an int32 in `lo..=hi`, read as the API server would:
-/// a whole number (a YAML float with no fraction, such as 1e9, is one). Anything else — a
-/// negative count, a fraction, "300s", beyond int32 — the cluster refuses, and so does this,
-/// naming the object, the field and the range. None when the field is absent.
-fn int32_at(
-    v: &Value,
-    path: &str,
-    (lo, hi): (i64, i64),
-    object: &str,
-    line: usize,
-) -> Result<Option<u32>, BadInput> {
-    let Some(x) = v.pointer(path) else {
-        return Ok(None);
-    };
-    let n = x.as_i64().or_else(|| {
-        x.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
-            .map(|f| f as i64)
-    });
-    match n {
-        Some(n) if (lo..=hi.min(i32::MAX as i64)).contains(&n) => Ok(Some(n as u32)),
-        _ => Err(BadInput(format!(
-            "{object} (line {line}): {} is {}: Kubernetes takes a whole number from {lo} to {} \
-             there and would refuse this manifest",
-            path.trim_start_matches('/').replace('/', "."),
-            crate::util::truncate(&crate::util::escape_control(&scalar(x)), 30),
-            hi.min(i32::MAX as i64)
-        ))),
-    }
 }
 
 /// The resources of the input that containers refer to.
@@ -333,8 +146,8 @@ impl Index {
                         ix.services.push((name, sel.clone()));
                     }
                 }
-                "HorizontalPodAutoscaler" => ix.autoscalers.push(hpa(d, &name)?),
-                "ScaledObject" => ix.autoscalers.push(scaled_object(d, &name)?),
+                "HorizontalPodAutoscaler" => ix.autoscalers.push(autoscaler::hpa(d, &name)?),
+                "ScaledObject" => ix.autoscalers.push(autoscaler::scaled_object(d, &name)?),
                 _ => {}
             }
         }
@@ -425,7 +238,7 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let declared = int32_at(
+    let declared = autoscaler::int32_at(
         v,
         "/spec/replicas",
         (0, i64::MAX),

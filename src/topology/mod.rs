@@ -6,11 +6,13 @@
 //! Only the variables the analysis needs keep their values ([`KEPT_VARIABLES`]); every other
 //! variable is kept as a name. Secrets therefore never enter this data.
 
+mod autoscaler;
 mod classify;
 pub mod compose;
 pub mod docker;
 mod facts;
 pub mod k8s;
+mod manifest;
 pub mod n8n_env;
 mod settings;
 
