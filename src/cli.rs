@@ -431,6 +431,13 @@ pub struct RecommendArgs {
     /// Print the recommendation as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The deployment the settings are for — compose file(s) or Kubernetes manifests — so the
+    /// snippet names its services and containers, and leaves replicas an autoscaler owns.
+    #[arg(short = 'f', long = "file")]
+    pub files: Vec<PathBuf>,
+    /// The same from a running compose project (Docker API).
+    #[arg(long, conflicts_with = "files")]
+    pub project: Option<String>,
     /// How to print the settings: a compose snippet, the values of n8n's Helm chart
     /// (n8n-io/n8n-hosting), of the community chart (community-charts/helm-charts), or a
     /// strategic merge patch for the worker Deployment.

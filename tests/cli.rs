@@ -130,7 +130,7 @@ fn recommend_reference_check_from_flags() {
         .unwrap();
     let s = String::from_utf8_lossy(&text.stdout);
     assert!(
-        s.contains("N8N_RUNNERS_MAX_CONCURRENCY=10") && s.contains("--concurrency=80"),
+        s.contains("N8N_RUNNERS_MAX_CONCURRENCY: \"80\"") && s.contains("--concurrency=80"),
         "{s}"
     );
 }

@@ -45,6 +45,8 @@ mod k6;
 mod k8s;
 #[path = "metrics_real.rs"]
 mod metrics_real;
+#[path = "pasted_plan.rs"]
+mod pasted_plan;
 #[path = "postgres.rs"]
 mod postgres;
 #[path = "redis.rs"]

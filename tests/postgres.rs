@@ -235,7 +235,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     // The pool in both charts' values and the worker patch.
     use n8ncap::report::{dialect, Dialect};
     let yaml = |d: Dialect| -> serde_json::Value {
-        serde_saphyr::from_str(&dialect::settings(&rec, d)).expect("YAML")
+        serde_saphyr::from_str(&dialect::settings(&rec, d, &Default::default())).expect("YAML")
     };
     assert_eq!(
         yaml(Dialect::HelmCommunity)["db"]["postgresdb"]["poolSize"],

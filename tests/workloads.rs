@@ -239,10 +239,14 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         "the production limit is raised: {rec:?}"
     );
     assert!(rec.settings.is_regular());
-    let snippet = n8ncap::report::dialect::settings(&rec, n8ncap::report::Dialect::Compose);
+    let snippet = n8ncap::report::dialect::settings(
+        &rec,
+        n8ncap::report::Dialect::Compose,
+        &Default::default(),
+    );
     assert!(
         snippet.contains(&format!(
-            "N8N_CONCURRENCY_PRODUCTION_LIMIT={}",
+            "N8N_CONCURRENCY_PRODUCTION_LIMIT: \"{}\"",
             rec.settings.worker_concurrency_or_default()
         )),
         "{snippet}"

@@ -49,7 +49,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             files,
             output,
         } => inspect::run(project.as_deref(), &files, &output).await,
-        Command::Recommend(a) => recommend::run(a),
+        Command::Recommend(a) => recommend::run(a).await,
         Command::Compare(a) => compare::run(a),
         Command::Sim(s) => {
             sim::run(s).await?;

@@ -7,7 +7,28 @@ use crate::model::settings::Sourced;
 use crate::report::views::Recommend;
 use crate::report::{Dialect, Format};
 
-pub(super) fn run(a: RecommendArgs) -> anyhow::Result<i32> {
+/// The deployment a plan is for, from `-f` or `--project`: its names.
+async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendation::PlanTarget> {
+    if !a.files.is_empty() {
+        let (services, _) = crate::topology::load_files(&a.files)?;
+        let t = crate::topology::Topology::build(services.into_iter().map(|s| s.facts).collect());
+        return Ok(crate::topology::plan_target(&t));
+    }
+    let Some(p) = a.project.as_deref() else {
+        return Ok(Default::default());
+    };
+    let docker = crate::observe::docker::connect().await?;
+    let found = crate::observe::docker::discover_containers(&docker, Some(p), true).await?;
+    if found.is_empty() {
+        return Err(crate::observe::docker::no_such_project(&docker, p)
+            .await
+            .into());
+    }
+    let t = crate::topology::Topology::build(found.into_iter().map(|(_, f)| f).collect());
+    Ok(crate::topology::plan_target(&t))
+}
+
+pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     let flags = a.settings.settings()?;
     if a.break_point == Some(0) {
         return Err(BadInput("--break-point must be at least 1".into()).into());
@@ -37,10 +58,12 @@ pub(super) fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     if let (Err(why), None) = (&rec, &memory) {
         return Err(BadInput(why.clone()).into());
     }
+    let target = target(&a).await?;
     let view = Recommend {
         plan: rec.as_ref().map_err(String::as_str),
         memory: memory.as_ref(),
         dialect,
+        target: &target,
     };
     if format == Format::Table {
         eprintln!("{}", view.prose());

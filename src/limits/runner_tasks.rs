@@ -148,14 +148,15 @@ impl Kind for RunnerTasks {
         if plan.is_regular() {
             return vec![SettingLine::new(Process::Main, Key::Env(VAR), cap)];
         }
+        // Every dialect pairs one runner with each worker and sums the runners proposed into its
+        // limit: compose cannot pair a second runner with one replica of a worker either.
         let line = match dialect {
-            Dialect::Compose => SettingLine::new(Process::Runner, Key::Env(VAR), limit),
             Dialect::HelmCommunity => SettingLine::new(
                 Process::Runner,
                 Key::Value("taskRunners.maxConcurrency"),
                 cap,
             ),
-            Dialect::HelmOfficial | Dialect::K8s => {
+            Dialect::Compose | Dialect::HelmOfficial | Dialect::K8s => {
                 SettingLine::new(Process::Runner, Key::Env(VAR), cap)
             }
         };

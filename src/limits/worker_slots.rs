@@ -141,13 +141,17 @@ impl Kind for WorkerSlots {
             }
             Dialect::Compose | Dialect::K8s => (Key::Replicas, Key::Arg("--concurrency=")),
         };
-        vec![
-            SettingLine::new(Process::Worker, replicas, plan.worker_count()),
-            SettingLine::new(
+        // The worker count is written only when the plan changes it: a count it did not
+        // propose would pin replicas that the deployment (or its autoscaler) sets.
+        let replicas = Settings::proposed(&plan.workers)
+            .then(|| SettingLine::new(Process::Worker, replicas, plan.worker_count()));
+        replicas
+            .into_iter()
+            .chain([SettingLine::new(
                 Process::Worker,
                 concurrency,
                 plan.worker_concurrency_or_default(),
-            ),
-        ]
+            )])
+            .collect()
     }
 }

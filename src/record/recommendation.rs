@@ -145,3 +145,18 @@ mod proposed {
         })
     }
 }
+
+/// Where a plan is pasted: the names of the deployment it was read from (`recommend -f` or
+/// `--project`), so the snippet patches the services and containers that exist. Absent names
+/// are n8n's charts' and compose examples' own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanTarget {
+    /// The worker's compose service, or its Deployment.
+    pub worker: Option<String>,
+    /// The worker's container in its pod (Kubernetes).
+    pub worker_container: Option<String>,
+    /// The runner paired with the worker: its compose service, or its container in the pod.
+    pub runner: Option<String>,
+    /// What owns the worker's replicas (an HPA or a KEDA ScaledObject): a plan never pins them.
+    pub autoscaler: Option<String>,
+}

@@ -4,11 +4,12 @@
 //! worker needs with its runner.
 
 use crate::limits::{self, Dialect, Key, Process, SettingLine};
-use crate::record::recommendation::{MemoryPlan, Recommendation};
+use crate::record::recommendation::{MemoryPlan, PlanTarget, Recommendation};
 use std::fmt::Write as _;
 
-/// The settings of `r` in `dialect`.
-pub fn settings(r: &Recommendation, dialect: Dialect) -> String {
+/// The settings of `r` in `dialect`, for the deployment `to` names (its services and
+/// containers; n8n's own names where it names none).
+pub fn settings(r: &Recommendation, dialect: Dialect, to: &PlanTarget) -> String {
     let lines = limits::lines(&r.settings, dialect);
     if r.settings.is_regular() {
         return match dialect {
@@ -17,11 +18,16 @@ pub fn settings(r: &Recommendation, dialect: Dialect) -> String {
         };
     }
     match dialect {
-        Dialect::Compose => compose(r, &lines),
+        Dialect::Compose => compose(r, &lines, to),
         Dialect::HelmOfficial => helm_official(r, &lines),
         Dialect::HelmCommunity => helm_community(r, &lines),
-        Dialect::K8s => k8s_patch(r, &lines),
+        Dialect::K8s => k8s_patch(r, &lines, to),
     }
+}
+
+/// A YAML scalar quoted (compose and Kubernetes take environment values as strings).
+fn quoted(v: &str) -> String {
+    format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 fn on(lines: &[SettingLine], p: Process) -> impl Iterator<Item = &SettingLine> {
@@ -46,11 +52,11 @@ fn args_of(lines: &[SettingLine], p: Process) -> Vec<String> {
         .collect()
 }
 
-fn replicas_of(lines: &[SettingLine], p: Process) -> String {
+/// The replicas a plan proposes, when it proposes a count.
+fn replicas_of(lines: &[SettingLine], p: Process) -> Option<String> {
     on(lines, p)
         .find(|l| l.key == Key::Replicas)
         .map(|l| l.value.clone())
-        .unwrap_or_else(|| "1".into())
 }
 
 /// Chart values at dotted paths, as nested YAML in the order first seen; `extra` adds lines
@@ -130,35 +136,44 @@ fn main_env(lines: &[SettingLine]) -> String {
 
 fn compose_main(lines: &[SettingLine]) -> String {
     let mut s =
-        "# n8n main, regular mode: it runs every execution\nn8n:\n  environment:\n".to_string();
+        "# n8n main, regular mode: it runs every execution\nservices:\n  n8n:\n    environment:\n"
+            .to_string();
     for (k, v) in env_of(lines, Process::Main) {
-        let _ = writeln!(s, "    - {k}={v}");
+        let _ = writeln!(s, "      {k}: {}", quoted(v));
     }
     s
 }
 
-/// The settings as compose `environment` / `command` lines.
-fn compose(r: &Recommendation, lines: &[SettingLine]) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "# n8n worker (each of {})\nn8n-worker:\n  command: worker {}\n  environment:\n    - N8N_RUNNERS_MODE=external\n    - N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0\n",
-        replicas_of(lines, Process::Worker),
+/// The settings as a compose override file (`docker compose -f docker-compose.yml -f this.yml`):
+/// the worker's command and environment, and its runner's, under `services:`.
+fn compose(r: &Recommendation, lines: &[SettingLine], to: &PlanTarget) -> String {
+    let worker = to.worker.as_deref().unwrap_or("n8n-worker");
+    let runner = to.runner.as_deref().unwrap_or("n8n-worker-runner");
+    let workers = r.settings.worker_count();
+    let mut s = format!(
+        "# an override file: docker compose -f docker-compose.yml -f this.yml up -d\n\
+         # {workers} worker(s), each with its own runner (N8N_RUNNERS_TASK_BROKER_URI names its worker){}\n\
+         services:\n  {worker}:\n    command: worker {}\n    environment:\n      N8N_RUNNERS_MODE: \"external\"\n      N8N_RUNNERS_BROKER_LISTEN_ADDRESS: \"0.0.0.0\"\n",
+        if workers > 1 {
+            ": copy the worker and runner services once per worker, since compose replicas cannot pair a runner with each"
+        } else {
+            ""
+        },
         args_of(lines, Process::Worker).join(" ")
     );
     for (k, v) in env_of(lines, Process::Worker) {
-        let _ = writeln!(s, "    - {k}={v}");
+        let _ = writeln!(s, "      {k}: {}", quoted(v));
     }
+    s.push_str(&one_runner_per_pod(r).replace("sidecar per pod", "per worker"));
     let _ = write!(
         s,
-        "# task runner: {} per worker, paired through N8N_RUNNERS_TASK_BROKER_URI\nn8n-worker-runner:\n  environment:\n    - N8N_RUNNERS_TASK_BROKER_URI=http://n8n-worker:5679\n",
-        r.settings.runners_per_worker_count()
+        "  {runner}:\n    environment:\n      N8N_RUNNERS_TASK_BROKER_URI: \"http://{worker}:5679\"\n"
     );
     for (k, v) in env_of(lines, Process::Runner) {
-        let _ = writeln!(s, "    - {k}={v}");
+        let _ = writeln!(s, "      {k}: {}", quoted(v));
     }
     if let Some(m) = &r.runner_memory_limit_mb {
-        let _ = writeln!(s, "  mem_limit: {}m", m.value);
+        let _ = writeln!(s, "    mem_limit: {}m", m.value);
     }
     s
 }
@@ -238,9 +253,13 @@ fn helm_community(r: &Recommendation, lines: &[SettingLine]) -> String {
     )
 }
 
-/// A strategic merge patch for the worker Deployment (`kubectl patch deployment n8n-worker
-/// --patch-file …`); containers are matched by name — the official chart's names here.
-fn k8s_patch(r: &Recommendation, lines: &[SettingLine]) -> String {
+/// A strategic merge patch for the worker Deployment (`kubectl patch deployment NAME
+/// --patch-file …`); containers are matched by name — the deployment's when it was read, else
+/// n8n's chart's. Replicas an autoscaler owns are left to it.
+fn k8s_patch(r: &Recommendation, lines: &[SettingLine], to: &PlanTarget) -> String {
+    let deployment = to.worker.as_deref().unwrap_or("n8n-worker");
+    let container = to.worker_container.as_deref().unwrap_or(deployment);
+    let runner = to.runner.as_deref().unwrap_or("task-runner");
     let mut worker_env = vec![
         ("N8N_RUNNERS_MODE", "external"),
         ("N8N_CONCURRENCY_PRODUCTION_LIMIT", "-1"),
@@ -255,10 +274,23 @@ fn k8s_patch(r: &Recommendation, lines: &[SettingLine]) -> String {
                 .map(|a| format!("\"{a}\"")),
         )
         .collect();
+    // Replicas an autoscaler owns are its: said above the patch, never pinned in it.
+    let (owned, replicas) = match (&to.autoscaler, replicas_of(lines, Process::Worker)) {
+        (Some(a), Some(n)) => (
+            format!("# replicas: {n} proposed, left to {a}, which owns them (set its minimum and maximum instead)\n"),
+            String::new(),
+        ),
+        (None, Some(n)) => (String::new(), format!("  replicas: {n}\n")),
+        (_, None) => (String::new(), String::new()),
+    };
+    let names = if to.worker.is_some() {
+        String::new()
+    } else {
+        format!("# (containers are matched by name: rename {container} / {runner} to yours, or give -f with your manifests)\n")
+    };
     format!(
-        "# kubectl patch deployment n8n-worker --patch-file worker-patch.yaml\n# (containers are matched by name: rename n8n-worker / task-runner to yours)\n{}spec:\n  replicas: {}\n  template:\n    spec:\n      containers:\n        - name: n8n-worker\n          args: [{}]\n          env:\n{}        - name: task-runner\n          env:\n{}{}",
+        "# kubectl patch deployment {deployment} --patch-file worker-patch.yaml\n{names}{}{owned}spec:\n{replicas}  template:\n    spec:\n      containers:\n        - name: {container}\n          args: [{}]\n          env:\n{}        - name: {runner}\n          env:\n{}{}",
         one_runner_per_pod(r),
-        replicas_of(lines, Process::Worker),
         args.join(", "),
         yaml_env(&worker_env, "            "),
         yaml_env(&runner_env, "            "),
@@ -272,11 +304,12 @@ pub fn memory_plan(p: &MemoryPlan, dialect: Dialect) -> String {
     let mib = p.memory_limit_mib;
     match dialect {
         Dialect::Compose => format!(
-            "# task runner {svc}: {} tasks × {:.0} MiB + {:.0} MiB base, +{:.0} %
-{svc}:
-  mem_limit: {mib}m
-  environment:
-    - N8N_RUNNERS_MAX_CONCURRENCY={}
+            "# task runner {svc}: {} tasks × {:.0} MiB + {:.0} MiB base, +{:.0} % (an override file)
+services:
+  {svc}:
+    mem_limit: {mib}m
+    environment:
+      N8N_RUNNERS_MAX_CONCURRENCY: \"{}\"
 ",
             p.tasks,
             p.per_task_mib.value,

@@ -382,7 +382,11 @@ fn page(
         let _ = write!(
             h,
             "</ul><pre>{}</pre>",
-            esc(&super::dialect::settings(r, super::Dialect::Compose))
+            esc(&super::dialect::settings(
+                r,
+                super::Dialect::Compose,
+                &Default::default(),
+            ))
         );
     }
     h.push_str("</body></html>\n");

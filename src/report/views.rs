@@ -139,6 +139,8 @@ pub struct Recommend<'a> {
     pub plan: Result<&'a Recommendation, &'a str>,
     pub memory: Option<&'a MemoryPlan>,
     pub dialect: super::Dialect,
+    /// The deployment the settings are for (its names), when one was read.
+    pub target: &'a crate::record::recommendation::PlanTarget,
 }
 
 impl Serialize for Recommend<'_> {
@@ -184,7 +186,7 @@ impl Rendered for Recommend<'_> {
     /// The settings in the deployment's dialect, alone.
     fn table(&self) -> String {
         match (self.plan, self.memory) {
-            (Ok(rec), _) => super::dialect::settings(rec, self.dialect),
+            (Ok(rec), _) => super::dialect::settings(rec, self.dialect, self.target),
             (Err(_), Some(m)) => super::dialect::memory_plan(m, self.dialect),
             (Err(_), None) => String::new(),
         }

@@ -333,6 +333,51 @@ pub fn load_files(
     }
 }
 
+/// Where a plan for this deployment is pasted: its first worker's service (or Deployment and
+/// container), the runner paired with it, and what owns its replicas.
+pub fn plan_target(t: &Topology) -> crate::record::recommendation::PlanTarget {
+    let Some(w) = t.nodes.iter().find(|n| n.role == Role::Worker) else {
+        return Default::default();
+    };
+    let container = |n: &Node| {
+        n.facts
+            .name
+            .rsplit_once('/')
+            .map_or(n.facts.name.clone(), |(_, c)| c.to_string())
+    };
+    let runner = t
+        .nodes
+        .iter()
+        .filter(|r| r.role == Role::Runner)
+        .find(|r| r.attached_to.as_deref() == Some(w.name()) || same_pod(&r.facts, &w.facts));
+    let in_k8s = w.facts.k8s.is_some();
+    crate::record::recommendation::PlanTarget {
+        worker: Some(
+            w.facts
+                .service
+                .clone()
+                .unwrap_or_else(|| w.facts.name.clone()),
+        ),
+        worker_container: in_k8s.then(|| container(w)),
+        runner: runner.map(|r| {
+            if in_k8s {
+                container(r)
+            } else {
+                r.facts
+                    .service
+                    .clone()
+                    .unwrap_or_else(|| r.facts.name.clone())
+            }
+        }),
+        autoscaler: w
+            .facts
+            .k8s
+            .as_ref()
+            .and_then(|k| k.autoscaler.as_ref())
+            .map(|a| a.by.clone()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
