@@ -323,7 +323,9 @@ fn judge(
             )
         })
         .unwrap_or_default();
-    let next = next_level(levels, capacity, false)
+    // A history's levels are windows it did not choose: there is no next level to try.
+    let from_history = levels.iter().any(|l| l.window.is_some());
+    let next = next_level(levels, capacity, from_history)
         .map(|n| format!(" Try {n} in flight next."))
         .unwrap_or_default();
     Verdict {

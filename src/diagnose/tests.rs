@@ -220,6 +220,25 @@ fn a_level_below_the_ceiling_is_not_saturated_and_says_what_to_try() {
     assert!((d.service_time.as_ref().unwrap().value - 1.0 / 0.94).abs() < 1e-9);
 }
 
+#[test]
+fn a_history_below_the_ceiling_proposes_no_next_level_in_words_or_figures() {
+    let window = |mut s: StageResult| {
+        s.history = Some(crate::record::stage::HistoryFigures {
+            windows: 1,
+            slot_time_s: Some(1.0),
+            executions: 100.0,
+        });
+        s
+    };
+    let d = run(
+        &[window(closed(0, 1, 0.94)), window(closed(1, 4, 3.76))],
+        settings(1.0, Some(10), Some(10)),
+    );
+    assert_eq!(d.capping_limit, None);
+    assert!(d.next_level.is_none());
+    assert!(!d.verdict.contains("Try"), "{}", d.verdict);
+}
+
 pub fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
     // Real n8n on 2 vCPU: short jobs, slots out of the way, 12.5 executions/s.
     let mut hi = closed(1, 20, 12.5);

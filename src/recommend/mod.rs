@@ -57,7 +57,29 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     }
     let (kind, bp) = basis(d, given)?;
     let overhead = d.fixed_overhead_s.unwrap_or(model::DEFAULT_OVERHEAD_S);
-    let s = &d.settings;
+    // A measured service time stands in for a job time nobody gave (a history's slot time, a
+    // sweep's 1-in-flight level): S less the overhead, all of it assumed to hold the runner.
+    let measured = d
+        .service_time
+        .as_ref()
+        .filter(|_| d.settings.job_time.is_none())
+        .map(|st| {
+            let job = (st.value - overhead).max(st.value * 0.5);
+            let source = format!(
+                "measured: S {:.3} s less {overhead:.3} s of overhead ({})",
+                st.value, st.source
+            );
+            Settings {
+                job_time: Some(Sourced::new(job, source.clone())),
+                code_time: d
+                    .settings
+                    .code_time
+                    .clone()
+                    .or(Some(Sourced::new(job, source))),
+                ..d.settings.clone()
+            }
+        });
+    let s = measured.as_ref().unwrap_or(&d.settings);
     let job = s
         .job(overhead)
         .ok_or("job time unknown: give --job-time (or sweep with sleep_ms in the body)")?;
@@ -447,13 +469,25 @@ fn notes(
     if let (Some(a), Some(p)) = (alone, with_pair) {
         if a.ceiling < p.ceiling * 0.99 {
             let r_now = current.runner_capacity_per_worker().unwrap_or(0);
+            // A runner limit nobody read is n8n's default assumed, and said so.
+            let assumed = if s.runner_limit.is_none() {
+                " (assumed: n8n's default, N8N_RUNNERS_MAX_CONCURRENCY was not read — give --runner-limit)"
+            } else {
+                ""
+            };
             notes.push(format!(
-                "with the runner limit left at {r_now} the ceiling stays {:.2} req/s ({:.0}/min): worker concurrency {concurrency} is useful only with runner capacity {} per worker",
+                "with the runner limit left at {r_now}{assumed} the ceiling stays {:.2} req/s ({:.0}/min): worker concurrency {concurrency} is useful only with runner capacity {} per worker",
                 a.ceiling,
                 a.ceiling * 60.0,
                 limit * runners
             ));
         }
+    }
+    if s.runner_limit.is_none() && !s.is_regular() {
+        notes.push(format!(
+            "the runner limit was not read: the plan assumes n8n's default {} per runner; if your runners allow more, keep yours — a plan never lowers a limit it does not know (give --runner-limit, or -f/--project to read it)",
+            n8n_defaults::RUNNER_LIMIT
+        ));
     }
     if runners > 1 {
         notes.push(format!(

@@ -301,3 +301,33 @@ fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
     assert_eq!(value(&r, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT"), None);
     assert_eq!(value(&r, "N8N_RUNNERS_TASK_TIMEOUT"), None);
 }
+
+#[test]
+fn a_slot_raise_is_one_step_even_when_an_idle_workers_cpu_allows_thousands() {
+    // 4 slots of 1 s jobs, saturated at 8 in flight; the worker spent 1 % of a core at 3.9/s,
+    // so its CPU "allows" about 390/s — a bound no run came near.
+    let mut hi = closed(1, 8, 3.9);
+    for (role, cores) in [(Role::Worker, 0.01), (Role::Main, 0.01)] {
+        hi.endpoints.push(crate::record::stage::EndpointObserved {
+            url: format!("http://127.0.0.1/{}", role.word()),
+            role: Some(role),
+            samples: 10,
+            cpu_percent_mean: cores * 100.0,
+            ..Default::default()
+        });
+    }
+    let d = run(&[closed(0, 2, 1.95), hi], settings(1.0, Some(4), Some(10)));
+    let r = recommend(&d, None).unwrap();
+    let c = r.settings.worker_concurrency_or_default();
+    assert!(
+        c > 4 && c <= 8,
+        "one step of at most 2× from 4, got {c}: {r:?}"
+    );
+    // Followed, the plan can be followed again: a second run at the new slots gives a plan.
+    let d = run(
+        &[closed(0, 2, 1.95), closed(1, 2 * c, c as f64 * 0.97)],
+        settings(1.0, Some(c), Some(10)),
+    );
+    let again = recommend(&d, None).expect("a plan after the plan was followed");
+    assert!(again.settings.worker_concurrency_or_default() > c);
+}
