@@ -69,6 +69,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         (Some((x, level)), Some(s)) => Some(Ceiling {
             x,
             level,
+            first: levels::first_at_ceiling(&levels, level.throughput.mean).unwrap_or(level),
             s,
             overhead_s,
             cpu: &cpu,

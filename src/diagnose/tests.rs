@@ -726,3 +726,31 @@ fn a_limit_inferred_from_the_measurement_is_not_doubted_for_its_rounding() {
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 5);
 }
+
+#[test]
+fn from_n_in_flight_on_names_the_smallest_level_at_the_ceiling() {
+    // 4 slots of 1 s: 8, 16 and 32 in flight all at the ceiling, 16 a hair the fastest.
+    let d = run(
+        &[
+            closed(0, 2, 1.9),
+            closed(1, 8, 3.80),
+            closed(2, 16, 3.84),
+            closed(3, 32, 3.81),
+        ],
+        settings(1.0, Some(4), Some(10)),
+    );
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency),
+        "{}",
+        d.verdict
+    );
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::WorkerConcurrencyCaps)
+        .unwrap();
+    let all = format!("{} {}", d.verdict, f.evidence.join(" "));
+    assert!(all.contains("from 8 in flight on"), "{all}");
+    assert!(!all.contains("from 16 in flight on"), "{all}");
+}

@@ -195,7 +195,7 @@ pub fn decide(
             "Throughput tops out at {} with {in_progress:.1} executions in progress (X × S) from {} on: \
              a limit of about {:.0} concurrent executions caps it. Unknown: {} — give them (or --docker) to say which limit that is.",
             ceiling.x.describe("req/s"),
-            ceiling.level.words(),
+            ceiling.first.words(),
             in_progress.round(),
             missing.join(", ")
         ),
@@ -281,7 +281,7 @@ fn hedge(
     .evidence(format!(
         "measured {} from {} on; the model puts {} at {bound:.2} req/s",
         x.describe("req/s"),
-        ceiling.level.words(),
+        ceiling.first.words(),
         limit.words()
     ))
     .figure("measured_per_s", x.mean)
@@ -374,7 +374,7 @@ fn third_limit(
     )
     .evidence(format!(
         "{in_progress:.1} executions in progress at the ceiling (X × S) from {} on; worker-bound {:.2} req/s, runner-bound {:.2} req/s",
-        ceiling.level.words(),
+        ceiling.first.words(),
         cap.map(|c| c.worker_bound).unwrap_or(f64::NAN),
         cap.map(|c| c.runner_bound).unwrap_or(f64::NAN),
     ))

@@ -184,7 +184,7 @@ pub fn verdict(
         text: format!(
             "CPU caps throughput: {} measured from {} on; {where_} uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s.",
             ceiling.x.describe("req/s"),
-            ceiling.level.words(),
+            ceiling.first.words(),
             site.cores_used,
             site.cpu_s_per_execution,
             site.bound_per_s

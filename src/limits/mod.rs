@@ -22,8 +22,10 @@ use crate::record::{Estimate, StageResult};
 pub struct Ceiling<'a> {
     /// Capacity: throughput at the saturated levels.
     pub x: &'a Estimate,
-    /// Where it was measured.
+    /// Where it was measured (the level of the highest throughput at the ceiling).
     pub level: &'a Level,
+    /// The smallest level at the ceiling: what "from N in flight on" names.
+    pub first: &'a Level,
     /// Service time S (overhead included), s.
     pub s: f64,
     pub overhead_s: f64,
@@ -36,7 +38,7 @@ impl Ceiling<'_> {
         format!(
             "measured {} from {} on",
             self.x.describe("req/s"),
-            self.level.words()
+            self.first.words()
         )
     }
 }
