@@ -466,8 +466,10 @@ fn runners_per_process(c: &Ctx, attached: &Attached, out: &mut Vec<Finding>) {
                 .fix("set N8N_RUNNERS_MAX_CONCURRENCY on the runner containers"),
             );
         }
-        if n.role == Role::Worker && runner_replicas >= replicas {
-            let per_worker = capacity / replicas;
+        // Judged where a worker has runners: each paired replica's share (the replicas left
+        // without one are worker-without-runner's).
+        if n.role == Role::Worker && runner_replicas > 0 {
+            let per_worker = capacity / runner_replicas.min(replicas);
             if let Some(c) = n
                 .worker_concurrency
                 .as_ref()

@@ -585,6 +585,10 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
             .as_ref()
             .map(|c| format!("{} {}", c.value, notes.cite(&c.source)))
             .unwrap_or_default();
+        let external = n
+            .runners_mode
+            .as_ref()
+            .is_some_and(|m| m.value == crate::topology::RunnersMode::External);
         let runners = match n.role {
             Role::Runner => {
                 let l = n
@@ -597,11 +601,19 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
                     n.attached_to.as_deref().unwrap_or("attached to nothing")
                 )
             }
-            // The topology counts capacity over every replica; a pod has its share.
-            Role::Worker => n
-                .runner_capacity
-                .map(|c| format!("capacity {} per pod", c / n.facts.replicas.max(1)))
-                .unwrap_or_default(),
+            // Counted as the audit counts: runners attached against replicas; a paired pod
+            // has its runners' share.
+            Role::Worker => match n.runner_capacity {
+                Some(c) if external && n.runners_attached < n.facts.replicas => format!(
+                    "{} runner(s) for {} replicas: {} without; capacity {} where paired",
+                    n.runners_attached,
+                    n.facts.replicas,
+                    n.facts.replicas - n.runners_attached,
+                    c / n.runners_attached.max(1)
+                ),
+                Some(c) => format!("capacity {} per pod", c / n.facts.replicas.max(1)),
+                None => String::new(),
+            },
             _ => String::new(),
         };
         let mode = n

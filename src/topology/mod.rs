@@ -43,6 +43,10 @@ pub struct Node {
     /// Workers and main: Σ limits of runners attached (or of the internal runners), over all
     /// the node's replicas; a replica's share is this ÷ replicas.
     pub runner_capacity: Option<u32>,
+    /// Workers and main: runner replicas attached to the node's broker (external mode); fewer
+    /// than the node's replicas leaves some replicas with none.
+    #[serde(default)]
+    pub runners_attached: u32,
     /// n8n processes: `EXECUTIONS_MODE` (n8n's default is regular).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executions_mode: Option<Sourced<ExecutionsMode>>,
@@ -105,6 +109,7 @@ impl Topology {
                     runners_mode: None,
                     attached_to: None,
                     runner_capacity: None,
+                    runners_attached: 0,
                     executions_mode: None,
                     production_limit: None,
                     overridden_concurrency: None,
@@ -123,6 +128,7 @@ impl Topology {
         }
         // Attach runners to the broker their URI names.
         let mut capacity: BTreeMap<String, u32> = BTreeMap::new();
+        let mut attached_count: BTreeMap<String, u32> = BTreeMap::new();
         for i in 0..nodes.len() {
             if nodes[i].role != Role::Runner {
                 continue;
@@ -159,6 +165,7 @@ impl Topology {
                         .unwrap_or(10);
                     *capacity.entry(tname.clone()).or_insert(0) +=
                         limit.saturating_mul(nodes[i].facts.replicas);
+                    *attached_count.entry(tname.clone()).or_insert(0) += nodes[i].facts.replicas;
                     nodes[i].attached_to = Some(tname);
                 }
                 None => nodes[i].notes.push(format!(
@@ -173,6 +180,7 @@ impl Topology {
                     .as_ref()
                     .is_some_and(|m| m.value == RunnersMode::External);
                 let attached = capacity.get(&n.facts.name).copied().unwrap_or(0);
+                n.runners_attached = attached_count.get(&n.facts.name).copied().unwrap_or(0);
                 // Σ over the node's replicas, like the runners attached: each replica of an
                 // internal-mode process has its own internal runner.
                 n.runner_capacity = Some(if external {
