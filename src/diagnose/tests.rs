@@ -754,3 +754,30 @@ fn from_n_in_flight_on_names_the_smallest_level_at_the_ceiling() {
     assert!(all.contains("from 8 in flight on"), "{all}");
     assert!(!all.contains("from 16 in flight on"), "{all}");
 }
+
+#[test]
+fn an_adaptive_stage_ended_when_steady_is_not_faulted_for_the_warm_up_it_chose() {
+    use crate::record::stage::StageEnd;
+    // 8 in flight at 2 s responses after a 0.5 s warm-up.
+    let stage = |end: StageEnd| {
+        let mut s = closed(1, 8, 4.0);
+        s.warmup_s = 0.5;
+        s.ended_by = Some(end);
+        s
+    };
+    let has = |end: StageEnd| {
+        run(
+            &[closed(0, 2, 1.9), stage(end)],
+            settings(1.0, Some(4), Some(10)),
+        )
+        .findings
+        .iter()
+        .any(|f| f.id == FindingId::WarmupTooShort)
+    };
+    assert!(has(StageEnd::Duration), "a fixed stage is faulted");
+    assert!(!has(StageEnd::Steady { half_width: 0.05 }));
+    assert!(!has(StageEnd::Settled {
+        half_width: 0.1,
+        threshold_rps: 3.8
+    }));
+}

@@ -5,6 +5,7 @@
 use crate::findings::{Finding, FindingId};
 use crate::model::n8n_defaults;
 use crate::record::diagnosis::Level;
+use crate::record::stage::StageEnd;
 use crate::record::{LoadLevel, StageResult};
 
 /// p95 within this share of p50: the failures all took the same time.
@@ -70,8 +71,11 @@ pub fn findings(
 /// The queue gauges refreshed less often than the interval given said: the stages whose steady
 /// window held fewer than two refreshes measured had their gauges left out.
 fn refresh_contradicts_flag(stages: &[StageResult], out: &mut Vec<Finding>) {
+    // A level the adaptive search ended as soon as its throughput was steady chose its own
+    // length: its gauges are left out all the same, but that is not the flag's fault.
     let hit: Vec<&StageResult> = stages
         .iter()
+        .filter(|s| !ended_when_steady(s))
         .filter(|s| s.queue.as_ref().is_some_and(|q| q.refresh_contradicts_flag))
         .collect();
     let Some(r) = hit
@@ -100,12 +104,23 @@ fn refresh_contradicts_flag(stages: &[StageResult], out: &mut Vec<Finding>) {
     );
 }
 
+/// The adaptive search ended the stage once its throughput was steady (or answered its knee
+/// question): it chose the length and judged steadiness itself, by batch means.
+fn ended_when_steady(s: &StageResult) -> bool {
+    matches!(
+        s.ended_by,
+        Some(StageEnd::Steady { .. } | StageEnd::Settled { .. })
+    )
+}
+
 /// A window that opens before the first responses at this load came back is not steady. One
 /// virtual user has no ramp to mix in (its requests follow each other from the first); a
 /// ramp window is moving load by design (see `ramp`).
 fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
     let Some(s) = stages.iter().find(|s| {
         s.valid
+            && !ended_when_steady(s)
+            && !matches!(s.ended_by, Some(StageEnd::SlotsCounted))
             && s.vus != Some(1)
             && s.ramp.is_none()
             && s.history.is_none()
