@@ -224,3 +224,21 @@ fn thresholds_written_twice_or_with_no_number_are_refused() {
         assert!(err.contains("--fail-if"), "{err}");
     }
 }
+
+#[test]
+fn the_comparison_fits_80_and_100_columns() {
+    let base = saved("fit-base", HEALTHY, 8.0);
+    let broken: Vec<_> = HEALTHY.iter().map(|&(n, x, r, _)| (n, x, r, 1.0)).collect();
+    let new = saved("fit-new", &broken, 8.0);
+    for cols in ["80", "100"] {
+        let out = Command::new(bin())
+            .args(["compare", &base, &new, "--fail-if", "ceiling<-5%"])
+            .env("COLUMNS", cols)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= cols.parse().unwrap(), "{cols}: {widest}\n{text}");
+        assert!(text.contains("FAILED"), "{text}");
+    }
+}

@@ -102,7 +102,15 @@ impl FailIf {
     fn failed_by(&self, v: &Versus) -> Option<String> {
         let cannot = |what: &str| Some(format!("cannot compare {what}"));
         match self.metric {
-            Metric::Verdict => v.verdict_changed.clone(),
+            // Another limit at a ceiling beyond noise above the baseline's is the bottleneck
+            // fixed, not a regression: said, never failed. Sooner or no better, it fails.
+            Metric::Verdict => v.verdict_changed.as_ref().and_then(|w| {
+                let better = v
+                    .ceiling
+                    .as_ref()
+                    .is_some_and(|c| c.beyond_noise && c.change_pct > 0.0);
+                (!better).then(|| w.clone())
+            }),
             Metric::Ceiling => match &v.ceiling {
                 None => cannot(&format!(
                     "the ceiling: {} reached none (no valid level at the ceiling)",
@@ -268,12 +276,18 @@ fn brief(j: &Judged) -> RunBrief {
             ),
             Err(why) => format!("none: {why}"),
         },
-        throughput: d
-            .levels
-            .iter()
-            .filter(|l| l.valid)
-            .map(|l| (l.level.magnitude(), l.throughput.mean))
-            .collect(),
+        // By load, not in the order an adaptive search visited the levels: a curve, not a
+        // zig-zag.
+        throughput: {
+            let mut points: Vec<(f64, f64)> = d
+                .levels
+                .iter()
+                .filter(|l| l.valid)
+                .map(|l| (l.level.magnitude(), l.throughput.mean))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            points
+        },
     }
 }
 
@@ -359,18 +373,31 @@ pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Str
     for r in later {
         comparable(base, r)?;
         let (a, b) = (base.diagnosis, r.diagnosis);
+        let ceiling = a
+            .measured_ceiling
+            .as_ref()
+            .zip(b.measured_ceiling.as_ref())
+            .map(|(x, y)| change(x, y));
+        // The direction: another limit at a higher ceiling (the bottleneck moved on), or one
+        // that caps sooner.
         let verdict_changed = (a.capping_limit != b.capping_limit).then(|| {
             let words = |l: Option<crate::model::Limit>| l.map_or("no limit named", |l| l.words());
-            format!("{} → {}", words(a.capping_limit), words(b.capping_limit))
+            let direction = match &ceiling {
+                Some(c) if c.beyond_noise && c.change_pct > 0.0 => ", at a higher ceiling",
+                Some(c) if c.beyond_noise => ", capping sooner",
+                Some(_) => ", at the same ceiling within noise",
+                None => "",
+            };
+            format!(
+                "{} → {}{direction}",
+                words(a.capping_limit),
+                words(b.capping_limit)
+            )
         });
         let mut v = Versus {
             run: brief(r),
             verdict_changed,
-            ceiling: a
-                .measured_ceiling
-                .as_ref()
-                .zip(b.measured_ceiling.as_ref())
-                .map(|(x, y)| change(x, y)),
+            ceiling,
             levels: levels(&a.levels, &b.levels),
             settings_differ: settings_differ(&a.settings, &b.settings),
             failed: Vec::new(),
@@ -466,5 +493,18 @@ mod tests {
         assert!(f.failed_by(&v).is_none(), "within noise: no failure");
         v.ceiling = Some(change(&est(25.0, 0.5), &est(24.0, 0.2)));
         assert!(f.failed_by(&v).is_none(), "−4 % is not past −5 %");
+        // Another limit caps: failed when it caps sooner or no better, not when the bottleneck
+        // moved on to a higher ceiling.
+        let verdict = FailIf::parse("verdict").unwrap();
+        v.verdict_changed = Some("runner limit → worker concurrency".into());
+        v.ceiling = Some(change(&est(25.0, 0.5), &est(50.0, 1.0)));
+        assert!(verdict.failed_by(&v).is_none(), "a fix is not a regression");
+        v.ceiling = Some(change(&est(25.0, 0.5), &est(20.0, 0.5)));
+        assert!(verdict.failed_by(&v).is_some());
+        v.ceiling = Some(change(&est(25.0, 2.0), &est(25.5, 2.0)));
+        assert!(
+            verdict.failed_by(&v).is_some(),
+            "within noise: not shown better"
+        );
     }
 }

@@ -231,8 +231,11 @@ impl Chart {
             );
         for (i, ser) in order {
             let c = COLORS[i % COLORS.len()];
-            let pts: Vec<String> = ser
-                .points
+            // A line is drawn along x, whatever order the points were measured in (an adaptive
+            // search visits 16 before 10): a curve, never a zig-zag.
+            let mut along = ser.points.clone();
+            along.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let pts: Vec<String> = along
                 .iter()
                 .map(|(x, y)| format!("{:.1},{:.1}", f.sx(*x), f.sy(*y)))
                 .collect();
@@ -369,5 +372,34 @@ mod tests {
         assert_eq!(shown, ["0", "0.2", "0.4", "0.6", "0.8", "1", "1.2"]);
         assert_eq!(nice_axis(0.0), (1.0, 0.2));
         assert_eq!(nice_axis(f64::NAN), (1.0, 0.2));
+    }
+
+    #[test]
+    fn a_line_follows_x_whatever_order_the_points_came_in() {
+        let chart = Chart {
+            id: "t".into(),
+            title: "t".into(),
+            x_label: "in flight".into(),
+            y_label: "req/s".into(),
+            series: vec![Series {
+                name: "measured".into(),
+                // An adaptive search's order: 1, 2, 4, 8, 16, then back to 10 and 9.
+                points: [1.0f64, 2.0, 4.0, 8.0, 16.0, 10.0, 9.0]
+                    .iter()
+                    .map(|x| (*x, x.min(9.0_f64)))
+                    .collect(),
+                bars: Vec::new(),
+                mark: Mark::Dots,
+            }],
+            hlines: Vec::new(),
+            note: None,
+        };
+        let svg = chart.svg();
+        let at = svg.find("points=\"").unwrap() + 8;
+        let xs: Vec<f64> = svg[at..svg[at..].find('"').unwrap() + at]
+            .split(' ')
+            .map(|p| p.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(xs.windows(2).all(|w| w[0] <= w[1]), "{xs:?}");
     }
 }

@@ -742,20 +742,27 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
         ]);
     }
     let mut out = laid_out(&mut t);
-    out.push_str(&format!(
-        "\n{}: plan {}\n",
+    // Prose lines fold at the terminal's width (the tables are laid out to it already).
+    let fold = |line: String| format!("{}\n", super::text::folded(&line));
+    out.push('\n');
+    out.push_str(&fold(format!(
+        "{}: plan {}",
         c.baseline.label, c.baseline.recommendation
-    ));
+    )));
     for v in &c.versus {
-        out.push_str(&format!(
-            "\n{} against {}:\n",
+        out.push('\n');
+        out.push_str(&fold(format!(
+            "{} against {}:",
             v.run.label, c.baseline.label
-        ));
+        )));
         if let Some(w) = &v.verdict_changed {
-            out.push_str(&format!("  another limit caps now: {w}\n"));
+            out.push_str(&fold(format!("  another limit caps now: {w}")));
         }
         if !v.settings_differ.is_empty() {
-            out.push_str(&format!("  settings: {}\n", v.settings_differ.join("; ")));
+            out.push_str(&fold(format!(
+                "  settings: {}",
+                v.settings_differ.join("; ")
+            )));
         }
         if !v.levels.is_empty() {
             let mut l = fitted();
@@ -778,9 +785,9 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
             out.push_str(&laid_out(&mut l));
             out.push('\n');
         }
-        out.push_str(&format!("  plan: {}\n", v.run.recommendation));
+        out.push_str(&fold(format!("  plan: {}", v.run.recommendation)));
         for f in &v.failed {
-            out.push_str(&format!("  FAILED {f}\n"));
+            out.push_str(&fold(format!("  FAILED {f}")));
         }
     }
     out
