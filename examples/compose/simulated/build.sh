@@ -42,9 +42,19 @@ build() {
   fi
   if grep -q "DEPRECATED" "$ctx/build.err"; then legacy=1; fi
 }
+# The images these tags named before: a rebuild leaves them untagged (`<none>`), so they are
+# removed below unless a container still uses them.
+images="n8ncap-sim/n8n:$tag n8ncap-sim/runners:$tag n8ncap-sim/redis:$tag"
+before=""
+for i in $images; do before="$before $(docker image inspect -f '{{.Id}}' "$i" 2>/dev/null || true)"; done
 build --target n8n -t "n8ncap-sim/n8n:$tag" "$ctx/sim"
 build --target runners -t "n8ncap-sim/runners:$tag" "$ctx/sim"
 build -t "n8ncap-sim/redis:$tag" "$ctx/redis"
+after=""
+for i in $images; do after="$after $(docker image inspect -f '{{.Id}}' "$i")"; done
+for id in $before; do
+  case " $after " in *" $id "*) ;; *) docker rmi "$id" >/dev/null 2>&1 || true ;; esac
+done
 if [ -n "$legacy" ]; then
   echo "note: docker built with its legacy builder (buildx is not installed); the images are the same" >&2
 fi
