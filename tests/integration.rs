@@ -29,12 +29,16 @@ mod history;
 mod hostile;
 #[path = "hostile_compare.rs"]
 mod hostile_compare;
+#[path = "hostile_files.rs"]
+mod hostile_files;
 #[path = "hostile_k6.rs"]
 mod hostile_k6;
 #[path = "hostile_postgres.rs"]
 mod hostile_postgres;
 #[path = "hostile_preflight.rs"]
 mod hostile_preflight;
+#[path = "hostile_servers.rs"]
+mod hostile_servers;
 #[path = "hostile_settings.rs"]
 mod hostile_settings;
 #[path = "hostile_topology.rs"]

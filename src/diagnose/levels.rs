@@ -300,15 +300,6 @@ pub fn mark_saturation(levels: &mut [Level], service_time_s: Option<f64>) {
     }
 }
 
-/// The smallest saturated valid level whose throughput is at the ceiling (within 5 % of the
-/// best): where "from N in flight on" starts, the knee a table shows.
-pub fn first_at_ceiling(levels: &[Level], x: f64) -> Option<&Level> {
-    levels
-        .iter()
-        .filter(|l| l.saturated() && l.throughput.mean >= 0.95 * x)
-        .min_by(|a, b| a.level.magnitude().total_cmp(&b.level.magnitude()))
-}
-
 /// The capacity: throughput at the saturated valid levels — the best of them, merged with every
 /// other within 5 % of it (repeats and a flat plateau give an interval).
 pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {

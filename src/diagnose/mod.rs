@@ -65,17 +65,10 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         .map(|(x, l)| cpu::uses(stages, l, x.mean, &inputs.host))
         .unwrap_or_default();
     let s_value = service_time.as_ref().map(|s| s.value);
-    let ceiling = match (&measured, s_value) {
-        (Some((x, level)), Some(s)) => Some(Ceiling {
-            x,
-            level,
-            first: levels::first_at_ceiling(&levels, level.throughput.mean).unwrap_or(level),
-            s,
-            overhead_s,
-            cpu: &cpu,
-        }),
-        _ => None,
-    };
+    let ceiling = measured
+        .as_ref()
+        .zip(s_value)
+        .map(|((x, level), s)| Ceiling::at_level(x, level, &levels, (s, overhead_s), &cpu));
     verdict::infer_limits(&mut settings, &levels, ceiling.as_ref());
     crate::limits::read_run(&mut settings, stages, &levels);
     let capacity = crate::limits::capacity(&settings, overhead_s);

@@ -32,7 +32,31 @@ pub struct Ceiling<'a> {
     pub cpu: &'a [CpuUse],
 }
 
-impl Ceiling<'_> {
+impl<'a> Ceiling<'a> {
+    /// The ceiling `x` measured at `level`, its first level among `levels`, with the service
+    /// time and overhead (s) and the CPU readings.
+    pub fn at_level(
+        x: &'a Estimate,
+        level: &'a Level,
+        levels: &'a [Level],
+        (s, overhead_s): (f64, f64),
+        cpu: &'a [CpuUse],
+    ) -> Ceiling<'a> {
+        let first = levels
+            .iter()
+            .filter(|l| l.saturated() && l.throughput.mean >= 0.95 * level.throughput.mean)
+            .min_by(|a, b| a.level.magnitude().total_cmp(&b.level.magnitude()))
+            .unwrap_or(level);
+        Ceiling {
+            x,
+            level,
+            first,
+            s,
+            overhead_s,
+            cpu,
+        }
+    }
+
     /// "measured X req/s [low–high] from N in flight on", for the evidence.
     pub fn at(&self) -> String {
         format!(

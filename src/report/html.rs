@@ -542,7 +542,7 @@ pub fn comparison(c: &crate::record::comparison::RunComparison) -> String {
     let _ = write!(
         h,
         "<pre>{}</pre></body></html>",
-        esc(&super::table::comparison_table(c))
+        esc(&super::compare::comparison_table(c))
     );
     h
 }

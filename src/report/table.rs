@@ -6,7 +6,7 @@ use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
 /// A table that fits the output's width (see [`super::width`]): the terminal's, `COLUMNS`, or
 /// 100 columns when piped; long cells wrap inside their column.
-fn fitted() -> Table {
+pub(super) fn fitted() -> Table {
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -17,7 +17,7 @@ fn fitted() -> Table {
 /// The table as text, no column narrower than its longest word or number: comfy-table wraps a
 /// cell inside its column, and without this a narrow terminal splits "12.50" or "waiting"
 /// across two lines.
-fn laid_out(t: &mut Table) -> String {
+pub(super) fn laid_out(t: &mut Table) -> String {
     laid_out_at(t, super::width::output_width())
 }
 
@@ -711,85 +711,6 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
         }
     }
     out.push_str(&unchecked);
-    out
-}
-
-/// `compare`: one row per run (the baseline first), then each later run's changes — a change of
-/// verdict first — and its levels side by side.
-pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String {
-    let mut t = fitted();
-    t.set_header(vec![
-        "run",
-        "limit that caps",
-        "ceiling req/s (95 %)",
-        "ceiling change",
-        "knee",
-    ]);
-    t.add_row(vec![
-        Cell::new(&c.baseline.label),
-        Cell::new(c.baseline.limit_words()),
-        Cell::new(c.baseline.ceiling_words()),
-        Cell::new("baseline"),
-        Cell::new(c.baseline.knee_words()),
-    ]);
-    for v in &c.versus {
-        t.add_row(vec![
-            Cell::new(&v.run.label),
-            Cell::new(v.run.limit_words()),
-            Cell::new(v.run.ceiling_words()),
-            Cell::new(v.ceiling.as_ref().map_or("—".into(), |ch| ch.words())),
-            Cell::new(v.run.knee_words()),
-        ]);
-    }
-    let mut out = laid_out(&mut t);
-    // Prose lines fold at the terminal's width (the tables are laid out to it already).
-    let fold = |line: String| format!("{}\n", super::text::folded(&line));
-    out.push('\n');
-    out.push_str(&fold(format!(
-        "{}: plan {}",
-        c.baseline.label, c.baseline.recommendation
-    )));
-    for v in &c.versus {
-        out.push('\n');
-        out.push_str(&fold(format!(
-            "{} against {}:",
-            v.run.label, c.baseline.label
-        )));
-        if let Some(w) = &v.verdict_changed {
-            out.push_str(&fold(format!("  another limit caps now: {w}")));
-        }
-        if !v.settings_differ.is_empty() {
-            out.push_str(&fold(format!(
-                "  settings: {}",
-                v.settings_differ.join("; ")
-            )));
-        }
-        if !v.levels.is_empty() {
-            let mut l = fitted();
-            l.set_header(vec!["level", "p50 ms", "p95 ms", "p95 change", "err %"]);
-            for lc in &v.levels {
-                let [a, b, ch] = lc.p95_words();
-                let p50 = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:.0}"));
-                l.add_row(vec![
-                    Cell::new(lc.level.words()),
-                    Cell::new(format!("{} → {}", p50(lc.p50_ms[0]), p50(lc.p50_ms[1]))),
-                    Cell::new(format!("{a} → {b}")),
-                    Cell::new(ch),
-                    Cell::new(format!(
-                        "{:.1} → {:.1}",
-                        lc.error_rate[0] * 100.0,
-                        lc.error_rate[1] * 100.0
-                    )),
-                ]);
-            }
-            out.push_str(&laid_out(&mut l));
-            out.push('\n');
-        }
-        out.push_str(&fold(format!("  plan: {}", v.run.recommendation)));
-        for f in &v.failed {
-            out.push_str(&fold(format!("  FAILED {f}")));
-        }
-    }
     out
 }
 

@@ -203,7 +203,7 @@ impl Rendered for Compare<'_> {
         &[Format::Table, Format::Json, Format::Markdown, Format::Html];
 
     fn table(&self) -> String {
-        table::comparison_table(self.0)
+        super::compare::comparison_table(self.0)
     }
 
     fn markdown(&self) -> Option<String> {

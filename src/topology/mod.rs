@@ -126,53 +126,7 @@ impl Topology {
         for n in &mut nodes {
             settings::settle(n);
         }
-        // Attach runners to the broker their URI names.
-        let mut capacity: BTreeMap<String, u32> = BTreeMap::new();
-        let mut attached_count: BTreeMap<String, u32> = BTreeMap::new();
-        for i in 0..nodes.len() {
-            if nodes[i].role != Role::Runner {
-                continue;
-            }
-            let uri = nodes[i]
-                .facts
-                .env
-                .get("N8N_RUNNERS_TASK_BROKER_URI")
-                .cloned()
-                .unwrap_or_else(|| "http://127.0.0.1:5679".into());
-            let host = broker_host(&uri).unwrap_or_default();
-            let n8n = |o: &Node| matches!(o.role, Role::Main | Role::Worker | Role::Webhook);
-            let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1");
-            let target = if loopback && nodes[i].facts.k8s.is_some() {
-                // A sidecar reaches the n8n container of its own pod on localhost.
-                nodes
-                    .iter()
-                    .position(|o| n8n(o) && same_pod(&o.facts, &nodes[i].facts))
-            } else {
-                nodes.iter().position(|o| {
-                    n8n(o)
-                        && (o.facts.name == host
-                            || o.facts.service.as_deref() == Some(host.as_str())
-                            || o.facts.hostnames.contains(&host))
-                })
-            };
-            match target {
-                Some(t) => {
-                    let tname = nodes[t].facts.name.clone();
-                    let limit = nodes[i]
-                        .runner_limit
-                        .as_ref()
-                        .map(|l| l.value)
-                        .unwrap_or(10);
-                    *capacity.entry(tname.clone()).or_insert(0) +=
-                        limit.saturating_mul(nodes[i].facts.replicas);
-                    *attached_count.entry(tname.clone()).or_insert(0) += nodes[i].facts.replicas;
-                    nodes[i].attached_to = Some(tname);
-                }
-                None => nodes[i].notes.push(format!(
-                    "N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here ({host:?})"
-                )),
-            }
-        }
+        let (capacity, attached_count) = attach_runners(&mut nodes);
         for n in &mut nodes {
             if matches!(n.role, Role::Main | Role::Worker) {
                 let external = n
@@ -339,6 +293,58 @@ pub fn load_files(
             Ok((services, label("kubernetes", names)))
         }
     }
+}
+
+/// Attaches each runner to the broker its URI names; per n8n process, the Σ of its runners'
+/// limits over their replicas, and the runner replicas attached.
+fn attach_runners(nodes: &mut [Node]) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
+    let mut capacity: BTreeMap<String, u32> = BTreeMap::new();
+    let mut attached_count: BTreeMap<String, u32> = BTreeMap::new();
+    for i in 0..nodes.len() {
+        if nodes[i].role != Role::Runner {
+            continue;
+        }
+        let uri = nodes[i]
+            .facts
+            .env
+            .get("N8N_RUNNERS_TASK_BROKER_URI")
+            .cloned()
+            .unwrap_or_else(|| "http://127.0.0.1:5679".into());
+        let host = broker_host(&uri).unwrap_or_default();
+        let n8n = |o: &Node| matches!(o.role, Role::Main | Role::Worker | Role::Webhook);
+        let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1");
+        let target = if loopback && nodes[i].facts.k8s.is_some() {
+            // A sidecar reaches the n8n container of its own pod on localhost.
+            nodes
+                .iter()
+                .position(|o| n8n(o) && same_pod(&o.facts, &nodes[i].facts))
+        } else {
+            nodes.iter().position(|o| {
+                n8n(o)
+                    && (o.facts.name == host
+                        || o.facts.service.as_deref() == Some(host.as_str())
+                        || o.facts.hostnames.contains(&host))
+            })
+        };
+        match target {
+            Some(t) => {
+                let tname = nodes[t].facts.name.clone();
+                let limit = nodes[i]
+                    .runner_limit
+                    .as_ref()
+                    .map(|l| l.value)
+                    .unwrap_or(10);
+                *capacity.entry(tname.clone()).or_insert(0) +=
+                    limit.saturating_mul(nodes[i].facts.replicas);
+                *attached_count.entry(tname.clone()).or_insert(0) += nodes[i].facts.replicas;
+                nodes[i].attached_to = Some(tname);
+            }
+            None => nodes[i].notes.push(format!(
+                "N8N_RUNNERS_TASK_BROKER_URI={uri} names no n8n main or worker here ({host:?})"
+            )),
+        }
+    }
+    (capacity, attached_count)
 }
 
 /// Where a plan for this deployment is pasted: its first worker's service (or Deployment and

@@ -2,6 +2,8 @@
 //! test, and a one-stage closed sweep.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use n8ncap::load::profile::{LoadModel, Profile, StageSpec};
 use n8ncap::load::run::{run_sweep, SweepOptions};
 use n8ncap::record::{StageResult, Summary};
