@@ -368,3 +368,40 @@ fn a_mistyped_project_names_the_nearest_project_found() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("did you mean `{project}`")), "{err}");
 }
+
+/// Severities are coloured on a terminal (a pseudo-terminal by `script`), never in a pipe or
+/// with NO_COLOR set.
+#[test]
+fn severities_are_coloured_on_a_terminal_only() {
+    if !have_command("script", "--version", "apt-get install bsdutils") {
+        return;
+    }
+    let fixture = format!(
+        "{}/fixtures/compose/rules/not-queue-mode.yml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let in_pty = |no_color: bool| {
+        let mut c = Command::new("script");
+        c.args([
+            "-qec",
+            &format!("{} audit -f {fixture}", bin()),
+            "/dev/null",
+        ])
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm");
+        if no_color {
+            c.env("NO_COLOR", "1");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).to_string()
+    };
+    let tty = in_pty(false);
+    assert!(tty.contains("\u{1b}[1;31merror\u{1b}[0m"), "{tty:?}");
+    assert!(!in_pty(true).contains('\u{1b}'));
+    let piped = Command::new(bin())
+        .args(["audit", "-f", &fixture])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert!(!piped.stdout.contains(&0x1b));
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("error"));
+}

@@ -531,6 +531,11 @@ pub fn folded(text: &str) -> String {
 /// Prints human output, control characters escaped (a container's name or a file's content
 /// cannot move the terminal's cursor).
 pub fn print(text: &str) -> anyhow::Result<()> {
-    println!("{}", crate::util::for_terminal(text));
+    let safe = crate::util::for_terminal(text);
+    if super::width::colour() {
+        println!("{}", super::width::paint(&safe));
+    } else {
+        println!("{safe}");
+    }
     Ok(())
 }

@@ -44,6 +44,48 @@ fn terminal_width() -> Option<usize> {
     None
 }
 
+/// Colour for people: standard output is a terminal, `NO_COLOR` is unset (no-color.org) and
+/// the terminal is not `dumb`. Pipes, files and CI logs get plain text.
+pub fn colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+/// `text` (already escaped for the terminal) with its severities and verdict words coloured:
+/// error red, warning yellow, info cyan, a failed gate red, the verdict's opening bold.
+pub fn paint(text: &str) -> String {
+    const RESET: &str = "\u{1b}[0m";
+    let words: [(&str, &str); 8] = [
+        ("│ error ", "\u{1b}[1;31m"),
+        ("│ warning ", "\u{1b}[33m"),
+        ("│ info ", "\u{1b}[36m"),
+        ("[error]", "\u{1b}[1;31m"),
+        ("[warning]", "\u{1b}[33m"),
+        ("[info]", "\u{1b}[36m"),
+        ("FAILED", "\u{1b}[1;31m"),
+        ("Diagnosis:", "\u{1b}[1m"),
+    ];
+    let mut out = String::with_capacity(text.len() + 64);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut line = line.to_string();
+        for (word, code) in words {
+            // A table's severity cell keeps its border; only the word is painted.
+            let bare = word.trim_start_matches("│ ").trim_end();
+            if let Some(at) = line.find(word) {
+                let start = at + word.find(bare).unwrap_or(0);
+                line.replace_range(start..start + bare.len(), &format!("{code}{bare}{RESET}"));
+            }
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
 /// Each line of `text` longer than `width` folded at spaces; a continuation line is indented
 /// under the first word after the line's own indent and bullet (`· `, `- `, `[x] `). Table
 /// lines (box drawing) and words longer than a line are left whole.
