@@ -115,3 +115,29 @@ fn offloading_manual_executions_is_read_as_n8n_reads_a_boolean() {
         assert_eq!(ids(&text).contains(rule), fires, "{value}");
     }
 }
+
+/// A setting left unset takes the default of the version the image runs: n8n 3.x stops a Code
+/// task after 60 s (2.x after 300 s), so 100 s of Code fails there and not on 2.41.
+#[test]
+fn an_unset_task_timeout_is_the_default_of_the_version_the_image_runs() {
+    let clean = std::fs::read_to_string(root().join("examples/compose/minimal-clean.yml")).unwrap();
+    assert!(clean.contains("N8N_VERSION:-2.41.1"));
+    let hundred_seconds = || audit::Options {
+        measured: Some(audit::Measured {
+            from: "a run".into(),
+            job_p99_s: 100.0,
+            code_p99_s: Some(100.0),
+            worker_lag_max_s: None,
+        }),
+        ..Default::default()
+    };
+    let timeout_of = |text: &str| {
+        findings(&written("version.yml", text), hundred_seconds())
+            .into_iter()
+            .find(|f| f.id == n8ncap::findings::FindingId::TaskTimeoutBelowCodeTime)
+            .map(|f| f.figures["task_timeout_s"])
+    };
+    assert_eq!(timeout_of(&clean), None, "2.41: 300 s covers 100 s of Code");
+    let v3 = clean.replace("N8N_VERSION:-2.41.1", "N8N_VERSION:-3.0.1");
+    assert_eq!(timeout_of(&v3), Some(60.0));
+}

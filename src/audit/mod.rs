@@ -77,13 +77,7 @@ fn external(n: &Node) -> bool {
         .is_some_and(|m| m.value == crate::topology::RunnersMode::External)
 }
 
-fn image_tag(image: &str) -> String {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    match last.split_once(':') {
-        Some((_, t)) => t.split('@').next().unwrap_or(t).to_string(),
-        None => "latest".into(),
-    }
-}
+use crate::topology::{image_tag, image_version};
 
 /// What every rule looks at: the topology, its n8n processes and its runners.
 struct Ctx<'a> {
@@ -612,21 +606,6 @@ fn encryption_key(c: &Ctx, out: &mut Vec<Finding>) {
             }
         }
     }
-}
-
-/// The n8n version of a process from its image tag ("2.41.1" of `n8nio/n8n:2.41.1`, a
-/// `-debian` or `@sha256` suffix dropped), when the tag names one; "latest" or a bare digest
-/// names none.
-fn image_version(image: &str) -> Option<String> {
-    let tag = image_tag(image);
-    let v = tag.trim_start_matches('v');
-    let core = v.split(['-', '+']).next().unwrap_or(v);
-    let parts: Vec<&str> = core.split('.').collect();
-    (parts.len() >= 2
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
-    .then(|| core.to_string())
 }
 
 /// Main, workers and webhook processors on different n8n versions: queue jobs, the database

@@ -21,7 +21,7 @@ use crate::topology::Role;
 
 /// n8n 2.x's `N8N_RUNNERS_TASK_TIMEOUT` default, and 3.0's, seconds.
 const TASK_TIMEOUT_2X_S: u64 = 300;
-const TASK_TIMEOUT_3_S: u64 = 60;
+const TASK_TIMEOUT_3_S: u64 = crate::model::n8n_defaults::TASK_TIMEOUT_3_S as u64;
 
 pub(super) fn rules(c: &Ctx, upgrade: Upgrade, out: &mut Vec<Finding>) {
     match upgrade {

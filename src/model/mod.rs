@@ -32,6 +32,8 @@ pub mod n8n_defaults {
     /// `N8N_RUNNERS_TASK_TIMEOUT`, seconds: how long a Code task may run (2.x; 3.0 lowers it
     /// to 60, n8n #37042).
     pub const TASK_TIMEOUT_S: f64 = 300.0;
+    /// `N8N_RUNNERS_TASK_TIMEOUT` from n8n 3.0 on, seconds (n8n #37042).
+    pub const TASK_TIMEOUT_3_S: f64 = 60.0;
     /// `DB_PING_TIMEOUT_MS` (`DEFAULT_PING_TIMEOUT_MS` in `@n8n/config`'s database config).
     pub const DB_PING_TIMEOUT_MS: f64 = 5_000.0;
     /// `N8N_METRICS_QUEUE_METRICS_INTERVAL`, seconds: how often main refreshes its queue

@@ -291,3 +291,32 @@ impl PostgresFacts {
         self.by_application.iter().map(|(_, _, n)| n).sum()
     }
 }
+
+/// An image's tag ("2.41.1" of `n8nio/n8n:2.41.1`, a digest after `@` dropped; "latest" when
+/// none is written).
+pub fn image_tag(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, t)) => t.split('@').next().unwrap_or(t).to_string(),
+        None => "latest".into(),
+    }
+}
+
+/// The n8n version an image's tag names ("2.41.1" of `n8nio/n8n:2.41.1` or `n8nio/runners:
+/// 2.41.1-debian`), when it names one: "latest", "next" or a bare digest name none.
+pub fn image_version(image: &str) -> Option<String> {
+    let tag = image_tag(image);
+    let v = tag.trim_start_matches('v');
+    let core = v.split(['-', '+']).next().unwrap_or(v);
+    let parts: Vec<&str> = core.split('.').collect();
+    (parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| core.to_string())
+}
+
+/// The major version an image's tag names.
+pub fn image_major(image: &str) -> Option<u32> {
+    image_version(image)?.split('.').next()?.parse().ok()
+}

@@ -214,6 +214,7 @@ pub const GRACEFUL_SHUTDOWN_S: f64 = n8n_defaults::GRACEFUL_SHUTDOWN_S;
 pub const LOCK_DURATION_MS: f64 = 60_000.0;
 pub const LOCK_RENEW_MS: f64 = 10_000.0;
 pub const TASK_TIMEOUT_S: f64 = n8n_defaults::TASK_TIMEOUT_S;
+pub const TASK_TIMEOUT_3_S: f64 = n8n_defaults::TASK_TIMEOUT_3_S;
 
 fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
     // n8n reads each with JavaScript's Number() (super::n8n_env): NaN keeps its default; 0
@@ -254,13 +255,21 @@ fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn F
     if !(n8n || n.role == Role::Runner) {
         return;
     }
+    // The task timeout's default moved with n8n 3.0 (300 → 60 s, n8n #37042): judged by the
+    // version the image's tag names.
+    let major = super::image_major(&n.facts.image);
+    let task_default = if major.is_some_and(|m| m >= 3) {
+        TASK_TIMEOUT_3_S
+    } else {
+        TASK_TIMEOUT_S
+    };
     let t = TimeSettings {
         graceful_shutdown_s: n8n
             .then(|| read("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", GRACEFUL_SHUTDOWN_S, 1.0)),
         lock_duration_ms: worker
             .then(|| read("QUEUE_WORKER_LOCK_DURATION", LOCK_DURATION_MS, 0.001)),
         lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS, 0.001)),
-        task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", TASK_TIMEOUT_S, 1.0)),
+        task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", task_default, 1.0)),
         task_timeout_set: get("N8N_RUNNERS_TASK_TIMEOUT").is_some(),
     };
     n.times = Some(t);
