@@ -417,3 +417,32 @@ fn tables_fit_a_100_column_terminal() {
         assert!(!text.contains("{}"), "{text}");
     }
 }
+
+/// An audit at 80 and 100 columns: no line wider than the terminal, each rule's why said once
+/// (metrics-off names two workloads here), every finding's message whole on its lines.
+#[test]
+fn an_audit_says_each_rules_why_once_and_fits_80_and_100_columns() {
+    for cols in [80usize, 100] {
+        let out = Command::new(bin())
+            .args([
+                "audit",
+                "-f",
+                "fixtures/k8s/rendered/official-production-s3.yaml",
+            ])
+            .env("COLUMNS", cols.to_string())
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= cols, "{cols}: {widest}\n{text}");
+        assert_eq!(text.matches("metrics-off (").count(), 1, "{text}");
+        assert_eq!(text.matches("why: Without metrics").count(), 1, "{text}");
+        let whys = text.matches("  why: ").count();
+        let rules = text
+            .lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with("):"))
+            .count();
+        assert!(whys <= rules, "{text}");
+    }
+}

@@ -647,7 +647,11 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     out
 }
 
-/// `n8ncap audit`: severity, rule, service, message; why and fix under the table.
+/// The narrowest message column an audit table is laid out with; narrower, it is a list.
+const MIN_MESSAGE_COLUMN: usize = 24;
+
+/// `n8ncap audit`: severity, rule, service, message (a list when that cannot fit); each rule's
+/// why and fix once under it.
 pub fn audit_table(r: &crate::audit::Report) -> String {
     let width = super::width::output_width().max(40);
     let unchecked: String = r
@@ -674,39 +678,75 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
             r.input, r.services
         );
     }
-    let mut t = fitted();
-    t.set_header(vec!["severity", "rule", "service", "message"]);
     let mut sorted: Vec<&crate::audit::Located> = r.findings.iter().collect();
     sorted.sort_by_key(|l| std::cmp::Reverse(l.finding.severity));
+    let place = |l: &crate::audit::Located| match (&l.file, l.line) {
+        (Some(p), Some(n)) => format!(
+            "{} ({}:{n})",
+            l.finding.subject.clone().unwrap_or_default(),
+            p.display()
+        ),
+        _ => l.finding.subject.clone().unwrap_or_default(),
+    };
+    let mut t = fitted();
+    t.set_header(vec!["severity", "rule", "service", "message"]);
     for l in &sorted {
         let f = &l.finding;
-        let place = match (&l.file, l.line) {
-            (Some(p), Some(n)) => format!(
-                "{} ({}:{n})",
-                f.subject.clone().unwrap_or_default(),
-                p.display()
-            ),
-            _ => f.subject.clone().unwrap_or_default(),
-        };
         t.add_row(vec![
             f.severity.word().to_string(),
             f.id.to_string(),
-            place,
+            place(l),
             f.title.clone(),
         ]);
     }
-    let mut out = format!("{}: {} services\n{}", r.input, r.services, laid_out(&mut t));
+    // A table whose message column would be narrower than 24 characters is a list instead.
+    let widest = |f: &dyn Fn(&crate::audit::Located) -> usize| {
+        sorted.iter().map(|l| f(l)).max().unwrap_or(0)
+    };
+    let beside = 8
+        + widest(&|l| l.finding.id.to_string().len())
+        + widest(&|l| place(l).chars().count())
+        + 13;
+    let body = if width.saturating_sub(beside) < MIN_MESSAGE_COLUMN {
+        sorted
+            .iter()
+            .map(|l| {
+                let f = &l.finding;
+                let head = format!("{:<7} {} — {}", f.severity.word(), f.id, place(l));
+                format!(
+                    "{}\n{}",
+                    super::width::fold(&head, width),
+                    super::width::fold(&format!("        {}", f.title), width)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    } else {
+        laid_out(&mut t)
+    };
+    let mut out = format!("{}: {} services\n{body}", r.input, r.services);
+    // Each rule's why and fix once, with the services it names.
+    let mut ids: Vec<crate::findings::FindingId> = Vec::new();
     for l in &sorted {
-        let f = &l.finding;
-        out.push_str(&format!(
-            "\n{} ({}):",
-            f.id,
-            f.subject.clone().unwrap_or_default()
-        ));
-        if let Some(w) = &f.why {
+        if !ids.contains(&l.finding.id) {
+            ids.push(l.finding.id);
+        }
+    }
+    for id in ids {
+        let of: Vec<&crate::findings::Finding> = sorted
+            .iter()
+            .map(|l| &l.finding)
+            .filter(|f| f.id == id)
+            .collect();
+        let subjects: Vec<String> = of.iter().filter_map(|f| f.subject.clone()).collect();
+        out.push_str(&format!("\n{id} ({}):", subjects.join(", ")));
+        if let Some(w) = of.iter().find_map(|f| f.why.as_ref()) {
             out.push_str(&wrapped(&t, &format!("  why: {w}"), 7));
         }
-        if let Some(x) = &f.fix {
+        let mut fixes: Vec<&String> = of.iter().filter_map(|f| f.fix.as_ref()).collect();
+        fixes.dedup();
+        for x in fixes {
             out.push_str(&wrapped(&t, &format!("  fix: {x}"), 7));
         }
     }

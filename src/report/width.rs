@@ -73,6 +73,17 @@ pub fn paint(text: &str) -> String {
             out.push('\n');
         }
         let mut line = line.to_string();
+        // An audit laid out as a list starts each finding with its severity.
+        for (word, code) in [
+            ("error ", "\u{1b}[1;31m"),
+            ("warning ", "\u{1b}[33m"),
+            ("info ", "\u{1b}[36m"),
+        ] {
+            if line.starts_with(word) {
+                let bare = word.trim_end();
+                line.replace_range(..bare.len(), &format!("{code}{bare}{RESET}"));
+            }
+        }
         for (word, code) in words {
             // A table's severity cell keeps its border; only the word is painted.
             let bare = word.trim_start_matches("│ ").trim_end();
