@@ -7,6 +7,9 @@ use crate::record::recommendation::PredictedBound;
 use crate::record::{Diagnosis, Recommendation};
 use std::fmt::Write as _;
 
+/// A CPU site is shown in words from this share of its usable cores (or when saturated).
+const CPU_SHOWN_SHARE: f64 = 0.5;
+
 pub fn findings(list: &[Finding]) -> String {
     let mut s = String::new();
     for f in list {
@@ -61,7 +64,19 @@ pub fn diagnosis(d: &Diagnosis) -> String {
             x.describe("req/s")
         );
     }
-    for u in &d.cpu {
+    // The sites near their cores say something here; the others' figures stay in the JSON.
+    let busy = |u: &&crate::record::diagnosis::CpuUse| {
+        u.saturated || u.cores_used >= CPU_SHOWN_SHARE * u.usable_cores.value
+    };
+    let quiet = d.cpu.iter().filter(|u| !busy(u)).count();
+    if quiet > 0 {
+        let _ = writeln!(
+            s,
+            "  CPU: {quiet} site(s) under {:.0} % of their usable cores (figures in --json)",
+            CPU_SHOWN_SHARE * 100.0
+        );
+    }
+    for u in d.cpu.iter().filter(busy) {
         let _ = writeln!(
             s,
             "  CPU {}: {:.2} cores, {:.3} CPU s per execution, allows {:.2}/s of {:.1} usable cores{}",
