@@ -144,10 +144,10 @@ async fn run_demo_sweep(progress: bool) -> anyhow::Result<(Summary, Ending)> {
 
 pub fn intro() -> String {
     format!(
-        "n8ncap demo — a simulated n8n in queue mode: 1 worker (concurrency {DEMO_WORKER_CONCURRENCY}), \
-         1 task runner (N8N_RUNNERS_MAX_CONCURRENCY={DEMO_RUNNER_LIMIT}),\n\
-         webhook → Code node ({DEMO_JOB_MS} ms) → respond. Closed load of {} in flight, 8 s per stage \
-         (3 s warm-up excluded).",
+        "n8ncap demo — a simulated n8n in queue mode: 1 worker (concurrency {DEMO_WORKER_CONCURRENCY}) \
+         and 1 task runner (N8N_RUNNERS_MAX_CONCURRENCY={DEMO_RUNNER_LIMIT}) run a webhook → Code \
+         node ({DEMO_JOB_MS} ms) → respond workflow.\nLoad: {} in flight (closed model), 8 s per \
+         stage, 3 s warm-up excluded.",
         DEMO_STAGES
             .iter()
             .map(|v| v.to_string())
