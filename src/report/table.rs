@@ -647,6 +647,35 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     out
 }
 
+/// Each rule's why and fix once, under the findings, with the services it names.
+fn said_once(sorted: &[&crate::audit::Located], t: &Table) -> String {
+    let mut out = String::new();
+    let mut ids: Vec<crate::findings::FindingId> = Vec::new();
+    for l in sorted {
+        if !ids.contains(&l.finding.id) {
+            ids.push(l.finding.id);
+        }
+    }
+    for id in ids {
+        let of: Vec<&crate::findings::Finding> = sorted
+            .iter()
+            .map(|l| &l.finding)
+            .filter(|f| f.id == id)
+            .collect();
+        let subjects: Vec<String> = of.iter().filter_map(|f| f.subject.clone()).collect();
+        out.push_str(&format!("\n{id} ({}):", subjects.join(", ")));
+        if let Some(w) = of.iter().find_map(|f| f.why.as_ref()) {
+            out.push_str(&wrapped(t, &format!("  why: {w}"), 7));
+        }
+        let mut fixes: Vec<&String> = of.iter().filter_map(|f| f.fix.as_ref()).collect();
+        fixes.dedup();
+        for x in fixes {
+            out.push_str(&wrapped(t, &format!("  fix: {x}"), 7));
+        }
+    }
+    out
+}
+
 /// The narrowest message column an audit table is laid out with; narrower, it is a list.
 const MIN_MESSAGE_COLUMN: usize = 24;
 
@@ -726,30 +755,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
         laid_out(&mut t)
     };
     let mut out = format!("{}: {} services\n{body}", r.input, r.services);
-    // Each rule's why and fix once, with the services it names.
-    let mut ids: Vec<crate::findings::FindingId> = Vec::new();
-    for l in &sorted {
-        if !ids.contains(&l.finding.id) {
-            ids.push(l.finding.id);
-        }
-    }
-    for id in ids {
-        let of: Vec<&crate::findings::Finding> = sorted
-            .iter()
-            .map(|l| &l.finding)
-            .filter(|f| f.id == id)
-            .collect();
-        let subjects: Vec<String> = of.iter().filter_map(|f| f.subject.clone()).collect();
-        out.push_str(&format!("\n{id} ({}):", subjects.join(", ")));
-        if let Some(w) = of.iter().find_map(|f| f.why.as_ref()) {
-            out.push_str(&wrapped(&t, &format!("  why: {w}"), 7));
-        }
-        let mut fixes: Vec<&String> = of.iter().filter_map(|f| f.fix.as_ref()).collect();
-        fixes.dedup();
-        for x in fixes {
-            out.push_str(&wrapped(&t, &format!("  fix: {x}"), 7));
-        }
-    }
+    out.push_str(&said_once(&sorted, &t));
     out.push_str(&unchecked);
     out
 }
