@@ -313,7 +313,7 @@ pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
     }
     let samples: Vec<f64> = sat
         .iter()
-        .filter(|l| l.throughput.mean >= 0.95 * top.throughput.mean)
+        .filter(|l| l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean)
         .flat_map(|l| l.throughput.samples.clone())
         .collect();
     // One sample: the level's own estimate keeps its interval (a k6 window, a summary's count).
@@ -323,7 +323,7 @@ pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
     } else {
         let pooled = sat
             .iter()
-            .filter(|l| l.throughput.mean >= 0.95 * top.throughput.mean)
+            .filter(|l| l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean)
             .filter_map(|l| l.counted)
             .fold([0.0, 0.0], |[n, t], [dn, dt]| [n + dn, t + dt]);
         Estimate::of(&samples).with_counting(pooled[0], pooled[1])

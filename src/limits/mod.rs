@@ -32,6 +32,10 @@ pub struct Ceiling<'a> {
     pub cpu: &'a [CpuUse],
 }
 
+/// A saturated level within this share of the best throughput is at the ceiling: the levels
+/// a ceiling pools, and the first of them is where "from N in flight on" starts.
+pub const AT_CEILING: f64 = 0.95;
+
 impl<'a> Ceiling<'a> {
     /// The ceiling `x` measured at `level`, its first level among `levels`, with the service
     /// time and overhead (s) and the CPU readings.
@@ -44,7 +48,7 @@ impl<'a> Ceiling<'a> {
     ) -> Ceiling<'a> {
         let first = levels
             .iter()
-            .filter(|l| l.saturated() && l.throughput.mean >= 0.95 * level.throughput.mean)
+            .filter(|l| l.saturated() && l.throughput.mean >= AT_CEILING * level.throughput.mean)
             .min_by(|a, b| a.level.magnitude().total_cmp(&b.level.magnitude()))
             .unwrap_or(level);
         Ceiling {

@@ -58,7 +58,9 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     let (kind, bp) = basis(d, given)?;
     let overhead = d.fixed_overhead_s.unwrap_or(model::DEFAULT_OVERHEAD_S);
     // A measured service time stands in for a job time nobody gave (a history's slot time, a
-    // sweep's 1-in-flight level): S less the overhead, all of it assumed to hold the runner.
+    // sweep's 1-in-flight level): S less the overhead, all of it assumed to hold the runner —
+    // and never under half of S, since an overhead assumed larger than that says more about
+    // the assumption than about the job.
     let measured = d
         .service_time
         .as_ref()
