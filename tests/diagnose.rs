@@ -440,8 +440,9 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
         "CPU binds at {} ({:.2} of {:.1} cores): allows {:.2}/s, measured {ceiling:.2}/s",
         site.name, site.cores_used, site.usable_cores.value, site.bound_per_s
     );
+    // The bound is never below what ran.
     assert!(
-        within(site.bound_per_s, ceiling, 0.15),
+        site.bound_per_s >= 0.95 * ceiling,
         "{} allows {} for {ceiling} measured",
         site.name,
         site.bound_per_s
@@ -449,7 +450,15 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     match site.site {
         CpuSite::Process => {
             assert_eq!(site.role, Some(n8ncap::record::Role::Worker));
-            assert!(within(ceiling, 10.0, 0.15), "{ceiling}");
+            // What ran is the CPU the worker really had ÷ the 100 ms the simulator spends per
+            // execution: a busy host gives it less than its core, and the ceiling follows what
+            // it got, not the core it was promised.
+            assert!(ceiling <= 10.0 * 1.15, "{ceiling}");
+            assert!(
+                within(ceiling, site.cores_used / 0.1, 0.2),
+                "{ceiling} measured with {} cores at 0.1 CPU s each",
+                site.cores_used
+            );
             let rec = rec.expect("a plan");
             assert!(rec.settings.worker_count() >= 2, "{rec:?}");
             assert!(rec.cpu_measured);
