@@ -414,8 +414,9 @@ pub struct HistoryArgs {
     /// error that says so, and nothing is judged from a part.
     #[arg(long, default_value = "10m", requires = "prometheus")]
     pub deadline: String,
-    /// Write summary.json (the busy windows as stages), history.json and report.html here.
-    #[arg(long, requires = "prometheus")]
+    /// Write summary.json and report.html here (from a history: the busy windows as stages,
+    /// and history.json), for `compare`, `audit --run` and `report`.
+    #[arg(long)]
     pub out: Option<PathBuf>,
 }
 

@@ -34,69 +34,7 @@ impl Drop for Down {
     }
 }
 
-/// The commands of the README's walkthrough block, continuation lines joined, comments cut.
-fn readme_walkthrough() -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
-        .split("## A simulated n8n stack in Docker")
-        .nth(1)
-        .expect("the README has the walkthrough section");
-    let block = section
-        .split("```sh\n")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .expect("the walkthrough has a sh block");
-    let mut out: Vec<String> = Vec::new();
-    let mut cont = false;
-    for line in block.lines() {
-        let line = match line.find("  #") {
-            Some(i) => &line[..i],
-            None => line,
-        };
-        let (text, more) = match line.trim_end().strip_suffix('\\') {
-            Some(t) => (t.trim().to_string(), true),
-            None => (line.trim().to_string(), false),
-        };
-        if cont {
-            let last = out.last_mut().unwrap();
-            last.push(' ');
-            last.push_str(&text);
-        } else if !text.is_empty() {
-            out.push(text);
-        }
-        cont = more;
-    }
-    out
-}
-
-/// Splits a command line as the shell does for these lines: words, and '…' or "…" quoted.
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut any = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if !cur.is_empty() || any {
-                    out.push(std::mem::take(&mut cur));
-                }
-                any = false;
-            }
-            (None, c) => cur.push(c),
-        }
-    }
-    if !cur.is_empty() || any {
-        out.push(cur);
-    }
-    out
-}
+use crate::docs::{walkthrough as readme_walkthrough, words};
 
 fn unix_now() -> u64 {
     std::time::SystemTime::now()

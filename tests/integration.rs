@@ -19,6 +19,8 @@ mod compose_example;
 mod diagnose;
 #[path = "docker.rs"]
 mod docker;
+#[path = "docs.rs"]
+mod docs;
 #[path = "fuzz.rs"]
 mod fuzz;
 #[path = "grafana.rs"]

@@ -1,7 +1,7 @@
 //! Kubernetes manifests rendered from the n8n Helm charts: `audit -f` and `inspect -f` read
 //! what the pods will run (envFrom, valueFrom, sidecars, autoscalers), each rule fires on its
 //! fixture (the rendered task-runners example with one change), the rendered charts give the
-//! findings the README lists, and no secret value — plain or base64 — reaches any output.
+//! findings docs/audit.md lists, and no secret value — plain or base64 — reaches any output.
 
 use crate::common::*;
 use std::collections::BTreeSet;

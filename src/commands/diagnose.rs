@@ -18,8 +18,24 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
             Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
         }
     }
+    // A bad --out fails before the input is read.
+    if let Some(dir) = &a.history.out {
+        super::history::out_dir(dir)?;
+    }
     let mut summary = input(&a)?;
+    // What the flags and Docker said is recorded with the run, so it is judged again the same way.
+    let given = flags
+        .clone()
+        .or(summary.settings.clone().unwrap_or_default());
     let (d, rec) = super::analyze(&mut summary, flags, task_request_timeout);
+    if let Some(dir) = &a.history.out {
+        summary.settings = Some(given);
+        crate::record::dir::write_atomic(
+            &dir.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        crate::report::html::write(dir, &summary)?;
+    }
     // The stages read (a k6 time series: its held steps, rates and ramp windows) with the
     // judgement, so what was judged can be checked.
     let run = Run {

@@ -98,7 +98,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
 
 /// The history's results directory: refused when it holds a run's results already; true when
 /// it was made here (and so may be removed again if nothing is read).
-fn out_dir(dir: &std::path::Path) -> anyhow::Result<bool> {
+pub(super) fn out_dir(dir: &std::path::Path) -> anyhow::Result<bool> {
     if ["summary.json", "stages.jsonl", "history.json"]
         .iter()
         .any(|f| dir.join(f).exists())

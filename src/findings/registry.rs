@@ -3,7 +3,8 @@
 //! containers only, or both), its default severity, its one-line meaning and what to change.
 //! An id has one meaning wherever it is found: `worker-without-runner` is a worker with no runner
 //! to take its Code tasks, read from a configuration (audit) or from a run's HTTP 500s after the
-//! task request timeout (diagnosis). The README's lists are kept equal to this table by a test.
+//! task request timeout (diagnosis). The lists in `docs/diagnose.md` (a run's findings) and `docs/audit.md` (the rules) are kept
+//! equal to this table by a test.
 
 use super::Severity;
 use serde::{Deserialize, Serialize};
@@ -440,12 +441,14 @@ mod tests {
         assert_eq!(FindingId::RunnerLimitCaps.audit_index(), None);
     }
 
-    /// The README's lists: the **Findings** paragraph (a run's ids) and the audit's rule tables
-    /// (`| id | severity | what |`), each equal to the table, severities included.
+    /// The reference's lists: the **Findings** paragraph of `docs/diagnose.md` (a run's ids) and
+    /// the rule tables of `docs/audit.md` (`| id | severity | what |`), each equal to the table,
+    /// severities included.
     #[test]
-    fn the_readme_lists_every_id_and_no_other() {
+    fn the_reference_lists_every_id_and_no_other() {
         use std::collections::BTreeSet;
-        let readme = include_str!("../../README.md");
+        let diagnose = include_str!("../../docs/diagnose.md");
+        let rules = include_str!("../../docs/audit.md");
         let kebab =
             |w: &str| w.contains('-') && w.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
         let ticked = |text: &str| -> Vec<String> {
@@ -456,10 +459,10 @@ mod tests {
                 .map(str::to_string)
                 .collect()
         };
-        let start = readme
+        let start = diagnose
             .find("- **Findings**")
-            .expect("the README's Findings paragraph");
-        let para = &readme[start..];
+            .expect("docs/diagnose.md's Findings paragraph");
+        let para = &diagnose[start..];
         let para = &para[..para[2..].find("\n- ").map_or(para.len(), |e| e + 2)];
         let run: BTreeSet<String> = ticked(para).into_iter().collect();
         let want: BTreeSet<String> = FindingId::ALL
@@ -467,17 +470,20 @@ mod tests {
             .filter(|f| f.in_run())
             .map(|f| f.as_str().to_string())
             .collect();
-        assert_eq!(run, want, "README's Findings paragraph vs the registry");
+        assert_eq!(
+            run, want,
+            "docs/diagnose.md's Findings paragraph vs the registry"
+        );
 
         let mut audit = BTreeSet::new();
-        for line in readme.lines() {
+        for line in rules.lines() {
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
             if cells.len() != 5 || !["error", "warning", "info"].contains(&cells[2]) {
                 continue;
             }
             for id in ticked(cells[1]) {
                 let f = FindingId::parse(&id)
-                    .unwrap_or_else(|| panic!("README's rule {id} is not in the registry"));
+                    .unwrap_or_else(|| panic!("docs/audit.md's rule {id} is not in the registry"));
                 assert!(f.in_audit(), "{id} is no audit rule");
                 assert_eq!(f.severity().word(), cells[2], "{id}'s severity");
                 audit.insert(id);
@@ -486,6 +492,6 @@ mod tests {
         let want: BTreeSet<String> = FindingId::audit_rules()
             .map(|f| f.as_str().to_string())
             .collect();
-        assert_eq!(audit, want, "README's rule tables vs the registry");
+        assert_eq!(audit, want, "docs/audit.md's rule tables vs the registry");
     }
 }

@@ -1,4 +1,4 @@
-//! The capacity model (README "Diagnosis and recommendation"), pure: numbers in, numbers out.
+//! The capacity model (docs/diagnose.md), pure: numbers in, numbers out.
 //!
 //! Per worker w: slots `c_w` (effective worker concurrency) and runner capacity `r_w` (the sum of
 //! `N8N_RUNNERS_MAX_CONCURRENCY` of the runners attached to its broker). A job holds a slot for
