@@ -76,6 +76,28 @@ pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<C
     out
 }
 
+/// The processes sampled at `level` whose CPU read 0 in every valid stage: their counters did
+/// not move (several roles in one process, as `sim all`) or are absent, so they bound nothing —
+/// which is not the same as CPU never having been watched.
+pub fn read_zero(stages: &[StageResult], level: &Level) -> Vec<String> {
+    let mut moved: BTreeMap<String, bool> = BTreeMap::new();
+    for s in valid_stages(stages, level) {
+        let containers = s.containers.iter().filter(|c| c.samples > 0);
+        for (name, pct) in containers.map(|c| (&c.name, c.cpu_percent_mean)) {
+            *moved.entry(name.clone()).or_default() |= pct > 0.0;
+        }
+        let endpoints = s.endpoints.iter().filter(|e| e.samples > 0);
+        for (name, pct) in endpoints.map(|e| (&e.url, e.cpu_percent_mean)) {
+            *moved.entry(name.clone()).or_default() |= pct > 0.0;
+        }
+    }
+    moved
+        .into_iter()
+        .filter(|(_, m)| !m)
+        .map(|(n, _)| n)
+        .collect()
+}
+
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
         0.0

@@ -104,6 +104,10 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     let v = deaths_first(v, &deaths, runner_memory.as_ref(), inputs, &mut findings);
     let (comparison, curve) = curves(capacity.as_ref(), job, &v, &levels);
     let effective = measured.as_ref().zip(s_value).map(|((x, _), s)| x.mean * s);
+    let cpu_read_zero = match (&measured, cpu.is_empty()) {
+        (Some((_, l)), true) => cpu::read_zero(stages, l),
+        _ => Vec::new(),
+    };
     Diagnosis {
         capping_limit: v.limit,
         cpu_limit: v.cpu,
@@ -130,6 +134,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         levels,
         comparison,
         curve,
+        cpu_read_zero,
         cpu,
         findings,
         mix,

@@ -284,6 +284,27 @@ fn without_cpu_data_a_shortfall_is_unmodelled_and_says_which_flag_tells() {
     assert!((f.get("throughput_per_s").unwrap() - 12.5).abs() < 1e-9);
 }
 
+/// CPU sampled but reading 0 at every process (`sim all`: roles sharing one process) is not
+/// "not measured": the diagnosis names the processes, and the plan's note says which.
+#[test]
+fn cpu_that_read_zero_is_told_apart_from_cpu_not_watched() {
+    let mut stages = cpu_stage(true);
+    for e in &mut stages[1].endpoints {
+        e.cpu_percent_mean = 0.0;
+    }
+    let d = run(&stages, settings(0.01, Some(15), Some(20)));
+    assert!(d.cpu.is_empty());
+    assert_eq!(d.cpu_read_zero.len(), 2, "{:?}", d.cpu_read_zero);
+    let unwatched = run(&cpu_stage(false), settings(0.01, Some(15), Some(20)));
+    assert_eq!(unwatched.cpu_read_zero.len(), 0);
+    // One process that moved: CPU was measured, nothing read zero is reported.
+    let mut one = cpu_stage(true);
+    one[1].endpoints[1].cpu_percent_mean = 0.0;
+    let d = run(&one, settings(0.01, Some(15), Some(20)));
+    assert!(!d.cpu.is_empty());
+    assert!(d.cpu_read_zero.is_empty());
+}
+
 #[test]
 fn a_saturated_container_with_a_cpu_limit_binds_at_its_limit() {
     let mut stages = cpu_stage(false);

@@ -96,6 +96,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         job,
         current: &current,
         cpu: &d.cpu,
+        cpu_read_zero: &d.cpu_read_zero,
         measured: d.measured_ceiling.as_ref().map(|m| m.mean),
         doubt: d.doubt.clone(),
         runner_memory: d.runner_memory.as_ref(),
@@ -164,6 +165,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
         job,
         current: &current,
         cpu: &[],
+        cpu_read_zero: &[],
         measured: None,
         doubt: None,
         runner_memory: None,
@@ -284,6 +286,8 @@ struct Context<'a> {
     /// Today's settings with what a plan needs filled in.
     current: &'a Settings,
     cpu: &'a [CpuUse],
+    /// Processes whose CPU was sampled but read 0 (see `Diagnosis::cpu_read_zero`).
+    cpu_read_zero: &'a [String],
     /// Capacity measured in the run.
     measured: Option<f64>,
     /// The verdict's doubt.
@@ -353,7 +357,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation,
         current,
         job,
         basis.kind,
-        ctx.cpu.is_empty(),
+        ctx.cpu.is_empty().then_some(ctx.cpu_read_zero),
         s.task_memory_mb.is_some() || ctx.runner_memory.is_some(),
     );
     for l in limits::SET {
@@ -442,7 +446,7 @@ fn notes(
     current: &Settings,
     job: Job,
     kind: BreakPointKind,
-    no_cpu: bool,
+    no_cpu: Option<&[String]>,
     memory_known: bool,
 ) -> Vec<String> {
     let mut notes = Vec::new();
@@ -452,8 +456,13 @@ fn notes(
                 .into(),
         );
     }
-    if no_cpu {
-        notes.push("upper bound: CPU was not measured (sweep with --docker or --metrics to include the CPU ceiling)".into());
+    match no_cpu {
+        Some([]) => notes.push("upper bound: CPU was not measured (sweep with --docker or --metrics to include the CPU ceiling)".into()),
+        Some(zero) => notes.push(format!(
+            "upper bound: CPU was read but stayed at 0 for {} (counters that did not move, as when several roles share one process, or none exported): no CPU bound could be computed",
+            zero.join(", ")
+        )),
+        None => {}
     }
     // What raising only worker concurrency would give.
     let only_workers = Settings {

@@ -97,7 +97,7 @@ impl Change {
         self.baseline.high > self.baseline.low && self.candidate.high > self.candidate.low
     }
 
-    /// "+60.2 % (55.1 to 65.3 %)" beyond noise, else "no difference beyond noise (+0.8 %)".
+    /// "+60.2 % (55.1 to 65.3 %)" beyond noise, else "within noise (+0.8 %)".
     pub fn words(&self) -> String {
         if self.beyond_noise {
             format!(
@@ -105,7 +105,7 @@ impl Change {
                 self.change_pct, self.interval_pct[0], self.interval_pct[1]
             )
         } else if self.has_noise() {
-            format!("no difference beyond noise ({:+.1} %)", self.change_pct)
+            format!("within noise ({:+.1} %)", self.change_pct)
         } else {
             format!("{:+.1} % (one sample: noise unknown)", self.change_pct)
         }

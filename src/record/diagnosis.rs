@@ -190,6 +190,10 @@ pub struct Diagnosis {
     pub curve: Vec<CurvePoint>,
     /// CPU per site at the highest valid level with CPU data.
     pub cpu: Vec<CpuUse>,
+    /// Processes whose CPU was sampled at that level but read 0 throughout (counters that did
+    /// not move, or none): they bound nothing, and CPU was not "unmeasured" there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_read_zero: Vec<String>,
     pub findings: Vec<Finding>,
     /// A mix of workflows: each one's share of the executions, the slots and the runner tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

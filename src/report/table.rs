@@ -14,52 +14,77 @@ pub(super) fn fitted() -> Table {
     t
 }
 
-/// The table as text, no column narrower than its longest word or number: comfy-table wraps a
-/// cell inside its column, and without this a narrow terminal splits "12.50" or "waiting"
-/// across two lines.
+/// The table as text, no column narrower than its longest word or number, and no column whose
+/// cells wrap narrower than [`MIN_WRAPPED_COLUMN`]: comfy-table wraps a cell inside its column,
+/// and without this a narrow terminal splits "12.50" or "waiting" across two lines, or reads a
+/// message a word a line. A table that cannot fit so is a list (see [`listed`]).
 pub(super) fn laid_out(t: &mut Table) -> String {
     laid_out_at(t, super::width::output_width())
 }
 
+/// The narrowest a column whose cells wrap may be.
+pub(super) const MIN_WRAPPED_COLUMN: usize = 24;
+
 fn laid_out_at(t: &mut Table, width: usize) -> String {
     use comfy_table::{ColumnConstraint, Width};
-    let longest_word = |text: &str| {
-        text.split_whitespace()
-            .map(|w| w.chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let mut longest = vec![0usize; t.column_count()];
+    let mut need = vec![0usize; t.column_count()];
     let rows = t.header().into_iter().chain(t.row_iter());
-    for row in rows {
+    for (r, row) in rows.enumerate() {
         for (i, cell) in row.cell_iter().enumerate() {
-            if let Some(l) = longest.get_mut(i) {
-                *l = (*l).max(longest_word(&cell.content()));
+            let text = cell.content();
+            let word = text
+                .split_whitespace()
+                .map(|w| w.chars().count())
+                .max()
+                .unwrap_or(0);
+            // A header may wrap between its words; a cell only down to MIN_WRAPPED_COLUMN.
+            let line = match r {
+                0 if t.header().is_some() => word,
+                _ => text.lines().map(|l| l.chars().count()).max().unwrap_or(0),
+            };
+            if let Some(n) = need.get_mut(i) {
+                *n = (*n).max(word).max(line.min(MIN_WRAPPED_COLUMN));
             }
         }
     }
-    // Past the width, the longest words give way first (a file path, a long rule id): numbers
-    // and headers stay whole.
-    let total = |l: &[usize]| l.iter().map(|w| w + 3).sum::<usize>() + 1;
-    while total(&longest) > width {
-        let over = total(&longest) - width;
-        let Some((i, w)) = longest
-            .iter()
-            .copied()
-            .enumerate()
-            .max_by_key(|(_, w)| *w)
-            .filter(|(_, w)| *w > 12)
-        else {
-            break;
-        };
-        longest[i] = w.saturating_sub(over).max(12);
+    let total = need.iter().map(|w| w + 3).sum::<usize>() + 1;
+    if total > width && t.row_count() > 0 {
+        return listed(t, width);
     }
-    for (col, l) in t.column_iter_mut().zip(longest) {
+    for (col, n) in t.column_iter_mut().zip(need) {
         col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
-            (l + 2).min(u16::MAX as usize) as u16,
+            (n + 2).min(u16::MAX as usize) as u16,
         )));
     }
     t.to_string()
+}
+
+/// A table too wide for the output as a list: each row's first cell as its heading, then
+/// `· header: value` for each other cell that says something, folded at the width.
+fn listed(t: &Table, width: usize) -> String {
+    let flat = |s: String| s.replace("/\n", "/").replace('\n', " ");
+    let heads: Vec<String> = t
+        .header()
+        .map(|h| h.cell_iter().map(|c| flat(c.content())).collect())
+        .unwrap_or_default();
+    let mut out = String::new();
+    for row in t.row_iter() {
+        let cells: Vec<String> = row.cell_iter().map(|c| flat(c.content())).collect();
+        let Some((first, rest)) = cells.split_first() else {
+            continue;
+        };
+        out.push_str(&super::width::fold(first, width));
+        out.push('\n');
+        for (i, c) in rest.iter().enumerate() {
+            if c.trim().is_empty() {
+                continue;
+            }
+            let head = heads.get(i + 1).map(String::as_str).unwrap_or("");
+            out.push_str(&super::width::fold(&format!("  · {head}: {c}"), width));
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Sources cited by number in a table's cells and listed under it: the cells stay short.
@@ -677,7 +702,6 @@ fn said_once(sorted: &[&crate::audit::Located], t: &Table) -> String {
 }
 
 /// The narrowest message column an audit table is laid out with; narrower, it is a list.
-const MIN_MESSAGE_COLUMN: usize = 24;
 
 /// `n8ncap audit`: severity, rule, service, message (a list when that cannot fit); each rule's
 /// why and fix once under it.
@@ -736,7 +760,7 @@ pub fn audit_table(r: &crate::audit::Report) -> String {
         + widest(&|l| l.finding.id.to_string().len())
         + widest(&|l| place(l).chars().count())
         + 13;
-    let body = if width.saturating_sub(beside) < MIN_MESSAGE_COLUMN {
+    let body = if width.saturating_sub(beside) < MIN_WRAPPED_COLUMN {
         sorted
             .iter()
             .map(|l| {
@@ -777,6 +801,60 @@ mod tests {
             let text = laid_out_at(&mut t, width);
             // The number stands whole on one line.
             assert!(text.contains("12345"), "{width}: {text}");
+            // No line past the width but a word longer than it, and no word split.
+            for line in text.lines() {
+                let long = line.split_whitespace().any(|w| w.chars().count() > width);
+                assert!(long || line.chars().count() <= width, "{width}: {line}");
+            }
+            assert!(text.contains("n8n-worker/n8n-task-runners-with-a-very-long-name-indeed"));
+        }
+    }
+
+    #[test]
+    fn a_table_is_a_list_when_a_wrapping_column_would_be_under_24() {
+        let row = [
+            "n8n-worker",
+            "worker",
+            "3",
+            "10 [1]",
+            "1 runner(s) for 3 replicas: 2 without; capacity 10 where paired",
+            "requests: cpu 500m, memory 1Gi; limits: cpu 2, memory 2Gi",
+        ];
+        let make = || {
+            let mut t = fitted();
+            t.set_header(vec![
+                "container",
+                "role",
+                "replicas",
+                "worker concurrency",
+                "runners",
+                "resources",
+            ]);
+            t.add_row(row.to_vec());
+            t
+        };
+        // 10 + 6 + 8 + 18 + 24 + 24 and the borders: 109 columns.
+        let wide = laid_out_at(&mut make(), 120);
+        assert!(wide.contains('│'), "{wide}");
+        let list = laid_out_at(&mut make(), 100);
+        assert!(!list.contains('│'), "{list}");
+        assert_eq!(
+            list.lines().filter(|l| l.starts_with("  · ")).count(),
+            5,
+            "{list}"
+        );
+        for line in list.lines() {
+            assert!(line.chars().count() <= 100, "{line}");
+        }
+        for cell in row {
+            for word in cell.split_whitespace() {
+                assert!(
+                    list.split_whitespace().any(
+                        |w| w.trim_end_matches([',', ';']) == word.trim_end_matches([',', ';'])
+                    ),
+                    "{word} split: {list}"
+                );
+            }
         }
     }
 }

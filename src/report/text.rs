@@ -174,7 +174,7 @@ pub fn recommendation(r: &Recommendation) -> String {
         "  predicted: ceiling {:.2} req/s ({:.0}/min, bound by {bound}{}), mean response {} at {} in flight{}",
         r.predicted_throughput,
         r.predicted_throughput * 60.0,
-        if r.cpu_measured { "" } else { "; upper bound: CPU not measured" },
+        if r.cpu_measured { "" } else { "; upper bound: no CPU bound known" },
         r.predicted_response_s
             .map(|v| format!("{v:.2} s"))
             .unwrap_or_else(|| "unknown".into()),
