@@ -142,7 +142,7 @@ fn warmup(stages: &[StageResult], out: &mut Vec<Finding>) {
         .figure("warmup_s", s.warmup_s)
         .figure("p50_s", p50_s)
         .why("Until every virtual user has had one answer at the new load, the stage is not steady: throughput and latency are biased.")
-        .fix("set warmup (profile) or --warmup to at least the p50 of the highest stage"),
+        .fix("leave at least the p50 of the highest stage out of each window: warmup (profile) or --warmup for a sweep; for a k6 run, --k6-json with --k6-warmup (a summary export keeps no time series to cut)"),
     );
 }
 

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod dialect;
 pub mod grafana;
 pub mod html;
+pub mod inspect;
 pub mod json;
 pub mod markdown;
 pub mod sarif;

@@ -111,11 +111,11 @@ pub struct Inspect<'a> {
 impl Rendered for Inspect<'_> {
     fn table(&self) -> String {
         match (self.input, self.stats) {
-            (_, Some(stats)) => table::topology_table(self.topology, stats),
+            (_, Some(stats)) => super::inspect::topology_table(self.topology, stats),
             (input, None) => format!(
                 "{}\n{}",
                 input.unwrap_or_default(),
-                table::manifest_table(self.topology)
+                super::inspect::manifest_table(self.topology)
             ),
         }
     }
