@@ -3,6 +3,7 @@
 //! own settings.
 
 use crate::error::BadInput;
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::report::Format;
 use crate::util::parse_duration;
@@ -151,7 +152,7 @@ impl SettingsArgs {
             }
             Ok(Some(Sourced::new(
                 d.as_secs_f64(),
-                format!("flag --{flag}"),
+                Provenance::Flag(format!("--{flag}")),
             )))
         };
         let positive = |flag: &str, v: Option<u32>| -> anyhow::Result<Option<Sourced<u32>>> {
@@ -161,7 +162,7 @@ impl SettingsArgs {
                     "--{flag} {n} is beyond any deployment (at most {MAX_SETTING})"
                 ))
                 .into()),
-                Some(n) => Ok(Some(Sourced::new(n, format!("flag --{flag}")))),
+                Some(n) => Ok(Some(Sourced::new(n, Provenance::Flag(format!("--{flag}"))))),
                 None => Ok(None),
             }
         };
@@ -191,13 +192,13 @@ impl SettingsArgs {
                     ))
                     .into())
                 }
-                n => n.map(|n| Sourced::new(n, "flag --runners-per-worker")),
+                n => n.map(|n| Sourced::new(n, Provenance::Flag("--runners-per-worker".into()))),
             },
             // A job time alone means a job that is all Code.
             code_time: code_time.or_else(|| {
                 job_time
                     .clone()
-                    .map(|j| Sourced::new(j.value, "flag --job-time"))
+                    .map(|j| Sourced::new(j.value, Provenance::Flag("--job-time".into())))
             }),
             job_time,
             task_memory_mb: None,
@@ -223,7 +224,10 @@ impl SettingsArgs {
                         .into())
                     }
                 };
-                Ok(Settings::regular(limit, "flag --executions-mode regular"))
+                Ok(Settings::regular(
+                    limit,
+                    Provenance::Flag("--executions-mode regular".into()),
+                ))
             }
             (Some(ExecutionsModeArg::Queue), Some(_)) => Err(BadInput(
                 "--production-limit is regular mode's limit; in queue mode give \
@@ -235,7 +239,7 @@ impl SettingsArgs {
             (Some(ExecutionsModeArg::Queue), None) => Ok(Settings {
                 executions_mode: Some(Sourced::new(
                     ExecutionsMode::Queue,
-                    "flag --executions-mode queue",
+                    Provenance::Flag("--executions-mode queue".into()),
                 )),
                 ..Settings::default()
             }),

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use n8ncap::commands::analyze;
+use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::{Settings, Sourced};
 use n8ncap::model::Limit;
 use n8ncap::record::diagnosis::CpuSite;
@@ -12,10 +13,10 @@ use std::time::Duration;
 
 fn known(c: u32, r: u32) -> Settings {
     Settings {
-        workers: Some(Sourced::new(1, "test")),
-        worker_concurrency: Some(Sourced::new(c, "test")),
-        runner_limit: Some(Sourced::new(r, "test")),
-        runners_per_worker: Some(Sourced::new(1, "test")),
+        workers: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
+        worker_concurrency: Some(Sourced::new(c, Provenance::Assumed("test".into()))),
+        runner_limit: Some(Sourced::new(r, Provenance::Assumed("test".into()))),
+        runners_per_worker: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
         ..Settings::default()
     }
 }
@@ -126,7 +127,7 @@ async fn one_level_pins_an_unknown_runner_limit() {
         .runner_limit
         .as_ref()
         .expect("runner limit inferred");
-    assert!(r.source.starts_with("inferred"), "{}", r.source);
+    assert!(matches!(r.source, Provenance::Inferred(_)), "{}", r.source);
     assert_eq!(r.value, 6);
     let c = d.settings.worker_concurrency.as_ref().expect("inferred");
     assert_eq!(c.value, 15, "{}", c.source);
@@ -512,8 +513,8 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
     )
     .await;
     let given = Settings {
-        workers: Some(Sourced::new(2, "test")),
-        job_time: Some(Sourced::new(0.5, "test")),
+        workers: Some(Sourced::new(2, Provenance::Assumed("test".into()))),
+        job_time: Some(Sourced::new(0.5, Provenance::Assumed("test".into()))),
         ..Settings::default()
     };
     let (d, _) = analyze(&mut s, given, None);

@@ -5,6 +5,7 @@
 //! `PROPTEST_CASES=20000 cargo test --release --test integration fuzz::`. The HTTP response parser's
 //! properties live next to it (src/load/client.rs, same variable).
 
+use n8ncap::model::settings::Provenance;
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -334,7 +335,7 @@ proptest! {
             start: 1.8e9,
             end: 1.8e9 + 60.0 * windows.len() as f64,
             matchers: Vec::new(),
-            step_s: Sourced::new(15.0, "fuzz"),
+            step_s: Sourced::new(15.0, Provenance::Assumed("fuzz".into())),
             scrape_interval_s: Some(15.0),
             queue_refresh_s: refresh,
             queue_refresh_by: String::new(),

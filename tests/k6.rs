@@ -3,6 +3,7 @@
 //! own sweep of the same stages. Skips with a printed reason when k6 is not installed.
 
 use crate::common::*;
+use n8ncap::model::settings::Provenance;
 use n8ncap::sim::{Stack, StackConfig};
 use std::process::Command;
 
@@ -122,8 +123,14 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
     )
     .await;
     let settings = n8ncap::model::settings::Settings {
-        worker_concurrency: Some(n8ncap::model::settings::Sourced::new(15, "test")),
-        runner_limit: Some(n8ncap::model::settings::Sourced::new(5, "test")),
+        worker_concurrency: Some(n8ncap::model::settings::Sourced::new(
+            15,
+            Provenance::Assumed("test".into()),
+        )),
+        runner_limit: Some(n8ncap::model::settings::Sourced::new(
+            5,
+            Provenance::Assumed("test".into()),
+        )),
         ..Default::default()
     };
     let (d, _) = n8ncap::commands::analyze(&mut own, settings, None);

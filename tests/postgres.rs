@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use n8ncap::diagnose::{diagnose, Inputs};
+use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::{Settings, Sourced};
 use n8ncap::model::Limit;
 use n8ncap::observe::watch::Endpoint;
@@ -175,12 +176,12 @@ async fn sweep_db(db: DbConfig, workers: u32, vus: &[u32]) -> (Summary, Served) 
 /// What the user gives: the workers' concurrency and runner limit and the job; not the pool.
 fn given(workers: u32) -> Settings {
     Settings {
-        workers: Some(Sourced::new(workers, "test")),
-        worker_concurrency: Some(Sourced::new(10, "test")),
-        runner_limit: Some(Sourced::new(10, "test")),
-        runners_per_worker: Some(Sourced::new(1, "test")),
-        job_time: Some(Sourced::new(0.1, "test")),
-        code_time: Some(Sourced::new(0.1, "test")),
+        workers: Some(Sourced::new(workers, Provenance::Assumed("test".into()))),
+        worker_concurrency: Some(Sourced::new(10, Provenance::Assumed("test".into()))),
+        runner_limit: Some(Sourced::new(10, Provenance::Assumed("test".into()))),
+        runners_per_worker: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
+        job_time: Some(Sourced::new(0.1, Provenance::Assumed("test".into()))),
+        code_time: Some(Sourced::new(0.1, Provenance::Assumed("test".into()))),
         ..Default::default()
     }
 }
@@ -214,6 +215,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
         .as_ref()
         .unwrap()
         .source
+        .words()
         .contains("db_pool_connections_max"));
     // Little's law at the pool: X × D ≈ the pool.
     let x = d.measured_ceiling.as_ref().unwrap().mean;

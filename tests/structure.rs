@@ -572,3 +572,38 @@ fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
         }
     }
 }
+
+/// Provenance is a type: `Sourced::source` is a `Provenance`, and no code outside tests reads
+/// a source's words to decide anything (`.source.starts_with(`, `.source.contains(`, or the
+/// same on its `words()`): it matches the variant.
+#[test]
+fn provenance_is_a_type_and_no_code_branches_on_its_words() {
+    let settings = std::fs::read_to_string(root().join("src/model/settings.rs")).unwrap();
+    let def = &settings[settings
+        .find("pub struct Sourced<T>")
+        .expect("Sourced is defined in model/settings.rs")..];
+    let def = &def[..def.find('}').unwrap()];
+    assert!(def.contains("pub source: Provenance,"), "{def}");
+    let mut branches = Vec::new();
+    for p in sources() {
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        let flat: String = text.split_whitespace().collect::<Vec<_>>().join("");
+        for needle in [
+            ".source.starts_with(",
+            ".source.contains(",
+            ".source.words().starts_with(",
+            ".source.words().contains(",
+            ".source.ends_with(",
+            ".source==\"",
+        ] {
+            if flat.contains(needle) {
+                branches.push(format!("src/{}: {needle}", rel(&p)));
+            }
+        }
+    }
+    assert!(
+        branches.is_empty(),
+        "branches on words:\n{}",
+        branches.join("\n")
+    );
+}

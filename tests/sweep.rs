@@ -6,6 +6,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use n8ncap::load::profile::{LoadModel, Profile, StageSpec};
+use n8ncap::model::settings::Provenance;
 use n8ncap::sim::{Stack, StackConfig};
 use std::process::Command;
 use std::time::Duration;
@@ -771,7 +772,10 @@ async fn open_model_past_the_ceiling_counts_completions() {
         "backlog {f:?}"
     );
     let settings = n8ncap::model::settings::Settings {
-        worker_concurrency: Some(n8ncap::model::settings::Sourced::new(15, "test")),
+        worker_concurrency: Some(n8ncap::model::settings::Sourced::new(
+            15,
+            Provenance::Assumed("test".into()),
+        )),
         ..Default::default()
     };
     let (d, _) = n8ncap::commands::analyze(&mut s, settings, None);

@@ -3,6 +3,7 @@
 
 use n8ncap::commands::analyze;
 use n8ncap::load::profile::Profile;
+use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::Settings;
 use n8ncap::model::settings::Sourced;
 use n8ncap::model::Limit;
@@ -141,10 +142,10 @@ async fn a_multipart_upload_of_a_10_mb_file_succeeds_with_its_bytes_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_30_percent_code_mix_and_an_all_code_load_get_different_correct_verdicts() {
     let settings = Settings {
-        workers: Some(Sourced::new(1, "test")),
-        worker_concurrency: Some(Sourced::new(5, "test")),
-        runner_limit: Some(Sourced::new(3, "test")),
-        runners_per_worker: Some(Sourced::new(1, "test")),
+        workers: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
+        worker_concurrency: Some(Sourced::new(5, Provenance::Assumed("test".into()))),
+        runner_limit: Some(Sourced::new(3, Provenance::Assumed("test".into()))),
+        runners_per_worker: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
         ..Default::default()
     };
     let stack = stack_with_notify(5, 3).await;
@@ -221,7 +222,7 @@ async fn a_regular_mode_simulator_capped_by_its_production_limit_is_diagnosed_as
         .iter()
         .all(|st| st.queue.as_ref().is_none_or(|q| q.samples == 0)));
     // 4 at once ÷ 0.34 s ≈ 11.8/s.
-    let settings = Settings::regular(Some(4), "test");
+    let settings = Settings::regular(Some(4), Provenance::Assumed("test".into()));
     let (d, rec) = judged(&mut s, settings, Limit::ProductionLimit, 11.8, 1.5);
     let f = d
         .findings
@@ -334,7 +335,7 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     let mut s = crate::common::sweep_cpu_watched(
         profile,
         vec![(main, n8ncap::record::Role::Main)],
-        Settings::regular(None, "test"),
+        Settings::regular(None, Provenance::Assumed("test".into())),
     )
     .await;
     let (d, rec) = analyze(&mut s, Default::default(), None);

@@ -25,7 +25,7 @@ fn on_postgres(n: &Node) -> bool {
 /// A process's pool and where it came from.
 fn pool_of(n: &Node) -> (u32, String) {
     match &n.db_pool_size {
-        Some(p) => (p.value, p.source.clone()),
+        Some(p) => (p.value, p.source.words()),
         None => (
             n8n_defaults::DB_POOL_SIZE,
             "n8n's default: DB_POSTGRESDB_POOL_SIZE unset".into(),

@@ -187,7 +187,7 @@ pub fn audit_for(
 /// A node's executions mode as topology read it, and the words for where it came from.
 fn mode_of(n: &Node) -> (Option<ExecutionsMode>, String) {
     match &n.executions_mode {
-        Some(m) => (Some(m.value), m.source.clone()),
+        Some(m) => (Some(m.value), m.source.words()),
         None => (None, "not read".into()),
     }
 }

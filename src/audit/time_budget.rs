@@ -129,7 +129,7 @@ pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut V
         // After the upgrade an unset timeout is 3.0's default.
         let (limit, source) = match (upgrade, t.task_timeout_set) {
             (Some(Upgrade::V3), false) => (TASK_TIMEOUT_3_S, "n8n 3.0 default".to_string()),
-            _ => (timeout.value, timeout.source.clone()),
+            _ => (timeout.value, timeout.source.words()),
         };
         if limit < code {
             out.push(

@@ -6,6 +6,7 @@ use super::analyze;
 use crate::error;
 use crate::load::profile::{LoadModel, Profile, RequestSpec, StageSpec};
 use crate::load::run::{run_sweep, Ending, SweepOptions};
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::observe::watch::Endpoint;
 use crate::record::{Diagnosis, Recommendation, Role, Summary};
@@ -68,12 +69,12 @@ pub fn demo_profile(url: &str) -> Profile {
 
 /// What the demo knows about the stack it started, as the model's settings.
 pub fn demo_settings() -> Settings {
-    let src = "simulator configuration";
+    let src = || Provenance::Deployment("simulator configuration".into());
     Settings {
-        workers: Some(Sourced::new(1, src)),
-        worker_concurrency: Some(Sourced::new(DEMO_WORKER_CONCURRENCY, src)),
-        runner_limit: Some(Sourced::new(DEMO_RUNNER_LIMIT, src)),
-        runners_per_worker: Some(Sourced::new(1, src)),
+        workers: Some(Sourced::new(1, src())),
+        worker_concurrency: Some(Sourced::new(DEMO_WORKER_CONCURRENCY, src())),
+        runner_limit: Some(Sourced::new(DEMO_RUNNER_LIMIT, src())),
+        runners_per_worker: Some(Sourced::new(1, src())),
         ..Settings::default()
     }
 }

@@ -139,7 +139,7 @@ pub(crate) async fn docker_watch(project: Option<&str>) -> anyhow::Result<Docker
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::settings::Sourced;
+    use crate::model::settings::{Provenance, Sourced};
     use crate::record::summary::Host;
 
     #[test]
@@ -155,7 +155,7 @@ mod tests {
         saved.stages = vec![closed(0, 20, 4.7)];
         saved.settings = Some(settings(1.0, Some(10), Some(5)));
         saved.host = Some(Host {
-            cores: Some(Sourced::new(2.0, "recorded")),
+            cores: Some(Sourced::new(2.0, Provenance::Recorded("recorded".into()))),
             shares_client_cpu: true,
             client_cores: Some(2.0),
         });
@@ -164,11 +164,14 @@ mod tests {
         let mut back: Summary = serde_json::from_str(&text).unwrap();
         let (d, rec) = analyze(&mut back, Settings::default(), None);
         assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
-        assert_eq!(d.settings.runner_limit.as_ref().unwrap().source, "test");
+        assert_eq!(
+            d.settings.runner_limit.as_ref().unwrap().source.words(),
+            "test"
+        );
         assert!(rec.is_ok());
         // A flag overrides what the run recorded.
         let flags = Settings {
-            runner_limit: Some(Sourced::new(20, "flag --runner-limit")),
+            runner_limit: Some(Sourced::new(20, Provenance::Flag("--runner-limit".into()))),
             ..Settings::default()
         };
         let (d2, _) = analyze(&mut back, flags, None);
@@ -214,7 +217,7 @@ mod tests {
 
     fn settings_10() -> Settings {
         Settings {
-            worker_concurrency: Some(Sourced::new(10, "t")),
+            worker_concurrency: Some(Sourced::new(10, Provenance::Assumed("t".into()))),
             ..Settings::default()
         }
     }

@@ -3,6 +3,7 @@
 
 use crate::cli::RecommendArgs;
 use crate::error::{self, BadInput};
+use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
 use crate::report::views::Recommend;
 use crate::report::{Dialect, Format};
@@ -37,7 +38,9 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
         (false, Some(d)) => (Format::Table, d),
         _ => (Format::Json, Dialect::Compose),
     };
-    let bp = a.break_point.map(|b| Sourced::new(b, "flag --break-point"));
+    let bp = a
+        .break_point
+        .map(|b| Sourced::new(b, Provenance::Flag("--break-point".into())));
     let mut memory = None;
     let rec = match (&a.input, bp) {
         (Some(path), bp) => {

@@ -6,6 +6,7 @@
 //! or at its container's CPU limit when that is lower. The host saturates when every process
 //! sharing it together uses its cores.
 
+use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
 use crate::record::diagnosis::{CpuSite, CpuUse, Level};
 use crate::record::{Role, StageResult};
@@ -116,16 +117,24 @@ fn process_use(name: String, site: Site, x: f64, host: &Host) -> Option<CpuUse> 
         Some(Role::Main | Role::Worker | Role::Webhook | Role::Runner | Role::Redis)
     );
     let usable = match (site.limit, node) {
-        (Some(l), true) if l < NODE_USABLE_CORES => Sourced::new(l, "the container's CPU limit"),
+        (Some(l), true) if l < NODE_USABLE_CORES => Sourced::new(
+            l,
+            Provenance::Deployment("the container's CPU limit".into()),
+        ),
         (_, true) => Sourced::new(
             NODE_USABLE_CORES,
-            "one core: a Node process runs its JavaScript on one thread",
+            Provenance::Default(
+                "one core: a Node process runs its JavaScript on one thread".into(),
+            ),
         ),
-        (Some(l), false) => Sourced::new(l, "the container's CPU limit"),
+        (Some(l), false) => Sourced::new(
+            l,
+            Provenance::Deployment("the container's CPU limit".into()),
+        ),
         // A process whose usable cores are unknown bounds nothing; it still counts in the
         // host's total.
         (None, false) => match &host.cores {
-            Some(c) => Sourced::new(c.value, format!("the host's cores ({})", c.source)),
+            Some(c) => Sourced::new(c.value, c.source.with_note("")),
             None => return None,
         },
     };

@@ -8,6 +8,7 @@
 
 use super::{diagnose, Inputs};
 use crate::findings::{Finding, FindingId};
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::Diagnosis;
@@ -29,12 +30,12 @@ const NODE_CORE_BOUND: f64 = 0.85;
 pub fn settings(h: &History) -> Settings {
     let mut s = Settings::default();
     if let Some(e) = &h.exporter {
-        let src = "n8ncap exporter series in Prometheus";
-        s.workers = Some(Sourced::new(e.workers.max(1), src));
-        s.worker_concurrency = e.worker_concurrency.map(|c| Sourced::new(c, src));
+        let src = || Provenance::Measured("n8ncap exporter series in Prometheus".into());
+        s.workers = Some(Sourced::new(e.workers.max(1), src()));
+        s.worker_concurrency = e.worker_concurrency.map(|c| Sourced::new(c, src()));
         if let Some(r) = e.runner_capacity {
-            s.runner_limit = Some(Sourced::new(r, src));
-            s.runners_per_worker = Some(Sourced::new(1, src));
+            s.runner_limit = Some(Sourced::new(r, src()));
+            s.runners_per_worker = Some(Sourced::new(1, src()));
         }
     }
     let workers = h
@@ -45,7 +46,9 @@ pub fn settings(h: &History) -> Settings {
     if s.workers.is_none() && workers > 0 {
         s.workers = Some(Sourced::new(
             workers,
-            format!("Prometheus: {workers} worker process(es) with n8n's process metrics"),
+            Provenance::Measured(format!(
+                "Prometheus: {workers} worker process(es) with n8n's process metrics"
+            )),
         ));
     }
     let calm: Vec<f64> = h
@@ -59,10 +62,10 @@ pub fn settings(h: &History) -> Settings {
     if let Some(least) = calm.iter().copied().reduce(f64::min) {
         s.job_time = Some(Sourced::new(
             least,
-            format!(
+            Provenance::Measured(format!(
                 "n8n_workflow_execution_duration_seconds: the shortest mean of {} window(s) where no job waited",
                 calm.len()
-            ),
+            )),
         ));
     }
     s
@@ -77,7 +80,7 @@ pub fn known(flags: Settings, h: &History) -> Settings {
         s.job_time = s.code_time.as_ref().map(|c| {
             Sourced::new(
                 c.value,
-                format!("{} (the job taken as its one Code node)", c.source),
+                c.source.with_note(" (the job taken as its one Code node)"),
             )
         });
     }
@@ -389,15 +392,16 @@ const EDGE_SHARE: f64 = 0.9;
 /// above the slot time measured at saturation, else that slot time itself — which may hold
 /// time spent waiting for a runner, and is said so.
 pub fn service_time(stages: &[StageResult], s: &Settings) -> Option<(Sourced<f64>, f64)> {
-    let hist = |src: &str| src.starts_with(HISTOGRAM);
-    if let Some(j) = s.job_time.as_ref().filter(|j| hist(&j.source)) {
+    // The job time the history measured (n8n's histogram where nothing waited), not one given.
+    let measured = |p: &Provenance| matches!(p, Provenance::Measured(_));
+    if let Some(j) = s.job_time.as_ref().filter(|j| measured(&j.source)) {
         return Some((
             Sourced::new(
                 j.value,
-                format!(
+                Provenance::Measured(format!(
                     "{} (the slot time of an execution that waited for nothing)",
                     j.source
-                ),
+                )),
             ),
             0.0,
         ));
@@ -422,7 +426,7 @@ pub fn service_time(stages: &[StageResult], s: &Settings) -> Option<(Sourced<f64
             Some((
                 Sourced::new(
                     v,
-                    format!("{what}, {g:.3} s, with n8n's overhead, at most the slot time measured at saturation"),
+                    Provenance::Assumed(format!("{what}, {g:.3} s, with n8n's overhead, at most the slot time measured at saturation")),
                 ),
                 (v - g).max(0.0),
             ))
@@ -430,7 +434,7 @@ pub fn service_time(stages: &[StageResult], s: &Settings) -> Option<(Sourced<f64
         (None, Some(d)) => Some((
             Sourced::new(
                 d,
-                format!("{HISTOGRAM} at saturation: the time an execution held its slot, which may include waiting for a runner task (give --code-time or --job-time to tell)"),
+                Provenance::Inferred(format!("{HISTOGRAM} at saturation: the time an execution held its slot, which may include waiting for a runner task (give --code-time or --job-time to tell)")),
             ),
             0.0,
         )),
@@ -530,7 +534,7 @@ fn slots_bind(stages: &[StageResult], d: &Diagnosis, out: &mut Vec<Finding>) -> 
     let ambiguous = d
         .service_time
         .as_ref()
-        .is_some_and(|s| s.source.contains("at saturation"));
+        .is_some_and(|s| !matches!(s.source, Provenance::Measured(_)));
     let mut f = Finding::new(
         FindingId::SlotsBind,
         format!(

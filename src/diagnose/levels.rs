@@ -9,6 +9,7 @@
 //! level where jobs waited in Redis, or (open model) whose completions fell short of the offered
 //! rate or dropped arrivals, is saturated too.
 
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::DEFAULT_OVERHEAD_S;
 use crate::record::diagnosis::{Level, SaturationSign};
@@ -251,20 +252,20 @@ pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f6
         .map(|ms| ms / 1000.0);
     match (baseline, job_time) {
         (Some(s), Some(j)) => (
-            Some(Sourced::new(s, "measured: mean response at 1 in flight")),
+            Some(Sourced::new(s, Provenance::Measured("measured: mean response at 1 in flight".into()))),
             (s - j).max(0.0),
         ),
         (Some(s), None) => (
-            Some(Sourced::new(s, "measured: mean response at 1 in flight")),
+            Some(Sourced::new(s, Provenance::Measured("measured: mean response at 1 in flight".into()))),
             s - job_from_response(s),
         ),
         (None, Some(j)) => (
             Some(Sourced::new(
                 j + DEFAULT_OVERHEAD_S,
-                format!(
+                Provenance::Assumed(format!(
                     "assumed: job time {j:.3} s + n8n's typical overhead {:.0} ms (no level at 1 in flight measured it)",
                     DEFAULT_OVERHEAD_S * 1000.0
-                ),
+                )),
             )),
             DEFAULT_OVERHEAD_S,
         ),

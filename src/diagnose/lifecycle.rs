@@ -9,6 +9,7 @@
 
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::n8n_defaults;
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::record::diagnosis::{ContainerDeath, DeathKind, Level, RunnerMemory};
 use crate::record::lifecycle::LifecycleAction;
@@ -158,7 +159,7 @@ fn tasks_held(s: &StageResult, c: &ContainerObserved, settings: &Settings) -> Op
             why.push_str(&format!(", at most its limit {l}"));
         }
     }
-    Some(Sourced::new(tasks, why))
+    Some(Sourced::new(tasks, Provenance::Inferred(why)))
 }
 
 /// Levels a capacity container's death touched: the level it died in, and the later ones
@@ -280,7 +281,7 @@ pub fn runner_memory(
     let base = if runners.is_empty() {
         Sourced::new(
             crate::model::n8n_defaults::RUNNER_IDLE_MIB,
-            "an idle n8nio/runners container (assumed, not measured)",
+            Provenance::Assumed("an idle n8nio/runners container (assumed, not measured)".into()),
         )
     } else {
         let mut names: Vec<&str> = runners.iter().map(|c| c.name.as_str()).collect();
@@ -290,7 +291,7 @@ pub fn runner_memory(
             runners.iter().map(|c| c.memory_baseline_bytes).sum::<f64>() / runners.len() as f64;
         Sourced::new(
             mean / MIB,
-            format!("measured before load ({} runner(s))", names.len()),
+            Provenance::Measured(format!("measured before load ({} runner(s))", names.len())),
         )
     };
     if let Some(m) = measured(stages, settings, deaths, &base) {
@@ -314,10 +315,10 @@ pub fn runner_memory(
     Some(RunnerMemory {
         per_task_mib: Sourced::new(
             per,
-            format!(
+            Provenance::Inferred(format!(
                 "at least: {limit:.0} MiB limit less the base over the ≈ {:.0} tasks {} held when killed",
                 tasks.value, d.name
-            ),
+            )),
         ),
         base_mib: base,
         tasks: Some(tasks.value),
@@ -349,7 +350,7 @@ fn measured(
         .filter_map(|s| per_task_in(s, code_s))
         .max_by(|a, b| a.growth.total_cmp(&b.growth))?;
     Some(RunnerMemory {
-        per_task_mib: Sourced::new(best.growth / best.tasks, best.how),
+        per_task_mib: Sourced::new(best.growth / best.tasks, Provenance::Measured(best.how)),
         base_mib: base.clone(),
         tasks: Some(best.tasks),
         stage: Some(best.stage),
@@ -446,7 +447,7 @@ pub fn findings(
                     m.per_task_mib.value, m.base_mib.value
                 ),
             )
-            .evidence(m.per_task_mib.source.clone())
+            .evidence(m.per_task_mib.source.words())
             .evidence(format!("base: {}", m.base_mib.source))
             .figure("per_task_mib", m.per_task_mib.value)
             .figure("base_mib", m.base_mib.value)
@@ -655,7 +656,10 @@ mod tests {
         let mut later = closed(1, 8, 3.8);
         later.containers = vec![container("w", Role::Worker)];
         let mut set = settings(1.0, Some(10), Some(5));
-        set.task_memory_mb = Some(Sourced::new(200.0, "request body (alloc_mb)"));
+        set.task_memory_mb = Some(Sourced::new(
+            200.0,
+            Provenance::Body("request body (alloc_mb)".into()),
+        ));
         (vec![s, later], set)
     }
 
@@ -709,7 +713,7 @@ mod tests {
         let m = runner_memory(&stages, &set, &deaths).unwrap();
         // (512 − 150) ÷ 4 tasks held.
         assert!((m.per_task_mib.value - 90.5).abs() < 1e-9);
-        assert!(m.per_task_mib.source.starts_with("at least"));
+        assert!(matches!(m.per_task_mib.source, Provenance::Inferred(_)));
     }
 
     #[test]
@@ -743,7 +747,7 @@ mod tests {
         assert!((m.per_task_mib.value - 64.0).abs() < 1e-9);
         // 0.3 s of Code in a 1 s job: X × C = 3.9 × 0.3 tasks, under half of 4: the means.
         let mut part = settings(1.0, Some(10), Some(5));
-        part.code_time = Some(Sourced::new(0.3, "test"));
+        part.code_time = Some(Sourced::new(0.3, Provenance::Assumed("test".into())));
         let m = runner_memory(std::slice::from_ref(&s), &part, &[]).unwrap();
         assert!((m.per_task_mib.value - 200.0 / (3.9 * 0.3)).abs() < 1e-9);
     }

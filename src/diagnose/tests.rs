@@ -3,6 +3,7 @@
 //! where there are some (runner limit 5 → 4.7 req/s at 1 s jobs; CPU-bound near 12.5/s).
 
 use super::*;
+use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
 use crate::record::diagnosis::{CpuSite, SaturationSign};
 use crate::record::stage::{ContainerObserved, EndpointObserved, Latency, QueueObserved};
@@ -51,12 +52,12 @@ pub fn stage(
 
 pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
     Settings {
-        workers: Some(Sourced::new(1, "test")),
-        worker_concurrency: c.map(|v| Sourced::new(v, "test")),
-        runner_limit: r.map(|v| Sourced::new(v, "test")),
-        runners_per_worker: Some(Sourced::new(1, "test")),
-        job_time: Some(Sourced::new(job_s, "test")),
-        code_time: Some(Sourced::new(job_s, "test")),
+        workers: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
+        worker_concurrency: c.map(|v| Sourced::new(v, Provenance::Assumed("test".into()))),
+        runner_limit: r.map(|v| Sourced::new(v, Provenance::Assumed("test".into()))),
+        runners_per_worker: Some(Sourced::new(1, Provenance::Assumed("test".into()))),
+        job_time: Some(Sourced::new(job_s, Provenance::Assumed("test".into()))),
+        code_time: Some(Sourced::new(job_s, Provenance::Assumed("test".into()))),
         task_memory_mb: None,
         executions_mode: None,
         binary_data_mode: None,
@@ -73,7 +74,7 @@ pub fn run(stages: &[StageResult], s: Settings) -> Diagnosis {
             settings: s,
             task_request_timeout_s: None,
             host: cpu::Host {
-                cores: Some(Sourced::new(2.0, "test")),
+                cores: Some(Sourced::new(2.0, Provenance::Assumed("test".into()))),
                 shares_client_cpu: true,
                 client_cores: Some(2.0),
             },
@@ -96,7 +97,7 @@ fn one_saturated_level_with_known_limits_gives_the_verdict() {
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
     let s = d.service_time.as_ref().unwrap();
     assert!((s.value - 1.06).abs() < 1e-9, "assumed job + 60 ms");
-    assert!(s.source.starts_with("assumed"));
+    assert!(matches!(s.source, Provenance::Assumed(_)));
     assert_eq!(
         d.levels[0].saturated_by,
         vec![SaturationSign::ResponseAboveServiceTime]
@@ -115,7 +116,7 @@ fn one_saturated_level_pins_an_unknown_runner_limit() {
     let d = run(&[closed(0, 20, 4.7)], settings(1.0, Some(10), None));
     let r = d.settings.runner_limit.as_ref().expect("inferred");
     assert_eq!(r.value, 5);
-    assert!(r.source.starts_with("inferred"), "{}", r.source);
+    assert!(matches!(r.source, Provenance::Inferred(_)), "{}", r.source);
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
 }
 
@@ -125,7 +126,7 @@ fn one_saturated_level_pins_an_unknown_worker_concurrency() {
     let d = run(&[closed(0, 20, 9.6)], settings(1.0, None, Some(20)));
     let c = d.settings.worker_concurrency.as_ref().expect("inferred");
     assert_eq!(c.value, 10);
-    assert!(c.source.starts_with("inferred"));
+    assert!(matches!(c.source, Provenance::Inferred(_)));
     assert_eq!(d.capping_limit, Some(Limit::WorkerConcurrency));
 }
 
@@ -517,7 +518,8 @@ fn saturated_with_no_job_waiting_points_behind_the_slots() {
     let d = run(&[st], settings(1.0, None, None));
     let c = d.settings.worker_concurrency.as_ref().unwrap();
     assert_eq!(c.value, 32);
-    assert!(c.source.contains("at least"), "{}", c.source);
+    assert!(matches!(c.source, Provenance::Inferred(_)));
+    assert!(c.source.words().contains("at least"), "{}", c.source);
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 20);
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
 }
@@ -610,9 +612,12 @@ fn a_ramp_without_a_held_step_is_too_fast_to_read() {
 #[test]
 fn a_regular_mode_main_at_its_production_limit_is_named_as_such() {
     // Production limit 4, 1 s jobs: 4 in flight at 3.85/s with 40 ms overhead, 8 in flight flat.
-    let mut s = Settings::regular(Some(4), "test");
-    s.job_time = Some(Sourced::new(1.0, "test"));
-    s.code_time = Some(Sourced::new(1.0, "test"));
+    let mut s = Settings::regular(
+        Some(4),
+        Provenance::Flag("--executions-mode regular".into()),
+    );
+    s.job_time = Some(Sourced::new(1.0, Provenance::Assumed("test".into())));
+    s.code_time = Some(Sourced::new(1.0, Provenance::Assumed("test".into())));
     let d = run(&[closed(0, 1, 1.0 / 1.04), closed(1, 8, 3.85)], s);
     assert_eq!(
         d.capping_limit,
@@ -742,7 +747,7 @@ fn a_limit_inferred_from_the_measurement_is_not_doubted_for_its_rounding() {
     // limit inferred from X × C = 260 tasks rounds to 5 per worker, whose bound (250 ÷ 0.52 s =
     // 481/s) is under the 500 measured only by that rounding.
     let mut s = settings(0.52, Some(10), None);
-    s.workers = Some(Sourced::new(50, "test"));
+    s.workers = Some(Sourced::new(50, Provenance::Assumed("test".into())));
     let d = run(&[closed(0, 1, 1.0 / 0.56), closed(1, 800, 500.0)], s);
     assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 5);

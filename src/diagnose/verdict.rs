@@ -9,6 +9,7 @@
 use super::{cpu, floor};
 use crate::findings::{Finding, FindingId};
 use crate::limits::{self, code_time, pct, Named};
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Capacity, Holds, Job};
 use crate::record::diagnosis::Level;
@@ -53,9 +54,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
             .filter(|p| *p > 0)
         {
             s.worker_concurrency = Some(Sourced::new(
-                per,
-                "inferred: slots taken (n8n_scaling_mode_queue_jobs_active) while jobs waited in Redis",
-            ));
+                per, Provenance::Inferred("inferred: slots taken (n8n_scaling_mode_queue_jobs_active) while jobs waited in Redis".into())));
         }
     }
     let Some(c) = ceiling else { return };
@@ -87,10 +86,10 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
                 .max(1.0) as u32;
             s.worker_concurrency = Some(Sourced::new(
                 per,
-                format!(
+                Provenance::Inferred(format!(
                     "inferred: at least {per} — slots taken at {} while no job waited in the queue",
                     c.level.words()
-                ),
+                )),
             ));
         }
     }

@@ -10,6 +10,7 @@
 use super::{inferred, pct, Dialect, Key, Kind, Named, Process, SettingLine};
 use super::{Share, Verdict};
 use crate::findings::{Finding, FindingId};
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{n8n_defaults, Bound, Holds, Job, Limit};
 use crate::record::diagnosis::{Diagnosis, Level};
@@ -59,11 +60,14 @@ fn acquire_p99(stages: &[StageResult], levels: &[Level]) -> Option<Sourced<f64>>
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     Some(Sourced::new(
         v,
-        if above {
-            "measured: above the last bucket of n8n_db_pool_acquire_seconds at the busiest level"
-        } else {
-            "measured: n8n_db_pool_acquire_seconds' bucket at the busiest level"
-        },
+        Provenance::Measured(
+            if above {
+                "measured: above the last bucket of n8n_db_pool_acquire_seconds at the busiest level"
+            } else {
+                "measured: n8n_db_pool_acquire_seconds' bucket at the busiest level"
+            }
+            .into(),
+        ),
     ))
 }
 
@@ -106,7 +110,9 @@ impl Kind for DbPool {
             if max >= 1.0 {
                 s.db_pool_size = Some(Sourced::new(
                     (max / workers).round() as u32,
-                    "n8n_db_pool_connections_max on the workers' /metrics",
+                    Provenance::Measured(
+                        "n8n_db_pool_connections_max on the workers' /metrics".into(),
+                    ),
                 ));
             }
         }
@@ -138,11 +144,11 @@ impl Kind for DbPool {
         let busiest = read.iter().map(|r| r.1).fold(0.0, f64::max);
         s.db_time.get_or_insert(Sourced {
             value: median,
-            source: format!(
+            source: Provenance::Measured(format!(
                 "measured: connections in use ÷ throughput (Little's law at the pool) at {} level(s){}; at most {busiest:.1} in use, {pending:.1} requests pending",
                 d.len(),
                 if at_full { " where the pool was full, the shortest" } else { "" }
-            ),
+            )),
             interval: Some([d[0], d[d.len() - 1]]),
         });
     }

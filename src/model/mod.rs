@@ -9,6 +9,7 @@
 pub mod bound;
 pub mod budget;
 pub mod mix;
+pub mod provenance;
 pub mod settings;
 
 pub use bound::{Bound, Holds};

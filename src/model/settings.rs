@@ -2,27 +2,60 @@
 //! can say "worker concurrency 15 (from --worker-concurrency)" or "runner limit 10 (inferred
 //! from the measured ceiling)".
 
+pub use super::provenance::{Provenance, ProvenanceKind};
 use super::{capacity_uniform, Capacity, Job, WorkerLimits};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A value and where it came from. In JSON: `value`, `source` (the words), `provenance` (the
+/// variant) and, for an inferred value, `interval`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sourced<T> {
     pub value: T,
-    /// "flag --runner-limit", "request body (sleep_ms)", "simulator configuration",
-    /// "inferred from the measured ceiling", "n8n default", a container or compose file.
-    pub source: String,
+    pub source: Provenance,
     /// An inferred value's 95 % interval (from the throughput's), before rounding.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<[f64; 2]>,
 }
 
 impl<T> Sourced<T> {
-    pub fn new(value: T, source: impl Into<String>) -> Self {
+    pub fn new(value: T, source: Provenance) -> Self {
         Sourced {
             value,
-            source: source.into(),
+            source,
             interval: None,
         }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SourcedRepr<T> {
+    value: T,
+    source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provenance: Option<ProvenanceKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interval: Option<[f64; 2]>,
+}
+
+impl<T: Serialize> Serialize for Sourced<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SourcedRepr {
+            value: &self.value,
+            source: self.source.words(),
+            provenance: Some(self.source.kind()),
+            interval: self.interval,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sourced<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = SourcedRepr::<T>::deserialize(d)?;
+        Ok(Sourced {
+            value: r.value,
+            source: Provenance::from_saved(r.source, r.provenance),
+            interval: r.interval,
+        })
     }
 }
 
@@ -33,7 +66,7 @@ impl Sourced<u32> {
     /// An inferred whole number from its estimate and interval: the one integer inside the
     /// interval when there is exactly one, else the nearest to the estimate — and the source
     /// says which, with the interval ("runner limit 5 (4.8–5.2, inferred)").
-    pub fn inferred(estimate: f64, interval: [f64; 2], source: impl Into<String>) -> Self {
+    pub fn inferred(estimate: f64, interval: [f64; 2], from: impl std::fmt::Display) -> Self {
         let [lo, hi] = [interval[0].min(estimate), interval[1].max(estimate)];
         // Figures read to a tenth: an integer within that of the interval lies in it (a
         // degenerate 6.04–6.04 holds 6).
@@ -55,14 +88,11 @@ impl Sourced<u32> {
         };
         Sourced {
             value,
-            source: format!("{} ({lo:.1}–{hi:.1}, inferred{note})", source.into()),
+            source: Provenance::Inferred(format!("{from} ({lo:.1}–{hi:.1}, inferred{note})")),
             interval: Some([lo, hi]),
         }
     }
 }
-
-/// How a plan's proposed values' sources begin ("proposed: one step of 1.5×").
-pub const PROPOSED: &str = "proposed";
 
 /// `EXECUTIONS_MODE`: `queue` (workers take executions from Redis) or `regular` (n8n's
 /// default: main runs every execution itself).
@@ -154,21 +184,19 @@ impl Settings {
     /// Regular mode as the model sees it: one process (main) runs every execution, its slots
     /// are `N8N_CONCURRENCY_PRODUCTION_LIMIT` (None: -1, no limit), its Code nodes go to its
     /// internal runner (`runner_limit`, n8n's default when not given).
-    pub fn regular(production_limit: Option<u32>, source: &str) -> Settings {
+    pub fn regular(production_limit: Option<u32>, source: Provenance) -> Settings {
         Settings {
-            executions_mode: Some(Sourced::new(ExecutionsMode::Regular, source)),
-            workers: Some(Sourced::new(1, "regular mode: main runs every execution")),
+            executions_mode: Some(Sourced::new(ExecutionsMode::Regular, source.clone())),
+            workers: Some(Sourced::new(1, Provenance::Deployment("regular mode: main runs every execution".into()))),
             worker_concurrency: production_limit.map(|l| {
                 Sourced::new(
                     l,
-                    format!("N8N_CONCURRENCY_PRODUCTION_LIMIT ({source}): regular mode's slots"),
+                    source.with_note(": N8N_CONCURRENCY_PRODUCTION_LIMIT, regular mode's slots"),
                 )
             }),
-            runners_per_worker: Some(Sourced::new(1, "regular mode: main's internal runner")),
+            runners_per_worker: Some(Sourced::new(1, Provenance::Deployment("regular mode: main's internal runner".into()))),
             runner_limit: Some(Sourced::new(
-                super::n8n_defaults::RUNNER_LIMIT,
-                "n8n 2.x default for main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY unset)",
-            )),
+                super::n8n_defaults::RUNNER_LIMIT, Provenance::Default("n8n 2.x default for main's internal runner (N8N_RUNNERS_MAX_CONCURRENCY unset)".into()))),
             ..Settings::default()
         }
     }
@@ -221,14 +249,15 @@ impl Settings {
     ) -> Settings {
         let slot = field(&mut self);
         if slot.as_ref().map(|v| v.value) != Some(value) {
-            *slot = Some(Sourced::new(value, format!("{PROPOSED}: {why}")));
+            *slot = Some(Sourced::new(value, Provenance::Proposed(why.to_string())));
         }
         self
     }
 
     /// Whether the setting `field` picks is one a plan proposed.
     pub fn proposed(o: &Option<Sourced<u32>>) -> bool {
-        o.as_ref().is_some_and(|v| v.source.starts_with(PROPOSED))
+        o.as_ref()
+            .is_some_and(|v| matches!(v.source, Provenance::Proposed(_)))
     }
 
     /// Runner tasks one worker can run: runner limit × runners per worker.
@@ -261,8 +290,8 @@ impl Settings {
         }
         let job = super::mix::mean_job(kinds);
         let source = match kinds {
-            [one] => format!("profile scenario {}", one.name),
-            _ => format!(
+            [one] => Provenance::Body(format!("profile scenario {}", one.name)),
+            _ => Provenance::Body(format!(
                 "mix of {} workflows: Σ share × time ({})",
                 kinds.len(),
                 kinds
@@ -270,7 +299,7 @@ impl Settings {
                     .map(|k| format!("{} {:.0} %", k.name, k.share * 100.0))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
+            )),
         };
         Settings {
             job_time: Some(Sourced::new(job.job_time(), source.clone())),
@@ -319,19 +348,28 @@ impl Settings {
             .and_then(|v| v.as_bool())
             .unwrap_or(true);
         Settings {
-            job_time: sleep
-                .map(|s| Sourced::new((s + wait) / 1000.0, "request body (sleep_ms + wait_ms)")),
+            job_time: sleep.map(|s| {
+                Sourced::new(
+                    (s + wait) / 1000.0,
+                    Provenance::Body("request body (sleep_ms + wait_ms)".into()),
+                )
+            }),
             // Without a Code node there is no Code time, whatever the job's length.
             code_time: match has_code {
-                true => sleep.map(|s| Sourced::new(s / 1000.0, "request body (sleep_ms)")),
+                true => sleep.map(|s| {
+                    Sourced::new(
+                        s / 1000.0,
+                        Provenance::Body("request body (sleep_ms)".into()),
+                    )
+                }),
                 false => Some(Sourced::new(
                     0.0,
-                    "request body (code: false, no Code node)",
+                    Provenance::Body("request body (code: false, no Code node)".into()),
                 )),
             },
             task_memory_mb: num("alloc_mb")
                 .filter(|m| *m > 0.0)
-                .map(|m| Sourced::new(m, "request body (alloc_mb)")),
+                .map(|m| Sourced::new(m, Provenance::Body("request body (alloc_mb)".into()))),
             ..Settings::default()
         }
     }

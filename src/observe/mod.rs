@@ -20,11 +20,15 @@ pub fn host_facts(url: &str, docker_cores: Option<f64>) -> crate::record::summar
     let cores = match docker_cores {
         Some(n) => Some(crate::model::settings::Sourced::new(
             n,
-            "the Docker Engine's host (NCPU)",
+            crate::model::settings::Provenance::Deployment(
+                "the Docker Engine's host (NCPU)".into(),
+            ),
         )),
         None if local => Some(crate::model::settings::Sourced::new(
             crate::util::cores(),
-            "this machine (the target is on loopback)",
+            crate::model::settings::Provenance::Deployment(
+                "this machine (the target is on loopback)".into(),
+            ),
         )),
         None => None,
     };

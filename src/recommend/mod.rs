@@ -10,6 +10,7 @@ pub mod memory;
 use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
 use crate::limits::{self, with_runners};
+use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job, Limit};
 use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
@@ -67,10 +68,10 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         .filter(|_| d.settings.job_time.is_none())
         .map(|st| {
             let job = (st.value - overhead).max(st.value * 0.5);
-            let source = format!(
+            let source = Provenance::Measured(format!(
                 "measured: S {:.3} s less {overhead:.3} s of overhead ({})",
                 st.value, st.source
-            );
+            ));
             Settings {
                 job_time: Some(Sourced::new(job, source.clone())),
                 code_time: d
@@ -192,7 +193,7 @@ fn basis(
             BreakPointKind::Failure,
             Sourced::new(
                 f.in_flight.round().max(1.0) as u32,
-                format!("failure: {}", f.reason),
+                Provenance::Measured(format!("failure: {}", f.reason)),
             ),
         ));
     }
@@ -204,7 +205,7 @@ fn basis(
         BreakPointKind::Knee,
         Sourced::new(
             k.in_flight.round().max(1.0) as u32,
-            format!("knee: {}", k.reason),
+            Provenance::Measured(format!("knee: {}", k.reason)),
         ),
     ))
 }
@@ -234,7 +235,7 @@ fn current(s: &Settings) -> Result<Settings, String> {
 fn with_defaults(s: &Settings) -> Settings {
     let mut s = s.clone();
     let fill = |o: &mut Option<Sourced<u32>>, v: u32, why: &str| {
-        o.get_or_insert_with(|| Sourced::new(v, why));
+        o.get_or_insert_with(|| Sourced::new(v, Provenance::Assumed(why.into())));
     };
     fill(&mut s.workers, 1, "not known: one worker");
     fill(
@@ -254,7 +255,10 @@ fn with_defaults(s: &Settings) -> Settings {
     );
     // A plan pairs every worker with a runner: none read is planned from one.
     if s.runners_per_worker.as_ref().is_some_and(|r| r.value == 0) {
-        s.runners_per_worker = Some(Sourced::new(1, "none read: a plan pairs one per worker"));
+        s.runners_per_worker = Some(Sourced::new(
+            1,
+            Provenance::Assumed("none read: a plan pairs one per worker".into()),
+        ));
     }
     s
 }
@@ -418,24 +422,24 @@ fn memory_limit(
         let mb = memory_needed_mib(runner_limit as f64, m, MEMORY_HEADROOM) as u64;
         return Some(Sourced::new(
             mb,
-            format!(
+            Provenance::Measured(format!(
                 "{runner_limit} tasks × {:.0} MiB per task ({}) + {:.0} MiB base ({}), +{:.0} % headroom",
                 m.per_task_mib.value,
                 m.per_task_mib.source,
                 m.base_mib.value,
                 m.base_mib.source,
                 (MEMORY_HEADROOM - 1.0) * 100.0
-            ),
+            )),
         ));
     }
     s.task_memory_mb.as_ref().map(|m| {
         let mb = (runner_limit as f64 * m.value + RUNNER_BASE_MB_ASSUMED).ceil() as u64;
         Sourced::new(
             mb,
-            format!(
+            Provenance::Assumed(format!(
                 "{runner_limit} tasks × {:.0} MiB per task ({}) + {RUNNER_BASE_MB_ASSUMED:.0} MiB base (assumed, not measured)",
                 m.value, m.source
-            ),
+            )),
         )
     })
 }

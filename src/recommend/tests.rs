@@ -2,17 +2,22 @@
 
 use super::*;
 use crate::diagnose::tests::{closed, cpu_stage, run, settings};
+use crate::model::settings::Provenance;
 
 #[test]
 fn reference_check_break_point_120_job_24s() {
     let s = Settings {
-        worker_concurrency: Some(Sourced::new(120, "test")),
-        runner_limit: Some(Sourced::new(10, "test")),
-        job_time: Some(Sourced::new(24.0, "test")),
-        code_time: Some(Sourced::new(24.0, "test")),
+        worker_concurrency: Some(Sourced::new(120, Provenance::Assumed("test".into()))),
+        runner_limit: Some(Sourced::new(10, Provenance::Assumed("test".into()))),
+        job_time: Some(Sourced::new(24.0, Provenance::Assumed("test".into()))),
+        code_time: Some(Sourced::new(24.0, Provenance::Assumed("test".into()))),
         ..Settings::default()
     };
-    let r = from_break_point(&s, Sourced::new(120, "flag")).unwrap();
+    let r = from_break_point(
+        &s,
+        Sourced::new(120, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     assert_eq!(r.break_point_kind, BreakPointKind::Failure);
     assert_eq!(r.operating_concurrency, 80);
     assert_eq!(r.settings.worker_concurrency_or_default(), 80);
@@ -32,24 +37,28 @@ fn reference_check_break_point_120_job_24s() {
 #[test]
 fn runner_capacity_follows_the_code_share_and_is_never_lowered() {
     let s = Settings {
-        job_time: Some(Sourced::new(2.0, "t")),
-        code_time: Some(Sourced::new(0.5, "t")),
-        worker_concurrency: Some(Sourced::new(4, "t")),
-        runner_limit: Some(Sourced::new(2, "t")),
-        task_memory_mb: Some(Sourced::new(100.0, "t")),
+        job_time: Some(Sourced::new(2.0, Provenance::Assumed("t".into()))),
+        code_time: Some(Sourced::new(0.5, Provenance::Assumed("t".into()))),
+        worker_concurrency: Some(Sourced::new(4, Provenance::Assumed("t".into()))),
+        runner_limit: Some(Sourced::new(2, Provenance::Assumed("t".into()))),
+        task_memory_mb: Some(Sourced::new(100.0, Provenance::Assumed("t".into()))),
         ..Settings::default()
     };
-    let r = from_break_point(&s, Sourced::new(30, "flag")).unwrap();
+    let r = from_break_point(
+        &s,
+        Sourced::new(30, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     assert_eq!(r.settings.worker_concurrency_or_default(), 20);
     // 20 slots × 0.5 ÷ 2 = 5 holding Code at once (today 2).
     assert_eq!(r.settings.runner_capacity_or_default(), 5);
     assert_eq!(r.runner_memory_limit_mb.unwrap().value, 650);
     let r = from_break_point(
         &Settings {
-            runner_limit: Some(Sourced::new(8, "t")),
+            runner_limit: Some(Sourced::new(8, Provenance::Assumed("t".into()))),
             ..s
         },
-        Sourced::new(30, "flag"),
+        Sourced::new(30, Provenance::Flag("--break-point".into())),
     )
     .unwrap();
     assert_eq!(r.settings.runner_capacity_or_default(), 8);
@@ -148,10 +157,14 @@ fn no_plan_when_the_ceiling_was_not_reached() {
 #[test]
 fn absurd_inputs_give_up_instead_of_absurd_counts() {
     let s = Settings {
-        job_time: Some(Sourced::new(1.0, "t")),
+        job_time: Some(Sourced::new(1.0, Provenance::Assumed("t".into()))),
         ..Settings::default()
     };
-    let e = from_break_point(&s, Sourced::new(4_000_000_000, "flag")).unwrap_err();
+    let e = from_break_point(
+        &s,
+        Sourced::new(4_000_000_000, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap_err();
     assert!(e.contains("beyond what a deployment runs"), "{e}");
 }
 
@@ -201,14 +214,18 @@ fn a_plan_whose_slow_executions_outlast_the_shutdown_window_says_so() {
 #[test]
 fn the_plan_is_the_settings_with_what_it_changes_proposed() {
     let s = Settings {
-        job_time: Some(Sourced::new(2.0, "t")),
-        code_time: Some(Sourced::new(0.5, "t")),
-        worker_concurrency: Some(Sourced::new(4, "t")),
-        runner_limit: Some(Sourced::new(2, "t")),
-        db_pool_size: Some(Sourced::new(3, "flag --db-pool-size")),
+        job_time: Some(Sourced::new(2.0, Provenance::Assumed("t".into()))),
+        code_time: Some(Sourced::new(0.5, Provenance::Assumed("t".into()))),
+        worker_concurrency: Some(Sourced::new(4, Provenance::Assumed("t".into()))),
+        runner_limit: Some(Sourced::new(2, Provenance::Assumed("t".into()))),
+        db_pool_size: Some(Sourced::new(3, Provenance::Flag("--db-pool-size".into()))),
         ..Settings::default()
     };
-    let r = from_break_point(&s, Sourced::new(30, "flag")).unwrap();
+    let r = from_break_point(
+        &s,
+        Sourced::new(30, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     let p = &r.settings;
     // Changed: proposed, with the new value. Kept: today's value and source.
     assert!(Settings::proposed(&p.worker_concurrency));
@@ -228,14 +245,18 @@ fn the_plan_is_the_settings_with_what_it_changes_proposed() {
 #[test]
 fn summary_json_keeps_its_flat_figures_and_reads_plans_saved_without_settings() {
     let s = Settings {
-        job_time: Some(Sourced::new(2.0, "t")),
-        code_time: Some(Sourced::new(0.5, "t")),
-        worker_concurrency: Some(Sourced::new(4, "t")),
-        runner_limit: Some(Sourced::new(2, "t")),
-        workers: Some(Sourced::new(3, "t")),
+        job_time: Some(Sourced::new(2.0, Provenance::Assumed("t".into()))),
+        code_time: Some(Sourced::new(0.5, Provenance::Assumed("t".into()))),
+        worker_concurrency: Some(Sourced::new(4, Provenance::Assumed("t".into()))),
+        runner_limit: Some(Sourced::new(2, Provenance::Assumed("t".into()))),
+        workers: Some(Sourced::new(3, Provenance::Assumed("t".into()))),
         ..Settings::default()
     };
-    let r = from_break_point(&s, Sourced::new(90, "flag")).unwrap();
+    let r = from_break_point(
+        &s,
+        Sourced::new(90, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     let mut v = serde_json::to_value(&r).unwrap();
     // 2/3 × 90 = 60 in flight over 3 workers.
     assert_eq!(v["workers"], 3);
@@ -264,14 +285,18 @@ fn a_worker_read_with_no_runner_is_planned_with_one() {
     // Code a tenth of the job: 10 slots need 1 runner task, yet today's runner limit (5) is
     // never lowered — as when the one runner had been read.
     let s = Settings {
-        job_time: Some(Sourced::new(1.0, "t")),
-        code_time: Some(Sourced::new(0.1, "t")),
-        worker_concurrency: Some(Sourced::new(10, "t")),
-        runner_limit: Some(Sourced::new(5, "t")),
-        runners_per_worker: Some(Sourced::new(0, "t")),
+        job_time: Some(Sourced::new(1.0, Provenance::Assumed("t".into()))),
+        code_time: Some(Sourced::new(0.1, Provenance::Assumed("t".into()))),
+        worker_concurrency: Some(Sourced::new(10, Provenance::Assumed("t".into()))),
+        runner_limit: Some(Sourced::new(5, Provenance::Assumed("t".into()))),
+        runners_per_worker: Some(Sourced::new(0, Provenance::Assumed("t".into()))),
         ..Settings::default()
     };
-    let r = from_break_point(&s, Sourced::new(15, "flag")).unwrap();
+    let r = from_break_point(
+        &s,
+        Sourced::new(15, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     assert_eq!(r.settings.runners_per_worker_count(), 1);
     assert_eq!(r.settings.runner_capacity_or_default(), 5);
 }
@@ -279,9 +304,9 @@ fn a_worker_read_with_no_runner_is_planned_with_one() {
 #[test]
 fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
     let s = |job: f64| Settings {
-        worker_concurrency: Some(Sourced::new(10, "test")),
-        runner_limit: Some(Sourced::new(10, "test")),
-        job_time: Some(Sourced::new(job, "test")),
+        worker_concurrency: Some(Sourced::new(10, Provenance::Assumed("test".into()))),
+        runner_limit: Some(Sourced::new(10, Provenance::Assumed("test".into()))),
+        job_time: Some(Sourced::new(job, Provenance::Assumed("test".into()))),
         ..Settings::default()
     };
     let value = |r: &Recommendation, var: &str| -> Option<f64> {
@@ -289,7 +314,11 @@ fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
         n[var.len() + 1..].split_whitespace().next()?.parse().ok()
     };
     let month = 30.0 * 86_400.0;
-    let r = from_break_point(&s(month), Sourced::new(5, "flag")).unwrap();
+    let r = from_break_point(
+        &s(month),
+        Sourced::new(5, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     // The job × 1.5, for both windows: the shutdown's and the runner task's.
     assert_eq!(
         value(&r, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT"),
@@ -297,7 +326,11 @@ fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
     );
     assert_eq!(value(&r, "N8N_RUNNERS_TASK_TIMEOUT"), Some(month * 1.5));
     // A 10 s job fits n8n's 30 s and 300 s defaults: nothing said.
-    let r = from_break_point(&s(10.0), Sourced::new(5, "flag")).unwrap();
+    let r = from_break_point(
+        &s(10.0),
+        Sourced::new(5, Provenance::Flag("--break-point".into())),
+    )
+    .unwrap();
     assert_eq!(value(&r, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT"), None);
     assert_eq!(value(&r, "N8N_RUNNERS_TASK_TIMEOUT"), None);
 }

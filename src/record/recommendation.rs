@@ -130,12 +130,13 @@ mod proposed {
         if let Some(s) = r.settings {
             return Ok(s);
         }
+        use crate::model::settings::Provenance;
         let src = "summary.json (a plan recorded without its settings)";
-        let v = |n: u32| Some(Sourced::new(n, src));
+        let v = |n: u32| Some(Sourced::new(n, Provenance::Recorded(src.into())));
         Ok(Settings {
             executions_mode: r
                 .regular_mode
-                .then(|| Sourced::new(ExecutionsMode::Regular, src)),
+                .then(|| Sourced::new(ExecutionsMode::Regular, Provenance::Recorded(src.into()))),
             workers: v(r.workers),
             worker_concurrency: v(r.worker_concurrency),
             runner_limit: v(r.runner_limit),

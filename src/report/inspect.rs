@@ -111,14 +111,14 @@ pub fn topology_table(
         let conc = n
             .worker_concurrency
             .as_ref()
-            .map(|c| format!("{} {}", c.value, notes.cite(&c.source)))
+            .map(|c| format!("{} {}", c.value, notes.cite(&c.source.words())))
             .unwrap_or_default();
         let runner = match n.role {
             Role::Runner => {
                 let l = n
                     .runner_limit
                     .as_ref()
-                    .map(|l| format!("{} {}", l.value, notes.cite(&l.source)))
+                    .map(|l| format!("{} {}", l.value, notes.cite(&l.source.words())))
                     .unwrap_or_default();
                 match &n.attached_to {
                     Some(w) => format!("{l} → {w}"),
@@ -217,7 +217,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         let conc = n
             .worker_concurrency
             .as_ref()
-            .map(|c| format!("{} {}", c.value, notes.cite(&c.source)))
+            .map(|c| format!("{} {}", c.value, notes.cite(&c.source.words())))
             .unwrap_or_default();
         let external = n
             .runners_mode
@@ -228,7 +228,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
                 let l = n
                     .runner_limit
                     .as_ref()
-                    .map(|l| format!("limit {} {}", l.value, notes.cite(&l.source)))
+                    .map(|l| format!("limit {} {}", l.value, notes.cite(&l.source.words())))
                     .unwrap_or_default();
                 format!(
                     "{l} → {}",
@@ -253,7 +253,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
         let mode = n
             .runners_mode
             .as_ref()
-            .map(|m| format!("{} {}", m.value.word(), notes.cite(&m.source)))
+            .map(|m| format!("{} {}", m.value.word(), notes.cite(&m.source.words())))
             .unwrap_or_default();
         let resources = k
             .and_then(|k| k.resources.clone())

@@ -17,6 +17,7 @@ pub mod n8n_env;
 mod settings;
 
 use crate::model::n8n_defaults;
+use crate::model::settings::Provenance;
 use crate::model::settings::{ExecutionsMode, Settings, Sourced};
 pub use crate::record::Role;
 pub use classify::*;
@@ -161,18 +162,18 @@ impl Topology {
         }
         let mut s = Settings::regular(
             main.production_limit.as_ref().map(|l| l.value),
-            &format!("Docker: {}", mode.source),
+            Provenance::Deployment(format!("Docker: {}", mode.source)),
         );
         if let Some(l) = &main.production_limit {
             s.worker_concurrency = Some(Sourced::new(
                 l.value,
-                format!("{} (regular mode: main's slots)", l.source),
+                l.source.with_note(" (regular mode: main's slots)"),
             ));
         }
         if let Some(cap) = main.runner_capacity.filter(|c| *c > 0) {
             s.runner_limit = Some(Sourced::new(
                 cap,
-                format!("Docker: runner capacity of {}", main.facts.name),
+                Provenance::Deployment(format!("Docker: runner capacity of {}", main.facts.name)),
             ));
         } else if let Some(r) = &main.runner_limit {
             s.runner_limit = Some(r.clone());
@@ -207,7 +208,10 @@ impl Topology {
             .map(|w| w.facts.replicas)
             .fold(0u32, u32::saturating_add);
         let mut s = Settings {
-            workers: Some(Sourced::new(count, "Docker: worker containers")),
+            workers: Some(Sourced::new(
+                count,
+                Provenance::Deployment("Docker: worker containers".into()),
+            )),
             ..Settings::default()
         };
         let concs: Vec<u32> = workers
@@ -225,12 +229,15 @@ impl Topology {
         if caps.len() == workers.len() && caps.windows(2).all(|w| w[0] == w[1]) && caps[0] > 0 {
             s.runner_limit = Some(Sourced::new(
                 caps[0],
-                format!(
+                Provenance::Deployment(format!(
                     "Docker: Σ N8N_RUNNERS_MAX_CONCURRENCY of the runners attached to {}",
                     workers[0].facts.name
-                ),
+                )),
             ));
-            s.runners_per_worker = Some(Sourced::new(1, "runner capacity counted per worker"));
+            s.runners_per_worker = Some(Sourced::new(
+                1,
+                Provenance::Deployment("runner capacity counted per worker".into()),
+            ));
         }
         s
     }
@@ -529,6 +536,7 @@ mod tests {
             .as_ref()
             .unwrap()
             .source
+            .words()
             .contains("PRODUCTION_LIMIT"));
         assert_eq!(
             w.runner_capacity,

@@ -5,10 +5,15 @@
 use super::{concurrency_flag, n8n_defaults, ExecutionsMode, Node, Role, RunnersMode, Sourced};
 use crate::model::budget;
 use crate::model::settings::BinaryDataMode;
+use crate::model::settings::Provenance;
 
 /// An n8n process's executions mode, binary data mode and (main in regular mode) production
 /// limit, each with where it came from.
-fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
+fn settle_modes(
+    n: &mut Node,
+    get: &dyn Fn(&str) -> Option<String>,
+    src: &dyn Fn(&str) -> Provenance,
+) {
     if matches!(n.role, Role::Worker | Role::Main | Role::Webhook) {
         let exec = match get("EXECUTIONS_MODE").as_deref() {
             Some("queue") => Sourced::new(ExecutionsMode::Queue, src("EXECUTIONS_MODE")),
@@ -16,11 +21,11 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
             // n8ncap's simulator is a queue-mode stand-in unless told otherwise.
             None if n.facts.command.iter().any(|a| a == "sim") => Sourced::new(
                 ExecutionsMode::Queue,
-                "simulator default (EXECUTIONS_MODE unset)",
+                Provenance::Default("simulator default (EXECUTIONS_MODE unset)".into()),
             ),
             None => Sourced::new(
                 ExecutionsMode::Regular,
-                "n8n default (EXECUTIONS_MODE unset)",
+                Provenance::Default("n8n default (EXECUTIONS_MODE unset)".into()),
             ),
         };
         n.binary_data_mode = match get("N8N_DEFAULT_BINARY_DATA_MODE") {
@@ -36,11 +41,11 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
             },
             None if exec.value == ExecutionsMode::Queue => Some(Sourced::new(
                 BinaryDataMode::Database,
-                "n8n 2.x default in queue mode",
+                Provenance::Default("n8n 2.x default in queue mode".into()),
             )),
             None => Some(Sourced::new(
                 BinaryDataMode::Filesystem,
-                "n8n 2.x default in regular mode",
+                Provenance::Default("n8n 2.x default in regular mode".into()),
             )),
         };
         n.db_pool_size = Some(
@@ -55,10 +60,13 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
                     );
                     Sourced::new(
                         n8n_defaults::DB_POOL_SIZE,
-                        "n8n default (the value set is not a number)",
+                        Provenance::Default("n8n default (the value set is not a number)".into()),
                     )
                 }
-                None => Sourced::new(n8n_defaults::DB_POOL_SIZE, "n8n default"),
+                None => Sourced::new(
+                    n8n_defaults::DB_POOL_SIZE,
+                    Provenance::Default("n8n default".into()),
+                ),
             },
         );
         n.production_limit = production_limit(n, get, src);
@@ -72,7 +80,7 @@ fn settle_modes(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn
 fn production_limit(
     n: &mut Node,
     get: &dyn Fn(&str) -> Option<String>,
-    src: &dyn Fn(&str) -> String,
+    src: &dyn Fn(&str) -> Provenance,
 ) -> Option<Sourced<u32>> {
     const VAR: &str = "N8N_CONCURRENCY_PRODUCTION_LIMIT";
     let v = get(VAR)?;
@@ -145,13 +153,13 @@ fn pgbouncer(n: &Node, get: &dyn Fn(&str) -> Option<String>) -> Option<Sourced<b
     }
     let session = mode.is_none_or(|(_, m)| !known(&m) || m.eq_ignore_ascii_case("session"));
     let source = if set.is_empty() {
-        format!("PgBouncer's defaults on {}", n.facts.origin)
+        Provenance::Default(format!("PgBouncer's defaults on {}", n.facts.origin))
     } else {
-        format!(
+        Provenance::Deployment(format!(
             "{} on {} (the rest PgBouncer's defaults)",
             set.join(", "),
             n.facts.origin
-        )
+        ))
     };
     Some(Sourced::new(
         budget::PgBouncer {
@@ -166,7 +174,7 @@ fn pgbouncer(n: &Node, get: &dyn Fn(&str) -> Option<String>) -> Option<Sourced<b
 /// A Postgres container's `max_connections` and `superuser_reserved_connections`, from its
 /// command (`-c name=N`, `-c` and `name=N` apart, or `--name=N`), else Postgres' defaults.
 fn postgres_connections(n: &mut Node) {
-    let set = |name: &str| -> Option<(u32, String)> {
+    let set = |name: &str| -> Option<(u32, Provenance)> {
         let args = &n.facts.command;
         args.iter().enumerate().find_map(|(i, a)| {
             let a = a.trim_start_matches("-c").trim_start_matches("--").trim();
@@ -178,17 +186,23 @@ fn postgres_connections(n: &mut Node) {
             let v = a.strip_prefix(name)?.strip_prefix('=')?;
             Some((
                 v.trim().parse().ok()?,
-                format!("-c {name} in the command of {}", n.facts.origin),
+                Provenance::Deployment(format!("-c {name} in the command of {}", n.facts.origin)),
             ))
         })
     };
     n.max_connections = Some(match set("max_connections") {
         Some((v, s)) => Sourced::new(v, s),
-        None => Sourced::new(budget::MAX_CONNECTIONS_DEFAULT, "Postgres default"),
+        None => Sourced::new(
+            budget::MAX_CONNECTIONS_DEFAULT,
+            Provenance::Default("Postgres default".into()),
+        ),
     });
     n.reserved_connections = Some(match set("superuser_reserved_connections") {
         Some((v, s)) => Sourced::new(v, s),
-        None => Sourced::new(budget::RESERVED_DEFAULT, "Postgres default"),
+        None => Sourced::new(
+            budget::RESERVED_DEFAULT,
+            Provenance::Default("Postgres default".into()),
+        ),
     });
 }
 
@@ -216,7 +230,11 @@ pub const LOCK_RENEW_MS: f64 = 10_000.0;
 pub const TASK_TIMEOUT_S: f64 = n8n_defaults::TASK_TIMEOUT_S;
 pub const TASK_TIMEOUT_3_S: f64 = n8n_defaults::TASK_TIMEOUT_3_S;
 
-fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn Fn(&str) -> String) {
+fn time_settings(
+    n: &mut Node,
+    get: &dyn Fn(&str) -> Option<String>,
+    src: &dyn Fn(&str) -> Provenance,
+) {
     // n8n reads each with JavaScript's Number() (super::n8n_env): NaN keeps its default; 0
     // and negative values are taken as set (a timer of 0 or less fires at once); Infinity
     // never fires, read here as the longest duration n8ncap knows.
@@ -239,9 +257,12 @@ fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn F
                 n.notes.push(format!(
                     "{var} is not a number to n8n (JavaScript's Number() gives NaN): n8n's default {default} is used"
                 ));
-                Sourced::new(default, "n8n default (the value set is not a number)")
+                Sourced::new(
+                    default,
+                    Provenance::Default("n8n default (the value set is not a number)".into()),
+                )
             }
-            None => Sourced::new(default, "n8n default"),
+            None => Sourced::new(default, Provenance::Default("n8n default".into())),
         }
     };
     let n8n = matches!(n.role, Role::Worker | Role::Main | Role::Webhook);
@@ -278,7 +299,7 @@ fn time_settings(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, src: &dyn F
 /// A runner container's `N8N_RUNNERS_MAX_CONCURRENCY`, or n8n's default.
 fn runner_limit(
     get: &dyn Fn(&str) -> Option<String>,
-    src: &dyn Fn(&str) -> String,
+    src: &dyn Fn(&str) -> Provenance,
 ) -> Sourced<u32> {
     match get("N8N_RUNNERS_MAX_CONCURRENCY")
         .and_then(|v| super::n8n_env::whole(&v))
@@ -287,7 +308,7 @@ fn runner_limit(
         Some(l) => Sourced::new(l, src("N8N_RUNNERS_MAX_CONCURRENCY")),
         None => Sourced::new(
             n8n_defaults::RUNNER_LIMIT,
-            "n8n 2.x default (the docs say 5)",
+            Provenance::Default("n8n 2.x default (the docs say 5)".into()),
         ),
     }
 }
@@ -299,10 +320,12 @@ pub(super) fn settle(n: &mut Node) {
     let sources = n.facts.env_sources.clone();
     // Where a variable is set: its recorded source (a ConfigMap key, a Secret), else the node.
     let src = |k: &str| {
-        sources
-            .get(k)
-            .cloned()
-            .unwrap_or_else(|| format!("{k} on {origin}"))
+        Provenance::Deployment(
+            sources
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| format!("{k} on {origin}")),
+        )
     };
     let get = |k: &str| {
         env.get(k)
@@ -317,7 +340,10 @@ pub(super) fn settle(n: &mut Node) {
             let parsed = mode.as_deref().map(RunnersMode::parse);
             n.runners_mode = Some(match parsed {
                 Some(m) => Sourced::new(m, src("N8N_RUNNERS_MODE")),
-                None => Sourced::new(RunnersMode::Internal, "n8n default"),
+                None => Sourced::new(
+                    RunnersMode::Internal,
+                    Provenance::Default("n8n default".into()),
+                ),
             });
             let external = parsed == Some(RunnersMode::External);
             if let Some(v) = get("N8N_RUNNERS_MAX_CONCURRENCY") {
@@ -330,13 +356,15 @@ pub(super) fn settle(n: &mut Node) {
                 } else if let Ok(l) = v.parse() {
                     n.runner_limit = Some(Sourced::new(
                         l,
-                        format!("N8N_RUNNERS_MAX_CONCURRENCY on {origin} (internal runner)"),
+                        Provenance::Deployment(format!(
+                            "N8N_RUNNERS_MAX_CONCURRENCY on {origin} (internal runner)"
+                        )),
                     ));
                 }
             } else if !external {
                 n.runner_limit = Some(Sourced::new(
                     n8n_defaults::RUNNER_LIMIT,
-                    "n8n 2.x default for the internal runner",
+                    Provenance::Default("n8n 2.x default for the internal runner".into()),
                 ));
             }
             if n.role == Role::Worker {
@@ -352,15 +380,15 @@ pub(super) fn settle(n: &mut Node) {
                         }
                         Some(Sourced::new(
                             l.value,
-                            format!(
+                            Provenance::Deployment(format!(
                                 "{} (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency)",
                                 l.source
-                            ),
+                            )),
                         ))
                     }
                     (_, Some(Ok(f))) => Some(Sourced::new(
                         f,
-                        format!("--concurrency in the command of {origin}"),
+                        Provenance::Deployment(format!("--concurrency in the command of {origin}")),
                     )),
                     (_, Some(Err(bad))) => {
                         n.notes
@@ -369,7 +397,7 @@ pub(super) fn settle(n: &mut Node) {
                     }
                     _ => Some(Sourced::new(
                         n8n_defaults::WORKER_CONCURRENCY,
-                        "n8n default (--concurrency not set)",
+                        Provenance::Default("n8n default (--concurrency not set)".into()),
                     )),
                 };
                 if let Some(v) = get("QUEUE_WORKER_CONCURRENCY") {
@@ -434,7 +462,8 @@ mod tests {
         // A value that is no number is PgBouncer's default, and the source says so.
         let p = b("pgbouncer/pgbouncer", &[("MAX_CLIENT_CONN", "lots")]).unwrap();
         assert_eq!(p.value.max_client_conn, 100);
-        assert!(p.source.contains("not a number"), "{}", p.source);
+        assert!(matches!(p.source, Provenance::Deployment(_)));
+        assert!(p.source.words().contains("not a number"), "{}", p.source);
         // Not a PgBouncer: nothing read, whatever its variables.
         assert!(b("postgres:16", &[("DEFAULT_POOL_SIZE", "8")]).is_none());
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::settings::Provenance;
 use crate::model::Limit;
 use crate::record::history::ProcessCpu;
 
@@ -58,7 +59,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
         start: 1_800_000_000.0,
         end: t,
         matchers: Vec::new(),
-        step_s: Sourced::new(15.0, "test"),
+        step_s: Sourced::new(15.0, Provenance::Assumed("test".into())),
         scrape_interval_s: Some(15.0),
         queue_refresh_s: Some(20.0),
         queue_refresh_by: "test".into(),
@@ -134,7 +135,7 @@ fn a_runner_capped_history_pools_its_period_and_infers_the_runner_from_the_code_
     let busy: Vec<_> = WOBBLE.iter().map(|k| (12.5 * k, 12.0, 8.0, 0.96)).collect();
     let mut h = history(0, 0.4, &busy);
     let flags = Settings {
-        code_time: Some(Sourced::new(0.4, "flag --code-time")),
+        code_time: Some(Sourced::new(0.4, Provenance::Flag("--code-time".into()))),
         ..Default::default()
     };
     let (d, _) = judge(&mut h, flags, None);
@@ -198,7 +199,10 @@ fn a_slots_gauge_above_the_settings_given_is_named() {
     let busy: Vec<_> = [1.0; 4].iter().map(|_| (8.0, 4.0, 8.0, 0.5)).collect();
     let mut h = history(0, 0.5, &busy);
     let flags = Settings {
-        worker_concurrency: Some(Sourced::new(2, "flag --worker-concurrency")),
+        worker_concurrency: Some(Sourced::new(
+            2,
+            Provenance::Flag("--worker-concurrency".into()),
+        )),
         ..Default::default()
     };
     let (d, _) = judge(&mut h, flags, None);

@@ -9,6 +9,7 @@
 //! Not here: judging the windows (`diagnose::history`).
 
 use super::prometheus::{PromError, Series, Source};
+use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
 use crate::record::history::{
     CounterReset, ExporterSettings, History, HistoryGap, Process, ProcessCpu, Window,
@@ -226,25 +227,29 @@ fn refresh_of(g: &Grid, step: f64) -> Option<f64> {
 
 /// The step: `--step`, else the scrape interval, else the range ÷ [`MAX_STEPS`] when that is
 /// coarser; with the reason, for the output.
-fn choose_step(q: &Query, interval: Option<f64>) -> (f64, String) {
+fn choose_step(q: &Query, interval: Option<f64>) -> (f64, Provenance) {
     if let Some(s) = q.step {
-        return (s, "flag --step".to_string());
+        return (s, Provenance::Flag("--step".into()));
     }
     let floor = ((q.end - q.start).max(0.0) / MAX_STEPS).ceil().max(1.0);
     match interval {
         Some(i) if i >= floor => (
             i.round().max(1.0),
-            format!(
+            Provenance::Measured(format!(
                 "the scrape interval (≈ {i:.1} s between samples in the range's last 5 minutes)"
-            ),
+            )),
         ),
         Some(i) => (
             floor,
-            format!("the range ÷ {MAX_STEPS:.0} steps (the scrape interval, ≈ {i:.1} s, is finer)"),
+            Provenance::Default(format!(
+                "the range ÷ {MAX_STEPS:.0} steps (the scrape interval, ≈ {i:.1} s, is finer)"
+            )),
         ),
         None => (
             floor.max(15.0),
-            "15 s (no scrape interval could be read), or the range ÷ 40 320 steps".into(),
+            Provenance::Assumed(
+                "15 s (no scrape interval could be read), or the range ÷ 40 320 steps".into(),
+            ),
         ),
     }
 }

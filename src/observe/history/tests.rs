@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::settings::Provenance;
 
 fn empty_history() -> History {
     let q = Query {
@@ -8,7 +9,12 @@ fn empty_history() -> History {
         step: None,
         window: None,
     };
-    History::empty(String::new(), &q, Sourced::new(1.0, "t"), None)
+    History::empty(
+        String::new(),
+        &q,
+        Sourced::new(1.0, Provenance::Assumed("t".into())),
+        None,
+    )
 }
 
 #[test]
