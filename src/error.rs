@@ -38,18 +38,63 @@ pub fn exit_quietly_on_closed_pipe() {
     }));
 }
 
-/// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
-/// Maps to exit code 2.
-#[derive(Debug)]
-pub struct BadInput(pub String);
+/// A refusal's text, shown as it is: each kind below is one of these with its own exit code.
+macro_rules! refusal {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name(pub String);
 
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::error::Error for $name {}
+
+        /// The refusal's text.
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(text: String) -> Self {
+                $name(text)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(text: &str) -> Self {
+                $name(text.to_string())
+            }
+        }
+    };
 }
 
-impl std::error::Error for BadInput {}
+refusal!(
+    /// Input the user can fix: a bad flag value, a malformed file, an invalid variable.
+    /// Maps to exit code 2.
+    BadInput
+);
+refusal!(
+    /// No plan can be made from what was measured (no valid level, nothing saturated, a plan
+    /// beyond any deployment): the reason says what to measure or give. Exit code 2 from
+    /// `recommend`; a sweep or a diagnosis prints it and goes on.
+    NoPlan
+);
+refusal!(
+    /// Runs that cannot be compared (another load model, body or mix). Exit code 2.
+    Incomparable
+);
+refusal!(
+    /// A reading from outside that cannot be parsed or cannot be true (a scrape line, a gauge,
+    /// a counter): never an exit, it becomes a counted gap with this reason.
+    Implausible
+);
 
 /// Shorthand for returning a [`BadInput`] error from a function that returns `anyhow::Result`.
 pub fn bad_input<T>(msg: impl Into<String>) -> anyhow::Result<T> {
@@ -58,7 +103,12 @@ pub fn bad_input<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 
 /// The exit code an error maps to.
 pub fn exit_code_for(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<BadInput>().is_some()) {
+    let refused = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<BadInput>().is_some()
+            || e.downcast_ref::<NoPlan>().is_some()
+            || e.downcast_ref::<Incomparable>().is_some()
+    };
+    if err.chain().any(refused) {
         EXIT_BAD_INPUT
     } else {
         EXIT_FAILED

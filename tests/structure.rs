@@ -607,3 +607,39 @@ fn provenance_is_a_type_and_no_code_branches_on_its_words() {
         branches.join("\n")
     );
 }
+
+/// Refusals are typed (`error::BadInput`, `NoPlan`, `Incomparable`, `Implausible`, each with
+/// its exit code or its gap): no function outside tests returns `Result<_, String>`.
+#[test]
+fn no_code_returns_a_refusal_as_a_bare_string() {
+    let mut found = Vec::new();
+    for p in sources() {
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut rest = flat.as_str();
+        while let Some(i) = rest.find("Result<") {
+            rest = &rest[i + "Result<".len()..];
+            // The Result's own arguments: up to its matching '>'.
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '<' => depth += 1,
+                        '>' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(rest.len(), |(j, _)| j);
+            if rest[..end].ends_with(", String") {
+                found.push(format!("src/{}: Result<{}>", rel(&p), &rest[..end]));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "bare-string refusals:\n{}",
+        found.join("\n")
+    );
+}

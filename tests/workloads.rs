@@ -13,7 +13,7 @@ use std::time::Duration;
 
 type Judged = (
     n8ncap::record::Diagnosis,
-    Result<n8ncap::record::Recommendation, String>,
+    Result<n8ncap::record::Recommendation, n8ncap::error::NoPlan>,
 );
 
 /// Diagnoses `s` and checks the named limit and the measured ceiling (`x` ± `tol` per s).

@@ -3,7 +3,7 @@
 
 use crate::cli::CompareArgs;
 use crate::diagnose::compare::{compare, FailIf, Judged};
-use crate::error::{self, BadInput};
+use crate::error;
 use crate::model::settings::Settings;
 use crate::report::views::Compare;
 
@@ -13,8 +13,7 @@ pub(super) fn run(a: CompareArgs) -> anyhow::Result<i32> {
         .fail_if
         .iter()
         .map(|t| FailIf::parse(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(BadInput)?;
+        .collect::<Result<Vec<_>, _>>()?;
     let mut judged = Vec::new();
     for path in &a.runs {
         let mut summary = crate::record::dir::load_summary(path)?;
@@ -30,7 +29,7 @@ pub(super) fn run(a: CompareArgs) -> anyhow::Result<i32> {
             recommendation,
         })
         .collect();
-    let result = compare(&runs, &fail_if).map_err(BadInput)?;
+    let result = compare(&runs, &fail_if)?;
     crate::report::emit(&Compare(&result), format)?;
     Ok(if result.failed() {
         error::EXIT_THRESHOLD

@@ -84,7 +84,7 @@ pub struct DemoOutcome {
     pub summary: Summary,
     pub ending: Ending,
     pub diagnosis: Diagnosis,
-    pub recommendation: Result<Recommendation, String>,
+    pub recommendation: Result<Recommendation, crate::error::NoPlan>,
 }
 
 /// Runs the demo: simulator, sweep, diagnosis, recommendation.

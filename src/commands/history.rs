@@ -90,7 +90,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
         diagnosis: &d,
         recommendation: rec.as_ref().ok(),
         stages: &summary.stages,
-        why_not: rec.as_ref().err().map(String::as_str),
+        why_not: rec.as_ref().err().map(|e| e.0.as_str()),
     };
     crate::report::emit(&view, format)?;
     Ok(error::EXIT_OK)

@@ -66,7 +66,7 @@ pub fn analyze(
     summary: &mut Summary,
     flags: Settings,
     task_request_timeout_s: Option<f64>,
-) -> (Diagnosis, Result<Recommendation, String>) {
+) -> (Diagnosis, Result<Recommendation, crate::error::NoPlan>) {
     let mix = judge::mix::kinds(&summary.scenarios, &summary.stages).unwrap_or_default();
     let settings = flags
         .or(summary.settings.clone().unwrap_or_default())

@@ -59,11 +59,11 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     };
     // A runner killed at its memory limit: its memory plan is the recommendation.
     if let (Err(why), None) = (&rec, &memory) {
-        return Err(BadInput(why.clone()).into());
+        return Err(why.clone().into());
     }
     let target = target(&a).await?;
     let view = Recommend {
-        plan: rec.as_ref().map_err(String::as_str),
+        plan: rec.as_ref().map_err(|e| e.0.as_str()),
         memory: memory.as_ref(),
         dialect,
         target: &target,

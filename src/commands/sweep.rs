@@ -234,7 +234,7 @@ impl Watch {
         let metrics = a
             .metrics
             .iter()
-            .map(|m| Endpoint::parse(m).map_err(BadInput))
+            .map(|m| Endpoint::parse(m))
             .collect::<Result<Vec<_>, _>>()?;
         let scrape_interval = crate::util::parse_duration(&a.scrape_interval)
             .map_err(|e| BadInput(format!("--scrape-interval: {e}")))?;

@@ -2,6 +2,8 @@
 //! baseline's, each difference judged against the runs' own intervals — "no difference beyond
 //! noise" where they overlap — and the thresholds a CI gate sets (`--fail-if`).
 
+use crate::error::BadInput;
+use crate::error::Incomparable;
 use crate::model::settings::{Settings, Sourced};
 use crate::record::comparison::{Change, LevelChange, RunBrief, RunComparison, Versus};
 use crate::record::diagnosis::Level;
@@ -12,7 +14,7 @@ pub struct Judged<'a> {
     pub label: String,
     pub summary: &'a Summary,
     pub diagnosis: &'a Diagnosis,
-    pub recommendation: &'a Result<Recommendation, String>,
+    pub recommendation: &'a Result<Recommendation, crate::error::NoPlan>,
 }
 
 /// What a threshold measures.
@@ -39,7 +41,7 @@ pub struct FailIf {
 }
 
 impl FailIf {
-    pub fn parse(text: &str) -> Result<FailIf, String> {
+    pub fn parse(text: &str) -> Result<FailIf, BadInput> {
         let t = text.trim();
         let usage = || {
             format!(
@@ -59,18 +61,18 @@ impl FailIf {
         let (at, above) = match (t.find('<'), t.find('>')) {
             (Some(i), None) => (i, false),
             (None, Some(i)) => (i, true),
-            _ => return Err(usage()),
+            _ => return Err(usage().into()),
         };
         let metric = match t[..at].trim() {
             "ceiling" => Metric::Ceiling,
             "p95" => Metric::P95,
             "error-rate" => Metric::ErrorRate,
-            _ => return Err(usage()),
+            _ => return Err(usage().into()),
         };
         let v = t[at + 1..].trim();
         let number = v.strip_suffix('%');
         if number.is_some() == (metric == Metric::ErrorRate) {
-            return Err(usage());
+            return Err(usage().into());
         }
         let number = number.unwrap_or(v);
         let value: f64 = number
@@ -79,7 +81,7 @@ impl FailIf {
             .parse()
             .map_err(|_| usage())?;
         if !value.is_finite() || value.abs() > 1000.0 {
-            return Err(usage());
+            return Err(usage().into());
         }
         Ok(FailIf {
             text: t.into(),
@@ -178,7 +180,7 @@ fn cannot_judge(base: &Judged, run: &Judged, v: &Versus) -> Vec<String> {
 }
 
 /// Why two runs cannot be compared: another load model, another workflow body, another mix.
-pub fn comparable(a: &Judged, b: &Judged) -> Result<(), String> {
+pub fn comparable(a: &Judged, b: &Judged) -> Result<(), Incomparable> {
     let (x, y) = (a.summary, b.summary);
     if x.model != y.model {
         return Err(format!(
@@ -188,14 +190,16 @@ pub fn comparable(a: &Judged, b: &Judged) -> Result<(), String> {
             format!("{:?}", x.model).to_lowercase(),
             b.label,
             format!("{:?}", y.model).to_lowercase()
-        ));
+        )
+        .into());
     }
     if x.body != y.body {
         return Err(format!(
             "{} and {} sent another request body: another workflow input is another job — \
              compare runs of the same body",
             a.label, b.label
-        ));
+        )
+        .into());
     }
     let mix = |s: &Summary| {
         s.scenarios
@@ -208,7 +212,8 @@ pub fn comparable(a: &Judged, b: &Judged) -> Result<(), String> {
             "{} and {} ran another mix of scenarios (names or shares differ): compare runs of \
              the same mix",
             a.label, b.label
-        ));
+        )
+        .into());
     }
     Ok(())
 }
@@ -364,7 +369,7 @@ fn settings_differ(a: &Settings, b: &Settings) -> Vec<String> {
 }
 
 /// The first run is the baseline; each later one is compared with it.
-pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, String> {
+pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Incomparable> {
     let (base, later) = runs
         .split_first()
         .filter(|(_, l)| !l.is_empty())

@@ -3,6 +3,7 @@
 //! No concurrency setting raises it; more processes (up to the host's cores) or more cores do.
 
 use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
@@ -55,7 +56,7 @@ impl Kind for Cpu {
         Some(super::SLOTS)
     }
 
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         match d.cpu_limit.as_ref() {
             Some(site) => raise(d, site, current, job),
             None => Err("CPU caps, but no site was measured to raise".into()),
@@ -68,16 +69,16 @@ impl Kind for Cpu {
     }
 }
 
-fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<Settings, String> {
+fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
     let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
     let workers = current.worker_count();
     match (site.site, site.role) {
         (CpuSite::Process, Some(Role::Worker)) => {
             let host = host_bound(&d.cpu).map(|h| h.bound_per_s);
             if host.is_some_and(|h| h < x * 1.1) {
-                return Err(format!(
+                return Err(NoPlan(format!(
                     "the host's CPU is already near its cores at {x:.2} req/s: more workers on it add nothing — add cores or another host"
-                ));
+                )));
             }
             // Each worker's share of the measured throughput is what one more worker adds.
             let per_worker = site.bound_per_s / workers as f64;
@@ -111,17 +112,17 @@ fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<S
                 )
                 .propose(|s| &mut s.runners_per_worker, runners + 1, why))
         }
-        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(format!(
+        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(NoPlan(format!(
             "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
             site.cpu_s_per_execution
-        )),
-        (CpuSite::Process, Some(Role::Main)) => Err(format!(
+        ))),
+        (CpuSite::Process, Some(Role::Main)) => Err(NoPlan(format!(
             "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
             site.cpu_s_per_execution
-        )),
-        _ => Err(format!(
+        ))),
+        _ => Err(NoPlan(format!(
             "the host's CPU caps at {x:.2} req/s: add cores or another host; no setting raises it"
-        )),
+        ))),
     }
 }
 

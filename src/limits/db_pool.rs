@@ -9,6 +9,7 @@
 
 use super::{inferred, pct, Dialect, Key, Kind, Named, Process, SettingLine};
 use super::{Share, Verdict};
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
@@ -316,7 +317,7 @@ impl Kind for DbPool {
 
     /// The pool per worker so that, at the next ceiling (the smallest other bound), it is at
     /// most 2/3 busy: ⌈next × D × 1.5 ÷ workers⌉, never below today's + 1.
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         let dt = current
             .db_time
             .as_ref()

@@ -11,6 +11,7 @@ pub mod production;
 pub mod runner_tasks;
 pub mod worker_slots;
 
+use crate::error::NoPlan;
 use crate::findings::Finding;
 use crate::model::mix::KindUse;
 use crate::model::settings::{Settings, Sourced};
@@ -255,12 +256,12 @@ pub trait Kind: Sync {
     fn shared_as(&self) -> Option<Share>;
 
     /// Whether any plan can be made while it caps (a missing runner must be attached first).
-    fn plannable(&self) -> Result<(), String> {
+    fn plannable(&self) -> Result<(), NoPlan> {
         Ok(())
     }
 
     /// What raises it, from a knee: the plan.
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String>;
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan>;
 
     /// What the plan must say beside its settings for this kind (a timeout to keep above a
     /// measured wait, a budget to check).
@@ -393,7 +394,7 @@ const STEP_WITHOUT_CPU: f64 = 1.5;
 /// of [`STEP_WITHOUT_CPU`]).
 const STEP_WITH_CPU: f64 = 2.0;
 
-fn raise_slots(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+fn raise_slots(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
     let now = current.worker_concurrency_or_default();
     let worker_cpu = cpu::per_role_bound(&d.cpu, crate::record::Role::Worker)
         .map(|b| b / current.worker_count() as f64);

@@ -2,6 +2,7 @@
 //! so the data cannot say which caps. Named as the pair, raised as the pair.
 
 use super::{inferred, slot_most, Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
@@ -61,7 +62,7 @@ impl Kind for Level {
     }
 
     /// Raising worker concurrency raises the runners with it ([`super::with_runners`]).
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         super::raise_slots(d, current, job)
     }
 

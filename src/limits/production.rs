@@ -5,6 +5,7 @@ use super::{
     inferred, pct, reading, slot_most, Ceiling, Dialect, Key, Kind, Named, Process, SettingLine,
     Verdict,
 };
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
@@ -74,7 +75,7 @@ impl Kind for Production {
     }
 
     /// Main's slots are raised as worker concurrency is (the plan's worker is main).
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         super::raise_slots(d, current, job)
     }
 

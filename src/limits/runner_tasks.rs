@@ -6,6 +6,7 @@ use super::{
     code_time, inferred, pct, reading, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
     SettingLine, Verdict,
 };
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
@@ -134,7 +135,7 @@ impl Kind for RunnerTasks {
         Some(("runner tasks", |u| u.runner_share))
     }
 
-    fn raise(&self, _d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, _d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         Ok(super::with_runners(current.clone(), current, job))
     }
 
@@ -221,7 +222,7 @@ impl Kind for NoRunner {
         }
     }
 
-    fn plannable(&self) -> Result<(), String> {
+    fn plannable(&self) -> Result<(), NoPlan> {
         Err("no runner takes the Code tasks: attach a runner to every worker first (worker-without-runner)".into())
     }
 
@@ -230,7 +231,7 @@ impl Kind for NoRunner {
         None
     }
 
-    fn raise(&self, _d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, String> {
+    fn raise(&self, _d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, NoPlan> {
         Err("no runner takes the Code tasks: attach a runner to every worker first".into())
     }
 

@@ -5,6 +5,7 @@ use super::{
     inferred, pct, reading, slot_most, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
     SettingLine, Verdict,
 };
+use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
@@ -123,7 +124,7 @@ impl Kind for WorkerSlots {
         Some(super::SLOTS)
     }
 
-    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+    fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         super::raise_slots(d, current, job)
     }
 

@@ -1,5 +1,6 @@
 //! Fetching `/metrics` and reading n8n's queue gauges from it.
 
+use crate::error::Implausible;
 use crate::wire::http::http_get;
 use crate::wire::prometheus::{self, Exposition};
 use std::time::Duration;
@@ -37,13 +38,16 @@ pub fn implausible_jobs(what: &str, v: f64) -> Option<String> {
 
 /// The queue gauges, each checked: Err with the reason when one cannot be true (a gap, never a
 /// figure), Ok(None) when main does not expose them.
-pub fn queue_gauges_checked(e: &Exposition, prefix: &str) -> Result<Option<QueueGauges>, String> {
+pub fn queue_gauges_checked(
+    e: &Exposition,
+    prefix: &str,
+) -> Result<Option<QueueGauges>, Implausible> {
     let Some(q) = queue_gauges(e, prefix) else {
         return Ok(None);
     };
     for (name, v) in [("active", q.active), ("waiting", q.waiting)] {
         if let Some(why) = implausible_jobs(&format!("{prefix}scaling_mode_queue_jobs_{name}"), v) {
-            return Err(why);
+            return Err(why.into());
         }
     }
     Ok(Some(q))
@@ -90,7 +94,7 @@ pub struct PoolReading {
 
 /// The pool metrics of one process, each checked: Err with the reason when one cannot be true
 /// (a gap, never a figure), Ok(None) when the process does not expose them.
-pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReading>, String> {
+pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReading>, Implausible> {
     let g = |n: &str| e.value(&format!("{prefix}db_pool_{n}"));
     let Some(max) = g("connections_max") else {
         return Ok(None);
@@ -106,13 +110,13 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
             return Err(format!(
                 "{prefix}db_pool_{name} is {v}: a count of connections or requests is a finite number from 0 to {:e}",
                 MAX_POOL.max(MAX_JOBS)
-            ));
+            ).into());
         }
     }
     if max > MAX_POOL || active > max {
         return Err(format!(
             "{prefix}db_pool_connections_active {active} of a pool of {max}: more connections in use than the pool holds"
-        ));
+        ).into());
     }
     let acquire = match (g("acquire_seconds_sum"), g("acquire_seconds_count")) {
         (Some(s), Some(c)) if s.is_finite() && c.is_finite() && s >= 0.0 && c >= 0.0 => {
@@ -121,7 +125,7 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
         (Some(s), Some(c)) => {
             return Err(format!(
                 "{prefix}db_pool_acquire_seconds sum {s}, count {c}: a histogram's sum and count are finite and not negative"
-            ))
+            ).into())
         }
         _ => None,
     };
@@ -143,7 +147,7 @@ pub fn db_pool_checked(e: &Exposition, prefix: &str) -> Result<Option<PoolReadin
     {
         return Err(format!(
             "{prefix}db_pool_acquire_seconds buckets are not cumulative counts: a histogram's buckets never fall as their bound grows"
-        ));
+        ).into());
     }
     Ok(Some(PoolReading {
         max,

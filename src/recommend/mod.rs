@@ -9,6 +9,7 @@ pub mod memory;
 
 use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
+use crate::error::NoPlan;
 use crate::limits::{self, with_runners};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
@@ -29,7 +30,7 @@ pub const MAX_RUNNERS_PER_WORKER: u32 = 50;
 
 /// The plan from a diagnosed run; `given` overrides the break point (`--break-point`, taken as
 /// a failure point).
-pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommendation, String> {
+pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommendation, NoPlan> {
     if !d.levels.iter().any(|l| l.valid) {
         let first = d
             .findings
@@ -37,9 +38,9 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
             .find(|f| f.severity == crate::findings::Severity::Error)
             .map(|f| f.id.as_str())
             .unwrap_or("measurement-invalid");
-        return Err(format!(
+        return Err(NoPlan(format!(
             "no valid stage: nothing measured to plan from — fix {first} first"
-        ));
+        )));
     }
     if let Some(limit) = d.capping_limit {
         limits::of(limit).plannable()?;
@@ -54,6 +55,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
                     .map(|n| format!(" — sweep to {n} in flight"))
                     .unwrap_or_default()
             )
+            .into()
         });
     }
     let (kind, bp) = basis(d, given)?;
@@ -156,7 +158,7 @@ fn time_budget(spread: f64, s: &Settings, r: &Recommendation) -> Vec<String> {
 }
 
 /// A plan from settings and a failure break point given by hand, with no run.
-pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation, String> {
+pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation, NoPlan> {
     let job = s.job(0.0).ok_or("job time unknown: give --job-time")?;
     let current = with_defaults(s);
     let operating = (bp.value as f64 * 2.0 / 3.0).floor() as u32;
@@ -184,7 +186,7 @@ pub fn from_break_point(s: &Settings, bp: Sourced<u32>) -> Result<Recommendation
 fn basis(
     d: &Diagnosis,
     given: Option<Sourced<u32>>,
-) -> Result<(BreakPointKind, Sourced<u32>), String> {
+) -> Result<(BreakPointKind, Sourced<u32>), NoPlan> {
     if let Some(g) = given {
         return Ok((BreakPointKind::Failure, g));
     }
@@ -223,7 +225,7 @@ fn operating_concurrency(kind: BreakPointKind, bp: u32, d: &Diagnosis) -> u32 {
 }
 
 /// Today's settings a plan starts from: worker concurrency must be known.
-fn current(s: &Settings) -> Result<Settings, String> {
+fn current(s: &Settings) -> Result<Settings, NoPlan> {
     if s.worker_concurrency.is_none() {
         return Err("worker concurrency unknown: give --worker-concurrency (or --docker)".into());
     }
@@ -276,7 +278,7 @@ fn at_operating(current: &Settings, operating: u32, job: Job) -> Settings {
 }
 
 /// From a knee: raise what caps.
-fn raise(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, String> {
+fn raise(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
     match d.capping_limit {
         Some(limit) => limits::of(limit).raise(d, current, job),
         None => Err("no setting raises this limit".into()),
@@ -342,14 +344,14 @@ fn predict(plan: &Settings, ctx: &Context) -> (f64, PredictedBound) {
         .unwrap_or((0.0, PredictedBound::Setting(Limit::WorkerConcurrency)))
 }
 
-fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation, String> {
+fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation, NoPlan> {
     check_bounds(&plan)?;
     let (predicted, bound) = predict(&plan, ctx);
     if basis.kind == BreakPointKind::Knee {
         if let Some(m) = ctx.measured.filter(|m| predicted < 0.95 * m) {
-            return Err(format!(
+            return Err(NoPlan(format!(
                 "the settings this run points to would allow {predicted:.2} req/s, less than the {m:.2} measured: no plan beats what runs today"
-            ));
+            )));
         }
     }
     let (s, job, current) = (ctx.settings, ctx.job, ctx.current);
@@ -393,7 +395,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation,
     })
 }
 
-fn check_bounds(p: &Settings) -> Result<(), String> {
+fn check_bounds(p: &Settings) -> Result<(), NoPlan> {
     let (workers, concurrency, runners) = (
         p.worker_count(),
         p.worker_concurrency_or_default(),
@@ -403,12 +405,12 @@ fn check_bounds(p: &Settings) -> Result<(), String> {
         || concurrency > MAX_WORKER_CONCURRENCY
         || runners > MAX_RUNNERS_PER_WORKER
     {
-        return Err(format!(
+        return Err(NoPlan(format!(
             "the plan would need {} workers × concurrency {} with {} runners each — beyond what a deployment runs \
              (at most {MAX_WORKERS} workers, concurrency {MAX_WORKER_CONCURRENCY}, {MAX_RUNNERS_PER_WORKER} runners per worker): \
              check the job time and the break point",
             workers, concurrency, runners
-        ));
+        )));
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! before the first request, so a bad path fails in a second, not after a long sweep.
 
 use super::stage::StageResult;
+use crate::error::BadInput;
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
@@ -224,14 +225,14 @@ pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
 
 /// The host and the settings a run recorded: what the saved run is judged with again, so each
 /// must be possible — cores from 1/64 to 4 096, counts of at least 1, times from 0 to 30 days.
-fn check_recorded(summary: &super::Summary) -> Result<(), String> {
+fn check_recorded(summary: &super::Summary) -> Result<(), BadInput> {
     if let Some(h) = &summary.host {
         for (name, c) in [
             ("host.cores", h.cores.as_ref().map(|c| c.value)),
             ("host.client_cores", h.client_cores),
         ] {
             if let Some(c) = c.filter(|c| !(c.is_finite() && (1.0 / 64.0..=4096.0).contains(c))) {
-                return Err(format!("{name} is {c}: a host has from 1/64 to 4096 cores"));
+                return Err(format!("{name} is {c}: a host has from 1/64 to 4096 cores").into());
             }
         }
     }
@@ -250,7 +251,7 @@ fn check_recorded(summary: &super::Summary) -> Result<(), String> {
         ),
     ] {
         if let Some(v) = v.filter(|v| !(1..=1_000_000).contains(v)) {
-            return Err(format!("{name} is {v}: it must be from 1 to 1000000"));
+            return Err(format!("{name} is {v}: it must be from 1 to 1000000").into());
         }
     }
     // 0 runners per worker is a deployment with none attached (a finding, not a misreading).
@@ -262,7 +263,8 @@ fn check_recorded(summary: &super::Summary) -> Result<(), String> {
         return Err(format!(
             "settings.runners_per_worker is {}: it must be from 0 to 1000000",
             v.value
-        ));
+        )
+        .into());
     }
     let days = crate::util::MAX_DURATION.as_secs_f64();
     for (name, v) in [
@@ -270,9 +272,7 @@ fn check_recorded(summary: &super::Summary) -> Result<(), String> {
         ("settings.code_time", s.code_time.as_ref().map(|v| v.value)),
     ] {
         if let Some(v) = v.filter(|v| !(v.is_finite() && (0.0..=days).contains(v))) {
-            return Err(format!(
-                "{name} is {v}: it must be from 0 to 30 days (seconds)"
-            ));
+            return Err(format!("{name} is {v}: it must be from 0 to 30 days (seconds)").into());
         }
     }
     Ok(())

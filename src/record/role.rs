@@ -1,5 +1,6 @@
 //! The part a process or container plays in an n8n queue-mode deployment.
 
+use crate::error::BadInput;
 use serde::{Deserialize, Serialize};
 
 #[derive(
@@ -32,9 +33,9 @@ impl Role {
 }
 
 impl std::str::FromStr for Role {
-    type Err = String;
+    type Err = BadInput;
 
-    fn from_str(s: &str) -> Result<Role, String> {
+    fn from_str(s: &str) -> Result<Role, BadInput> {
         [
             Role::Main,
             Role::Worker,
@@ -46,6 +47,6 @@ impl std::str::FromStr for Role {
         ]
         .into_iter()
         .find(|r| r.word() == s)
-        .ok_or_else(|| format!("unknown role {s:?}"))
+        .ok_or_else(|| BadInput(format!("unknown role {s:?}")))
     }
 }

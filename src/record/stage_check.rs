@@ -2,18 +2,17 @@
 //! summary edited or damaged is refused with the field named, never judged.
 
 use super::stage::{LoadModel, StageResult, MAX_IN_FLIGHT};
+use crate::error::BadInput;
 
 /// More requests a second than any load generator sends.
 const MOST_REQUESTS_PER_S: f64 = 1e7;
 
 /// `v` as a figure a measurement can have: finite and at least 0, else the field named.
-fn nonneg(at: &str, name: &str, v: f64) -> Result<(), String> {
+fn nonneg(at: &str, name: &str, v: f64) -> Result<(), BadInput> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(format!(
-            "{at}.{name} is {v}: it must be a number of at least 0"
-        ))
+        Err(format!("{at}.{name} is {v}: it must be a number of at least 0").into())
     }
 }
 
@@ -21,15 +20,13 @@ impl StageResult {
     /// Refuses figures a measurement cannot have (a saved summary edited or damaged): negative
     /// or non-finite times and rates, shares outside 0–1, more good answers than requests,
     /// in-flight levels beyond [`MAX_IN_FLIGHT`]. The error names the field.
-    pub fn check(&self, at: &str) -> Result<(), String> {
+    pub fn check(&self, at: &str) -> Result<(), BadInput> {
         let nonneg = |name: &str, v: f64| nonneg(at, name, v);
-        let share = |name: &str, v: f64| -> Result<(), String> {
+        let share = |name: &str, v: f64| -> Result<(), BadInput> {
             if (0.0..=1.0).contains(&v) {
                 Ok(())
             } else {
-                Err(format!(
-                    "{at}.{name} is {v}: it must be a share from 0 to 1"
-                ))
+                Err(format!("{at}.{name} is {v}: it must be a share from 0 to 1").into())
             }
         };
         for (name, v) in [
@@ -50,7 +47,7 @@ impl StageResult {
             if v > MOST_REQUESTS_PER_S {
                 return Err(format!(
                     "{at}.{name} is {v:e}: more than ten million a second, a rate no load generator reaches"
-                ));
+                ).into());
             }
         }
         share("error_rate", self.error_rate)?;
@@ -66,14 +63,15 @@ impl StageResult {
         }
         for (name, v) in [("vus", self.vus), ("max_vus", self.max_vus)] {
             if v.is_some_and(|n| n > MAX_IN_FLIGHT) {
-                return Err(format!("{at}.{name} is above {MAX_IN_FLIGHT}"));
+                return Err(format!("{at}.{name} is above {MAX_IN_FLIGHT}").into());
             }
         }
         if self.ok > self.requests {
             return Err(format!(
                 "{at}.ok ({}) is more than {at}.requests ({})",
                 self.ok, self.requests
-            ));
+            )
+            .into());
         }
         self.check_observed(at)?;
         for (i, c) in self.scenarios.iter().enumerate() {
@@ -90,7 +88,7 @@ impl StageResult {
                     c.ok,
                     c.requests,
                     self.requests
-                ));
+                ).into());
             }
         }
         self.check_counts(at)
@@ -98,7 +96,7 @@ impl StageResult {
 
     /// The latency, the queue and a history's figures: numbers of at least 0, in the order
     /// their meaning gives them.
-    fn check_observed(&self, at: &str) -> Result<(), String> {
+    fn check_observed(&self, at: &str) -> Result<(), BadInput> {
         for (i, e) in self.endpoints.iter().enumerate() {
             if let Some(v) = &e.n8n_version {
                 let ok = v.len() <= 32
@@ -107,7 +105,7 @@ impl StageResult {
                 if !ok {
                     return Err(format!(
                         "{at}.endpoints[{i}].n8n_version is not a version (digits, letters, '.', '-', '+'; at most 32)"
-                    ));
+                    ).into());
                 }
             }
         }
@@ -135,7 +133,7 @@ impl StageResult {
                 return Err(format!(
                     "{at}.latency: min {} ≤ p50 {} ≤ p90 {} ≤ p95 {} ≤ p99 {} ≤ max {} (mean {} between min and max) does not hold: figures no measurement has",
                     l.min_ms, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms, l.mean_ms
-                ));
+                ).into());
             }
         }
         if let Some(q) = &self.queue {
@@ -151,7 +149,8 @@ impl StageResult {
                 return Err(format!(
                     "{at}.queue: a mean above its max (active {} > {}, or waiting {} > {})",
                     q.active_mean, q.active_max, q.waiting_mean, q.waiting_max
-                ));
+                )
+                .into());
             }
             // Readings of slots taken while jobs waited are some of the readings: no more than
             // the most taken.
@@ -161,7 +160,7 @@ impl StageResult {
                     return Err(format!(
                         "{at}.queue: active_while_waiting {full} above active_max {}: a mean of some readings above their max",
                         q.active_max
-                    ));
+                    ).into());
                 }
             }
         }
@@ -173,7 +172,7 @@ impl StageResult {
                 return Err(format!(
                     "{at}.history: slot_time_s {:?} and executions {} must be numbers of at least 0",
                     h.slot_time_s, h.executions
-                ));
+                ).into());
             }
         }
         Ok(())
@@ -181,10 +180,10 @@ impl StageResult {
 
     /// The counts behind the rates: no more answers per second than were counted, a window
     /// for every rate, users for every closed request, an interval that is one.
-    fn check_counts(&self, at: &str) -> Result<(), String> {
+    fn check_counts(&self, at: &str) -> Result<(), BadInput> {
         if let Some(r) = self.ramp {
             if r.from.max(r.to) > MAX_IN_FLIGHT {
-                return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}"));
+                return Err(format!("{at}.ramp is above {MAX_IN_FLIGHT}").into());
             }
         }
         // A rate is a count over the window: no more answers per second than were counted (a
@@ -201,7 +200,7 @@ impl StageResult {
             if n as f64 > most {
                 return Err(format!(
                     "{at}.{name} is {n} in a stage of {seconds:.0} s: more than ten million a second, figures a measurement cannot have"
-                ));
+                ).into());
             }
         }
         let sent = self
@@ -213,7 +212,8 @@ impl StageResult {
             return Err(format!(
                 "{at}.throughput_rps is {} over a window_s of 0: a rate needs a window",
                 self.throughput_rps
-            ));
+            )
+            .into());
         }
         let counted = self.request_rate.max(self.throughput_rps) * self.window_s;
         if counted > answered as f64 * 1.01 + 1.0 {
@@ -221,19 +221,21 @@ impl StageResult {
                 "{at}: {:.2} req/s over {:.1} s is {counted:.0} answers, but {answered} were counted: figures a measurement cannot have",
                 self.request_rate.max(self.throughput_rps),
                 self.window_s
-            ));
+            ).into());
         }
         if self.model == LoadModel::Closed && self.vus == Some(0) && self.requests > 0 {
             return Err(format!(
                 "{at}.vus is 0, yet {} requests were sent: a closed stage needs at least 1 user",
                 self.requests
-            ));
+            )
+            .into());
         }
         if let Some(ci) = self.throughput_ci {
             if !(ci[0].is_finite() && ci[1].is_finite() && 0.0 <= ci[0] && ci[0] <= ci[1]) {
                 return Err(format!(
                     "{at}.throughput_ci is {ci:?}: it must be two finite rates, low ≤ high"
-                ));
+                )
+                .into());
             }
         }
         Ok(())

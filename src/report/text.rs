@@ -283,7 +283,7 @@ pub fn search(summary: &crate::record::Summary) -> String {
 pub fn run(
     summary: &crate::record::Summary,
     d: &Diagnosis,
-    rec: &Result<Recommendation, String>,
+    rec: &Result<Recommendation, crate::error::NoPlan>,
 ) -> String {
     let mut s = super::table::stages_table(&summary.stages);
     s.push('\n');

@@ -23,7 +23,7 @@ pub enum RunJson {
 pub struct Run<'a> {
     pub summary: &'a Summary,
     pub diagnosis: &'a Diagnosis,
-    pub recommendation: &'a Result<Recommendation, String>,
+    pub recommendation: &'a Result<Recommendation, crate::error::NoPlan>,
     pub json: RunJson,
     /// Where the results were written, if they were.
     pub results: Option<&'a Path>,

@@ -100,7 +100,7 @@ pub(crate) async fn run_task(id: u64, sleep_ms: u64, alloc_mb: u64) -> BrokerMsg
     let t0 = Instant::now();
     let bytes = alloc_mb.saturating_mul(MIB);
     // Buffer.alloc(n, 1): allocate and write every byte, so the pages are really resident.
-    let buf: Result<Vec<u8>, String> = if bytes == 0 {
+    let buf: Result<Vec<u8>, std::collections::TryReserveError> = if bytes == 0 {
         Ok(Vec::new())
     } else {
         let mut v = Vec::new();
@@ -114,7 +114,7 @@ pub(crate) async fn run_task(id: u64, sleep_ms: u64, alloc_mb: u64) -> BrokerMsg
                 EXTERNAL_BYTES.fetch_add(bytes, Ordering::Relaxed);
                 Ok(v)
             }
-            Err(e) => Err(format!("cannot allocate {alloc_mb} MiB: {e}")),
+            Err(e) => Err(e),
         }
     };
     if sleep_ms > 0 {
@@ -141,7 +141,7 @@ pub(crate) async fn run_task(id: u64, sleep_ms: u64, alloc_mb: u64) -> BrokerMsg
             ok: false,
             slept_ms,
             allocated: 0,
-            error: Some(e),
+            error: Some(format!("cannot allocate {alloc_mb} MiB: {e}")),
         },
     }
 }

@@ -301,7 +301,7 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         match (&st.db, r) {
             (Some(db), Ok(t)) => match db.finish_execution(id, t.ok).await {
                 Ok(()) => Ok(t),
-                Err(e) => Err(format!("database: {e}")),
+                Err(e) => Err(JobFailed(format!("database: {e}"))),
             },
             (_, r) => r,
         }
@@ -335,7 +335,7 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
             ok: false,
             duration_s,
             result: None,
-            error: Some(e),
+            error: Some(e.0),
         },
     }
 }
@@ -354,8 +354,12 @@ pub(crate) fn load_binary(bytes: u64) -> Vec<u8> {
     v
 }
 
+/// Why a simulated job failed: the text its HTTP 500 answer carries, as n8n's would.
+#[derive(Debug)]
+struct JobFailed(String);
+
 /// Asks the broker for a runner task and waits for its result.
-async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskResult, String> {
+async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskResult, JobFailed> {
     st.tasks_requested.fetch_add(1, Ordering::Relaxed);
     let id = st.next_task.fetch_add(1, Ordering::Relaxed);
     let (matched_tx, matched_rx) = oneshot::channel();
@@ -378,16 +382,16 @@ async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskRe
             .map(|mut b| !b.drain_left(|r| r.id != id).is_empty())
             .unwrap_or(true);
         if removed {
-            return Err(format!(
+            return Err(JobFailed(format!(
                 "Task request timed out after {} seconds: the task was not matched to a runner \
                  (no runner connected, not ready, or at capacity)",
                 trim_secs(timeout)
-            ));
+            )));
         }
     }
     let r = result_rx
         .await
-        .map_err(|_| "the runner running this task disconnected".to_string())?;
+        .map_err(|_| JobFailed("the runner running this task disconnected".into()))?;
     st.responses_received.fetch_add(1, Ordering::Relaxed);
     st.tasks_done.fetch_add(1, Ordering::Relaxed);
     let micros = u64::try_from(at_runner.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -2,6 +2,7 @@
 //! that decided it, and the small readings of a command line or a broker URI it rests on.
 
 use super::{Facts, Role};
+use crate::error::BadInput;
 
 fn command_has(cmd: &[String], word: &str) -> bool {
     cmd.iter().any(|a| a == word)
@@ -75,12 +76,12 @@ pub fn classify_why(f: &Facts) -> (Role, &'static str) {
 }
 
 /// `--concurrency=N` or `--concurrency N` in a command line.
-pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, String>> {
+pub fn concurrency_flag(cmd: &[String]) -> Option<Result<u32, BadInput>> {
     for (i, a) in cmd.iter().enumerate() {
         // A compose command given as one string ("worker --concurrency=5") arrives split.
         let positive = |v: &str| match v.trim().parse::<u32>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(v.to_string()),
+            _ => Err(BadInput(v.to_string())),
         };
         if let Some(v) = a.strip_prefix("--concurrency=") {
             return Some(positive(v));

@@ -610,7 +610,7 @@ fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, 
     if let Some(Err(bad)) = crate::topology::concurrency_flag(&f.command) {
         return Err(BadInput(format!(
             "{place}: --concurrency {:?} is not a positive whole number: n8n would refuse it",
-            crate::wire::url::truncate(&bad, 20)
+            crate::wire::url::truncate(&bad.0, 20)
         )));
     }
     // env_file first: `environment` wins over it, as in Compose.

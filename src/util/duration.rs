@@ -2,10 +2,11 @@
 //! ("10MB").
 
 use super::text::truncate;
+use crate::error::BadInput;
 use std::time::Duration;
 
 /// Parses "250ms", "30s", "2m", "1h", "1m30s", or a bare number of seconds ("1.5").
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, BadInput> {
     let s = text.trim();
     if s.is_empty() {
         return Err("empty duration".into());
@@ -20,9 +21,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(|| format!("'{text}' lacks a unit: write e.g. 30s, 500ms, 2m"))?;
         if num_len == 0 {
-            return Err(format!(
-                "'{text}' is not a duration: write e.g. 30s, 500ms, 2m"
-            ));
+            return Err(format!("'{text}' is not a duration: write e.g. 30s, 500ms, 2m").into());
         }
         let value: f64 = rest[..num_len]
             .parse()
@@ -39,9 +38,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "d" => 86_400.0,
             "us" | "µs" => 0.000_001,
             other => {
-                return Err(format!(
-                    "'{text}': unknown unit '{other}' (use ms, s, m, h or d)"
-                ))
+                return Err(
+                    format!("'{text}': unknown unit '{other}' (use ms, s, m, h or d)").into(),
+                )
             }
         };
         total += value * factor;
@@ -54,14 +53,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// clock arithmetic on them would overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 
-fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
+fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, BadInput> {
     let text = truncate(text, 40);
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("'{text}' is not a non-negative duration"));
+        return Err(format!("'{text}' is not a non-negative duration").into());
     }
     match Duration::try_from_secs_f64(secs) {
         Ok(d) if d <= MAX_DURATION => Ok(d),
-        _ => Err(format!("'{text}' is longer than 30 days")),
+        _ => Err(format!("'{text}' is longer than 30 days").into()),
     }
 }
 
@@ -84,7 +83,7 @@ fn trim_float(v: f64) -> String {
 
 /// "10MB" (10⁷ bytes), "512KiB" (512 × 1024), "1GB", "1000" → bytes. Decimal units for KB/MB/GB
 /// as file sizes are usually written; binary ones with the "i".
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, BadInput> {
     let s = text.trim();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -103,14 +102,15 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         other => {
             return Err(format!(
                 "{text:?}: unknown unit {other:?}: use B, KB, MB, GB, KiB, MiB or GiB"
-            ))
+            )
+            .into())
         }
     };
     let bytes = (n * mult).round();
     if bytes.is_finite() && (0.0..9e15).contains(&bytes) {
         Ok(bytes as u64)
     } else {
-        Err(format!("{text:?} is not a size n8ncap can send"))
+        Err(format!("{text:?} is not a size n8ncap can send").into())
     }
 }
 

@@ -6,6 +6,7 @@
 //! Why our own: `prometheus-parse` 0.2.5 drops names with `:`, leaves label escapes raw and
 //! stamps samples with the current time; `openmetrics-parser` rejects valid 0.0.4 input.
 
+use crate::error::Implausible;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -184,7 +185,7 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
             line: line_no,
             // What a message quotes of a bad line is bounded: a 20 MB garbage line must not
             // be repeated into every gap message and the timeline.
-            message: super::url::truncate(&message, MAX_QUOTED),
+            message: super::url::truncate(&message.0, MAX_QUOTED),
         })?;
         let fam = exp.family_for_sample(&sample.name);
         exp.family_mut(&fam).samples.push(sample);
@@ -219,13 +220,13 @@ fn unescape_help(s: &str) -> String {
     out
 }
 
-fn parse_sample(line: &str) -> Result<Sample, String> {
+fn parse_sample(line: &str) -> Result<Sample, Implausible> {
     let name_end = line
         .find(|c: char| c == '{' || c.is_whitespace())
         .ok_or_else(|| format!("sample without a value: {line:?}"))?;
     let name = &line[..name_end];
     if !valid_name(name) {
-        return Err(format!("invalid metric name {name:?}"));
+        return Err(format!("invalid metric name {name:?}").into());
     }
     let mut rest = &line[name_end..];
     let mut labels = Vec::new();
@@ -254,7 +255,7 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         ),
     };
     if let Some(extra) = fields.next() {
-        return Err(format!("{name}: unexpected {extra:?} after the value"));
+        return Err(format!("{name}: unexpected {extra:?} after the value").into());
     }
     Ok(Sample {
         name: name.to_string(),
@@ -275,7 +276,7 @@ pub fn parse_value(s: &str) -> Option<f64> {
 
 type Labels = Vec<(String, String)>;
 
-fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
+fn parse_labels(s: &str) -> Result<(Labels, &str), Implausible> {
     let mut labels = Vec::new();
     let bytes = s.as_bytes();
     let mut i = 0;
@@ -295,20 +296,20 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
         }
         let key = &s[start..i];
         if !valid_name(key) {
-            return Err(format!("invalid label name {key:?}"));
+            return Err(format!("invalid label name {key:?}").into());
         }
         while i < bytes.len() && bytes[i] == b' ' {
             i += 1;
         }
         if i >= bytes.len() || bytes[i] != b'=' {
-            return Err(format!("label {key} has no '='"));
+            return Err(format!("label {key} has no '='").into());
         }
         i += 1;
         while i < bytes.len() && bytes[i] == b' ' {
             i += 1;
         }
         if i >= bytes.len() || bytes[i] != b'"' {
-            return Err(format!("label {key} value is not quoted"));
+            return Err(format!("label {key} value is not quoted").into());
         }
         i += 1;
         let mut value = String::new();
@@ -335,7 +336,7 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
             }
         }
         if !closed {
-            return Err(format!("label {key} value is not terminated"));
+            return Err(format!("label {key} value is not terminated").into());
         }
         labels.push((key.to_string(), value));
     }

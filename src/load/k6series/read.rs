@@ -2,6 +2,7 @@
 //! the run's span are checked before anything is judged.
 
 use super::*;
+use crate::error::BadInput;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
@@ -407,7 +408,7 @@ pub(super) const BEFORE_THE_RUN_S: f64 = 5.0;
 /// How far outside its requests' span a `vus` sample may lie (a setup, a delayed scenario).
 const STRAY_S: f64 = 3600.0;
 
-pub fn plausible_span(s: &Series) -> Result<(), String> {
+pub fn plausible_span(s: &Series) -> Result<(), BadInput> {
     let starts = s.reqs.iter().map(|r| r.start());
     let first = starts.clone().fold(f64::INFINITY, f64::min);
     let last = s
@@ -429,7 +430,7 @@ pub fn plausible_span(s: &Series) -> Result<(), String> {
             r.dur,
             r.end,
             run_start - r.start()
-        ));
+        ).into());
     }
     // k6 samples `vus` from the run's start to its end: a sample far outside the requests'
     // span is a point with an impossible time, not a stretch of the run.
@@ -443,7 +444,8 @@ pub fn plausible_span(s: &Series) -> Result<(), String> {
              k6 run samples its users that far from its requests — an edited or corrupted file; \
              cut the file to the run",
             ((first - t).max(t - last)) / 3600.0
-        ));
+        )
+        .into());
     }
     if s.reqs.is_empty() || last - first <= most {
         return Ok(());
@@ -461,5 +463,6 @@ pub fn plausible_span(s: &Series) -> Result<(), String> {
         (last - first) / 86_400.0,
         when(first),
         when(last)
-    ))
+    )
+    .into())
 }

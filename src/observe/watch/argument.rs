@@ -1,6 +1,7 @@
 //! The `role=URL` (or `URL`) an endpoint is given as.
 
 use super::*;
+use crate::error::BadInput;
 
 /// A `/metrics` endpoint and the role it plays (given as `role=URL`, else read from content).
 #[derive(Debug, Clone)]
@@ -11,7 +12,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Parses `URL` or `role=URL` (role: main, worker, webhook).
-    pub fn parse(text: &str) -> Result<Endpoint, String> {
+    pub fn parse(text: &str) -> Result<Endpoint, BadInput> {
         match text.split_once('=') {
             Some((role, url)) if !role.contains(':') && !role.contains('/') => {
                 let role = match role.parse::<Role>() {
@@ -21,7 +22,8 @@ impl Endpoint {
                         "--metrics {}: unknown role {:?} (use main=URL, worker=URL or webhook=URL)",
                         crate::wire::url::redact(text),
                         crate::wire::url::truncate(role, 40)
-                    ))
+                    )
+                        .into())
                     }
                 };
                 crate::wire::url::HttpUrl::parse(url, "--metrics").map_err(|e| e.0)?;

@@ -2,6 +2,7 @@
 //! the cores allow.
 
 use super::*;
+use crate::error::Implausible;
 
 /// The per-second rate of a counter since the previous reading.
 pub(super) fn counter_rate(
@@ -38,12 +39,13 @@ pub(super) fn cpu_rate(
     cur: Option<f64>,
     now: Instant,
     max_cores: f64,
-) -> Result<Option<f64>, String> {
+) -> Result<Option<f64>, Implausible> {
     let Some(cur) = cur else { return Ok(None) };
     if !(cur.is_finite() && cur >= 0.0) {
         return Err(format!(
             "process_cpu_seconds_total is {cur}: a CPU counter is a finite number of seconds"
-        ));
+        )
+        .into());
     }
     let last = prev.replace((cur, now));
     let Some((p, pt)) = last else { return Ok(None) };
@@ -55,7 +57,8 @@ pub(super) fn cpu_rate(
         return Err(format!(
             "process_cpu_seconds_total fell from {p:.2} to {cur:.2}: the process restarted, or \
              two processes answer at this URL (a load balancer): no CPU figure for this interval"
-        ));
+        )
+        .into());
     }
     let cores = (cur - p) / dt;
     if cores > max_cores {
@@ -63,7 +66,8 @@ pub(super) fn cpu_rate(
             "process_cpu_seconds_total rose {:.2} s in {dt:.2} s: {cores:.1} cores, more than \
              the {max_cores:.1} a process there can use",
             cur - p
-        ));
+        )
+        .into());
     }
     Ok(Some(cores))
 }

@@ -3,6 +3,7 @@
 
 use super::rates::{counter_rate, cpu_rate, most_cores};
 use super::*;
+use crate::error::Implausible;
 
 pub(super) async fn read_redis(
     src: &Sources,
@@ -96,13 +97,13 @@ pub(super) fn record_scrape(
                 t: at.t,
                 unix: at.unix,
                 source: format!("{} (process CPU)", e.url),
-                error: why.clone(),
+                error: why.0.clone(),
                 gone: false,
             });
             if at.steady {
                 let acc = st.acc.endpoints.entry(e.url.clone()).or_default();
                 acc.gaps += 1;
-                acc.last_error = Some(why);
+                acc.last_error = Some(why.0);
             }
             None
         }
@@ -120,7 +121,7 @@ pub(super) fn record_scrape(
                 t: at.t,
                 unix: at.unix,
                 source: format!("{} (queue gauges)", e.url),
-                error: why,
+                error: why.0,
                 gone: false,
             });
             if at.steady {
@@ -171,7 +172,7 @@ fn version_of(exp: &Exposition, prefix: &str) -> Option<String> {
 fn record_pool(
     st: &mut State,
     url: &str,
-    got: Result<Option<super::scrape::PoolReading>, String>,
+    got: Result<Option<super::scrape::PoolReading>, Implausible>,
     at: &Moment,
 ) {
     match got {
@@ -188,7 +189,7 @@ fn record_pool(
                 t: at.t,
                 unix: at.unix,
                 source: format!("{url} (database pool)"),
-                error: why,
+                error: why.0,
                 gone: false,
             });
             st.acc
