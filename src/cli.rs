@@ -83,6 +83,11 @@ pub enum Command {
     /// ceiling, knee, latency and errors at matched levels), every difference against the
     /// runs' own intervals. Exit 99 when a --fail-if threshold is passed beyond noise.
     Compare(CompareArgs),
+    /// How throughput grows with workers: saved runs of one deployment at several worker
+    /// counts judged together — each count's ceiling and what an added worker gained, the
+    /// Universal Scalability Law fitted, the shared limit that stops scale-out — and the
+    /// workers a target rate needs (--target-rate).
+    Scale(ScaleArgs),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),
@@ -288,6 +293,19 @@ impl OutputArgs {
         };
         crate::report::check::<T>(f, command)
     }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ScaleArgs {
+    /// Results directories or their summary.json, one per worker count (each run's settings
+    /// say its count: a sweep with --project, --docker or --workers).
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// Executions per second to plan for: the workers whose fitted ceiling holds it at 2/3.
+    #[arg(long, value_name = "PER_SECOND")]
+    pub target_rate: Option<f64>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -4,7 +4,7 @@
 use crate::common::*;
 
 /// Every subcommand `--help` lists, in its order.
-const SUBCOMMANDS: [&str; 14] = [
+const SUBCOMMANDS: [&str; 15] = [
     "demo",
     "sweep",
     "inspect",
@@ -15,6 +15,7 @@ const SUBCOMMANDS: [&str; 14] = [
     "diagnose",
     "recommend",
     "compare",
+    "scale",
     "sim",
     "completions",
     "man",

@@ -360,6 +360,7 @@ page_test!(inspect_page_commands_run, "docs/inspect.md", 1);
 page_test!(k6_page_commands_run, "docs/k6.md", 1);
 page_test!(reference_page_commands_run, "docs/reference.md", 2);
 page_test!(sweep_page_commands_run, "docs/sweep.md", 1);
+page_test!(scale_page_commands_run, "docs/scale.md", 2);
 
 #[test]
 fn every_page_with_runnable_blocks_has_a_test() {
@@ -373,6 +374,7 @@ fn every_page_with_runnable_blocks_has_a_test() {
         "docs/k6.md",
         "docs/reference.md",
         "docs/sweep.md",
+        "docs/scale.md",
     ];
     for b in blocks().iter().filter(|b| b.kind == "runnable") {
         assert!(

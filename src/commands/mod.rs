@@ -12,6 +12,7 @@ mod history;
 mod inspect;
 mod recommend;
 mod report;
+mod scale;
 mod shell;
 mod sim;
 mod sweep;
@@ -51,6 +52,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         } => inspect::run(project.as_deref(), &files, &output).await,
         Command::Recommend(a) => recommend::run(a).await,
         Command::Compare(a) => compare::run(a),
+        Command::Scale(a) => scale::run(a),
         Command::Sim(s) => {
             sim::run(s).await?;
             Ok(error::EXIT_OK)

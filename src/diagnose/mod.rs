@@ -17,6 +17,7 @@ pub mod mix;
 pub mod observed;
 pub mod ramp;
 pub mod regular;
+pub mod scale;
 pub mod validity;
 pub mod verdict;
 

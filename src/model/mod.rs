@@ -11,6 +11,7 @@ pub mod budget;
 pub mod mix;
 pub mod provenance;
 pub mod settings;
+pub mod usl;
 
 pub use bound::{Bound, Holds};
 

@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod observation;
 pub mod recommendation;
 pub mod role;
+pub mod scaling;
 pub mod stage;
 mod stage_check;
 pub mod summary;

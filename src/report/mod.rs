@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod json;
 pub mod markdown;
 pub mod sarif;
+pub mod scale;
 pub mod svg;
 pub mod table;
 pub mod text;

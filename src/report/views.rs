@@ -193,6 +193,17 @@ impl Rendered for Recommend<'_> {
     }
 }
 
+/// `scale`'s result: the ceiling at each worker count, the fitted law, what stops scale-out.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Scale<'a>(pub &'a crate::record::scaling::Scaling);
+
+impl Rendered for Scale<'_> {
+    fn table(&self) -> String {
+        super::scale::scaling_table(self.0)
+    }
+}
+
 /// `compare`'s result: the runs side by side, each later one against the first.
 #[derive(Serialize)]
 #[serde(transparent)]

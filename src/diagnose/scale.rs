@@ -1,0 +1,400 @@
+//! Runs of one deployment at several worker counts, judged together (`n8ncap scale`): the
+//! ceiling at each count, what each added worker gained, the Universal Scalability Law fitted
+//! to them (`model::usl`), the shared limit that bends the curve — main's intake, the host's
+//! CPU, Postgres — read from the run at the highest count, and the workers a target rate needs.
+
+use crate::error::BadInput;
+use crate::findings::FindingId;
+use crate::model::usl;
+use crate::record::diagnosis::CpuSite;
+use crate::record::scaling::{ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
+use crate::record::{Diagnosis, Role};
+
+/// A worker adds less than this share of one worker's ceiling: diminishing returns.
+const DIMINISHING: f64 = 0.1;
+/// Most workers a plan looks at.
+const MAX_WORKERS: u32 = 1000;
+/// The operating point's share of the ceiling (the 2/3 safety factor).
+const OPERATING: f64 = 2.0 / 3.0;
+
+/// One saved run and its judgement.
+pub struct Run<'a> {
+    pub label: String,
+    pub diagnosis: &'a Diagnosis,
+}
+
+/// The runs judged together; refused when a run's worker count is not known or two runs
+/// share one.
+pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
+    let mut points = Vec::new();
+    for r in runs {
+        let w = r.diagnosis.settings.workers.as_ref().ok_or_else(|| {
+            BadInput(format!(
+                "{}: its worker count is not known: sweep with --project NAME or --docker (the \
+                 containers are counted), or give --workers N to the sweep",
+                r.label
+            ))
+        })?;
+        points.push(ScalePoint {
+            run: r.label.clone(),
+            workers: w.value,
+            workers_source: w.source.words(),
+            ceiling: r
+                .diagnosis
+                .measured_ceiling
+                .as_ref()
+                .map(|x| [x.mean, x.low, x.high]),
+            limit: r.diagnosis.capping_limit.map(|l| l.words().to_string()),
+            efficiency: None,
+        });
+    }
+    points.sort_by_key(|p| p.workers);
+    if let Some(w) = points.windows(2).find(|w| w[0].workers == w[1].workers) {
+        return Err(BadInput(format!(
+            "{} and {} both ran {} worker(s): give one run per worker count",
+            w[0].run, w[1].run, w[0].workers
+        )));
+    }
+    efficiencies(&mut points);
+    let fit = fit_of(&points);
+    let top = runs
+        .iter()
+        .max_by_key(|r| r.diagnosis.settings.workers.as_ref().map(|w| w.value));
+    let shared = top.map(|r| shared_limits(r.diagnosis)).unwrap_or_default();
+    let verdict = verdict(&points, fit.as_ref(), &shared);
+    let plan = target.map(|t| plan(t, fit.as_ref(), &shared));
+    Ok(Scaling {
+        points,
+        fit,
+        shared,
+        verdict,
+        plan,
+    })
+}
+
+/// Each count's gain over the previous one, against one worker's ceiling per added worker.
+fn efficiencies(points: &mut [ScalePoint]) {
+    let Some(lambda) = points
+        .iter()
+        .find_map(|p| p.ceiling.map(|c| c[0] / p.workers.max(1) as f64))
+    else {
+        return;
+    };
+    for i in 1..points.len() {
+        if let (Some(a), Some(b)) = (points[i - 1].ceiling, points[i].ceiling) {
+            let added = (points[i].workers - points[i - 1].workers) as f64;
+            points[i].efficiency = Some((b[0] - a[0]) / (added * lambda));
+        }
+    }
+}
+
+fn fit_of(points: &[ScalePoint]) -> Option<UslFit> {
+    let pts: Vec<usl::Point> = points
+        .iter()
+        .filter_map(|p| {
+            p.ceiling.map(|c| usl::Point {
+                workers: p.workers,
+                ceiling: c[0],
+                low: c[1],
+                high: c[2],
+            })
+        })
+        .collect();
+    let f = usl::fit(&pts)?;
+    Some(UslFit {
+        lambda_per_s: f.lambda,
+        sigma: f.sigma,
+        sigma_range: f.sigma_range,
+        kappa: f.kappa,
+        kappa_range: f.kappa_range,
+        rms_error: f.rms_error,
+        peak_workers: f.peak(),
+        ceiling_per_s: f.ceiling(),
+        diminishing_from: f.diminishing_from(DIMINISHING, MAX_WORKERS),
+    })
+}
+
+/// The limits every worker shares, as the run at the highest count saw them.
+fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
+    let mut out = Vec::new();
+    let main = d
+        .cpu
+        .iter()
+        .find(|u| u.site == CpuSite::Process && u.role == Some(Role::Main));
+    if let Some(m) = main {
+        out.push(SharedLimit {
+            kind: "main_intake".into(),
+            bound_per_s: Some(m.bound_per_s),
+            reached: m.saturated,
+            evidence: vec![format!(
+                "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \
+                 JavaScript thread takes at most {:.1} executions/s",
+                m.name,
+                m.cores_used,
+                m.usable_cores.value,
+                m.cpu_s_per_execution * 1000.0,
+                m.bound_per_s
+            )],
+            fix: "add webhook processors (`n8n webhook`) behind the load balancer for production \
+                  webhooks, or give main a faster core; more workers will not help"
+                .into(),
+        });
+    }
+    if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
+        out.push(SharedLimit {
+            kind: "host_cpu".into(),
+            bound_per_s: Some(h.bound_per_s),
+            reached: h.saturated,
+            evidence: vec![format!(
+                "the host's processes used {:.2} of {:.1} cores ({})",
+                h.cores_used, h.usable_cores.value, h.usable_cores.source
+            )],
+            fix: "put workers on more nodes (or a bigger host); workers sharing these cores \
+                  share their CPU"
+                .into(),
+        });
+    }
+    let db = d.findings.iter().find(|f| {
+        matches!(
+            f.id,
+            FindingId::PostgresConnectionsExhausted | FindingId::DbPoolCaps
+        )
+    });
+    if let Some(f) = db {
+        out.push(SharedLimit {
+            kind: "postgres".into(),
+            bound_per_s: f.get("db_pool_bound_per_s"),
+            reached: true,
+            evidence: vec![f.title.clone()],
+            fix: f.fix.clone().unwrap_or_default(),
+        });
+    }
+    out
+}
+
+fn words(kind: &str) -> &'static str {
+    match kind {
+        "main_intake" => "Main's intake (its CPU)",
+        "host_cpu" => "The host's CPU",
+        "postgres" => "Postgres",
+        _ => "a shared limit",
+    }
+}
+
+fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) -> String {
+    let measured: Vec<&ScalePoint> = points.iter().filter(|p| p.ceiling.is_some()).collect();
+    let [.., a, b] = measured.as_slice() else {
+        return "Ceilings at two worker counts at least are needed to say how throughput grows \
+                with workers: sweep each count until its ceiling is reached."
+            .into();
+    };
+    let (xa, xb) = (
+        a.ceiling.map_or(0.0, |c| c[0]),
+        b.ceiling.map_or(0.0, |c| c[0]),
+    );
+    let linear = fit.map_or(0.0, |f| f.lambda_per_s) * b.workers as f64;
+    let mut text = format!(
+        "From {} to {} workers the ceiling went from {xa:.1} to {xb:.1}/s ({:.0} % of what {} \
+         workers at one worker's ceiling would give, {linear:.1}/s).",
+        a.workers,
+        b.workers,
+        100.0 * xb / linear.max(f64::MIN_POSITIVE),
+        b.workers
+    );
+    match shared.iter().find(|s| s.reached) {
+        Some(s) => text.push_str(&format!(
+            " {} stops it: {}; {}.",
+            words(&s.kind),
+            s.evidence.join("; "),
+            s.fix
+        )),
+        None => {
+            text.push_str(&format!(
+                " No shared limit was reached up to {} workers.",
+                b.workers
+            ));
+            match shared
+                .iter()
+                .filter_map(|s| s.bound_per_s.map(|v| (s, v)))
+                .min_by(|x, y| x.1.total_cmp(&y.1))
+            {
+                Some((s, v)) => text.push_str(&format!(
+                    " The next: {} at {v:.1}/s ({}).",
+                    words(&s.kind),
+                    s.evidence.join("; ")
+                )),
+                None => text.push_str(
+                    " Main's CPU was not measured: sweep with --metrics main=URL (or --docker) \
+                     to see the intake's bound before adding workers.",
+                ),
+            }
+        }
+    }
+    text
+}
+
+fn plan(target: f64, fit: Option<&UslFit>, shared: &[SharedLimit]) -> WorkersPlan {
+    let needed = target / OPERATING;
+    let mut p = WorkersPlan {
+        target_per_s: target,
+        needed_ceiling_per_s: needed,
+        workers: None,
+        predicted_ceiling_per_s: None,
+        note: String::new(),
+    };
+    let cap = shared
+        .iter()
+        .filter_map(|s| s.bound_per_s.map(|v| (s, v)))
+        .min_by(|x, y| x.1.total_cmp(&y.1));
+    if let Some((s, v)) = cap.filter(|(_, v)| *v < needed) {
+        p.note = format!(
+            "{} caps at {v:.1}/s, under the {needed:.1}/s a {target:.1}/s operating point needs: {}",
+            words(&s.kind),
+            s.fix
+        );
+        return p;
+    }
+    let Some(f) = fit else {
+        p.note = "no fit: ceilings at two worker counts at least are needed".into();
+        return p;
+    };
+    let law = usl::Fit {
+        lambda: f.lambda_per_s,
+        sigma: f.sigma,
+        sigma_range: f.sigma_range,
+        kappa: f.kappa,
+        kappa_range: f.kappa_range,
+        rms_error: f.rms_error,
+    };
+    match law.workers_for(needed, MAX_WORKERS) {
+        Some(n) => {
+            p.workers = Some(n);
+            p.predicted_ceiling_per_s = Some(law.at(n as f64));
+            p.note = format!(
+                "{n} workers, each with its runners, at the settings of these runs: the fitted \
+                 ceiling there is {:.1}/s, so {target:.1}/s runs at 2/3 of it",
+                law.at(n as f64)
+            );
+        }
+        None => {
+            p.note = format!(
+                "no worker count reaches {needed:.1}/s on the fitted curve (it tops out at {}): \
+                 the shared limit must move first",
+                f.ceiling_per_s
+                    .map_or("no figure".into(), |c| format!("{c:.1}/s"))
+            );
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{closed, run, settings};
+    use super::*;
+    use crate::model::settings::{Provenance, Sourced};
+    use crate::record::stage::EndpointObserved;
+
+    /// A run at `workers` workers of 5 slots and 5 runner tasks (1 s jobs): 1 in flight, then a
+    /// saturated level at `x`/s, with main's CPU at 25 ms per execution.
+    fn at(workers: u32, x: f64) -> Diagnosis {
+        let mut hi = closed(1, workers * 5 + 20, x);
+        hi.endpoints.push(EndpointObserved {
+            url: "http://127.0.0.1/metrics".into(),
+            role: Some(Role::Main),
+            samples: 10,
+            cpu_percent_mean: x * 0.025 * 100.0,
+            ..Default::default()
+        });
+        let mut s = settings(1.0, Some(5), Some(5));
+        s.workers = Some(Sourced::new(workers, Provenance::Flag("--workers".into())));
+        run(&[closed(0, 1, 1.0 / 1.05), hi], s)
+    }
+
+    fn judged(ds: &[(u32, Diagnosis)], target: Option<f64>) -> Scaling {
+        let runs: Vec<Run> = ds
+            .iter()
+            .map(|(n, d)| Run {
+                label: format!("w{n}"),
+                diagnosis: d,
+            })
+            .collect();
+        judge(&runs, target).unwrap()
+    }
+
+    /// Main's one core at 25 ms per execution caps near 40/s: 1, 2, 4 workers grow with
+    /// them, 8 bend. The shared limit named is main's intake, reached, with its bound; a target
+    /// under it gets workers, one over it gets none and says why.
+    #[test]
+    fn main_s_intake_bends_the_curve_and_is_named() {
+        let ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4), (8, 35.5)]
+            .iter()
+            .map(|&(n, x)| (n, at(n, x)))
+            .collect();
+        let s = judged(&ds, Some(20.0));
+        assert_eq!(
+            s.points.iter().map(|p| p.workers).collect::<Vec<_>>(),
+            [1, 2, 4, 8]
+        );
+        // 4 → 8 gained 16.1/s for 4 workers of 4.9/s: 82 % of linear.
+        let e = s.points[3].efficiency.unwrap();
+        assert!((e - 16.1 / (4.0 * 4.9)).abs() < 0.02, "{e}");
+        let main = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        assert!(main.reached);
+        // 0.025 s per execution on one core: 40/s (at least what was measured).
+        assert!((main.bound_per_s.unwrap() - 40.0).abs() < 0.5, "{main:?}");
+        let f = s.fit.as_ref().unwrap();
+        assert!(f.sigma > 0.0 || f.kappa > 0.0);
+        // 20/s at 2/3 needs a 30/s ceiling: 6 or 7 workers on the fitted curve.
+        let p = s.plan.as_ref().unwrap();
+        assert!((p.needed_ceiling_per_s - 30.0).abs() < 1e-9);
+        assert!(matches!(p.workers, Some(6..=8)), "{p:?}");
+        // 30/s needs 45/s: beyond main's 40/s, no count.
+        let s = judged(&ds, Some(30.0));
+        assert_eq!(s.plan.unwrap().workers, None);
+    }
+
+    #[test]
+    fn linear_growth_reaches_no_shared_limit_and_says_the_next() {
+        let ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8)]
+            .iter()
+            .map(|&(n, x)| (n, at(n, x)))
+            .collect();
+        let s = judged(&ds, None);
+        assert!(s.shared.iter().all(|l| !l.reached));
+        let main = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        assert!((main.bound_per_s.unwrap() - 40.0).abs() < 0.5);
+        assert!(s.points[1].efficiency.unwrap() > 0.95);
+    }
+
+    #[test]
+    fn a_run_without_its_worker_count_or_two_at_one_count_are_refused() {
+        let mut d = at(2, 9.8);
+        d.settings.workers = None;
+        let runs = [
+            Run {
+                label: "a".into(),
+                diagnosis: &d,
+            },
+            Run {
+                label: "b".into(),
+                diagnosis: &d,
+            },
+        ];
+        assert!(judge(&runs, None)
+            .unwrap_err()
+            .contains("a: its worker count"));
+        let (x, y) = (at(2, 9.8), at(2, 9.7));
+        let runs = [
+            Run {
+                label: "x".into(),
+                diagnosis: &x,
+            },
+            Run {
+                label: "y".into(),
+                diagnosis: &y,
+            },
+        ];
+        assert!(judge(&runs, None).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! How throughput grew with workers: the ceilings measured at each worker count, what each added
+//! worker gained, the Universal Scalability Law fitted to them, the shared limit that bends the
+//! curve (main's intake, Postgres, the host) with its evidence, and a plan for a target rate.
+
+use serde::{Deserialize, Serialize};
+
+/// One worker count and what its run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScalePoint {
+    /// The run (results directory or summary.json) it came from.
+    pub run: String,
+    pub workers: u32,
+    /// Where the worker count came from (its provenance's words).
+    pub workers_source: String,
+    /// Ceiling measured, /s, with its 95 % interval; None when the run did not reach one.
+    pub ceiling: Option<[f64; 3]>,
+    /// The limit the run's own verdict named (its `capping_limit`), when one.
+    pub limit: Option<String>,
+    /// Gained ÷ what the added workers would give at one worker's ceiling (1 = linear), from the
+    /// previous count.
+    pub efficiency: Option<f64>,
+}
+
+/// The Universal Scalability Law fitted to the ceilings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UslFit {
+    /// One worker's ceiling, /s.
+    pub lambda_per_s: f64,
+    /// Contention: the share of an execution that waits on something all workers share.
+    pub sigma: f64,
+    pub sigma_range: [f64; 2],
+    /// Coherency: a cost that grows with every pair of workers.
+    pub kappa: f64,
+    pub kappa_range: [f64; 2],
+    /// The fit's error against the measured ceilings (root-mean-square, a share).
+    pub rms_error: f64,
+    /// Workers at which the curve peaks (κ > 0).
+    pub peak_workers: Option<f64>,
+    /// The ceiling the curve approaches (λ ÷ σ) or peaks at, /s.
+    pub ceiling_per_s: Option<f64>,
+    /// From this many workers on, one more adds less than 10 % of one worker's ceiling.
+    pub diminishing_from: Option<u32>,
+}
+
+/// A limit all workers share, and whether the runs reached it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedLimit {
+    /// `main_intake`, `host_cpu`, `postgres`.
+    pub kind: String,
+    /// Its bound, /s, when it can be computed (main: its one core ÷ CPU s per execution).
+    pub bound_per_s: Option<f64>,
+    /// The run at the highest worker count was at it.
+    pub reached: bool,
+    pub evidence: Vec<String>,
+    /// What moves it.
+    pub fix: String,
+}
+
+/// Workers for a target rate, at the 2/3 operating point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkersPlan {
+    pub target_per_s: f64,
+    /// The ceiling the plan needs: target ÷ (2/3).
+    pub needed_ceiling_per_s: f64,
+    /// Workers the fit says reach it (each with its runner), when any count does.
+    pub workers: Option<u32>,
+    /// The fitted ceiling at that count, /s.
+    pub predicted_ceiling_per_s: Option<f64>,
+    /// Why no count does, or what the plan rests on.
+    pub note: String,
+}
+
+/// The whole answer of `n8ncap scale`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub points: Vec<ScalePoint>,
+    pub fit: Option<UslFit>,
+    pub shared: Vec<SharedLimit>,
+    /// One paragraph: what stops scale-out, with its figures.
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<WorkersPlan>,
+}

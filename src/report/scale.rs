@@ -1,0 +1,61 @@
+//! `n8ncap scale`'s table and prose: the ceiling at each worker count with what the added
+//! workers gained, the verdict, the fitted law and the plan for a target rate.
+
+use super::table::{fitted, laid_out};
+use crate::record::scaling::Scaling;
+
+pub fn scaling_table(s: &Scaling) -> String {
+    let mut t = fitted();
+    t.set_header(vec![
+        "workers",
+        "ceiling /s (95 %)",
+        "limit that caps",
+        "added workers gained",
+        "run",
+    ]);
+    for p in &s.points {
+        t.add_row(vec![
+            p.workers.to_string(),
+            p.ceiling.map_or("not reached".into(), |c| {
+                format!("{:.2} ({:.2}–{:.2})", c[0], c[1], c[2])
+            }),
+            p.limit.clone().unwrap_or_else(|| "—".into()),
+            p.efficiency
+                .map_or("—".into(), |e| format!("{:.0} % of linear", e * 100.0)),
+            p.run.clone(),
+        ]);
+    }
+    let width = super::width::output_width();
+    let mut out = laid_out(&mut t);
+    out.push_str(&format!(
+        "\n{}\n",
+        super::width::fold(&format!("Scale-out: {}", s.verdict), width)
+    ));
+    if let Some(f) = &s.fit {
+        let mut line = format!(
+            "  law: X(N) = {:.2} N ÷ (1 + σ (N − 1) + κ N (N − 1)), σ {:.4} ({:.4}–{:.4}), κ {:.5} ({:.5}–{:.5}), fit within {:.1} %",
+            f.lambda_per_s, f.sigma, f.sigma_range[0], f.sigma_range[1], f.kappa, f.kappa_range[0], f.kappa_range[1], f.rms_error * 100.0
+        );
+        if let Some(n) = f.diminishing_from {
+            line.push_str(&format!(
+                "; from {n} workers on one more adds under 10 % of a worker"
+            ));
+        }
+        if let (Some(p), Some(c)) = (f.peak_workers, f.ceiling_per_s) {
+            line.push_str(&format!("; peak {c:.1}/s at {p:.0} workers, fewer beyond"));
+        } else if let Some(c) = f.ceiling_per_s.filter(|_| f.sigma_range[0] > 0.0) {
+            line.push_str(&format!("; approaches {c:.1}/s"));
+        }
+        out.push_str(&super::width::fold(&line, width));
+        out.push('\n');
+    }
+    if let Some(p) = &s.plan {
+        let head = match p.workers {
+            Some(n) => format!("  plan for {:.1}/s: {n} workers", p.target_per_s),
+            None => format!("  plan for {:.1}/s: none", p.target_per_s),
+        };
+        out.push_str(&super::width::fold(&format!("{head} — {}", p.note), width));
+        out.push('\n');
+    }
+    out
+}
