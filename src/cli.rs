@@ -119,9 +119,10 @@ pub struct SettingsArgs {
     /// DB_POSTGRESDB_POOL_SIZE of each worker (read from n8n's db_pool metrics when not given).
     #[arg(long)]
     pub db_pool_size: Option<u32>,
-    /// Number of workers.
-    #[arg(long)]
-    pub workers: Option<u32>,
+    /// Number of workers. `sweep` takes a list (1,2,4): a scale sweep, measured at each count
+    /// (with --scale-cmd).
+    #[arg(long, value_delimiter = ',')]
+    pub workers: Vec<u32>,
     /// Runners attached to each worker.
     #[arg(long)]
     pub runners_per_worker: Option<u32>,
@@ -147,6 +148,19 @@ pub struct SettingsArgs {
 const MAX_SETTING: u32 = 100_000;
 
 impl SettingsArgs {
+    /// `--workers` as one count: a list is a scale sweep's (`sweep --workers 1,2,4`).
+    fn one_count(&self) -> Result<Option<u32>, BadInput> {
+        match self.workers.as_slice() {
+            [] => Ok(None),
+            [n] => Ok(Some(*n)),
+            _ => Err(BadInput(
+                "--workers takes one count here; a list of counts (1,2,4) is a scale sweep: \
+                 n8ncap sweep --workers 1,2,4 --scale-cmd 'COMMAND {workers}'"
+                    .into(),
+            )),
+        }
+    }
+
     /// The settings these flags give, each sourced "flag --…"; bad values are bad input.
     pub fn settings(&self) -> anyhow::Result<Settings> {
         let secs = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Sourced<f64>>> {
@@ -187,7 +201,7 @@ impl SettingsArgs {
         Ok(Settings {
             executions_mode: None,
             binary_data_mode: None,
-            workers: positive("workers", self.workers)?,
+            workers: positive("workers", self.one_count()?)?,
             worker_concurrency: positive("worker-concurrency", self.worker_concurrency)?,
             runner_limit: positive("runner-limit", self.runner_limit)?,
             runners_per_worker: match self.runners_per_worker {
@@ -566,6 +580,20 @@ pub struct SweepArgs {
     pub queue_metrics_interval: f64,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// Scale sweep: the command that sets the worker count, `{workers}` replaced by each count
+    /// of --workers (run with `sh -c`; it should return once the workers run, e.g. `kubectl
+    /// scale deploy/n8n-worker --replicas={workers} && kubectl rollout status
+    /// deploy/n8n-worker`).
+    #[arg(long, value_name = "COMMAND", requires = "restore_workers")]
+    pub scale_cmd: Option<String>,
+    /// Scale sweep: the worker count to return to when the sweep ends, is stopped or fails (the
+    /// count running now).
+    #[arg(long, value_name = "N")]
+    pub restore_workers: Option<u32>,
+    /// Scale sweep: wait this long after the command returned, before the load (new workers
+    /// connect to Redis and their runners to them), e.g. 10s.
+    #[arg(long, default_value = "10s")]
+    pub scale_settle: String,
     /// Run every stage K times in a row: gives confidence intervals on throughput and p95.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub repeat: u32,

@@ -67,5 +67,7 @@ mod sim_processes;
 mod structure;
 #[path = "sweep.rs"]
 mod sweep;
+#[path = "sweep_scale.rs"]
+mod sweep_scale;
 #[path = "workloads.rs"]
 mod workloads;

@@ -21,17 +21,7 @@ async fn start(
     worker_runner_var: Option<u32>,
 ) -> ProcStack {
     let (http, queue, health, broker) = (free_port(), free_port(), free_port(), free_port());
-    let main = spawn_role(
-        &["sim", "main"],
-        &[
-            ("N8N_PORT", http.to_string()),
-            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
-            ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
-            ("N8N_METRICS", "true".into()),
-            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
-            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
-        ],
-    );
+    let main = spawn_sim_main(http, queue);
     let mut worker_env = vec![
         ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".to_string()),
         ("QUEUE_BULL_REDIS_PORT", queue.to_string()),

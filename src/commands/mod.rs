@@ -16,6 +16,7 @@ mod scale;
 mod shell;
 mod sim;
 mod sweep;
+mod sweep_scale;
 
 pub use demo::{
     demo_profile, demo_settings, intro, run_demo, DemoOutcome, DEMO_JOB_MS, DEMO_RUNNER_LIMIT,
@@ -34,6 +35,10 @@ use crate::topology::Topology;
 pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Demo { output } => demo::run(&output).await,
+        // A list of worker counts, or a command that scales: a scale sweep.
+        Command::Sweep(args) if args.scale_cmd.is_some() || args.settings.workers.len() > 1 => {
+            sweep_scale::run(*args).await
+        }
         Command::Sweep(args) => sweep::run(*args).await,
         Command::Diagnose(a) => diagnose::run(*a).await,
         Command::Audit(a) => audit::run(a).await,

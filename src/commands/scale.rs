@@ -2,7 +2,7 @@
 //! with what it recorded, then together (`diagnose::scale`).
 
 use crate::cli::ScaleArgs;
-use crate::diagnose::scale::{judge, Run};
+use crate::diagnose::scale::judge_labelled;
 use crate::error::{self, BadInput};
 use crate::model::settings::Settings;
 use crate::report::views::Scale;
@@ -24,14 +24,7 @@ pub(super) fn run(a: ScaleArgs) -> anyhow::Result<i32> {
         let (d, _) = super::analyze(&mut summary, Settings::default(), None);
         judged.push((path.display().to_string(), d));
     }
-    let runs: Vec<Run> = judged
-        .iter()
-        .map(|(label, diagnosis)| Run {
-            label: label.clone(),
-            diagnosis,
-        })
-        .collect();
-    let result = judge(&runs, a.target_rate)?;
+    let result = judge_labelled(&judged, a.target_rate)?;
     crate::report::emit(&Scale(&result), format)?;
     Ok(error::EXIT_OK)
 }

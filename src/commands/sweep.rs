@@ -15,6 +15,40 @@ use std::time::Duration;
 pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<Run>("sweep")?;
     let interrupt = crate::util::Interrupt::install();
+    let swept = sweep_once(&a, &interrupt, format == Format::Table).await?;
+    let code = match swept.ending {
+        Ending::Interrupted => interrupt.exit_code(),
+        Ending::Completed if !swept.summary.thresholds_passed => error::EXIT_THRESHOLD,
+        Ending::Completed => error::EXIT_OK,
+    };
+    // What was measured is saved: a reader that closed the pipe does not change the result.
+    error::EXIT_ON_CLOSED_PIPE.store(code, std::sync::atomic::Ordering::Relaxed);
+    let run = Run {
+        summary: &swept.summary,
+        diagnosis: &swept.diagnosis,
+        recommendation: &swept.recommendation,
+        json: RunJson::Summary,
+        results: swept.out_dir.as_deref(),
+    };
+    crate::report::emit(&run, format)?;
+    Ok(code)
+}
+
+/// One sweep, judged and saved: what `sweep` shows, and each count of a scale sweep.
+pub(super) struct Swept {
+    pub summary: crate::record::Summary,
+    pub diagnosis: crate::record::Diagnosis,
+    pub recommendation: Result<crate::record::Recommendation, crate::error::NoPlan>,
+    pub ending: Ending,
+    pub out_dir: Option<std::path::PathBuf>,
+}
+
+/// Checks the arguments, runs the stages (ended early by `interrupt`), judges and saves them.
+pub(super) async fn sweep_once(
+    a: &SweepArgs,
+    interrupt: &crate::util::Interrupt,
+    progress: bool,
+) -> anyhow::Result<Swept> {
     let flags = a.settings.settings()?;
     let task_request_timeout = a.settings.task_request_timeout()?;
     let mut profile = Profile::load(&a.profile)?;
@@ -38,8 +72,8 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         metrics,
         scrape_interval,
         redis,
-    } = Watch::from_args(&a)?;
-    let (out_dir, out, preflight) = checked_out(&a, &profile).await?;
+    } = Watch::from_args(a)?;
+    let (out_dir, out, preflight) = checked_out(a, &profile).await?;
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
             .await
@@ -66,17 +100,17 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     )
     .await;
     let profile_model = profile.model;
-    announce(&profile, &planned, &a);
+    announce(&profile, &planned, a);
     let opts = SweepOptions {
         profile,
         out,
         abort_on_fail: a.abort_on_fail,
-        progress: format == Format::Table,
+        progress,
         observer,
         queue_metrics_interval,
         repeat: a.repeat,
         settings: Some(known),
-        adaptive: adaptive_options(&a, &profile_model)?,
+        adaptive: adaptive_options(a, &profile_model)?,
         host: Some(host),
     };
     let (mut summary, ending) = run_sweep(opts, interrupt.clone().wait()).await?;
@@ -89,22 +123,13 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         )?;
         crate::report::html::write(dir, &summary)?;
     }
-    let code = match ending {
-        Ending::Interrupted => interrupt.exit_code(),
-        Ending::Completed if !summary.thresholds_passed => error::EXIT_THRESHOLD,
-        Ending::Completed => error::EXIT_OK,
-    };
-    // What was measured is saved: a reader that closed the pipe does not change the result.
-    error::EXIT_ON_CLOSED_PIPE.store(code, std::sync::atomic::Ordering::Relaxed);
-    let run = Run {
-        summary: &summary,
-        diagnosis: &diagnosis,
-        recommendation: &rec,
-        json: RunJson::Summary,
-        results: out_dir.as_deref(),
-    };
-    crate::report::emit(&run, format)?;
-    Ok(code)
+    Ok(Swept {
+        summary,
+        diagnosis,
+        recommendation: rec,
+        ending,
+        out_dir,
+    })
 }
 
 /// The thresholds and each request checked, the results directory made, then the pre-flight

@@ -23,6 +23,21 @@ pub struct Run<'a> {
     pub diagnosis: &'a Diagnosis,
 }
 
+/// Labelled judgements (a run's directory and its diagnosis) judged together.
+pub fn judge_labelled(
+    judged: &[(String, Diagnosis)],
+    target: Option<f64>,
+) -> Result<Scaling, BadInput> {
+    let runs: Vec<Run> = judged
+        .iter()
+        .map(|(label, diagnosis)| Run {
+            label: label.clone(),
+            diagnosis,
+        })
+        .collect();
+    judge(&runs, target)
+}
+
 /// The runs judged together; refused when a run's worker count is not known or two runs
 /// share one.
 pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {

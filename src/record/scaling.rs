@@ -81,3 +81,42 @@ pub struct Scaling {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<WorkersPlan>,
 }
+
+/// One run of the scale command of a scale sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaleStep {
+    pub workers: u32,
+    /// The command as run, the count in place of `{workers}`.
+    pub command: String,
+    /// Its exit status; None when it did not start, was stopped or ended by a signal.
+    pub exit_code: Option<i32>,
+    /// The end of what it printed (stdout, then stderr).
+    pub output: String,
+    /// How long it ran, s.
+    pub seconds: f64,
+    /// Waited after it before the load, s.
+    pub settle_s: f64,
+    /// The return to the count the sweep found.
+    pub restore: bool,
+    /// Why the step failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// A scale sweep (`sweep --workers 1,2,4`): each count's run, the command's steps, the return to
+/// the count it found, and the runs judged together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaleSweep {
+    /// The count the sweep found and returns to.
+    pub original_workers: u32,
+    /// Where that count came from.
+    pub original_source: String,
+    pub steps: Vec<ScaleStep>,
+    /// The results directory of each count measured, in order.
+    pub runs: Vec<String>,
+    /// How it ended: completed, interrupted, or the failure that stopped it.
+    pub ended: String,
+    /// The runs judged together, when at least two counts were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
+}

@@ -2,7 +2,7 @@
 //! workers gained, the verdict, the fitted law and the plan for a target rate.
 
 use super::table::{fitted, laid_out};
-use crate::record::scaling::Scaling;
+use crate::record::scaling::{ScaleSweep, Scaling};
 
 pub fn scaling_table(s: &Scaling) -> String {
     let mut t = fitted();
@@ -58,4 +58,57 @@ pub fn scaling_table(s: &Scaling) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A scale sweep: each step of the scale command, then the runs judged together.
+pub fn scale_sweep_table(s: &ScaleSweep) -> String {
+    let width = super::width::output_width();
+    let mut out = String::new();
+    for step in &s.steps {
+        let what = if step.restore {
+            format!("returned to {}", workers(step.workers))
+        } else {
+            format!("scaled to {}", workers(step.workers))
+        };
+        let how = match &step.failure {
+            Some(f) => format!("FAILED: the command {f}"),
+            None => format!(
+                "in {:.1} s, then {:.0} s settle",
+                step.seconds, step.settle_s
+            ),
+        };
+        out.push_str(&super::width::fold(
+            &format!("{what} ({}) {how}", step.command),
+            width,
+        ));
+        out.push('\n');
+        if step.failure.is_some() {
+            for line in step
+                .output
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "scale sweep {} (found at {}, {})\n\n",
+        s.ended,
+        workers(s.original_workers),
+        s.original_source
+    ));
+    match &s.scaling {
+        Some(sc) => out.push_str(&scaling_table(sc)),
+        None => out.push_str("Fewer than two worker counts were measured: no scale-out verdict.\n"),
+    }
+    out
+}
+
+fn workers(n: u32) -> String {
+    format!("{n} worker{}", if n == 1 { "" } else { "s" })
 }

@@ -204,6 +204,18 @@ impl Rendered for Scale<'_> {
     }
 }
 
+/// A scale sweep's result (`sweep --workers 1,2,4`): the command's steps, each count's run,
+/// and the runs judged together.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct ScaleSweep<'a>(pub &'a crate::record::scaling::ScaleSweep);
+
+impl Rendered for ScaleSweep<'_> {
+    fn table(&self) -> String {
+        super::scale::scale_sweep_table(self.0)
+    }
+}
+
 /// `compare`'s result: the runs side by side, each later one against the first.
 #[derive(Serialize)]
 #[serde(transparent)]

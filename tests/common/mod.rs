@@ -106,6 +106,22 @@ impl Drop for ChildGuard {
     }
 }
 
+/// `sim main` as a process, webhook and /metrics on `http`, its queue on `queue`, queue gauges
+/// every second.
+pub fn spawn_sim_main(http: u16, queue: u16) -> ChildGuard {
+    spawn_role(
+        &["sim", "main"],
+        &[
+            ("N8N_PORT", http.to_string()),
+            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
+            ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+            ("N8N_METRICS", "true".into()),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
+        ],
+    )
+}
+
 pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
     let mut cmd = Command::new(bin());
     cmd.args(args)

@@ -35,7 +35,8 @@ pub fn closed_scenarios(s: &Series) -> Vec<bool> {
             if coarse {
                 return !dropped && held_share >= 0.5;
             }
-            if e.len() < 10 {
+            // Only arrival-rate executors drop iterations.
+            if dropped || e.len() < 10 {
                 return !dropped;
             }
             let span = (e[e.len() - 1] - e[0]).max(1e-3);

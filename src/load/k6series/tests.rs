@@ -188,6 +188,16 @@ fn a_request_straddling_a_step_change_belongs_to_the_step_it_started_in() {
     assert!(total <= all && total + 2 >= all, "{total} of {all}");
 }
 
+#[test]
+fn a_run_that_dropped_iterations_is_open_whatever_its_timing() {
+    // Closed executors never drop an iteration: a closed-looking run that did is k6's
+    // arrival-rate executor with too few VUs, its starts waiting for a VU to end.
+    let mut s = closed(&ramp_on(), 36.0, &mut Pool::new(5, 0.4));
+    assert_eq!(closed_scenarios(&s), vec![true]);
+    s.dropped.push((T0 + 1.0, 0, 1.0));
+    assert_eq!(closed_scenarios(&s), vec![false]);
+}
+
 /// An arrival-rate executor: `rate(t)` arrivals per second, each one request.
 fn open(rate: impl Fn(f64) -> f64, end: f64, pool: &mut Pool) -> Series {
     let mut s = Series {

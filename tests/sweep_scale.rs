@@ -1,0 +1,319 @@
+//! `sweep --workers 1,2,4 --scale-cmd`: the simulator's roles as processes, scaled by a shell
+//! script the way an operator's command scales a deployment (worker and runner as a pair, the
+//! runner's broker URI at its own worker). The ceiling is measured at each count, the runs are
+//! judged together, and the deployment is back at the count it had however the sweep ends.
+
+use crate::common::*;
+use std::path::Path;
+
+/// Starts or stops worker/runner pairs until N run; returns once each new worker's runner is
+/// attached (as `kubectl rollout status` returns once pods are ready). Exits 3 for `FAIL_AT`.
+const SCALE_SH: &str = r#"#!/usr/bin/env bash
+set -u
+N=$1
+[ "$N" = "${FAIL_AT:-none}" ] && { echo "quota exceeded for $N workers" >&2; exit 3; }
+read -r -a HEALTH <<< "$HEALTH_PORTS"
+read -r -a BROKER <<< "$BROKER_PORTS"
+for i in $(seq 1 ${#HEALTH[@]}); do
+  h=${HEALTH[$((i-1))]}; b=${BROKER[$((i-1))]}
+  if [ "$i" -le "$N" ]; then
+    if ! kill -0 "$(cat "$STATE/w$i.pid" 2>/dev/null)" 2>/dev/null; then
+      env -i PATH="$PATH" QUEUE_BULL_REDIS_HOST=127.0.0.1 QUEUE_BULL_REDIS_PORT="$QUEUE" \
+        QUEUE_HEALTH_CHECK_PORT="$h" N8N_WORKER_SERVER_ADDRESS=127.0.0.1 \
+        N8N_RUNNERS_MODE=external N8N_RUNNERS_BROKER_PORT="$b" \
+        N8N_RUNNERS_BROKER_LISTEN_ADDRESS=127.0.0.1 N8N_RUNNERS_AUTH_TOKEN=t N8N_METRICS=true \
+        setsid "$BIN" sim worker --concurrency 2 >"$STATE/w$i.log" 2>&1 < /dev/null &
+      echo $! > "$STATE/w$i.pid"
+      env -i PATH="$PATH" N8N_RUNNERS_TASK_BROKER_URI="http://127.0.0.1:$b" \
+        N8N_RUNNERS_MAX_CONCURRENCY=5 N8N_RUNNERS_AUTH_TOKEN=t \
+        setsid "$BIN" sim runner >"$STATE/r$i.log" 2>&1 < /dev/null &
+      echo $! > "$STATE/r$i.pid"
+      for _ in $(seq 1 2400); do
+        curl -sf "http://127.0.0.1:$h/sim/runners" | grep -q '"runners":\[{' && break
+        sleep 0.05
+      done
+      echo "worker $i up"
+    fi
+  else
+    for f in "$STATE/w$i.pid" "$STATE/r$i.pid"; do
+      if [ -f "$f" ]; then kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; fi
+    done
+  fi
+done
+"#;
+
+struct Deployment {
+    _main: ChildGuard,
+    webhook: String,
+    metrics: String,
+    dir: std::path::PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        for e in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            if e.path().extension().is_some_and(|x| x == "pid") {
+                if let Ok(pid) = std::fs::read_to_string(e.path()) {
+                    let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+                }
+            }
+        }
+    }
+}
+
+impl Deployment {
+    /// main alone, then the script brings one worker pair up: the count "running now".
+    async fn start(tag: &str, most: usize) -> Deployment {
+        let (http, queue) = (free_port(), free_port());
+        let main = spawn_sim_main(http, queue);
+        let dir = scratch().join(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("scale.sh"), SCALE_SH).unwrap();
+        let ports = |_| {
+            (0..most)
+                .map(|_| free_port().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let env = vec![
+            ("STATE".to_string(), dir.display().to_string()),
+            ("BIN".into(), bin().to_string()),
+            ("QUEUE".into(), queue.to_string()),
+            ("HEALTH_PORTS".into(), ports(0)),
+            ("BROKER_PORTS".into(), ports(1)),
+        ];
+        let d = Deployment {
+            _main: main,
+            webhook: format!("http://127.0.0.1:{http}/webhook/load"),
+            metrics: format!("http://127.0.0.1:{http}/metrics"),
+            dir,
+            env,
+        };
+        wait_http_ok(&d.metrics).await;
+        let up = d.script().arg("1").status().unwrap();
+        assert!(up.success());
+        d
+    }
+
+    fn script(&self) -> std::process::Command {
+        let mut c = std::process::Command::new("bash");
+        c.arg(self.dir.join("scale.sh"));
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
+    }
+
+    /// Worker pairs whose processes run now.
+    fn running(&self) -> Vec<usize> {
+        (1..=4)
+            .filter(|i| {
+                std::fs::read_to_string(self.dir.join(format!("w{i}.pid")))
+                    .ok()
+                    .and_then(|p| p.trim().parse::<i32>().ok())
+                    .is_some_and(alive)
+            })
+            .collect()
+    }
+
+    fn sweep(&self, counts: &str, out: &Path, fail_at: Option<&str>) -> (i32, serde_json::Value) {
+        let o = self.sweep_command(counts, out, fail_at).output().unwrap();
+        let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}\n{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        (o.status.code().unwrap_or(-1), v)
+    }
+
+    fn sweep_command(
+        &self,
+        counts: &str,
+        out: &Path,
+        fail_at: Option<&str>,
+    ) -> std::process::Command {
+        let cmd = format!("bash {} {{workers}}", self.dir.join("scale.sh").display());
+        let mut c = std::process::Command::new(bin());
+        c.args([
+            "sweep",
+            "--url",
+            &self.webhook,
+            "--vus",
+            "16",
+            "--warmup",
+            "2s",
+            "--stage-duration",
+            "8s",
+            "--body",
+            r#"{"sleep_ms":400}"#,
+            "--metrics",
+            &format!("main={}", self.metrics),
+            "--worker-concurrency",
+            "2",
+            "--runner-limit",
+            "5",
+            "--workers",
+            counts,
+            "--scale-cmd",
+            &cmd,
+            "--restore-workers",
+            "1",
+            "--scale-settle",
+            "0s",
+            "--queue-metrics-interval",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(f) = fail_at {
+            c.env("FAIL_AT", f);
+        }
+        c
+    }
+}
+
+/// `kill -0 PID`: the process exists.
+fn alive(pid: i32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn ceiling(v: &serde_json::Value, workers: u64) -> f64 {
+    v["scaling"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["workers"] == workers)
+        .unwrap_or_else(|| panic!("no point at {workers}: {}", v["scaling"]))["ceiling"][0]
+        .as_f64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
+    if !have_command("curl", "--version", "apt install curl") {
+        return;
+    }
+    let d = Deployment::start("scale-sweep", 4).await;
+    assert_eq!(d.running(), vec![1]);
+    let out = d.dir.join("run");
+    let (code, v) = d.sweep("1,2,4", &out, None);
+    assert_eq!(code, 0, "{v}");
+    // Scaled to 1, 2 and 4, then back to 1, each step's command succeeded.
+    let steps = v["steps"].as_array().unwrap();
+    let counts: Vec<_> = steps
+        .iter()
+        .map(|s| s["workers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, vec![1, 2, 4, 1]);
+    assert!(steps.iter().all(|s| s["exit_code"] == 0), "{v}");
+    assert_eq!(steps[3]["restore"], true);
+    assert_eq!(d.running(), vec![1], "back at the count it found");
+    // Each count's run is saved with its count, and the ceilings grow as the slots do: 2 slots
+    // per worker of a 0.4 s job (5/s each on an idle machine), 16 in flight saturating all.
+    for n in [1, 2, 4] {
+        let s = n8ncap::record::dir::load_summary(&out.join(format!("w{n}"))).unwrap();
+        assert_eq!(s.settings.unwrap().workers.unwrap().value, n);
+    }
+    let (c1, c2, c4) = (ceiling(&v, 1), ceiling(&v, 2), ceiling(&v, 4));
+    assert!(
+        c1 <= 2.0 / 0.4 * 1.05,
+        "one worker's 2 slots hold at most 5/s: {c1}"
+    );
+    assert!((1.6..=2.2).contains(&(c2 / c1)), "{c1} → {c2}");
+    assert!((3.0..=4.4).contains(&(c4 / c1)), "{c1} → {c4}");
+    // Nothing shared bends this curve: the fit is near linear.
+    let sigma = v["scaling"]["fit"]["sigma"].as_f64().unwrap();
+    assert!(sigma < 0.1, "σ {sigma}: {}", v["scaling"]);
+    // scale.json holds what the output said.
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("scale.json")).unwrap()).unwrap();
+    assert_eq!(saved, v);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_scale_command_stops_the_sweep_keeps_what_it_measured_and_restores() {
+    if !have_command("curl", "--version", "apt install curl") {
+        return;
+    }
+    let d = Deployment::start("scale-sweep-fail", 4).await;
+    let out = d.dir.join("run");
+    let (code, v) = d.sweep("1,2,4", &out, Some("4"));
+    assert_eq!(code, 1, "{v}");
+    let steps = v["steps"].as_array().unwrap();
+    let codes: Vec<_> = steps.iter().map(|s| s["exit_code"].clone()).collect();
+    assert_eq!(codes, vec![0, 0, 3, 0], "{v}");
+    assert!(steps[2]["output"]
+        .as_str()
+        .unwrap()
+        .contains("quota exceeded for 4"));
+    // The two counts measured are judged together; the deployment is back at one worker.
+    assert_eq!(v["scaling"]["points"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(d.running(), vec![1]);
+    // Bad input is refused before any command runs: a count given twice.
+    let before = std::fs::read_dir(&d.dir).unwrap().count();
+    let o = std::process::Command::new(bin())
+        .args(["sweep", "--url", &d.webhook, "--workers", "2,2"])
+        .args([
+            "--scale-cmd",
+            "touch ran-{workers}",
+            "--restore-workers",
+            "1",
+        ])
+        .current_dir(&d.dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_dir(&d.dir).unwrap().count(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_sweep_stopped_midway_keeps_its_runs_and_restores() {
+    if !have_command("curl", "--version", "apt install curl") {
+        return;
+    }
+    let d = Deployment::start("scale-sweep-stop", 4).await;
+    let out = d.dir.join("run");
+    let child = d
+        .sweep_command("1,2,4", &out, None)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stopped once the first count's run is saved and the second is under way.
+    let book = out.join("scale.json");
+    let mut seen = false;
+    for _ in 0..2400 {
+        let v: Option<serde_json::Value> = std::fs::read(&book)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if v.is_some_and(|v| v["steps"].as_array().is_some_and(|s| s.len() == 2)) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(seen, "the sweep never reached its second count");
+    assert_eq!(d.running(), vec![1, 2]);
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ended"], "interrupted");
+    // The first count's run and the interrupted second are kept; the last step restored.
+    assert!(out.join("w1").join("summary.json").exists());
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.last().unwrap()["restore"], true, "{v}");
+    assert_eq!(d.running(), vec![1]);
+}
