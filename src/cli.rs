@@ -463,6 +463,10 @@ pub struct RecommendArgs {
     /// The load (in flight) where the system broke; overrides the sweep's.
     #[arg(long)]
     pub break_point: Option<u32>,
+    /// Executions per second to plan for, from a scale sweep's directory (`sweep --workers
+    /// 1,2,4`): the workers, their settings, webhook processors and Postgres connections.
+    #[arg(long, value_name = "PER_SECOND", conflicts_with = "break_point")]
+    pub target_rate: Option<f64>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Print the recommendation as JSON.

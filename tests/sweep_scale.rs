@@ -214,26 +214,65 @@ async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
     assert!(steps.iter().all(|s| s["exit_code"] == 0), "{v}");
     assert_eq!(steps[3]["restore"], true);
     assert_eq!(d.running(), vec![1], "back at the count it found");
-    // Each count's run is saved with its count, and the ceilings grow as the slots do: 2 slots
-    // per worker of a 0.4 s job (5/s each on an idle machine), 16 in flight saturating all.
+    // Each count's run is saved with its count, and exactly that many workers took jobs: with
+    // 16 in flight main's gauge saw every slot taken, 2 per worker, and never more.
     for n in [1, 2, 4] {
         let s = n8ncap::record::dir::load_summary(&out.join(format!("w{n}"))).unwrap();
         assert_eq!(s.settings.unwrap().workers.unwrap().value, n);
+        let active = s.stages[0].queue.as_ref().unwrap().active_max;
+        assert_eq!(active, 2.0 * n as f64, "slots taken at {n} workers");
     }
+    // The ceilings grow with the slots (each count measured in its own moment of a shared
+    // machine, so the ratios are bounded loosely) and never pass 2 slots ÷ 0.4 s per worker.
     let (c1, c2, c4) = (ceiling(&v, 1), ceiling(&v, 2), ceiling(&v, 4));
     assert!(
         c1 <= 2.0 / 0.4 * 1.05,
         "one worker's 2 slots hold at most 5/s: {c1}"
     );
-    assert!((1.6..=2.2).contains(&(c2 / c1)), "{c1} → {c2}");
-    assert!((3.0..=4.4).contains(&(c4 / c1)), "{c1} → {c4}");
-    // Nothing shared bends this curve: the fit is near linear.
-    let sigma = v["scaling"]["fit"]["sigma"].as_f64().unwrap();
-    assert!(sigma < 0.1, "σ {sigma}: {}", v["scaling"]);
+    assert!(c2 <= 2.0 * 2.0 / 0.4 * 1.05 && c4 <= 4.0 * 2.0 / 0.4 * 1.05);
+    assert!(c2 > 1.4 * c1 && c4 > 1.4 * c2, "{c1} → {c2} → {c4}");
+    // The law is fitted, and no shared limit was reached: main's CPU per execution is a few ms.
+    assert!(v["scaling"]["fit"]["lambda_per_s"].as_f64().unwrap() > 0.0);
+    let shared = v["scaling"]["shared"].as_array().unwrap();
+    assert!(shared.iter().all(|l| l["reached"] == false), "{shared:?}");
     // scale.json holds what the output said.
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("scale.json")).unwrap()).unwrap();
     assert_eq!(saved, v);
+    // The plan for 12/s from the measured scaling, read from the directory moved elsewhere: a
+    // ceiling of 18/s needed, the fewest workers whose fitted ceiling holds it, each keeping the
+    // runs' 2 slots and runner limit 5, with the Postgres connections their pools hold.
+    let moved = d.dir.join("moved");
+    std::fs::rename(&out, &moved).unwrap();
+    let r = run_json(&[
+        "recommend",
+        moved.to_str().unwrap(),
+        "--target-rate",
+        "12",
+        "--json",
+    ]);
+    let p = &r["plan"];
+    assert!((p["needed_ceiling_per_s"].as_f64().unwrap() - 18.0).abs() < 1e-9);
+    let n = p["workers"].as_u64().unwrap();
+    assert!((3..=5).contains(&n), "{p}");
+    assert!(
+        p["predicted_ceiling_per_s"].as_f64().unwrap() >= 18.0,
+        "{p}"
+    );
+    assert!(
+        n as f64 * c1 >= 18.0 * 0.85,
+        "{n} workers of {c1}/s for 18/s"
+    );
+    assert_eq!(p["per_worker"]["worker_concurrency"], 2);
+    assert_eq!(p["per_worker"]["runner_limit"], 5);
+    assert_eq!(p["postgres_connections"].as_u64().unwrap(), (n + 1) * 2);
+    // One run is no scaling: refused, exit 2.
+    let o = std::process::Command::new(bin())
+        .args(["recommend", moved.join("w1").to_str().unwrap()])
+        .args(["--target-rate", "12"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,6 +30,9 @@ async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendati
 }
 
 pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
+    if let Some(rate) = a.target_rate {
+        return for_target_rate(&a, rate);
+    }
     let flags = a.settings.settings()?;
     if a.break_point == Some(0) {
         return Err(BadInput("--break-point must be at least 1".into()).into());
@@ -72,5 +75,45 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
         eprintln!("{}", view.prose());
     }
     crate::report::emit(&view, format)?;
+    Ok(error::EXIT_OK)
+}
+
+/// `recommend SCALE_DIR --target-rate R`: the plan from the measured scaling of a scale sweep.
+fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
+    super::scale::check_target_rate(rate)?;
+    let format = match (a.json, a.format) {
+        (true, _) | (_, crate::cli::RecommendFormat::Json) => Format::Json,
+        (_, crate::cli::RecommendFormat::Compose) => Format::Table,
+        (_, f) => {
+            return Err(BadInput(format!(
+                "--target-rate prints its plan as text or --json; --format {f:?} snippets are \
+                 made from one run's plan (recommend RUN --format …)"
+            ))
+            .into())
+        }
+    };
+    let dir = a.input.as_deref().ok_or_else(|| {
+        BadInput(
+            "--target-rate plans from runs at several worker counts: give the directory of a \
+             scale sweep (sweep --workers 1,2,4 --scale-cmd …)"
+                .into(),
+        )
+    })?;
+    let book = crate::record::dir::load_scale_sweep(dir)?;
+    let mut judged = Vec::new();
+    for run in &book.runs {
+        // Each count's run beside scale.json, wherever the sweep was started from.
+        let name = std::path::Path::new(run).file_name().unwrap_or_default();
+        let path = dir.join(name);
+        let mut summary = crate::record::dir::load_summary(&path)?;
+        let (d, _) = super::analyze(
+            &mut summary,
+            crate::model::settings::Settings::default(),
+            None,
+        );
+        judged.push((path.display().to_string(), d));
+    }
+    let result = crate::diagnose::scale::judge_labelled(&judged, Some(rate))?;
+    crate::report::emit(&crate::report::views::Scale(&result), format)?;
     Ok(error::EXIT_OK)
 }

@@ -7,7 +7,7 @@ use crate::error::BadInput;
 use crate::findings::FindingId;
 use crate::model::usl;
 use crate::record::diagnosis::CpuSite;
-use crate::record::scaling::{ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
+use crate::record::scaling::{PerWorker, ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
 use crate::record::{Diagnosis, Role};
 
 /// A worker adds less than this share of one worker's ceiling: diminishing returns.
@@ -77,7 +77,7 @@ pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
         .max_by_key(|r| r.diagnosis.settings.workers.as_ref().map(|w| w.value));
     let shared = top.map(|r| shared_limits(r.diagnosis)).unwrap_or_default();
     let verdict = verdict(&points, fit.as_ref(), &shared);
-    let plan = target.map(|t| plan(t, fit.as_ref(), &shared));
+    let plan = target.map(|t| plan(t, fit.as_ref(), &shared, top.map(|r| r.diagnosis)));
     Ok(Scaling {
         points,
         fit,
@@ -248,7 +248,12 @@ fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) 
     text
 }
 
-fn plan(target: f64, fit: Option<&UslFit>, shared: &[SharedLimit]) -> WorkersPlan {
+fn plan(
+    target: f64,
+    fit: Option<&UslFit>,
+    shared: &[SharedLimit],
+    top: Option<&Diagnosis>,
+) -> WorkersPlan {
     let needed = target / OPERATING;
     let mut p = WorkersPlan {
         target_per_s: target,
@@ -256,6 +261,10 @@ fn plan(target: f64, fit: Option<&UslFit>, shared: &[SharedLimit]) -> WorkersPla
         workers: None,
         predicted_ceiling_per_s: None,
         note: String::new(),
+        per_worker: per_worker(top),
+        webhook_processors: None,
+        workers_after_change: None,
+        postgres_connections: None,
     };
     let cap = shared
         .iter()
@@ -267,24 +276,21 @@ fn plan(target: f64, fit: Option<&UslFit>, shared: &[SharedLimit]) -> WorkersPla
             words(&s.kind),
             s.fix
         );
+        if s.kind == "main_intake" {
+            beyond_main(&mut p, v, fit);
+        }
         return p;
     }
     let Some(f) = fit else {
         p.note = "no fit: ceilings at two worker counts at least are needed".into();
         return p;
     };
-    let law = usl::Fit {
-        lambda: f.lambda_per_s,
-        sigma: f.sigma,
-        sigma_range: f.sigma_range,
-        kappa: f.kappa,
-        kappa_range: f.kappa_range,
-        rms_error: f.rms_error,
-    };
+    let law = law_of(f);
     match law.workers_for(needed, MAX_WORKERS) {
         Some(n) => {
             p.workers = Some(n);
             p.predicted_ceiling_per_s = Some(law.at(n as f64));
+            p.postgres_connections = Some((n + 1) * p.per_worker.db_pool_size);
             p.note = format!(
                 "{n} workers, each with its runners, at the settings of these runs: the fitted \
                  ceiling there is {:.1}/s, so {target:.1}/s runs at 2/3 of it",
@@ -301,6 +307,55 @@ fn plan(target: f64, fit: Option<&UslFit>, shared: &[SharedLimit]) -> WorkersPla
         }
     }
     p
+}
+
+fn law_of(f: &UslFit) -> usl::Fit {
+    usl::Fit {
+        lambda: f.lambda_per_s,
+        sigma: f.sigma,
+        sigma_range: f.sigma_range,
+        kappa: f.kappa,
+        kappa_range: f.kappa_range,
+        rms_error: f.rms_error,
+    }
+}
+
+/// Main's intake below the ceiling needed: the webhook processors that take production
+/// webhooks off it (each a process like main, at the CPU per execution measured), then the
+/// workers at one worker's measured ceiling each.
+fn beyond_main(p: &mut WorkersPlan, main_bound: f64, fit: Option<&UslFit>) {
+    let needed = p.needed_ceiling_per_s;
+    let processors = (needed / main_bound).ceil().max(1.0) as u32;
+    p.webhook_processors = Some(processors);
+    let Some(lambda) = fit.map(|f| f.lambda_per_s).filter(|l| *l > 0.0) else {
+        return;
+    };
+    let n = ((needed / lambda).ceil() as u32).clamp(1, MAX_WORKERS);
+    p.workers_after_change = Some(n);
+    p.postgres_connections = Some((n + 1 + processors) * p.per_worker.db_pool_size);
+    p.note.push_str(&format!(
+        ". With {processors} webhook processor{} ({main_bound:.1}/s each at main's CPU per \
+         execution), {n} workers at one worker's measured {lambda:.2}/s reach {:.1}/s — assumed \
+         linear once the intake is no longer shared: sweep again to confirm",
+        if processors == 1 { "" } else { "s" },
+        n as f64 * lambda
+    ));
+}
+
+/// The settings every planned worker keeps: those of the run at the highest count.
+fn per_worker(top: Option<&Diagnosis>) -> PerWorker {
+    let s = top.map(|d| &d.settings);
+    let v = |x: Option<&Option<crate::model::settings::Sourced<u32>>>| {
+        x.and_then(|o| o.as_ref()).map(|v| v.value)
+    };
+    let pool = s.and_then(|s| s.db_pool_size.as_ref());
+    PerWorker {
+        worker_concurrency: v(s.map(|s| &s.worker_concurrency)),
+        runners: v(s.map(|s| &s.runners_per_worker)),
+        runner_limit: v(s.map(|s| &s.runner_limit)),
+        db_pool_size: pool.map_or(crate::model::n8n_defaults::DB_POOL_SIZE, |p| p.value),
+        db_pool_source: pool.map_or("n8n's default".into(), |p| p.source.words()),
+    }
 }
 
 #[cfg(test)]
@@ -364,9 +419,22 @@ mod tests {
         let p = s.plan.as_ref().unwrap();
         assert!((p.needed_ceiling_per_s - 30.0).abs() < 1e-9);
         assert!(matches!(p.workers, Some(6..=8)), "{p:?}");
-        // 30/s needs 45/s: beyond main's 40/s, no count.
+        // Each planned worker keeps the runs' 5 slots and runner limit 5; the pools n8n's 2.
+        assert_eq!(p.per_worker.worker_concurrency, Some(5));
+        assert_eq!(p.per_worker.runner_limit, Some(5));
+        let n = p.workers.unwrap();
+        assert_eq!(p.postgres_connections, Some((n + 1) * 2));
+        assert_eq!(p.webhook_processors, None);
+        // 30/s needs 45/s: beyond main's 40/s, no count as deployed; 2 webhook processors of
+        // 40/s first, then 45 ÷ λ workers (λ one worker's fitted ceiling, ≈ 4.9/s).
         let s = judged(&ds, Some(30.0));
-        assert_eq!(s.plan.unwrap().workers, None);
+        let lambda = s.fit.as_ref().unwrap().lambda_per_s;
+        let p = s.plan.unwrap();
+        assert_eq!(p.workers, None);
+        assert_eq!(p.webhook_processors, Some(2));
+        let after = (45.0 / lambda).ceil() as u32;
+        assert_eq!(p.workers_after_change, Some(after));
+        assert_eq!(p.postgres_connections, Some((after + 1 + 2) * 2));
     }
 
     #[test]

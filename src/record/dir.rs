@@ -139,6 +139,38 @@ pub fn refuse_links(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A scale sweep's book (`sweep --workers 1,2,4`), from its directory or the JSON file itself.
+pub fn load_scale_sweep(path: &Path) -> anyhow::Result<super::scaling::ScaleSweep> {
+    let file = if path.is_dir() {
+        path.join("scale.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = crate::util::read_text_file(&file, 16 << 20, "scale sweep").map_err(|e| {
+        crate::error::BadInput(format!(
+            "{} (give the directory of a scale sweep: n8ncap sweep --workers 1,2,4 --scale-cmd …)",
+            e.0
+        ))
+    })?;
+    let book: super::scaling::ScaleSweep = serde_json::from_str(&text).map_err(|e| {
+        crate::error::BadInput(format!(
+            "{}:{}:{}: not a scale sweep's scale.json",
+            file.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if book.runs.len() < 2 {
+        return Err(crate::error::BadInput(format!(
+            "{}: the scale sweep measured {} worker count(s); a plan needs two at least",
+            file.display(),
+            book.runs.len()
+        ))
+        .into());
+    }
+    Ok(book)
+}
+
 /// Reads `summary.json` from a results directory or a path to the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
     let file = if path.is_dir() {

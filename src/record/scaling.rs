@@ -68,6 +68,33 @@ pub struct WorkersPlan {
     pub predicted_ceiling_per_s: Option<f64>,
     /// Why no count does, or what the plan rests on.
     pub note: String,
+    /// Each worker's settings, as the runs had them (the plan keeps them).
+    #[serde(default)]
+    pub per_worker: PerWorker,
+    /// Webhook processors (`n8n webhook`) to take production webhooks off main, when main's
+    /// intake is below the ceiling needed: the ceiling ÷ one process's intake, rounded up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_processors: Option<u32>,
+    /// Workers once the shared limit has moved, at one worker's measured ceiling each
+    /// (assumed linear there: sweep again to confirm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers_after_change: Option<u32>,
+    /// Postgres connections the planned processes hold at their pools' most: (workers + main +
+    /// webhook processors) × the pool size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_connections: Option<u32>,
+}
+
+/// A worker's settings in a plan.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerWorker {
+    pub worker_concurrency: Option<u32>,
+    pub runners: Option<u32>,
+    pub runner_limit: Option<u32>,
+    /// `DB_POSTGRESDB_POOL_SIZE` of every process (n8n's default 2 when the runs did not say).
+    pub db_pool_size: u32,
+    /// Where the pool size came from.
+    pub db_pool_source: String,
 }
 
 /// The whole answer of `n8ncap scale`.

@@ -56,6 +56,38 @@ pub fn scaling_table(s: &Scaling) -> String {
         };
         out.push_str(&super::width::fold(&format!("{head} — {}", p.note), width));
         out.push('\n');
+        let w = &p.per_worker;
+        let mut each = Vec::new();
+        if let Some(c) = w.worker_concurrency {
+            each.push(format!("concurrency {c}"));
+        }
+        match (w.runners, w.runner_limit) {
+            (Some(r), Some(l)) => each.push(format!("{r} runner(s) of limit {l}")),
+            (None, Some(l)) => each.push(format!("runner limit {l}")),
+            _ => {}
+        }
+        each.push(format!(
+            "DB_POSTGRESDB_POOL_SIZE {} ({})",
+            w.db_pool_size, w.db_pool_source
+        ));
+        out.push_str(&super::width::fold(
+            &format!("    each worker: {}", each.join(", ")),
+            width,
+        ));
+        out.push('\n');
+        if let Some(n) = p.webhook_processors {
+            out.push_str(&format!("    webhook processors: {n}\n"));
+        }
+        if let Some(c) = p.postgres_connections {
+            out.push_str(&super::width::fold(
+                &format!(
+                    "    Postgres connections at the pools' most: {c} (max_connections must \
+                     allow them beside the reserved 3; Postgres' default is 100)"
+                ),
+                width,
+            ));
+            out.push('\n');
+        }
     }
     out
 }
