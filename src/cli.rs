@@ -120,7 +120,7 @@ pub struct SettingsArgs {
     #[arg(long)]
     pub db_pool_size: Option<u32>,
     /// Number of workers. `sweep` takes a list (1,2,4): a scale sweep, measured at each count
-    /// (with --scale-cmd).
+    /// (scaled by --scale-cmd, or for --project through the Docker API in worker/runner pairs).
     #[arg(long, value_delimiter = ',')]
     pub workers: Vec<u32>,
     /// Runners attached to each worker.

@@ -15,7 +15,7 @@ fn docker_available() -> bool {
     have_docker()
 }
 
-fn docker(args: &[&str]) -> String {
+pub(crate) fn docker(args: &[&str]) -> String {
     let out = Command::new("docker")
         .args(args)
         .output()
@@ -28,8 +28,8 @@ fn docker(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-struct Stack {
-    project: String,
+pub(crate) struct Stack {
+    pub(crate) project: String,
     names: Vec<String>,
     network: String,
     image: String,
@@ -39,6 +39,16 @@ impl Drop for Stack {
     fn drop(&mut self) {
         for n in &self.names {
             let _ = Command::new("docker").args(["rm", "-f", n]).output();
+        }
+        // And whatever else carries the project's label (containers n8ncap made).
+        let filter = format!("label=com.docker.compose.project={}", self.project);
+        if let Ok(o) = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+        {
+            for id in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = Command::new("docker").args(["rm", "-f", id]).output();
+            }
         }
         let _ = Command::new("docker")
             .args(["network", "rm", &self.network])
@@ -50,7 +60,22 @@ impl Drop for Stack {
 }
 
 impl Stack {
-    fn run(
+    /// An image of this build and a network of its own, no container yet.
+    pub(crate) fn empty(tag: &str) -> Stack {
+        let project = format!("n8ncap{tag}{}", std::process::id());
+        let image = format!("n8ncap-{tag}:{}", std::process::id());
+        build_image(&image, &["/n8ncap"]);
+        let network = format!("{project}-net");
+        docker(&["network", "create", &network]);
+        Stack {
+            project,
+            names: Vec::new(),
+            network,
+            image,
+        }
+    }
+
+    pub(crate) fn run(
         &mut self,
         service: &str,
         env: &[(&str, &str)],
@@ -93,17 +118,7 @@ impl Stack {
     }
 
     fn start() -> Stack {
-        let project = format!("n8ncapt{}", std::process::id());
-        let image = format!("n8ncap-test:{}", std::process::id());
-        build_image(&image, &["/n8ncap"]);
-        let network = format!("{project}-net");
-        docker(&["network", "create", &network]);
-        let mut s = Stack {
-            project,
-            names: Vec::new(),
-            network,
-            image,
-        };
+        let mut s = Stack::empty("t");
         s.run(
             "n8n",
             &[
@@ -168,7 +183,11 @@ impl Stack {
         s
     }
 
-    fn main_port(&self) -> String {
+    pub(crate) fn image_name(&self) -> String {
+        self.image.clone()
+    }
+
+    pub(crate) fn main_port(&self) -> String {
         let out = docker(&["port", &format!("{}-n8n", self.project), "5678/tcp"]);
         out.lines()
             .next()

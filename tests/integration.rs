@@ -19,6 +19,8 @@ mod compose_example;
 mod diagnose;
 #[path = "docker.rs"]
 mod docker;
+#[path = "docker_scale.rs"]
+mod docker_scale;
 #[path = "docs.rs"]
 mod docs;
 #[path = "fuzz.rs"]

@@ -1,5 +1,7 @@
-//! `n8ncap sweep --workers 1,2,4 --scale-cmd 'COMMAND {workers}'`: the same sweep at each worker
-//! count, the workers scaled between by the operator's command (`load::scaleout`), each count's
+//! `n8ncap sweep --workers 1,2,4 --scale-cmd 'COMMAND {workers}'` (or `--project P`): the same
+//! sweep at each worker count, the workers scaled between by the operator's command
+//! (`load::scaleout`) or, for a compose project, by n8ncap through the Docker API in
+//! worker/runner pairs (`observe::docker_scale`), each count's
 //! run saved as `wN/` in the results directory, the runs judged together (`diagnose::scale`)
 //! into its scale.json file; the deployment returned to the count it had however the sweep ends.
 
@@ -9,6 +11,7 @@ use crate::diagnose::scale::judge_labelled;
 use crate::error::{self, BadInput};
 use crate::load::run::Ending;
 use crate::load::scaleout::{self, ScaleCommand};
+use crate::observe::docker_scale::DockerPairs;
 use crate::record::scaling::ScaleSweep;
 use crate::report::views::ScaleSweep as View;
 use crate::report::Format;
@@ -17,36 +20,61 @@ use std::path::{Path, PathBuf};
 /// What a scale sweep does, checked before the first command runs.
 struct Plan {
     counts: Vec<u32>,
-    cmd: ScaleCommand,
     original: u32,
+    original_source: String,
     base: PathBuf,
     per_count: Vec<SweepArgs>,
+}
+
+/// What changes the worker count between counts.
+enum Scaler {
+    /// The operator's command.
+    Command(ScaleCommand),
+    /// n8ncap itself, in the compose project's worker/runner pairs.
+    Docker(Box<DockerPairs>),
+}
+
+impl Scaler {
+    fn describe(&self, n: u32) -> String {
+        match self {
+            Scaler::Command(c) => c.for_count(n),
+            Scaler::Docker(_) => format!("worker/runner pairs through the Docker API to {n}"),
+        }
+    }
+
+    async fn scale_to(&mut self, n: u32, restore: bool) -> crate::record::scaling::ScaleStep {
+        match self {
+            Scaler::Command(c) => c.scale_to(n, restore).await,
+            Scaler::Docker(d) => d.scale_to(n, restore).await,
+        }
+    }
 }
 
 pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let interrupt = crate::util::Interrupt::install();
     let format = a.output.format::<View>("sweep --workers")?;
-    let plan = checked(&a)?;
+    let (plan, mut scaler) = checked(&a).await?;
     std::fs::create_dir_all(&plan.base)
         .map_err(|e| BadInput(format!("{}: cannot create it: {e}", plan.base.display())))?;
     let mut book = ScaleSweep {
         original_workers: plan.original,
-        original_source: "flag --restore-workers".into(),
+        original_source: plan.original_source.clone(),
         steps: Vec::new(),
         runs: Vec::new(),
         ended: "completed".into(),
         scaling: None,
     };
-    let (judged, ending) = measure(&plan, &mut book, &interrupt, format == Format::Table).await?;
+    let progress = format == Format::Table;
+    let (judged, ending) = measure(&plan, &mut scaler, &mut book, &interrupt, progress).await?;
     if ending == Ended::Interrupted {
         book.ended = "interrupted".into();
     }
     let original = plan.original;
     eprintln!(
         "n8ncap: returning to {original} worker(s): {}",
-        plan.cmd.for_count(original)
+        scaler.describe(original)
     );
-    let restored = plan.cmd.scale_to(original, true).await;
+    let restored = scaler.scale_to(original, true).await;
     let restore_failed = restored.failure.clone();
     book.steps.push(restored);
     if judged.len() >= 2 {
@@ -76,21 +104,45 @@ enum Ended {
     Failed,
 }
 
-fn checked(a: &SweepArgs) -> anyhow::Result<Plan> {
+async fn checked(a: &SweepArgs) -> anyhow::Result<(Plan, Scaler)> {
     let counts = scaleout::counts(&a.settings.workers)?;
-    let (Some(template), Some(original)) = (&a.scale_cmd, a.restore_workers) else {
-        return Err(BadInput(
-            "--workers with several counts scales the workers between them: give --scale-cmd \
-             'COMMAND {workers}' and --restore-workers N (the count running now). n8ncap does \
-             not scale a compose project itself yet; for one, a command that starts worker and \
-             runner pairs, each runner's N8N_RUNNERS_TASK_BROKER_URI at its own worker"
-                .into(),
-        )
-        .into());
-    };
     let settle = crate::util::parse_duration(&a.scale_settle)
         .map_err(|e| BadInput(format!("--scale-settle: {e}")))?;
-    let cmd = ScaleCommand::parse(template, settle)?;
+    let (scaler, original, original_source) =
+        match (&a.scale_cmd, a.restore_workers, &a.project) {
+            (Some(template), Some(original), _) => (
+                Scaler::Command(ScaleCommand::parse(template, settle)?),
+                original,
+                "flag --restore-workers".to_string(),
+            ),
+            (None, _, Some(project)) => {
+                let found = super::docker_watch(Some(project)).await?;
+                let pairs =
+                    DockerPairs::discover(found.docker, &found.topology, project, settle).await?;
+                let n = pairs.original_count();
+                if let Some(r) = a.restore_workers.filter(|r| *r != n) {
+                    return Err(BadInput(format!(
+                    "--restore-workers {r}: compose project {} runs {n} worker(s), the count a \
+                     sweep through the Docker API returns to; drop --restore-workers",
+                    crate::util::escape_control(project)
+                ))
+                    .into());
+                }
+                (
+                    Scaler::Docker(Box::new(pairs)),
+                    n,
+                    "the project's running workers (Docker API)".to_string(),
+                )
+            }
+            _ => return Err(BadInput(
+                "--workers with several counts scales the workers between them: give --project P \
+                 (a compose project: n8ncap adds and removes worker/runner pairs through the \
+                 Docker API), or --scale-cmd 'COMMAND {workers}' and --restore-workers N (the \
+                 count running now) for any other deployment"
+                    .into(),
+            )
+            .into()),
+        };
     if a.no_out {
         return Err(BadInput(
             "a scale sweep saves each count's run (OUT/w1, OUT/w2, …) to judge them together: \
@@ -115,32 +167,42 @@ fn checked(a: &SweepArgs) -> anyhow::Result<Plan> {
             .into());
         }
     }
-    Ok(Plan {
-        counts,
-        cmd,
-        original,
-        base,
-        per_count,
-    })
+    Ok((
+        Plan {
+            counts,
+            original,
+            original_source,
+            base,
+            per_count,
+        },
+        scaler,
+    ))
 }
 
 /// Each count in turn: scaled to, then swept; stops at a failed command or sweep, or a signal.
 async fn measure(
     plan: &Plan,
+    scaler: &mut Scaler,
     book: &mut ScaleSweep,
     interrupt: &crate::util::Interrupt,
     progress: bool,
 ) -> anyhow::Result<(Vec<(String, crate::record::Diagnosis)>, Ended)> {
     let mut judged = Vec::new();
     for (n, args) in plan.counts.iter().zip(&plan.per_count) {
-        eprintln!(
-            "n8ncap: scaling to {n} worker(s): {}",
-            plan.cmd.for_count(*n)
-        );
-        let step = tokio::select! {
-            s = plan.cmd.scale_to(*n, false) => s,
-            _ = interrupt.clone().wait() => return Ok((judged, Ended::Interrupted)),
+        eprintln!("n8ncap: scaling to {n} worker(s): {}", scaler.describe(*n));
+        // The operator's command is stopped by a signal; n8ncap's own changes through the
+        // Docker API finish (each bounded) so that the return knows every container it made.
+        let step = match scaler {
+            Scaler::Command(c) => tokio::select! {
+                s = c.scale_to(*n, false) => s,
+                _ = interrupt.clone().wait() => return Ok((judged, Ended::Interrupted)),
+            },
+            Scaler::Docker(_) => scaler.scale_to(*n, false).await,
         };
+        if interrupt.fired() {
+            book.steps.push(step);
+            return Ok((judged, Ended::Interrupted));
+        }
         let failure = step.failure.clone();
         book.steps.push(step);
         save(&plan.base, book)?;

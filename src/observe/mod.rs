@@ -4,6 +4,7 @@
 
 pub mod bull;
 pub mod docker;
+pub mod docker_scale;
 mod events;
 pub mod history;
 pub mod postgres;

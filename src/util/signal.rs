@@ -55,6 +55,11 @@ impl Interrupt {
         let _ = self.rx.wait_for(|c| c.is_some()).await;
     }
 
+    /// Whether a signal has arrived.
+    pub fn fired(&self) -> bool {
+        self.rx.borrow().is_some()
+    }
+
     /// The exit code of the signal that arrived: 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
     pub fn exit_code(&self) -> i32 {
         (*self.rx.borrow()).unwrap_or(crate::error::EXIT_INTERRUPTED)
