@@ -659,7 +659,12 @@ fn production_sampling(p: Sampling) {
         "bound {} under {low}",
         wc / s_time
     );
-    assert!(ids(&d).contains(&"slots-bind".to_string()), "{:?}", ids(&d));
+    assert!(
+        ids(&d).contains(&"slots-bind".to_string()),
+        "{:?}: {}",
+        ids(&d),
+        diag["findings"]
+    );
     assert!(!ids(&d).contains(&"warmup-too-short".to_string()));
     assert!(diag["next_level"].is_null());
     drop(s);

@@ -481,7 +481,7 @@ pub fn judge(
     coarse(h, &mut extra);
     resets_and_gaps(h, &mut extra);
     gauges_above_settings(h, &flags, &mut extra);
-    if let Some(more) = slots_bind(&stages, &d, &mut extra) {
+    if let Some(more) = slots_bind(&stages, h, &d, &mut extra) {
         d.verdict.push(' ');
         d.verdict.push_str(&more);
     }
@@ -491,31 +491,56 @@ pub fn judge(
     (d, stages)
 }
 
-/// Little's law at the slots, from what n8n exposes: at the saturated stage with the most
-/// throughput, completions/s × the slot time of n8n's execution histogram against the slots
-/// the gauge says were taken while jobs waited. Holding, it is direct evidence that the slots
-/// are where executions queue; failing, one of the two readings is wrong, and it is said.
-/// Answers the words the verdict needs when the slot time alone cannot say what fills a slot.
-fn slots_bind(stages: &[StageResult], d: &Diagnosis, out: &mut Vec<Finding>) -> Option<String> {
-    let (st, q, slot) = stages
+/// Little's law at the slots, from what n8n exposes: over the saturated stages pooled (each
+/// weighted by its windows), completions/s × the slot time of n8n's execution histogram against
+/// the slots the gauge says were taken while jobs waited. Holding, it is direct evidence that
+/// the slots are where executions queue; failing, one of the two readings is wrong, and it is
+/// said. Answers the words the verdict needs when the slot time alone cannot say what fills a
+/// slot.
+fn slots_bind(
+    stages: &[StageResult],
+    h: &History,
+    d: &Diagnosis,
+    out: &mut Vec<Finding>,
+) -> Option<String> {
+    let held: Vec<Held> = stages
         .iter()
         .filter_map(|st| {
             let q = st
                 .queue
                 .as_ref()
                 .filter(|q| q.waiting_mean >= WAITED && q.samples > 0)?;
-            let slot = st.history?.slot_time_s?;
-            Some((st, q, slot))
+            let figures = st.history.as_ref()?;
+            Some((st, q, figures.slot_time_s?, figures.windows.max(1) as f64))
         })
-        .max_by(|a, b| a.0.throughput_rps.total_cmp(&b.0.throughput_rps))?;
-    let x = st.throughput_rps;
-    let in_slots = x * slot;
+        .collect();
+    let weight: f64 = held.iter().map(|h| h.3).sum();
+    if held.is_empty() || weight <= 0.0 {
+        return None;
+    }
+    let mean = |f: &dyn Fn(&Held) -> f64| held.iter().map(|h| f(h) * h.3).sum::<f64>() / weight;
+    let x = mean(&|h| h.0.throughput_rps);
+    let in_slots = mean(&|h| h.0.throughput_rps * h.2);
+    let slot = in_slots / x.max(1e-9);
+    let q = QueueObserved {
+        active_mean: mean(&|h| h.1.active_mean),
+        waiting_mean: mean(&|h| h.1.waiting_mean),
+        ..Default::default()
+    };
+    let labels: Vec<&str> = held.iter().map(|h| h.0.label.as_str()).collect();
     let ratio = in_slots / q.active_mean.max(1e-9);
     let at = format!(
         "{x:.2} completions/s × slot time {slot:.3} s = {in_slots:.1} executions in slots; the gauge: {:.1} slots taken while {:.1} jobs waited ({})",
-        q.active_mean, q.waiting_mean, st.label
+        q.active_mean,
+        q.waiting_mean,
+        labels.join(", ")
     );
-    if (ratio - 1.0).abs() > LITTLE_AT_SLOTS {
+    // A gauge refreshed every r s lags the load's edges by up to r: over the time pooled, that
+    // moves its mean by up to r ÷ that time, beside the law's own tolerance.
+    let pooled_s = weight * h.window_s;
+    let lag = h.queue_refresh_s.unwrap_or(0.0).max(0.0) / pooled_s.max(1e-9);
+    let tolerance = LITTLE_AT_SLOTS + lag.min(1.0);
+    if (ratio - 1.0).abs() > tolerance {
         out.push(
             Finding::new(
                 FindingId::SettingsDisagree,
@@ -558,6 +583,10 @@ fn slots_bind(stages: &[StageResult], d: &Diagnosis, out: &mut Vec<Finding>) -> 
     out.push(f);
     more
 }
+
+/// A saturated stage Little's law at the slots pools: the stage, its queue, its slot time and
+/// the windows it pooled (its weight).
+type Held<'a> = (&'a StageResult, &'a QueueObserved, f64, f64);
 
 /// Little's law at the slots holds within this share (the gauge's refresh against the window).
 const LITTLE_AT_SLOTS: f64 = 0.2;

@@ -202,9 +202,11 @@ pub async fn one_stage(
 }
 
 /// Waits until an HTTP endpoint answers 200: for the state, not a time (a process started on a
-/// busy machine may take many seconds); the 60 s only keep a broken start from hanging.
+/// busy machine may take many seconds: five stacks starting at once beside a CPU hog took one
+/// simulated main over a minute); the 4 minutes only keep a broken start from hanging.
 pub async fn wait_http_ok(url: &str) {
-    for _ in 0..2400 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    while std::time::Instant::now() < deadline {
         if let Ok((200, _)) = n8ncap::wire::http::http_get(url, Duration::from_secs(1)).await {
             return;
         }

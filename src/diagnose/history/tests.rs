@@ -236,3 +236,25 @@ fn the_slots_are_read_at_the_steps_where_jobs_waited() {
     assert_eq!(q.active_while_waiting, Some(4.0));
     assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
 }
+
+#[test]
+fn little_s_law_at_the_slots_allows_the_gauge_s_lag_and_names_a_gauge_that_is_wrong() {
+    let slots_bind = |busy: &[(f64, f64, f64, f64)]| {
+        let mut h = history(3, 0.5, busy);
+        let (d, _) = judge(&mut h, Settings::default(), None);
+        // The law's own disagreement carries the executions in slots it counted.
+        let fails = d
+            .findings
+            .iter()
+            .any(|f| f.id == FindingId::SettingsDisagree && f.get("executions_in_slots").is_some());
+        (ids(&d).contains(&FindingId::SlotsBind), fails)
+    };
+    // One saturated window whose gauge lagged the load's start by part of a 20 s refresh:
+    // 4 executions in slots by the counter, 3.2 by the gauge (25 % off, under 20 + 20/75 %).
+    assert_eq!(slots_bind(&[(8.0, 3.2, 4.0, 0.5)]), (true, false));
+    // Four windows of a gauge that reads half the slots held: wrong, whatever its lag
+    // (50 % off, over 20 + 20/300 %).
+    assert_eq!(slots_bind(&[(8.0, 2.0, 4.0, 0.5); 4]), (false, true));
+    // Four windows where the law holds.
+    assert_eq!(slots_bind(&[(8.0, 4.0, 4.0, 0.5); 4]), (true, false));
+}
