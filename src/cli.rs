@@ -480,8 +480,9 @@ pub struct RecommendArgs {
     #[arg(long, conflicts_with = "files")]
     pub project: Option<String>,
     /// How to print the settings: a compose snippet, the values of n8n's Helm chart
-    /// (n8n-io/n8n-hosting), of the community chart (community-charts/helm-charts), or a
-    /// strategic merge patch for the worker Deployment.
+    /// (n8n-io/n8n-hosting), of the community chart (community-charts/helm-charts), a
+    /// strategic merge patch for the worker Deployment, or an autoscaler for the workers
+    /// (keda, hpa).
     #[arg(long, value_enum, default_value = "compose")]
     pub format: RecommendFormat,
 }
@@ -492,6 +493,13 @@ pub enum RecommendFormat {
     HelmOfficial,
     HelmCommunity,
     K8s,
+    /// A KEDA ScaledObject for the workers from the run's measured capacity (with its
+    /// TriggerAuthentication and the worker Deployment's patch): give the deployment with -f
+    /// or --project.
+    Keda,
+    /// The same as a plain HorizontalPodAutoscaler on an external metric, for clusters
+    /// without KEDA.
+    Hpa,
     /// The recommendation as JSON (as --json).
     Json,
 }
@@ -505,7 +513,7 @@ impl RecommendFormat {
             RecommendFormat::HelmOfficial => Some(Dialect::HelmOfficial),
             RecommendFormat::HelmCommunity => Some(Dialect::HelmCommunity),
             RecommendFormat::K8s => Some(Dialect::K8s),
-            RecommendFormat::Json => None,
+            RecommendFormat::Json | RecommendFormat::Keda | RecommendFormat::Hpa => None,
         }
     }
 }

@@ -361,6 +361,7 @@ page_test!(k6_page_commands_run, "docs/k6.md", 1);
 page_test!(reference_page_commands_run, "docs/reference.md", 2);
 page_test!(sweep_page_commands_run, "docs/sweep.md", 1);
 page_test!(scale_page_commands_run, "docs/scale.md", 2);
+page_test!(autoscaling_page_commands_run, "docs/autoscaling.md", 2);
 
 #[test]
 fn every_page_with_runnable_blocks_has_a_test() {
@@ -375,6 +376,7 @@ fn every_page_with_runnable_blocks_has_a_test() {
         "docs/reference.md",
         "docs/sweep.md",
         "docs/scale.md",
+        "docs/autoscaling.md",
     ];
     for b in blocks().iter().filter(|b| b.kind == "runnable") {
         assert!(

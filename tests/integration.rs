@@ -8,6 +8,8 @@
 mod adaptive;
 #[path = "audit.rs"]
 mod audit;
+#[path = "autoscaling.rs"]
+mod autoscaling;
 #[path = "cli.rs"]
 mod cli;
 mod common;

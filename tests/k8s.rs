@@ -38,7 +38,13 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
     assert!(audit_ids("fixtures/k8s/base-clean.yaml").is_empty());
     let extra: &[(&str, &[&str])] = &[
         ("worker-scaling", &[]),
-        ("autoscaler-wrong-queue", &["worker-scaling"]),
+        // A wrong list is not the active list either.
+        (
+            "autoscaler-wrong-queue",
+            &["worker-scaling", "autoscaler-waiting-only"],
+        ),
+        ("autoscaler-waiting-only", &["worker-scaling"]),
+        ("autoscaler-inline-password", &["worker-scaling"]),
         ("worker-autoscaled-on-cpu", &["worker-scaling"]),
         (
             // N8N_CONCURRENCY_PRODUCTION_LIMIT=50 outgrows the base's pool of 10.
@@ -61,7 +67,7 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         assert_eq!(audit_ids(&file), want, "{file}");
         n += 1;
     }
-    assert_eq!(n, 16);
+    assert_eq!(n, 18);
 }
 
 #[test]
@@ -98,6 +104,7 @@ fn rendered_charts_give_the_findings_the_readme_lists() {
             &[
                 "metrics-off",
                 "worker-scaling",
+                "autoscaler-waiting-only",
                 "db-connection-budget",
                 "db-pool-below-concurrency",
                 "db-ping-timeout-default",

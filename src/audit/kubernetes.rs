@@ -13,7 +13,7 @@ use crate::topology::{K8sFacts, Node, ProbeKind, Role};
 /// (`N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`), both 30 s by default; Kubernetes' default grace
 /// period is 30 s too.
 const N8N_SHUTDOWN_S: u64 = 30;
-const RUNNER_SHUTDOWN_S: u64 = 30;
+const RUNNER_SHUTDOWN_S: u64 = crate::model::n8n_defaults::RUNNER_GRACEFUL_SHUTDOWN_S as u64;
 const K8S_DEFAULT_GRACE_S: u64 = 30;
 
 pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
@@ -104,12 +104,15 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
                 );
             }
             let prefix = env(n, "QUEUE_BULL_PREFIX").unwrap_or("bull");
+            queue_trigger_rules(n, a, prefix, out);
             let want_list = format!("{prefix}:jobs:wait");
             let want_db = env(n, "QUEUE_BULL_REDIS_DB").unwrap_or("0");
             for t in a.triggers.iter().filter(|t| t.kind == "redis") {
                 let list = t.list_name.as_deref().unwrap_or("");
                 let db = t.database.as_deref().unwrap_or("0");
-                if list != want_list || db.trim() != want_db.trim() {
+                // The active list is the deployment's queue too (waiting + active jobs).
+                let active = format!("{prefix}:jobs:active");
+                if (list != want_list && list != active) || db.trim() != want_db.trim() {
                     out.push(
                         finding(FindingId::AutoscalerWrongQueue, n.name(), format!(
                             "{}: {} watches list {list:?} in database {db}, but n8n queues jobs on {want_list:?} in database {want_db}",
@@ -121,6 +124,46 @@ fn worker_replicas(n: &Node, k: &K8sFacts, out: &mut Vec<Finding>) {
                 }
             }
         }
+    }
+}
+
+/// A queue trigger that counts only the waiting jobs, and a Redis password written in a
+/// trigger.
+fn queue_trigger_rules(
+    n: &Node,
+    a: &crate::topology::Autoscaler,
+    prefix: &str,
+    out: &mut Vec<Finding>,
+) {
+    let redis: Vec<&crate::topology::Trigger> = a
+        .triggers
+        .iter()
+        .filter(|t| t.kind.starts_with("redis"))
+        .collect();
+    let active = format!("{prefix}:jobs:active");
+    if !redis.is_empty()
+        && !redis
+            .iter()
+            .any(|t| t.list_name.as_deref() == Some(active.as_str()))
+    {
+        out.push(
+            finding(FindingId::AutoscalerWaitingOnly, n.name(), format!(
+                "{}: {} counts the jobs waiting in Redis, not those the workers are running",
+                n.name(), a.by
+            ))
+            .why("Once the backlog is taken the waiting list is empty while every worker is still busy: the desired count falls and the HPA removes pods without knowing which are running jobs (kedacore/keda #6719, #2900). Since n8n 2.0 a job killed that way fails for good (no stalled retries).")
+            .fix(format!("Kubernetes — a second redis trigger on listName {active} and spec.advanced.scalingModifiers {{formula: \"waiting + active\", target: what one worker holds at 2/3}} (KEDA >= 2.12; n8ncap recommend RUN --format keda writes it); n8n's chart — keda.worker renders the waiting list only: replace its ScaledObject with the generated one; the community chart — its worker HPA scales on CPU: disable it and apply the generated ScaledObject")),
+        );
+    }
+    if redis.iter().any(|t| t.inline_password) {
+        out.push(
+            finding(FindingId::AutoscalerInlinePassword, n.name(), format!(
+                "{}: {} has a Redis password written in a trigger (value not shown)",
+                n.name(), a.by
+            ))
+            .why("Whoever can read the ScaledObject reads the queue's password: it is stored in etcd in clear, shown by kubectl get -o yaml and kept in Git with the manifests.")
+            .fix("Kubernetes — remove metadata.password (and any user:password@ in the address) and set authenticationRef to a TriggerAuthentication with secretTargetRef {parameter: password, name: the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from, key: its key}; n8n's chart and the community chart — the same beside the chart's objects (neither chart renders a TriggerAuthentication)"),
+        );
     }
 }
 

@@ -89,7 +89,7 @@ fn saved_or_k6(path: &std::path::Path) -> anyhow::Result<crate::record::Summary>
 /// What a saved run measured that the time budget needs: the longest p99 response of a valid
 /// level below the ceiling (an execution's time when nothing waits), its Code part when the run
 /// knows it, and the workers' worst event-loop lag.
-fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured> {
+pub(super) fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured> {
     let mut summary = saved_or_k6(path)?;
     let (d, _) = super::analyze(
         &mut summary,

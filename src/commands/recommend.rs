@@ -10,14 +10,21 @@ use crate::report::{Dialect, Format};
 
 /// The deployment a plan is for, from `-f` or `--project`: its names.
 async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendation::PlanTarget> {
+    if a.files.is_empty() && a.project.is_none() {
+        return Ok(Default::default());
+    }
+    Ok(crate::topology::plan_target(&topology(a).await?))
+}
+
+/// The deployment read from `-f` files or a running `--project`.
+async fn topology(a: &RecommendArgs) -> anyhow::Result<crate::topology::Topology> {
     if !a.files.is_empty() {
         let (services, _) = crate::topology::load_files(&a.files)?;
-        let t = crate::topology::Topology::build(services.into_iter().map(|s| s.facts).collect());
-        return Ok(crate::topology::plan_target(&t));
+        return Ok(crate::topology::Topology::build(
+            services.into_iter().map(|s| s.facts).collect(),
+        ));
     }
-    let Some(p) = a.project.as_deref() else {
-        return Ok(Default::default());
-    };
+    let p = a.project.as_deref().unwrap_or_default();
     let docker = crate::observe::docker::connect().await?;
     let found = crate::observe::docker::discover_containers(&docker, Some(p), true).await?;
     if found.is_empty() {
@@ -25,13 +32,20 @@ async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendati
             .await
             .into());
     }
-    let t = crate::topology::Topology::build(found.into_iter().map(|(_, f)| f).collect());
-    Ok(crate::topology::plan_target(&t))
+    Ok(crate::topology::Topology::build(
+        found.into_iter().map(|(_, f)| f).collect(),
+    ))
 }
 
 pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     if let Some(rate) = a.target_rate {
         return for_target_rate(&a, rate);
+    }
+    if matches!(
+        a.format,
+        crate::cli::RecommendFormat::Keda | crate::cli::RecommendFormat::Hpa
+    ) {
+        return autoscaler(&a).await;
     }
     let flags = a.settings.settings()?;
     if a.break_point == Some(0) {
@@ -116,4 +130,69 @@ fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
     let result = crate::diagnose::scale::judge_labelled(&judged, Some(rate))?;
     crate::report::emit(&crate::report::views::Scale(&result), format)?;
     Ok(error::EXIT_OK)
+}
+
+/// `recommend RUN --format keda|hpa -f …`: an autoscaler for the deployment's workers from the
+/// run's measured capacity, as YAML on stdout.
+async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
+    let words = if a.format == crate::cli::RecommendFormat::Keda {
+        "keda"
+    } else {
+        "hpa"
+    };
+    let run = a.input.as_deref().ok_or_else(|| {
+        BadInput(format!(
+            "--format {words} makes the autoscaler from a measured capacity: give the run's \
+             results directory (a sweep's, or diagnose … --out DIR)"
+        ))
+    })?;
+    if a.files.is_empty() && a.project.is_none() {
+        return Err(BadInput(format!(
+            "--format {words} reads the worker Deployment, its Redis and its secrets from the \
+             deployment: give -f with its manifests (or compose files), or --project"
+        ))
+        .into());
+    }
+    let t = topology(a).await?;
+    let target = crate::topology::scale_target(&t)?;
+    let budget = super::audit::measured(run)?;
+    let mut summary = crate::record::dir::load_summary(run)?;
+    let (d, _) = super::analyze(
+        &mut summary,
+        crate::model::settings::Settings::default(),
+        None,
+    );
+    let m = crate::recommend::autoscaler::Measured {
+        diagnosis: &d,
+        from: run.display().to_string(),
+        job_p99_s: budget.job_p99_s,
+        code_p99_s: budget.code_p99_s,
+        base_per_s: base_load(run),
+    };
+    let plan = crate::recommend::autoscaler::plan(&m, target)?;
+    let text = match a.format {
+        crate::cli::RecommendFormat::Keda => crate::report::autoscaler::keda(&plan),
+        _ => crate::report::autoscaler::hpa(&plan),
+    };
+    print!("{text}");
+    Ok(error::EXIT_OK)
+}
+
+/// The base load of a history's results directory: the median rate over its windows.
+fn base_load(run: &std::path::Path) -> Option<f64> {
+    let dir = if run.is_file() { run.parent()? } else { run };
+    let text = std::fs::read_to_string(dir.join("history.json")).ok()?;
+    let h: crate::record::history::History = serde_json::from_str(&text).ok()?;
+    let mut rates: Vec<f64> = h
+        .windows
+        .iter()
+        .filter(|w| w.covered_s > 0.0)
+        .map(|w| w.throughput_per_s)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    if rates.is_empty() {
+        return None;
+    }
+    rates.sort_by(f64::total_cmp);
+    Some(rates[rates.len() / 2])
 }

@@ -130,7 +130,7 @@ fn fit_of(points: &[ScalePoint]) -> Option<UslFit> {
 }
 
 /// The limits every worker shares, as the run at the highest count saw them.
-fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
+pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
     let mut out = Vec::new();
     let main = d
         .cpu

@@ -298,6 +298,12 @@ registry! {
     AutoscalerWrongQueue = "autoscaler-wrong-queue", Audit, Error,
         "a KEDA Redis trigger watches a list or database n8n does not use: it never fires",
         "point the trigger's listName at <QUEUE_BULL_PREFIX>:jobs:wait and its database at QUEUE_BULL_REDIS_DB";
+    AutoscalerWaitingOnly = "autoscaler-waiting-only", Audit, Warning,
+        "the workers' autoscaler counts only the waiting jobs: it removes workers that still run jobs",
+        "count waiting and active jobs together: a trigger on <QUEUE_BULL_PREFIX>:jobs:active beside the one on :jobs:wait, added by advanced.scalingModifiers.formula (KEDA >= 2.12)";
+    AutoscalerInlinePassword = "autoscaler-inline-password", Audit, Error,
+        "a Redis password written in the autoscaler's trigger: anyone who reads the object reads it",
+        "give the password through a TriggerAuthentication with secretTargetRef (the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from)";
     GracePeriodTooShort = "grace-period-too-short", Audit, Warning,
         "terminationGracePeriodSeconds shorter than n8n's (and the runners') graceful shutdown",
         "set terminationGracePeriodSeconds above N8N_GRACEFUL_SHUTDOWN_TIMEOUT (and the runners')";

@@ -31,6 +31,8 @@ pub mod n8n_defaults {
     /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: how long a worker's shutdown waits for its
     /// running executions.
     pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
+    /// `N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: a runner's own shutdown window.
+    pub const RUNNER_GRACEFUL_SHUTDOWN_S: f64 = 30.0;
     /// `N8N_RUNNERS_TASK_TIMEOUT`, seconds: how long a Code task may run (2.x; 3.0 lowers it
     /// to 60, n8n #37042).
     pub const TASK_TIMEOUT_S: f64 = 300.0;

@@ -4,6 +4,7 @@
 //! `recommend` and `report` all depend on; it depends only on `model` and `findings` and does
 //! no measuring or judging of its own.
 
+pub mod autoscaling;
 pub mod comparison;
 pub mod db;
 pub mod diagnosis;

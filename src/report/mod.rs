@@ -5,6 +5,7 @@
 //! it in the [`Format`] asked for. Each format has its file (`table.rs`/`text.rs`, `json.rs`,
 //! `sarif.rs`, `html.rs`, `markdown.rs`); `views.rs` says how each command's result looks in each.
 
+pub mod autoscaler;
 pub mod compare;
 pub mod dialect;
 pub mod grafana;

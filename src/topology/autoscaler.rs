@@ -97,6 +97,13 @@ pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Auto
             kind: s(t, "/type").unwrap_or("unknown").to_string(),
             list_name: t.pointer("/metadata/listName").map(scalar),
             database: t.pointer("/metadata/databaseIndex").map(scalar),
+            inline_password: t
+                .pointer("/metadata/password")
+                .is_some_and(|p| !scalar(p).is_empty())
+                || ["/metadata/address", "/metadata/addresses", "/metadata/host"]
+                    .iter()
+                    .filter_map(|k| t.pointer(k).map(scalar))
+                    .any(|a| crate::wire::url::redact(&a) != a),
         })
         .collect();
     let bounds = bounds(

@@ -43,6 +43,9 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
     "N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT",
     "QUEUE_BULL_REDIS_DB",
+    "QUEUE_BULL_REDIS_TLS",
+    // host:port pairs, no credentials.
+    "QUEUE_BULL_REDIS_CLUSTER_NODES",
     "QUEUE_WORKER_LOCK_DURATION",
     "QUEUE_WORKER_LOCK_RENEW_TIME",
     // PgBouncer's knobs, as bitnami's and PgBouncer's images read them and as edoburu's does.
@@ -114,6 +117,10 @@ pub struct Facts {
     /// EXECUTIONS_MODE via envFrom", "Secret n8n-secret (value not read)").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env_sources: BTreeMap<String, String>,
+    /// Variables set from a Kubernetes Secret, by reference: "secret-name/key" (a name, never
+    /// the value), so what is generated for the deployment can refer to the same secret.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_refs: BTreeMap<String, String>,
     /// What only Kubernetes manifests say: pod, replicas and autoscaling, probes, grace period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k8s: Option<K8sFacts>,
@@ -129,6 +136,9 @@ pub struct K8sFacts {
     /// (and `localhost`).
     pub workload_kind: String,
     pub workload: String,
+    /// The workload's `metadata.namespace`, when the manifest says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     pub container: String,
     /// A sidecar: a second container of the pod, or an init container with
     /// `restartPolicy: Always` (a native sidecar).
@@ -174,6 +184,10 @@ pub struct Trigger {
     pub list_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<String>,
+    /// A password (or a URL holding one) is written in the trigger itself: the value is never
+    /// kept, only that it is there.
+    #[serde(default)]
+    pub inline_password: bool,
 }
 
 /// Which of a container's probes.
@@ -241,6 +255,8 @@ impl Facts {
             self.env_names.sort();
         }
         self.env.remove(name);
+        self.secret_refs
+            .insert(name.to_string(), reference.to_string());
         if COMPARED_SECRETS.contains(&name) {
             self.secret_fingerprints
                 .insert(name.to_string(), fingerprint(&format!("ref:{reference}")));

@@ -174,20 +174,34 @@ impl Index {
 /// Reads a manifest (several documents, `List`s flattened) into services, one per container
 /// of each Deployment and StatefulSet.
 pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {
-    let origin = file.display().to_string();
-    let docs = split_docs(&origin, text)?;
-    let ix = Index::of(&docs)?;
+    load_all(&[(text.to_string(), file.to_path_buf())])
+}
+
+/// Reads several manifest files as one input: a ConfigMap, Secret or autoscaler in one file
+/// applies to the workloads of another (as `kubectl apply -f a.yaml -f b.yaml` deploys them).
+pub fn load_all(files: &[(String, PathBuf)]) -> Result<Project, BadInput> {
+    let mut per_file = Vec::new();
+    for (text, file) in files {
+        per_file.push((file, split_docs(&file.display().to_string(), text)?));
+    }
+    let all: Vec<Doc> = per_file
+        .iter()
+        .flat_map(|(_, d)| d.iter().cloned())
+        .collect();
+    let ix = Index::of(&all)?;
     let mut services = Vec::new();
-    for d in &docs {
-        let kind = s(&d.value, "/kind").unwrap_or("");
-        if !matches!(kind, "Deployment" | "StatefulSet") {
-            continue;
+    for (file, docs) in &per_file {
+        for d in docs {
+            let kind = s(&d.value, "/kind").unwrap_or("");
+            if !matches!(kind, "Deployment" | "StatefulSet") {
+                continue;
+            }
+            services.extend(workload(file, d, kind, &ix)?);
         }
-        services.extend(workload(file, d, kind, &ix)?);
     }
     Ok(Project {
         services,
-        files: vec![file.to_path_buf()],
+        files: files.iter().map(|(_, f)| f.clone()).collect(),
     })
 }
 
@@ -304,6 +318,7 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         f.k8s = Some(K8sFacts {
             workload_kind: kind.to_string(),
             workload: name.clone(),
+            namespace: s(v, "/metadata/namespace").map(str::to_string),
             container: cname.clone(),
             sidecar,
             replicas_declared: declared.is_some(),

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 /// One YAML document of the stream and the line it starts on.
+#[derive(Clone)]
 pub(super) struct Doc {
     pub(super) value: Value,
     pub(super) line: usize,

@@ -14,6 +14,7 @@ mod facts;
 pub mod k8s;
 mod manifest;
 pub mod n8n_env;
+mod scale_target;
 mod settings;
 
 use crate::model::n8n_defaults;
@@ -22,6 +23,7 @@ use crate::model::settings::{ExecutionsMode, Settings, Sourced};
 pub use crate::record::Role;
 pub use classify::*;
 pub use facts::*;
+pub use scale_target::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -291,12 +293,11 @@ pub fn load_files(
             ))
         }
         (false, true) => {
-            let mut services = Vec::new();
-            let mut names = Vec::new();
-            for (text, shown) in &manifests {
-                services.extend(k8s::load(shown, text)?.services);
-                names.push(shown.display().to_string());
-            }
+            let names = manifests
+                .iter()
+                .map(|(_, shown)| shown.display().to_string())
+                .collect();
+            let services = k8s::load_all(&manifests)?.services;
             Ok((services, label("kubernetes", names)))
         }
     }
