@@ -159,8 +159,10 @@ impl Deployment {
             &cmd,
             "--restore-workers",
             "1",
+            // The script returns once each new runner is attached; a starved machine (a cold
+            // clone beside a CPU hog) once measured 2 workers before the second took a job.
             "--scale-settle",
-            "0s",
+            "3s",
             "--queue-metrics-interval",
             "1",
             "--out",
