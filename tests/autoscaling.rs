@@ -1,8 +1,9 @@
 //! `recommend RUN --format keda|hpa`: the objects generated for the three charts' rendered
-//! manifests and a compose deployment validate against KEDA's CRD (v2.20.1, kept in
-//! tests/fixtures/keda) and Kubernetes' own schemas; they read the queue's prefix, database and
-//! password reference from the deployment; their target is the run's measured capacity at 2/3;
-//! and the project's audit of the deployment with them applied finds nothing about autoscaling.
+//! manifests (fixtures/k8s/rendered, copies of ../shared/fixtures/k8s) and a compose deployment
+//! validate against KEDA's CRD (v2.20.1, kept in tests/fixtures/keda) and Kubernetes' own
+//! schemas; they read the queue's prefix, database and password reference from the deployment;
+//! their target is the run's measured capacity at 2/3; and the project's audit of the
+//! deployment with them applied finds nothing about autoscaling.
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ fn root() -> &'static Path {
 }
 
 fn chart(name: &str) -> PathBuf {
-    root().join("../shared/fixtures/k8s").join(name)
+    root().join("fixtures/k8s/rendered").join(name)
 }
 
 fn dir() -> PathBuf {
