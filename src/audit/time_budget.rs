@@ -64,8 +64,8 @@ fn scale_down(c: &Ctx, m: &Measured, out: &mut Vec<Finding>) {
     }
 }
 
-/// n8n #37651: at shutdown every task timer is re-armed to fire by now + this × the window.
-const SHUTDOWN_TASK_SHARE: f64 = 0.8;
+// n8n #37651: at shutdown every task timer is re-armed to fire by now + this × the window.
+use crate::model::n8n_defaults::SHUTDOWN_TASK_SHARE;
 /// n8n 3.0's `N8N_RUNNERS_TASK_TIMEOUT` default, s.
 const TASK_TIMEOUT_3_S: f64 = crate::model::n8n_defaults::TASK_TIMEOUT_3_S;
 

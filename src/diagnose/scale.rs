@@ -15,7 +15,7 @@ const DIMINISHING: f64 = 0.1;
 /// Most workers a plan looks at.
 const MAX_WORKERS: u32 = 1000;
 /// The operating point's share of the ceiling (the 2/3 safety factor).
-const OPERATING: f64 = 2.0 / 3.0;
+use crate::model::OPERATING_SHARE as OPERATING;
 
 /// One saved run and its judgement.
 pub struct Run<'a> {

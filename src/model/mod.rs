@@ -33,6 +33,9 @@ pub mod n8n_defaults {
     pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
     /// `N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: a runner's own shutdown window.
     pub const RUNNER_GRACEFUL_SHUTDOWN_S: f64 = 30.0;
+    /// At shutdown a running Code task is re-armed to end by this share of
+    /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` (n8n #37651).
+    pub const SHUTDOWN_TASK_SHARE: f64 = 0.8;
     /// `N8N_RUNNERS_TASK_TIMEOUT`, seconds: how long a Code task may run (2.x; 3.0 lowers it
     /// to 60, n8n #37042).
     pub const TASK_TIMEOUT_S: f64 = 300.0;
@@ -47,6 +50,9 @@ pub mod n8n_defaults {
     /// a run did not measure the runner before load.
     pub const RUNNER_IDLE_MIB: f64 = 150.0;
 }
+
+/// The share of a measured ceiling a plan runs at (the 2/3 safety factor).
+pub const OPERATING_SHARE: f64 = 2.0 / 3.0;
 
 /// An n8n version an upgrade is checked for (`audit --upgrade`).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,10 +10,8 @@ use crate::record::autoscaling::{AutoscalerPlan, ScaleTarget};
 use crate::record::diagnosis::Diagnosis;
 use crate::record::scaling::SharedLimit;
 
-/// The share of the measured ceiling a plan runs at.
-const OPERATING: f64 = 2.0 / 3.0;
-/// A running Code task is capped at this share of the shutdown window (n8n #37651).
-const SHUTDOWN_TASK_SHARE: f64 = 0.8;
+use crate::model::n8n_defaults::SHUTDOWN_TASK_SHARE;
+use crate::model::OPERATING_SHARE as OPERATING;
 /// Kubernetes' default scale-down stabilisation, s.
 pub const HPA_SCALE_DOWN_DEFAULT_S: u32 = 300;
 /// Postgres' `max_connections` and reserved connections when nothing says otherwise.

@@ -5,10 +5,7 @@
 use crate::record::autoscaling::AutoscalerPlan;
 use std::fmt::Write as _;
 
-/// A YAML string scalar, quoted.
-fn q(v: &str) -> String {
-    format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
-}
+use super::dialect::quoted as q;
 
 fn metadata(p: &AutoscalerPlan, name: &str) -> String {
     let mut s = format!("metadata:\n  name: {}\n", q(name));

@@ -26,7 +26,7 @@ pub fn settings(r: &Recommendation, dialect: Dialect, to: &PlanTarget) -> String
 }
 
 /// A YAML scalar quoted (compose and Kubernetes take environment values as strings).
-fn quoted(v: &str) -> String {
+pub(crate) fn quoted(v: &str) -> String {
     format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
