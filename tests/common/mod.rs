@@ -91,7 +91,28 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
 }
 
 /// A port nothing listens on right now.
+/// A port free now, for a server the test starts next. It is taken below the kernel's ephemeral
+/// range (`ip_local_port_range`, 32768–60999 by default): a port from that range is also every
+/// outgoing connection's, and the load the other tests send took one between this check and the
+/// server's bind (a simulated main then never answered). Each call moves on, so the tests of one
+/// process never hand out the same port twice.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    const LOW: u32 = 10_000;
+    let span = ephemeral_low.saturating_sub(LOW).max(1000);
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let port = LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(port).expect("a port below 65536");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     l.local_addr().expect("local addr").port()
 }

@@ -50,6 +50,22 @@ fn http_500_after_a_constant_time_is_the_task_request_timeout() {
 }
 
 #[test]
+fn a_short_timeout_s_answers_may_wait_for_a_busy_host() {
+    // A 1 s timeout whose answers spread to 1.2 s (a CPU hog beside): still one timeout.
+    let mut s = failing(0, 3, Some(500), 1_000.0);
+    s.latency.as_mut().unwrap().p95_ms = 1_200.0;
+    let d = run(&[s.clone()], settings(1.0, None, None));
+    assert_eq!(
+        finding(&d, "worker-without-runner").get("status"),
+        Some(500.0)
+    );
+    // Spread to 1.5 s: not the same time, no signature.
+    s.latency.as_mut().unwrap().p95_ms = 1_500.0;
+    let d = run(&[s], settings(1.0, None, None));
+    assert!(!d.findings.iter().any(|f| f.id == "worker-without-runner"));
+}
+
+#[test]
 fn other_constant_failures_are_a_timeout_signature() {
     let d = run(
         &[failing(0, 5, Some(504), 30_000.0)],
