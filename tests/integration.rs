@@ -25,6 +25,8 @@ mod docker;
 mod docker_scale;
 #[path = "docs.rs"]
 mod docs;
+#[path = "drain.rs"]
+mod drain;
 #[path = "fuzz.rs"]
 mod fuzz;
 #[path = "grafana.rs"]

@@ -6,6 +6,7 @@ mod audit;
 mod compare;
 mod demo;
 mod diagnose;
+mod drain;
 mod exporter;
 mod grafana;
 mod history;
@@ -58,6 +59,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Recommend(a) => recommend::run(a).await,
         Command::Compare(a) => compare::run(a),
         Command::Scale(a) => scale::run(a),
+        Command::Drain(a) => drain::run(*a).await,
         Command::Sim(s) => {
             sim::run(s).await?;
             Ok(error::EXIT_OK)

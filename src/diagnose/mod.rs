@@ -9,6 +9,7 @@
 
 pub mod compare;
 pub mod cpu;
+pub mod drain;
 pub mod floor;
 pub mod history;
 pub mod levels;

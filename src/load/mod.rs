@@ -6,6 +6,7 @@ pub mod adaptive;
 pub mod body;
 pub mod checks;
 pub mod client;
+pub mod drain;
 pub mod k6;
 pub mod k6series;
 pub mod profile;

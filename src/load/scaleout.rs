@@ -57,34 +57,12 @@ impl ScaleCommand {
     /// that cannot start, fails or outlives [`COMMAND_DEADLINE`] is a step with its reason.
     pub async fn scale_to(&self, workers: u32, restore: bool) -> ScaleStep {
         let command = self.for_count(workers);
-        let started = Instant::now();
-        let run = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(&command)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let (exit_code, output, failure) = match tokio::time::timeout(COMMAND_DEADLINE, run).await {
-            Ok(Ok(out)) => {
-                let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&out.stderr));
-                let failure = (!out.status.success()).then(|| match out.status.code() {
-                    Some(c) => format!("exited with status {c}"),
-                    None => "was ended by a signal".to_string(),
-                });
-                (out.status.code(), text, failure)
-            }
-            Ok(Err(e)) => (None, String::new(), Some(format!("could not start: {e}"))),
-            Err(_) => (
-                None,
-                String::new(),
-                Some(format!(
-                    "did not return within {} min and was stopped",
-                    COMMAND_DEADLINE.as_secs() / 60
-                )),
-            ),
-        };
-        let seconds = started.elapsed().as_secs_f64();
+        let Ran {
+            exit_code,
+            output,
+            failure,
+            seconds,
+        } = run_shell(&command).await;
         if failure.is_none() && !restore {
             tokio::time::sleep(self.settle).await;
         }
@@ -92,7 +70,7 @@ impl ScaleCommand {
             workers,
             command,
             exit_code,
-            output: tail(&output, OUTPUT_KEPT),
+            output,
             seconds,
             settle_s: if failure.is_none() && !restore {
                 self.settle.as_secs_f64()
@@ -102,6 +80,51 @@ impl ScaleCommand {
             restore,
             failure,
         }
+    }
+}
+
+/// A command run with `sh -c`: its status, the end of its output, why it failed, its time.
+pub struct Ran {
+    pub exit_code: Option<i32>,
+    pub output: String,
+    pub failure: Option<String>,
+    pub seconds: f64,
+}
+
+/// Runs `command` with `sh -c` (stdin closed), bounded by [`COMMAND_DEADLINE`].
+pub async fn run_shell(command: &str) -> Ran {
+    let started = Instant::now();
+    let run = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let (exit_code, output, failure) = match tokio::time::timeout(COMMAND_DEADLINE, run).await {
+        Ok(Ok(out)) => {
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            let failure = (!out.status.success()).then(|| match out.status.code() {
+                Some(c) => format!("exited with status {c}"),
+                None => "was ended by a signal".to_string(),
+            });
+            (out.status.code(), text, failure)
+        }
+        Ok(Err(e)) => (None, String::new(), Some(format!("could not start: {e}"))),
+        Err(_) => (
+            None,
+            String::new(),
+            Some(format!(
+                "did not return within {} min and was stopped",
+                COMMAND_DEADLINE.as_secs() / 60
+            )),
+        ),
+    };
+    Ran {
+        exit_code,
+        output: tail(&output, OUTPUT_KEPT),
+        failure,
+        seconds: started.elapsed().as_secs_f64(),
     }
 }
 

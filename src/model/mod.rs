@@ -8,6 +8,7 @@
 
 pub mod bound;
 pub mod budget;
+pub mod drain;
 pub mod mix;
 pub mod provenance;
 pub mod settings;

@@ -208,35 +208,8 @@ impl DockerPairs {
         Ok(r.id)
     }
 
-    /// Starts a container and waits until Docker reports it running (healthy, when it has a
-    /// health check).
     async fn start(&self, name: &str) -> anyhow::Result<()> {
-        self.docker
-            .start_container(name, None)
-            .await
-            .map_err(|e| anyhow::anyhow!("starting {name}: {e}"))?;
-        let deadline = Instant::now() + START_LIMIT;
-        loop {
-            let info = inspect(&self.docker, name).await?;
-            let state = info.state.unwrap_or_default();
-            let health = state.health.and_then(|h| h.status).map(|s| s.to_string());
-            let running = state.running == Some(true);
-            if running
-                && health
-                    .as_deref()
-                    .is_none_or(|h| h == "healthy" || h == "none")
-            {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!(
-                    "{name} did not report running{} within {} s",
-                    if health.is_some() { " and healthy" } else { "" },
-                    START_LIMIT.as_secs()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        start_running(&self.docker, name).await
     }
 
     async fn start_pair(&self, p: &Pair) -> anyhow::Result<()> {
@@ -296,7 +269,41 @@ async fn left_by_an_earlier_sweep(docker: &Docker, project: &str) -> anyhow::Res
         .collect())
 }
 
-async fn inspect(docker: &Docker, name: &str) -> anyhow::Result<ContainerInspectResponse> {
+/// Starts a container and waits until Docker reports it running (healthy, when it has a
+/// health check).
+pub(super) async fn start_running(docker: &Docker, name: &str) -> anyhow::Result<()> {
+    docker
+        .start_container(name, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting {name}: {e}"))?;
+    let deadline = Instant::now() + START_LIMIT;
+    loop {
+        let info = inspect(docker, name).await?;
+        let state = info.state.unwrap_or_default();
+        let health = state.health.and_then(|h| h.status).map(|s| s.to_string());
+        let running = state.running == Some(true);
+        if running
+            && health
+                .as_deref()
+                .is_none_or(|h| h == "healthy" || h == "none")
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "{name} did not report running{} within {} s",
+                if health.is_some() { " and healthy" } else { "" },
+                START_LIMIT.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub(super) async fn inspect(
+    docker: &Docker,
+    name: &str,
+) -> anyhow::Result<ContainerInspectResponse> {
     tokio::time::timeout(
         START_LIMIT,
         docker.inspect_container(name, None::<InspectContainerOptions>),

@@ -5,6 +5,7 @@
 pub mod bull;
 pub mod docker;
 pub mod docker_scale;
+pub mod docker_stop;
 mod events;
 pub mod history;
 pub mod postgres;

@@ -9,6 +9,7 @@ pub mod comparison;
 pub mod db;
 pub mod diagnosis;
 pub mod dir;
+pub mod drain;
 pub mod estimate;
 pub mod history;
 pub mod lifecycle;

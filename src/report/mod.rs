@@ -8,6 +8,7 @@
 pub mod autoscaler;
 pub mod compare;
 pub mod dialect;
+pub mod drain;
 pub mod grafana;
 pub mod html;
 pub mod inspect;

@@ -216,6 +216,17 @@ impl Rendered for ScaleSweep<'_> {
     }
 }
 
+/// `drain`'s result: the stop, the requests it held by outcome, the recovery, the prediction.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Drain<'a>(pub &'a crate::record::drain::Drain);
+
+impl Rendered for Drain<'_> {
+    fn table(&self) -> String {
+        super::drain::table(self.0)
+    }
+}
+
 /// `compare`'s result: the runs side by side, each later one against the first.
 #[derive(Serialize)]
 #[serde(transparent)]

@@ -294,6 +294,64 @@ pub struct WorkerConfig {
     pub bull_prefix: String,
     /// `DB_TYPE=postgresdb`: the executions on a real PostgreSQL through this process's pool.
     pub db: Option<super::db::DbConfig>,
+    /// How the worker stops and how Bull finds the jobs a stopped worker left.
+    pub shutdown: ShutdownConfig,
+}
+
+/// A worker's stop as n8n 2.x does it, and Bull's lease on the jobs it holds (names and defaults
+/// from `@n8n/config`'s `scaling-mode.config.ts`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShutdownConfig {
+    /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` (s, default 30): after SIGTERM the worker takes no job
+    /// and waits this long at most for those it runs; then it exits and they fail.
+    pub graceful: Duration,
+    /// `QUEUE_WORKER_LOCK_DURATION` (ms, default 60 000): a job's lease.
+    pub lock: Duration,
+    /// `QUEUE_WORKER_LOCK_RENEW_TIME` (ms, default 10 000): how often a running job's lease is renewed.
+    pub renew: Duration,
+    /// `QUEUE_WORKER_STALLED_INTERVAL` (ms, default 30 000): how often a worker looks for jobs
+    /// whose lease lapsed; n8n ≥ 2.0 fails them (no stalled retry).
+    pub stalled: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            graceful: Duration::from_secs(30),
+            lock: Duration::from_secs(60),
+            renew: Duration::from_secs(10),
+            stalled: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ShutdownConfig {
+    pub fn from_env(env: Env) -> Result<Self, BadInput> {
+        let d = ShutdownConfig::default();
+        let ms = |var: &str, default: Duration| -> Result<Duration, BadInput> {
+            let v: f64 = env_parse(env, var, default.as_secs_f64() * 1000.0, "milliseconds")?;
+            positive_secs(var, v / 1000.0)
+        };
+        let graceful = match env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT") {
+            Some(_) => seconds(env, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT", 30.0)?,
+            // The variable it replaced, still read by n8n when the new one is unset.
+            None => seconds(env, "QUEUE_WORKER_TIMEOUT", d.graceful.as_secs_f64())?,
+        };
+        let c = ShutdownConfig {
+            graceful,
+            lock: ms("QUEUE_WORKER_LOCK_DURATION", d.lock)?,
+            renew: ms("QUEUE_WORKER_LOCK_RENEW_TIME", d.renew)?,
+            stalled: ms("QUEUE_WORKER_STALLED_INTERVAL", d.stalled)?,
+        };
+        if c.renew >= c.lock {
+            return Err(BadInput(format!(
+                "QUEUE_WORKER_LOCK_RENEW_TIME ({} ms) must be below QUEUE_WORKER_LOCK_DURATION ({} ms): a running job's lease would lapse",
+                c.renew.as_millis(),
+                c.lock.as_millis()
+            )));
+        }
+        Ok(c)
+    }
 }
 
 impl WorkerConfig {
@@ -341,6 +399,7 @@ impl WorkerConfig {
             redis: None,
             bull_prefix: bull_prefix(env),
             db: super::db::DbConfig::from_env(env)?,
+            shutdown: ShutdownConfig::from_env(env)?,
         })
     }
 }

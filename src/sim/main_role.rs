@@ -432,6 +432,19 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
                 }
                 finish(&st, id, ok, duration_s, result, error);
             }
+            QueueMsg::Pause => {
+                if let Ok(mut q) = st.queue.lock() {
+                    q.retain_right(|t| t.conn != conn);
+                }
+            }
+            QueueMsg::Release { id, spec } => {
+                if let Ok(mut held) = st.held.lock() {
+                    if let Some(set) = held.get_mut(&conn) {
+                        set.remove(&id);
+                    }
+                }
+                enqueue(&st, QueuedJob { id, spec });
+            }
             QueueMsg::Job { .. } => {}
         }
     }

@@ -169,6 +169,7 @@ impl Stack {
                     redis: cfg.redis.clone(),
                     bull_prefix: "bull".into(),
                     db: cfg.db.clone(),
+                    shutdown: config::ShutdownConfig::default(),
                 },
                 &mut tasks,
             )
@@ -267,7 +268,18 @@ pub async fn run_worker(cfg: WorkerConfig) -> anyhow::Result<()> {
         a.health,
         a.broker
     );
-    wait_forever(tasks).await
+    // SIGTERM (a scale-down, `docker stop`): n8n 2.x's shutdown, then exit.
+    tokio::select! {
+        _ = crate::util::stop_signal() => {
+            let stopped = a.stop.shut_down().await;
+            println!(
+                "n8ncap sim worker: stopped with {} executions running at the signal, {} left",
+                stopped.held, stopped.left
+            );
+            Ok(())
+        }
+        _ = tasks.join_next() => anyhow::bail!("a simulator task stopped unexpectedly"),
+    }
 }
 
 /// `n8ncap sim runner`: runs until interrupted.

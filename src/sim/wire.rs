@@ -59,6 +59,11 @@ pub enum QueueMsg {
     Take,
     /// main → worker: a job for a free slot.
     Job { id: u64, spec: JobSpec },
+    /// worker → main: take back my free slots, I take no more jobs (Bull's local pause at a
+    /// worker's shutdown).
+    Pause,
+    /// worker → main: a job that reached me after I paused, handed back for another worker.
+    Release { id: u64, spec: JobSpec },
     /// worker → main: the job ended.
     Done {
         id: u64,

@@ -14,7 +14,7 @@ use super::wire::{self, BrokerMsg, JobSpec, QueueMsg};
 use super::SIM_VERSION;
 use crate::wire::http::{self, json, respond, Resp};
 use crate::wire::prometheus::TextWriter;
-use crate::wire::resp::{Conn, RedisUrl};
+use crate::wire::resp::{self as redis, Conn, RedisUrl};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use serde_json::json as j;
@@ -72,13 +72,79 @@ struct State {
     js: super::cpu::JsThread,
     /// The executions' database, when there is one: read and written through this pool.
     db: Option<super::db::Db>,
+    /// SIGTERM arrived: no slot takes another job.
+    stopping: AtomicBool,
+    /// Held while a slot checks `stopping` and counts its job in, and while the stop sets it
+    /// and counts what runs: the count said at the signal is exact.
+    gate: Mutex<()>,
+    /// Jobs taken and not yet reported (n8n's running job ids).
+    running: AtomicU64,
+    /// The connection to main's simulated queue, to tell it the worker pauses.
+    queue_tx: Mutex<Option<mpsc::UnboundedSender<QueueMsg>>>,
 }
 
-/// Addresses a started worker listens on.
-#[derive(Debug, Clone, Copy)]
+/// Addresses a started worker listens on, and its stop.
+#[derive(Clone)]
 pub struct WorkerAddrs {
     pub health: SocketAddr,
     pub broker: SocketAddr,
+    pub stop: Stop,
+}
+
+/// A started worker's shutdown, as n8n 2.x's: the queue paused (no job taken any more), the
+/// running jobs waited for up to `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` (looked at every 500 ms, with
+/// n8n's log line), then the caller exits and what still runs is lost: main fails it when the
+/// worker's connection closes, or, on Redis, the other workers' stalled check once its lease
+/// lapses.
+#[derive(Clone)]
+pub struct Stop(Arc<State>);
+
+/// What a worker's shutdown found and left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    /// Jobs running when the signal came.
+    pub held: u64,
+    /// Jobs still running when the window closed: they fail.
+    pub left: u64,
+}
+
+impl Stop {
+    pub async fn shut_down(&self) -> Stopped {
+        let st = &self.0;
+        let held = {
+            let _g = st.gate.lock();
+            st.stopping.store(true, Ordering::SeqCst);
+            st.running.load(Ordering::SeqCst)
+        };
+        if let Some(tx) = st.queue_tx.lock().ok().and_then(|t| t.clone()) {
+            let _ = tx.send(QueueMsg::Pause);
+        }
+        let deadline = Instant::now() + st.cfg.shutdown.graceful;
+        let mut round = 0u32;
+        loop {
+            let now_running = st.running.load(Ordering::SeqCst);
+            let now = Instant::now();
+            if now_running == 0 || now >= deadline {
+                break;
+            }
+            if round.is_multiple_of(4) {
+                // n8n's own words (ScalingService.stop), which `n8ncap drain` reads back.
+                println!("Waiting for {now_running} active executions to finish...");
+            }
+            round += 1;
+            tokio::time::sleep((deadline - now).min(Duration::from_millis(500))).await;
+        }
+        let left = st.running.load(Ordering::SeqCst);
+        if left > 0 {
+            println!(
+                "n8ncap sim worker {}: N8N_GRACEFUL_SHUTDOWN_TIMEOUT ({} s) passed with {left} \
+                 executions still running: they fail",
+                st.cfg.name,
+                st.cfg.shutdown.graceful.as_secs_f64()
+            );
+        }
+        Stopped { held, left }
+    }
 }
 
 pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<WorkerAddrs> {
@@ -92,10 +158,7 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         "the worker's task broker (N8N_RUNNERS_BROKER_PORT)",
     )
     .await?;
-    let addrs = WorkerAddrs {
-        health: health_listener.local_addr()?,
-        broker: broker_listener.local_addr()?,
-    };
+    let (health, broker) = (health_listener.local_addr()?, broker_listener.local_addr()?);
     let lag = LagMonitor::start(tasks);
     let db = match &cfg.db {
         Some(d) => Some(super::db::Db::connect(d, &cfg.name).await?),
@@ -116,6 +179,10 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         cfg,
         lag,
         started: SystemTime::now(),
+        stopping: AtomicBool::new(false),
+        gate: Mutex::new(()),
+        running: AtomicU64::new(0),
+        queue_tx: Mutex::new(None),
     });
     let s = st.clone();
     tasks.spawn(
@@ -127,7 +194,7 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         // n8n launches the runner as a child and passes it its own N8N_RUNNERS_MAX_CONCURRENCY.
         let rc = RunnerConfig {
             name: format!("{}-internal-runner", st.cfg.name),
-            broker: (addrs.broker.ip().to_string(), addrs.broker.port()),
+            broker: (broker.ip().to_string(), broker.port()),
             max_concurrency: st.cfg.internal_runner_limit,
             auth_token: st.cfg.auth_token.clone(),
         };
@@ -135,7 +202,23 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
     }
     let s = st.clone();
     tasks.spawn(async move { queue_loop(s).await });
-    Ok(addrs)
+    Ok(WorkerAddrs {
+        health,
+        broker,
+        stop: Stop(st),
+    })
+}
+
+impl State {
+    /// A job counted in as running, unless the worker stops.
+    fn take(&self) -> bool {
+        let _g = self.gate.lock();
+        if self.stopping.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.running.fetch_add(1, Ordering::SeqCst);
+        true
+    }
 }
 
 async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
@@ -168,6 +251,7 @@ async fn queue_loop(st: Arc<State>) {
         for _ in 0..st.cfg.concurrency {
             slots.spawn(redis_slot(st.clone(), url.clone()));
         }
+        slots.spawn(stalled_check(st.clone(), url.clone()));
         while slots.join_next().await.is_some() {}
         return;
     }
@@ -216,12 +300,28 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
         };
         st.queue_connected.store(true, Ordering::Relaxed);
         loop {
+            if st.stopping.load(Ordering::SeqCst) {
+                return;
+            }
             let got = match c.cmd(&["BRPOPLPUSH", &wait, &active, "1"]).await {
                 Ok(v) => v,
                 Err(_) => break,
             };
             let Some(id) = got.as_str() else { continue };
+            if !st.take() {
+                // Taken as the pause came: back at the head of the wait list for another worker.
+                let _ = c.cmd(&["LREM", &active, "1", &id]).await;
+                let _ = c.cmd(&["RPUSH", &wait, &id]).await;
+                return;
+            }
             let key = bull::key(&prefix, &id);
+            let lock = bull::key(&prefix, &format!("{id}:lock"));
+            let lease = st.cfg.shutdown.lock.as_millis().to_string();
+            let token = format!("{}:{}", st.cfg.name, std::process::id());
+            if c.cmd(&["SET", &lock, &token, "PX", &lease]).await.is_err() {
+                st.running.fetch_sub(1, Ordering::SeqCst);
+                break;
+            }
             let spec: JobSpec = match c.cmd(&["HGET", &key, "data"]).await {
                 Ok(v) => v
                     .as_str()
@@ -230,11 +330,25 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
                 Err(_) => break,
             };
             let job_id: u64 = id.parse().unwrap_or(0);
-            let done = run_job(&st, job_id, spec).await;
+            let done = {
+                let job = run_job(&st, job_id, spec);
+                tokio::pin!(job);
+                let mut renew = tokio::time::interval(st.cfg.shutdown.renew);
+                renew.tick().await;
+                loop {
+                    tokio::select! {
+                        d = &mut job => break d,
+                        _ = renew.tick() => {
+                            let _ = c.cmd(&["PEXPIRE", &lock, &lease]).await;
+                        }
+                    }
+                }
+            };
             let payload = serde_json::to_string(&done).unwrap_or_default();
             let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
-                && c.cmd(&["DEL", &key]).await.is_ok()
+                && c.cmd(&["DEL", &key, &lock]).await.is_ok()
                 && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
+            st.running.fetch_sub(1, Ordering::SeqCst);
             if !ok {
                 break;
             }
@@ -243,26 +357,95 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
     }
 }
 
+/// Bull's stalled check, as n8n ≥ 2.0 runs it (no stalled retry): every
+/// `QUEUE_WORKER_STALLED_INTERVAL`, a job in the active list whose lease lapsed in two rounds
+/// running (the second round spares a job taken between the list move and its lease) is failed.
+async fn stalled_check(st: Arc<State>, url: RedisUrl) {
+    let prefix = st.cfg.bull_prefix.clone();
+    let active = bull::key(&prefix, "active");
+    let channel = super::bull::outcome_channel(&prefix);
+    let mut suspects: std::collections::HashSet<String> = Default::default();
+    let mut conn: Option<Conn> = None;
+    loop {
+        tokio::time::sleep(st.cfg.shutdown.stalled).await;
+        if st.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        if conn.is_none() {
+            conn = Conn::open(&url).await.ok();
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let Ok(list) = c.cmd(&["LRANGE", &active, "0", "-1"]).await else {
+            conn = None;
+            continue;
+        };
+        let mut lapsed = std::collections::HashSet::new();
+        let ids = match list {
+            redis::Value::Array(ids) => ids,
+            _ => Vec::new(),
+        };
+        for id in ids {
+            let Some(id) = id.as_str() else { continue };
+            let lock = bull::key(&prefix, &format!("{id}:lock"));
+            if matches!(c.cmd(&["EXISTS", &lock]).await, Ok(v) if v.as_int() == Some(0)) {
+                lapsed.insert(id.to_string());
+            }
+        }
+        for id in lapsed.intersection(&suspects) {
+            let removed = c.cmd(&["LREM", &active, "1", id]).await;
+            if !matches!(removed, Ok(v) if v.as_int() == Some(1)) {
+                continue;
+            }
+            let done = QueueMsg::Done {
+                id: id.parse().unwrap_or(0),
+                ok: false,
+                duration_s: 0.0,
+                result: None,
+                error: Some("job stalled more than maxStalledCount".into()),
+            };
+            let payload = serde_json::to_string(&done).unwrap_or_default();
+            let _ = c.cmd(&["DEL", &bull::key(&prefix, id)]).await;
+            let _ = c.cmd(&["PUBLISH", &channel, &payload]).await;
+        }
+        suspects = lapsed;
+    }
+}
+
 async fn serve_queue(st: Arc<State>, stream: TcpStream) {
     let (mut reader, tx) = wire::split::<QueueMsg>(stream);
+    if let Ok(mut t) = st.queue_tx.lock() {
+        *t = Some(tx.clone());
+    }
     let _ = tx.send(QueueMsg::Hello {
         worker: st.cfg.name.clone(),
         concurrency: st.cfg.concurrency,
     });
-    // One Take per slot; each finished job frees its slot with a new Take.
+    // One Take per slot; each finished job frees its slot with a new Take (none once the
+    // worker stops).
+    if st.stopping.load(Ordering::SeqCst) {
+        return;
+    }
     for _ in 0..st.cfg.concurrency {
         let _ = tx.send(QueueMsg::Take);
     }
     let mut jobs = JoinSet::new();
     while let Ok(Some(msg)) = reader.next::<QueueMsg>().await {
         if let QueueMsg::Job { id, spec } = msg {
+            if !st.take() {
+                // Sent before main saw the pause: back to the queue, as Bull's does.
+                let _ = tx.send(QueueMsg::Release { id, spec });
+                continue;
+            }
             while jobs.try_join_next().is_some() {}
             let st = st.clone();
             let tx = tx.clone();
             jobs.spawn(async move {
                 let done = run_job(&st, id, spec).await;
                 let _ = tx.send(done);
-                let _ = tx.send(QueueMsg::Take);
+                st.running.fetch_sub(1, Ordering::SeqCst);
+                if !st.stopping.load(Ordering::SeqCst) {
+                    let _ = tx.send(QueueMsg::Take);
+                }
             });
         }
     }

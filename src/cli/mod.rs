@@ -10,6 +10,9 @@ use crate::util::parse_duration;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod drain;
+pub use drain::DrainArgs;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "n8ncap",
@@ -88,6 +91,11 @@ pub enum Command {
     /// Universal Scalability Law fitted, the shared limit that stops scale-out — and the
     /// workers a target rate needs (--target-rate).
     Scale(ScaleArgs),
+    /// What a scale-down loses: a steady load at the operating point while one worker is
+    /// stopped as a scale-down stops it (SIGTERM through the Docker API, or --stop-cmd); the
+    /// requests it held counted by how they ended, the time until answers came back, and the
+    /// loss the time budget predicted beside it.
+    Drain(Box<DrainArgs>),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),

@@ -1,0 +1,123 @@
+//! `n8ncap drain`'s stop, through the Docker API: one worker stopped as a scale-down stops it
+//! (SIGTERM, SIGKILL after the grace), the jobs it said it held read back from its log, and the
+//! worker started again once it exited, so the project keeps the workers it had. With
+//! `observe::docker_scale`, the places n8ncap changes a deployment.
+
+use super::docker_scale::{inspect, start_running};
+use crate::record::drain::StopRecord;
+use bollard::query_parameters::{LogsOptionsBuilder, StopContainerOptionsBuilder};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::time::Instant;
+
+/// Docker's grace before SIGKILL when neither the container nor `--grace` sets one.
+pub const DOCKER_DEFAULT_GRACE_S: i32 = 10;
+
+/// The stop of one worker container.
+pub struct DockerStop {
+    pub docker: Docker,
+    pub container: String,
+    pub grace_s: i32,
+    pub restart: bool,
+}
+
+/// The container's own stop grace (`stop_grace_period` in compose, `--stop-timeout`), if set.
+pub async fn container_grace(docker: &Docker, name: &str) -> Option<i32> {
+    let info = inspect(docker, name).await.ok()?;
+    info.config?
+        .stop_timeout
+        .and_then(|t| i32::try_from(t).ok())
+}
+
+impl DockerStop {
+    /// Stops the container (waits for it to exit), reads what it logged since the signal,
+    /// starts it again unless told not to. `load_start` dates the record.
+    pub async fn run(&self, load_start: Instant) -> StopRecord {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX))
+            .unwrap_or(0);
+        let signal = Instant::now();
+        let opts = StopContainerOptionsBuilder::default()
+            .t(self.grace_s)
+            .build();
+        let stopped = self
+            .docker
+            .stop_container(&self.container, Some(opts))
+            .await;
+        let exited_after_s = signal.elapsed().as_secs_f64();
+        let mut detail = stopped
+            .err()
+            .map(|e| format!("stopping {}: {e}", self.container));
+        let exit_code = match inspect(&self.docker, &self.container).await {
+            Ok(i) => i.state.and_then(|s| s.exit_code),
+            Err(e) => {
+                detail.get_or_insert(format!("{e:#}"));
+                None
+            }
+        };
+        let held_logged = self.held_logged(since).await;
+        let mut restarted_s = None;
+        if self.restart && detail.is_none() {
+            match start_running(&self.docker, &self.container).await {
+                Ok(()) => restarted_s = Some(load_start.elapsed().as_secs_f64()),
+                Err(e) => detail = Some(format!("{e:#}")),
+            }
+        }
+        StopRecord {
+            how: "docker".into(),
+            what: self.container.clone(),
+            signal_s: signal.duration_since(load_start).as_secs_f64(),
+            exited_after_s: Some(exited_after_s),
+            exit_code,
+            grace_s: Some(f64::from(self.grace_s)),
+            held_logged,
+            detail,
+            restarted_s,
+        }
+    }
+
+    /// n8n's "Waiting for N active executions to finish..." after the signal: N, the jobs it
+    /// held; None when the log has no such line (none held, or a log level that hides it).
+    async fn held_logged(&self, since: i32) -> Option<u64> {
+        let opts = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .since(since.saturating_sub(1))
+            .build();
+        let mut logs = self.docker.logs(&self.container, Some(opts));
+        let mut text = String::new();
+        while let Some(Ok(chunk)) = logs.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+            if text.len() > 1 << 20 {
+                break;
+            }
+        }
+        held_in_log(&text)
+    }
+}
+
+/// The first "Waiting for N active executions to finish" in a log.
+pub fn held_in_log(text: &str) -> Option<u64> {
+    const WORDS: &str = "Waiting for ";
+    text.match_indices(WORDS).find_map(|(i, _)| {
+        let rest = &text[i + WORDS.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[digits.len()..];
+        after
+            .starts_with(" active executions to finish")
+            .then(|| digits.parse().ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_held_count_is_read_from_n8n_s_log_line() {
+        let log = "Stopping n8n...\n2026-12-04T10:00:00.000Z | info | Waiting for 7 active executions to finish... {\"scopes\":[\"scaling\"]}\nWaiting for 3 active executions to finish...\n";
+        assert_eq!(super::held_in_log(log), Some(7));
+        assert_eq!(super::held_in_log("Waiting for runners to connect"), None);
+        assert_eq!(super::held_in_log(""), None);
+    }
+}

@@ -1,0 +1,109 @@
+//! `n8ncap drain`'s table: the stop, the requests in flight at the signal by outcome, the
+//! prediction beside them, the seconds around the signal, and the verdict.
+
+use super::table::{fitted, laid_out};
+use crate::record::drain::Drain;
+
+pub fn table(d: &Drain) -> String {
+    let width = super::width::output_width();
+    let f = &d.in_flight;
+    let mut t = fitted();
+    t.set_header(vec!["", "value", "from"]);
+    let mut row = |k: &str, v: String, from: String| {
+        t.add_row(vec![k.to_string(), v, from]);
+    };
+    row(
+        "rate offered",
+        format!("{:.2}/s", d.rate_per_s.value),
+        d.rate_per_s.source.words(),
+    );
+    row(
+        "stopped",
+        format!("{} at {:.1} s", d.stop.what, d.stop.signal_s),
+        match d.stop.grace_s {
+            Some(g) => format!("SIGTERM through the Docker API, SIGKILL after {g:.0} s"),
+            None => "the stop command".into(),
+        },
+    );
+    if let Some(e) = d.stop.exited_after_s {
+        row(
+            "exited after",
+            format!("{e:.1} s"),
+            d.stop
+                .exit_code
+                .map_or(String::new(), |c| format!("exit code {c}")),
+        );
+    }
+    row(
+        "held at the signal",
+        d.stop.held_logged.map_or("—".into(), |h| h.to_string()),
+        "its log: \"Waiting for N active executions to finish\"".into(),
+    );
+    row(
+        "in flight at the signal",
+        format!(
+            "{}: {} finished, {} failed, {} never answered",
+            f.total,
+            f.finished,
+            f.failed(),
+            f.unanswered
+        ),
+        "this load's requests".into(),
+    );
+    if let Some(n) = d.n8n_failed {
+        row(
+            "n8n's failed executions",
+            format!("{n:.0}"),
+            "main's n8n_scaling_mode_queue_jobs_failed over the run".into(),
+        );
+    }
+    if let (Some(p), Some(w)) = (d.predicted, &d.window_s) {
+        row(
+            "predicted",
+            format!("{:.1} lost of {:.1} held", p.lost, p.held),
+            format!("window {:.1} s: {}", w.value, w.source.words()),
+        );
+    }
+    if let Some(j) = &d.job_p50_s {
+        row(
+            "job time (p50, p99)",
+            format!(
+                "{:.2} s, {}",
+                j.value,
+                d.job_p99_s
+                    .as_ref()
+                    .map_or("—".into(), |p| format!("{:.2} s", p.value))
+            ),
+            j.source.words(),
+        );
+    }
+    row(
+        "back at the offered rate",
+        d.recovered_after_s
+            .map_or("not within the run".into(), |r| {
+                format!("{r:.1} s after the signal")
+            }),
+        "OK answers per second, 3 s windows at 90 %".into(),
+    );
+    let mut out = laid_out(&mut t);
+    out.push_str(&seconds(d));
+    out.push_str(&format!("\n{}\n", super::width::fold(&d.verdict, width)));
+    out
+}
+
+/// Requests sent, finished and failed per second, from a few seconds before the signal.
+fn seconds(d: &Drain) -> String {
+    let from = (d.stop.signal_s.floor() as u32).saturating_sub(3);
+    let to = from + 20;
+    let mut t = fitted();
+    t.set_header(vec!["second", "sent", "finished", "failed"]);
+    for s in d.seconds.iter().filter(|s| s.t >= from && s.t < to) {
+        t.add_row(vec![
+            s.t.to_string(),
+            s.sent.to_string(),
+            s.finished.to_string(),
+            s.failed.to_string(),
+        ]);
+    }
+    format!("\n{}", laid_out(&mut t))
+}

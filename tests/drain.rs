@@ -1,0 +1,269 @@
+//! `n8ncap drain` against simulated workers that stop as n8n 2.x does (no job taken after
+//! SIGTERM, the running ones waited for up to N8N_GRACEFUL_SHUTDOWN_TIMEOUT, the rest failed):
+//! through the Docker API on a compose-like project, and with --stop-cmd on processes whose
+//! queue is a real Redis (the jobs left found by Bull's stalled check on the other worker). The
+//! loss measured is held to the jobs the stopped worker said it left, and to the prediction.
+
+use crate::common::*;
+use crate::docker::{docker, Stack};
+use std::process::Command;
+
+/// The count in the simulator's "… with K executions still running: they fail" line.
+fn left_in(log: &str) -> u64 {
+    log.lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once(") passed with ")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `tag` names the project and its image: tests side by side must not share them.
+fn two_workers(tag: &str, graceful: &'static str) -> Stack {
+    let mut s = Stack::empty(tag);
+    s.run(
+        "n8n",
+        &[
+            ("N8N_METRICS", "true"),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true"),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1"),
+        ],
+        None,
+        &["sim", "main"],
+        true,
+    );
+    for w in ["n8n-worker-1", "n8n-worker-2"] {
+        s.run(
+            w,
+            &[
+                ("QUEUE_BULL_REDIS_HOST", "n8n"),
+                ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", graceful),
+            ],
+            Some("256m"),
+            &["sim", "worker", "--concurrency", "4"],
+            false,
+        );
+    }
+    s
+}
+
+fn drain(args: &[&str]) -> serde_json::Value {
+    let o = Command::new(bin())
+        .arg("drain")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn lost(d: &serde_json::Value) -> u64 {
+    let f = &d["in_flight"];
+    let by_status: u64 = f["failed_by_status"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    by_status + f["broken"].as_u64().unwrap() + f["unanswered"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_shorter_than_the_shutdown_window_are_not_lost() {
+    if !have_docker() {
+        return;
+    }
+    let stack = two_workers("drainshort", "5");
+    let port = stack.main_port();
+    wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let worker = format!("{}-n8n-worker-1", stack.project);
+    let d = drain(&[
+        "--url",
+        &format!("http://127.0.0.1:{port}/webhook/load"),
+        "--rate",
+        "6",
+        "--body",
+        r#"{"sleep_ms":400}"#,
+        "--duration",
+        "14s",
+        "--stop-after",
+        "6s",
+        "--warmup",
+        "2s",
+        "--project",
+        &stack.project,
+        "--worker",
+        &worker,
+        "--grace",
+        "10s",
+        "--timeout",
+        "20s",
+    ]);
+    // The worker's own N8N_GRACEFUL_SHUTDOWN_TIMEOUT, read through the Docker API.
+    assert_eq!(d["window_s"]["value"], 5.0, "{d}");
+    assert_eq!(d["stop"]["what"], worker.as_str());
+    assert_eq!(d["stop"]["exit_code"], 0, "{d}");
+    assert!(d["in_flight"]["total"].as_u64().unwrap() >= 1, "{d}");
+    assert_eq!(lost(&d), 0, "{d}");
+    assert_eq!(d["predicted"]["lost"], 0.0, "{d}");
+    assert_eq!(d["agrees"], true);
+    // Started again: the project keeps the workers it had.
+    assert!(d["stop"]["restarted_s"].as_f64().is_some(), "{d}");
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Running}}", &worker]),
+        "true"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
+    if !have_docker() {
+        return;
+    }
+    let stack = two_workers("drainlong", "1");
+    let port = stack.main_port();
+    wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let worker = format!("{}-n8n-worker-1", stack.project);
+    let d = drain(&[
+        "--url",
+        &format!("http://127.0.0.1:{port}/webhook/load"),
+        "--rate",
+        "2",
+        "--body",
+        r#"{"sleep_ms":3000}"#,
+        "--duration",
+        "16s",
+        "--stop-after",
+        "9s",
+        "--warmup",
+        "4s",
+        "--project",
+        &stack.project,
+        "--worker",
+        &worker,
+        "--timeout",
+        "20s",
+        "--metrics",
+        &format!("http://127.0.0.1:{port}/metrics"),
+    ]);
+    let log = docker(&["logs", &worker]);
+    let left = left_in(&log);
+    assert!(left >= 1, "the worker left no job: {log}\n{d}");
+    // What the drain counted is what the worker failed, and what n8n counted as failed.
+    assert_eq!(lost(&d), left, "{log}\n{d}");
+    assert_eq!(d["n8n_failed"].as_f64(), Some(left as f64), "{d}");
+    // The held count read back from the worker's log ("Waiting for N active executions").
+    let held = d["stop"]["held_logged"]
+        .as_u64()
+        .expect("held from the log");
+    assert!(held >= left, "{d}");
+    // The prediction from that count: 3 s jobs against a 1 s window lose two thirds.
+    let p = d["predicted"]["lost"].as_f64().unwrap();
+    assert!(
+        (p - held as f64 * (1.0 - 1.0 / d["job_p50_s"]["value"].as_f64().unwrap())).abs() < 1e-6
+    );
+    assert_eq!(d["window_s"]["value"], 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() {
+    if !have_command("redis-server", "--version", "apt-get install redis-server") {
+        return;
+    }
+    let dir = fresh_dir("drain-redis");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rport = free_port();
+    let _redis = ChildGuard(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &rport.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--bind", "127.0.0.1"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let redis = format!("redis://127.0.0.1:{rport}");
+    let http = free_port();
+    let _main = ChildGuard(
+        Command::new(bin())
+            .args(["sim", "main", "--redis", &redis])
+            .env("N8N_PORT", http.to_string())
+            .env("N8N_LISTEN_ADDRESS", "127.0.0.1")
+            .env("N8N_METRICS", "true")
+            .env("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        let log = std::fs::File::create(dir.join(format!("w{i}.log"))).unwrap();
+        workers.push(ChildGuard(
+            Command::new(bin())
+                .args(["sim", "worker", "--concurrency", "4", "--redis", &redis])
+                .env("QUEUE_HEALTH_CHECK_PORT", free_port().to_string())
+                .env("N8N_RUNNERS_BROKER_PORT", free_port().to_string())
+                .env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "1")
+                .env("QUEUE_WORKER_LOCK_DURATION", "2000")
+                .env("QUEUE_WORKER_LOCK_RENEW_TIME", "500")
+                .env("QUEUE_WORKER_STALLED_INTERVAL", "1000")
+                .env("HOSTNAME", format!("w{i}"))
+                .stdout(log)
+                .spawn()
+                .unwrap(),
+        ));
+    }
+    wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let pid = workers[0].0.id();
+    // Until it exited: it stays this process's zombie until reaped, which `kill -0` still finds.
+    let stop = format!(
+        "kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done"
+    );
+    let d = drain(&[
+        "--url",
+        &format!("http://127.0.0.1:{http}/webhook/load"),
+        "--rate",
+        "2",
+        "--body",
+        r#"{"sleep_ms":3000}"#,
+        "--duration",
+        "18s",
+        "--stop-after",
+        "8s",
+        "--warmup",
+        "3s",
+        "--stop-cmd",
+        &stop,
+        "--workers",
+        "2",
+        "--shutdown-timeout",
+        "1s",
+        "--timeout",
+        "25s",
+        "--metrics",
+        &format!("http://127.0.0.1:{http}/metrics"),
+    ]);
+    let log = std::fs::read_to_string(dir.join("w0.log")).unwrap();
+    let left = left_in(&log);
+    assert!(left >= 1, "the worker left no job: {log}\n{d}");
+    assert_eq!(lost(&d), left, "{log}\n{d}");
+    // Failed by the other worker's stalled check, not left unanswered.
+    assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
+    assert_eq!(d["n8n_failed"].as_f64(), Some(left as f64), "{d}");
+}
