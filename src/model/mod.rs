@@ -6,6 +6,7 @@
 //! Worker-bound ceiling Σc ÷ S, runner-bound ceiling Σr ÷ C; the smaller caps throughput. With
 //! W = 0 this is min(runner limit, worker concurrency) ÷ job time.
 
+pub mod autoscale;
 pub mod bound;
 pub mod budget;
 pub mod drain;
