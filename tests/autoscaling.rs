@@ -360,3 +360,59 @@ fn without_a_deployment_or_a_run_it_says_what_to_give() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `replay` at a steady half of one worker's ceiling: n8n's own chart's ScaledObject (the
+/// waiting list alone, at least 2 replicas) holds 2 workers and never scales; the generated one
+/// holds what the load needs, λ × job time jobs, under its target: 1 worker. Neither lets a job
+/// wait. The page draws both.
+#[test]
+fn replay_holds_a_steady_load_with_the_replicas_each_autoscaler_asks_for() {
+    let s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join(RUN).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let x = s["diagnosis"]["measured_ceiling"]["mean"].as_f64().unwrap();
+    let csv = dir().join("steady.csv");
+    std::fs::write(
+        &csv,
+        format!("seconds,rate\n0,{}\n599,{}\n", x / 2.0, x / 2.0),
+    )
+    .unwrap();
+    let run = |format: &str| {
+        std::process::Command::new(bin())
+            .arg("replay")
+            .arg(root().join(RUN))
+            .arg("--arrivals")
+            .arg(&csv)
+            .arg("-f")
+            .arg(chart("official-keda-autoscaling.yaml"))
+            .args(["--format", format])
+            .output()
+            .unwrap()
+    };
+    let o = run("json");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["seconds"], 600);
+    let replays = v["replays"].as_array().unwrap();
+    assert_eq!(replays.len(), 2, "{v}");
+    for (r, replicas) in replays.iter().zip([2.0, 1.0]) {
+        assert_eq!(r["peak_waiting"][0], 0.0, "{r}");
+        assert_eq!(r["events"].as_array().unwrap().len(), 0, "{r}");
+        assert_eq!(
+            r["replicas_range"][0].as_f64(),
+            Some(replicas),
+            "{}",
+            r["name"]
+        );
+        assert_eq!(r["replica_s"].as_f64(), Some(replicas * 600.0));
+    }
+    assert!(replays[0]["name"].as_str().unwrap().ends_with("(deployed)"));
+    let html = String::from_utf8(run("html").stdout).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+}

@@ -361,7 +361,7 @@ page_test!(k6_page_commands_run, "docs/k6.md", 1);
 page_test!(reference_page_commands_run, "docs/reference.md", 2);
 page_test!(sweep_page_commands_run, "docs/sweep.md", 1);
 page_test!(scale_page_commands_run, "docs/scale.md", 2);
-page_test!(autoscaling_page_commands_run, "docs/autoscaling.md", 2);
+page_test!(autoscaling_page_commands_run, "docs/autoscaling.md", 3);
 
 #[test]
 fn every_page_with_runnable_blocks_has_a_test() {

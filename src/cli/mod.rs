@@ -11,7 +11,9 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod drain;
+mod replay;
 pub use drain::DrainArgs;
+pub use replay::ReplayArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -96,6 +98,11 @@ pub enum Command {
     /// requests it held counted by how they ended, the time until answers came back, and the
     /// loss the time budget predicted beside it.
     Drain(Box<DrainArgs>),
+    /// Would this autoscaler have kept up? Recorded arrivals replayed through the deployed
+    /// ScaledObject or HPA and through the one n8ncap generates from the run, side by side:
+    /// the backlog and queue wait over time with their peaks, the replicas, and the executions
+    /// at risk at each scale-down.
+    Replay(Box<ReplayArgs>),
     /// Run the n8n queue-mode simulator (roles read the same variables as real n8n).
     #[command(subcommand)]
     Sim(SimCommand),

@@ -12,6 +12,7 @@ mod grafana;
 mod history;
 mod inspect;
 mod recommend;
+mod replay;
 mod report;
 mod scale;
 mod shell;
@@ -60,6 +61,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Compare(a) => compare::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Drain(a) => drain::run(*a).await,
+        Command::Replay(a) => replay::run(*a).await,
         Command::Sim(s) => {
             sim::run(s).await?;
             Ok(error::EXIT_OK)

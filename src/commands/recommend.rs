@@ -18,13 +18,21 @@ async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendati
 
 /// The deployment read from `-f` files or a running `--project`.
 async fn topology(a: &RecommendArgs) -> anyhow::Result<crate::topology::Topology> {
-    if !a.files.is_empty() {
-        let (services, _) = crate::topology::load_files(&a.files)?;
+    topology_of(&a.files, a.project.as_deref()).await
+}
+
+/// The deployment from `-f` files, else from a running compose project.
+pub(super) async fn topology_of(
+    files: &[std::path::PathBuf],
+    project: Option<&str>,
+) -> anyhow::Result<crate::topology::Topology> {
+    if !files.is_empty() {
+        let (services, _) = crate::topology::load_files(files)?;
         return Ok(crate::topology::Topology::build(
             services.into_iter().map(|s| s.facts).collect(),
         ));
     }
-    let p = a.project.as_deref().unwrap_or_default();
+    let p = project.unwrap_or_default();
     let docker = crate::observe::docker::connect().await?;
     let found = crate::observe::docker::discover_containers(&docker, Some(p), true).await?;
     if found.is_empty() {
@@ -154,7 +162,25 @@ async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
         .into());
     }
     let t = topology(a).await?;
-    let target = crate::topology::scale_target(&t)?;
+    let (plan, _) = plan_for(run, &t)?;
+    let text = match a.format {
+        crate::cli::RecommendFormat::Keda => crate::report::autoscaler::keda(&plan),
+        _ => crate::report::autoscaler::hpa(&plan),
+    };
+    print!("{text}");
+    Ok(error::EXIT_OK)
+}
+
+/// The autoscaler plan for the deployment's workers from what `run` measured, with the run's
+/// diagnosis.
+pub(super) fn plan_for(
+    run: &std::path::Path,
+    t: &crate::topology::Topology,
+) -> anyhow::Result<(
+    crate::record::autoscaling::AutoscalerPlan,
+    crate::record::Diagnosis,
+)> {
+    let target = crate::topology::scale_target(t)?;
     let budget = super::audit::measured(run)?;
     let mut summary = crate::record::dir::load_summary(run)?;
     let (d, _) = super::analyze(
@@ -170,12 +196,7 @@ async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
         base_per_s: base_load(run),
     };
     let plan = crate::recommend::autoscaler::plan(&m, target)?;
-    let text = match a.format {
-        crate::cli::RecommendFormat::Keda => crate::report::autoscaler::keda(&plan),
-        _ => crate::report::autoscaler::hpa(&plan),
-    };
-    print!("{text}");
-    Ok(error::EXIT_OK)
+    Ok((plan, d))
 }
 
 /// The base load of a history's results directory: the median rate over its windows.

@@ -18,6 +18,7 @@ pub mod mix;
 pub mod observed;
 pub mod ramp;
 pub mod regular;
+pub mod replay;
 pub mod scale;
 pub mod validity;
 pub mod verdict;

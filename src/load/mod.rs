@@ -3,6 +3,7 @@
 //! the profile's thresholds, verdicts belong to `diagnose`.
 
 pub mod adaptive;
+pub mod arrivals;
 pub mod body;
 pub mod checks;
 pub mod client;

@@ -25,6 +25,8 @@ pub enum Metric {
     Waiting,
     /// The active list alone.
     Active,
+    /// A list that is not the queue's (a wrong prefix or database): always empty.
+    Nothing,
 }
 
 /// One behaviour policy: at most `value` pods (or percent) per `period_s`.
@@ -101,6 +103,14 @@ pub struct Policy {
     pub down: Rules,
 }
 
+/// An autoscaler read from a manifest: its loop, or why the replay cannot run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    Replayable(Policy),
+    NotReplayed(String),
+}
+
 /// The workers the autoscaler adds and removes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
@@ -154,6 +164,8 @@ pub struct Replay {
     pub events: Vec<ScaleEvent>,
     pub lost: f64,
     pub replicas_range: (u32, u32),
+    /// Replicas × seconds asked for over the run: what the workers cost.
+    pub replica_s: f64,
 }
 
 struct Controller<'a> {
@@ -174,6 +186,7 @@ impl Controller<'_> {
                     Metric::Held => waiting + active,
                     Metric::Waiting => waiting,
                     Metric::Active => active,
+                    Metric::Nothing => 0.0,
                 };
                 let ratio = v / (target * f64::from(current.max(1)));
                 if current > 0 && (ratio - 1.0).abs() <= 0.1 {
@@ -277,10 +290,11 @@ pub fn replay(arrivals: &[f64], p: &Policy, w: &Workload) -> Replay {
         events: Vec::new(),
         lost: 0.0,
         replicas_range: (replicas, replicas),
+        replica_s: 0.0,
     };
     for (t, &lambda) in arrivals.iter().enumerate() {
         let t = t as u32;
-        if p.poll_s > 0 && t % p.poll_s == 0 && t > 0 {
+        if p.poll_s > 0 && t.is_multiple_of(p.poll_s) && t > 0 {
             let to = c.decide(t, replicas, waiting, active);
             if to != replicas {
                 let mut e = ScaleEvent {
@@ -300,7 +314,6 @@ pub fn replay(arrivals: &[f64], p: &Policy, w: &Workload) -> Replay {
                     let serving = ready_at.iter().filter(|r| **r <= t).count().max(1) as f64;
                     e.held = active / serving * f64::from(replicas - to);
                     e.lost = e.held * super::drain::lost_share(w.job_s, w.window_s);
-                    active -= e.lost;
                     out.lost += e.lost;
                     // Pods not yet serving go first, as the HPA removes unready ones first.
                     ready_at.sort_unstable();
@@ -339,6 +352,7 @@ pub fn replay(arrivals: &[f64], p: &Policy, w: &Workload) -> Replay {
         if wait_s > out.peak_wait_s.0 {
             out.peak_wait_s = (wait_s, t + 1);
         }
+        out.replica_s += f64::from(replicas);
         out.ticks.push(tick);
     }
     out

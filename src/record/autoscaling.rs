@@ -100,3 +100,23 @@ pub struct AutoscalerPlan {
     /// What the plan could not settle, said once each.
     pub notes: Vec<String>,
 }
+
+/// `n8ncap replay`: arrivals replayed through the deployed autoscaler and the generated one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayRun {
+    /// Where the arrivals came from, their length (s) and what was left out of them.
+    pub arrivals_from: String,
+    pub seconds: usize,
+    pub arrival_gaps: Vec<String>,
+    /// Arrivals per second: mean and peak.
+    pub arrivals_mean_per_s: f64,
+    pub arrivals_peak_per_s: f64,
+    pub workload: crate::model::autoscale::Workload,
+    /// Where one worker's ceiling, the job time and the shutdown window came from.
+    pub workload_from: Vec<String>,
+    /// Each autoscaler replayed (ticks thinned to at most a few thousand).
+    pub replays: Vec<crate::model::autoscale::Replay>,
+    /// Autoscalers read and not replayed, with why.
+    pub not_replayed: Vec<String>,
+    pub verdict: String,
+}

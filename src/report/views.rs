@@ -227,6 +227,23 @@ impl Rendered for Drain<'_> {
     }
 }
 
+/// `replay`'s result: each autoscaler over the same arrivals, side by side.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Replay<'a>(pub &'a crate::record::autoscaling::ReplayRun);
+
+impl Rendered for Replay<'_> {
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Html];
+
+    fn table(&self) -> String {
+        super::replay::table(self.0)
+    }
+
+    fn html(&self) -> Option<String> {
+        Some(super::replay::html(self.0))
+    }
+}
+
 /// `compare`'s result: the runs side by side, each later one against the first.
 #[derive(Serialize)]
 #[serde(transparent)]

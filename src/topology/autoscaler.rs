@@ -5,6 +5,7 @@
 
 use super::manifest::{s, scalar, Doc};
 use crate::error::BadInput;
+use crate::model::autoscale::{Control, Metric, Policy, RatePolicy, Rules, Select};
 use crate::topology::{Autoscaler, Trigger};
 use serde_json::Value;
 
@@ -28,6 +29,7 @@ fn scaling(
             triggers,
             scale_down: None,
             line: Some(d.line),
+            control: None,
         },
     )
 }
@@ -68,6 +70,7 @@ pub(super) fn hpa(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), B
     )?;
     let mut a = scaling(d, object.clone(), bounds, triggers);
     a.2.scale_down = Some(stabilization(v, "/spec/behavior", &object, d.line)?);
+    a.2.control = Some(hpa_control(v, &object, bounds));
     Ok(a)
 }
 
@@ -113,6 +116,8 @@ pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Auto
         d.line,
     )?;
     let mut a = scaling(d, object.clone(), bounds, triggers);
+    let poll = count("/spec/pollingInterval", 1)?;
+    a.2.control = Some(keda_control(v, &object, bounds, poll));
     let hpa = stabilization(
         v,
         "/spec/advanced/horizontalPodAutoscalerConfig/behavior",
@@ -183,4 +188,168 @@ pub(super) fn int32_at(
             hi.min(i32::MAX as i64)
         ))),
     }
+}
+
+/// A quantity as Kubernetes writes it ("10400m", "10", "1.5", "2k"), as a number.
+fn quantity(v: &Value) -> Option<f64> {
+    let text = scalar(v);
+    let t = text.trim();
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 'm')) => (&t[..i], 1e-3),
+        Some((i, 'k')) => (&t[..i], 1e3),
+        Some((i, 'M')) => (&t[..i], 1e6),
+        _ => (t, 1.0),
+    };
+    num.parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|n| n.is_finite() && *n >= 0.0)
+}
+
+/// An HPA behaviour's direction: its window, policies and selection, Kubernetes' defaults for
+/// what is not written.
+fn rules(v: &Value, path: &str, up: bool) -> Rules {
+    let d = if up {
+        Rules::default_up()
+    } else {
+        Rules::default_down()
+    };
+    let Some(b) = v.pointer(path) else { return d };
+    let policies: Vec<RatePolicy> = b
+        .pointer("/policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(RatePolicy {
+                percent: s(p, "/type")? == "Percent",
+                value: p.pointer("/value")?.as_u64()?.min(u64::from(u32::MAX)) as u32,
+                period_s: p.pointer("/periodSeconds")?.as_u64()?.min(1800) as u32,
+            })
+        })
+        .collect();
+    Rules {
+        window_s: b
+            .pointer("/stabilizationWindowSeconds")
+            .and_then(Value::as_u64)
+            .map_or(d.window_s, |w| w.min(3600) as u32),
+        policies: if policies.is_empty() {
+            d.policies
+        } else {
+            policies
+        },
+        select: match s(b, "/selectPolicy") {
+            Some("Min") => Select::Min,
+            Some("Disabled") => Select::Disabled,
+            _ => Select::Max,
+        },
+    }
+}
+
+/// What a Redis list trigger counts, from its list's name.
+fn list_metric(list: &str) -> Metric {
+    if list.ends_with(":jobs:wait") {
+        Metric::Waiting
+    } else if list.ends_with(":jobs:active") {
+        Metric::Active
+    } else {
+        Metric::Nothing
+    }
+}
+
+/// A ScaledObject's loop: its Redis list triggers (KEDA's default `listLength` 5), added by a
+/// `scalingModifiers` formula that sums them, polled every `pollingInterval` (default 30 s).
+fn keda_control(v: &Value, object: &str, (min, max): (u32, u32), poll: Option<u32>) -> Control {
+    let triggers: Vec<&Value> = v
+        .pointer("/spec/triggers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut signals = Vec::new();
+    let mut names = Vec::new();
+    for t in &triggers {
+        let kind = s(t, "/type").unwrap_or("");
+        if !kind.starts_with("redis") {
+            return Control::NotReplayed(format!(
+                "its {kind} trigger is not a queue list the replay can count"
+            ));
+        }
+        let list = t
+            .pointer("/metadata/listName")
+            .map(scalar)
+            .unwrap_or_default();
+        let target = t
+            .pointer("/metadata/listLength")
+            .and_then(quantity)
+            .unwrap_or(5.0);
+        signals.push((list_metric(&list), target));
+        names.push(s(t, "/name").unwrap_or("").to_string());
+    }
+    if signals.is_empty() {
+        return Control::NotReplayed("it has no trigger".into());
+    }
+    if let Some(m) = v.pointer("/spec/advanced/scalingModifiers") {
+        let formula = s(m, "/formula").unwrap_or("");
+        let metrics: Vec<Metric> = signals.iter().map(|(m, _)| *m).collect();
+        let sums = formula.contains('+')
+            && names
+                .iter()
+                .all(|n| !n.is_empty() && formula.contains(n.as_str()))
+            && metrics.contains(&Metric::Waiting)
+            && metrics.contains(&Metric::Active);
+        let target = m.pointer("/target").and_then(quantity);
+        match (sums, target) {
+            (true, Some(t)) => signals = vec![(Metric::Held, t)],
+            _ => return Control::NotReplayed(format!("its scalingModifiers formula {formula:?} is not the sum of the wait and active lists")),
+        }
+    }
+    let behavior = "/spec/advanced/horizontalPodAutoscalerConfig/behavior";
+    Control::Replayable(Policy {
+        name: object.to_string(),
+        poll_s: poll.unwrap_or(30),
+        signals,
+        min,
+        max,
+        up: rules(v, &format!("{behavior}/scaleUp"), true),
+        down: rules(v, &format!("{behavior}/scaleDown"), false),
+    })
+}
+
+/// An HPA's loop on n8ncap's external metric (`n8n_queue_jobs_held`, an average value per pod),
+/// every 15 s (the controller's sync period).
+fn hpa_control(v: &Value, object: &str, (min, max): (u32, u32)) -> Control {
+    let mut signals = Vec::new();
+    for m in v
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = s(m, "/external/metric/name").unwrap_or("");
+        let target = m
+            .pointer("/external/target/averageValue")
+            .and_then(quantity);
+        match (s(m, "/type"), name, target) {
+            (Some("External"), "n8n_queue_jobs_held", Some(t)) => signals.push((Metric::Held, t)),
+            (kind, _, _) => {
+                return Control::NotReplayed(format!(
+                    "its {} metric needs figures the run does not give (a CPU target needs the worker's CPU at its ceiling)",
+                    kind.unwrap_or("unknown")
+                ))
+            }
+        }
+    }
+    if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() || signals.is_empty() {
+        return Control::NotReplayed("it scales on CPU, which the replay does not model".into());
+    }
+    Control::Replayable(Policy {
+        name: object.to_string(),
+        poll_s: 15,
+        signals,
+        min: min.max(1),
+        max,
+        up: rules(v, "/spec/behavior/scaleUp", true),
+        down: rules(v, "/spec/behavior/scaleDown", false),
+    })
 }

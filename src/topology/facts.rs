@@ -174,6 +174,9 @@ pub struct Autoscaler {
     /// File and line of the autoscaler, for findings about it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// Its control loop as `replay` runs it, or why it cannot be replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::model::autoscale::Control>,
 }
 
 /// One scaling signal: a resource (`cpu`, `memory`) or a KEDA trigger (`redis` with its list).

@@ -171,6 +171,24 @@ impl Index {
     }
 }
 
+/// The autoscalers of a manifest (HPAs and ScaledObjects): the workload each scales (kind,
+/// name) and what it is.
+pub fn autoscalers(
+    origin: &str,
+    text: &str,
+) -> Result<Vec<(String, String, Autoscaler)>, BadInput> {
+    let mut out = Vec::new();
+    for d in split_docs(origin, text)? {
+        let name = s(&d.value, "/metadata/name").unwrap_or("").to_string();
+        match s(&d.value, "/kind") {
+            Some("HorizontalPodAutoscaler") => out.push(autoscaler::hpa(&d, &name)?),
+            Some("ScaledObject") => out.push(autoscaler::scaled_object(&d, &name)?),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// Reads a manifest (several documents, `List`s flattened) into services, one per container
 /// of each Deployment and StatefulSet.
 pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {

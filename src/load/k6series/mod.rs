@@ -28,6 +28,11 @@ mod detect;
 mod figures;
 mod merge;
 mod read;
+
+/// A k6 output file (JSON or CSV, plain or gzipped), read and checked.
+pub fn read_file(path: &std::path::Path) -> Result<Series, crate::error::BadInput> {
+    read::read(path)
+}
 mod segment;
 #[cfg(test)]
 mod tests;
