@@ -79,6 +79,9 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
             job_p99_s: 20.0,
             code_p99_s: Some(20.0),
             worker_lag_max_s: Some(1.0),
+            // 5 jobs held per worker at 2/3 (0.5/s × 15 s), the shared bound at 20 workers.
+            per_worker: Some((0.5, 15.0)),
+            useful_workers: Some((20, "main's intake bounds the deployment at 10/s".into())),
         }),
         ..Default::default()
     };
@@ -100,6 +103,25 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
         BTreeSet::from(["worker-scaling".to_string()])
     );
     seen.insert("scale-down-before-jobs-finish".to_string());
+    // The autoscaler against the measured capacity: the same manifest, scale-down held 60 s,
+    // with a target of 50 jobs per replica (10 × the 5 held at 2/3), or a maximum of 25
+    // replicas (past the 20 the shared bound allows).
+    for rule in [
+        "autoscaler-target-far",
+        "autoscaler-max-beyond-shared-bound",
+    ] {
+        let f = root().join(format!("fixtures/k8s/time-budget/{rule}.yaml"));
+        assert_eq!(
+            rule_ids_with(std::slice::from_ref(&f), measured()),
+            BTreeSet::from([rule.to_string(), "worker-scaling".to_string()]),
+            "{rule}"
+        );
+        assert_eq!(
+            rule_ids(std::slice::from_ref(&f)),
+            BTreeSet::from(["worker-scaling".to_string()])
+        );
+        seen.insert(rule.to_string());
+    }
     // Rules only a Kubernetes manifest can break have their fixture there (tests/k8s.rs).
     for e in std::fs::read_dir(root().join("fixtures/k8s/rules")).unwrap() {
         let path = e.unwrap().path();

@@ -246,6 +246,8 @@ fn a_custom_prefix_and_database_and_a_password_in_a_secret_are_read_from_the_dep
         "scale-down-before-jobs-finish",
         "shutdown-window-below-job-time",
         "grace-period-too-short",
+        "autoscaler-target-far",
+        "autoscaler-max-beyond-shared-bound",
     ] {
         assert!(!after.contains(&id.to_string()), "{id}: {after:?}");
     }

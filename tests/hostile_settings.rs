@@ -40,6 +40,8 @@ fn twenty_second_jobs() -> audit::Options {
             job_p99_s: 20.0,
             code_p99_s: Some(20.0),
             worker_lag_max_s: None,
+            per_worker: None,
+            useful_workers: None,
         }),
         ..Default::default()
     }
@@ -128,6 +130,8 @@ fn an_unset_task_timeout_is_the_default_of_the_version_the_image_runs() {
             job_p99_s: 100.0,
             code_p99_s: Some(100.0),
             worker_lag_max_s: None,
+            per_worker: None,
+            useful_workers: None,
         }),
         ..Default::default()
     };

@@ -2,6 +2,7 @@
 //! compose files or running containers before the load finds them. Both inputs become
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
+mod autoscaling;
 mod database;
 mod kubernetes;
 mod time_budget;
@@ -160,7 +161,10 @@ pub fn audit_for(
     }
     let mut unchecked = Vec::new();
     match &opts.measured {
-        Some(m) => time_budget::rules(&c, m, opts.upgrade, &mut out),
+        Some(m) => {
+            time_budget::rules(&c, m, opts.upgrade, &mut out);
+            autoscaling::rules(&c, m, &mut out);
+        }
         None if !c.n8n.is_empty() => unchecked.push(time_budget::unchecked()),
         None => {}
     }

@@ -30,6 +30,11 @@ pub struct Measured {
     pub code_p99_s: Option<f64>,
     /// The workers' worst event-loop lag, s, when their metrics were scraped.
     pub worker_lag_max_s: Option<f64>,
+    /// One worker's ceiling (executions/s) and the job time (s), when the run reached a ceiling.
+    pub per_worker: Option<(f64, f64)>,
+    /// The most workers that add throughput: the first shared bound the run measured ÷ one
+    /// worker's ceiling, with what bounds it.
+    pub useful_workers: Option<(u32, String)>,
 }
 
 /// An autoscaler that takes a worker away sooner after the load drops than a p99 job runs: a

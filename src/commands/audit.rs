@@ -142,10 +142,21 @@ pub(super) fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured
     } else {
         path.display().to_string()
     };
+    let workers = d.settings.workers.as_ref().map_or(1, |w| w.value.max(1));
+    let per_worker = d
+        .measured_ceiling
+        .as_ref()
+        .map(|c| c.mean / f64::from(workers))
+        .zip(d.service_time.as_ref().map(|s| s.value))
+        .filter(|(x, s)| x.is_finite() && *x > 0.0 && s.is_finite() && *s > 0.0);
+    let useful_workers =
+        per_worker.and_then(|(x, _)| crate::recommend::autoscaler::useful_workers(&d, x));
     Ok(audit::Measured {
         from,
         job_p99_s,
         code_p99_s,
         worker_lag_max_s,
+        per_worker,
+        useful_workers,
     })
 }

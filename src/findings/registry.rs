@@ -304,6 +304,12 @@ registry! {
     AutoscalerInlinePassword = "autoscaler-inline-password", Audit, Error,
         "a Redis password written in the autoscaler's trigger: anyone who reads the object reads it",
         "give the password through a TriggerAuthentication with secretTargetRef (the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from)";
+    AutoscalerTargetFar = "autoscaler-target-far", Audit, Warning,
+        "the workers' autoscaler's target per replica is far from what one worker holds at the measured operating point",
+        "set the target per replica to 2/3 × one worker's measured ceiling × the job time (n8ncap recommend RUN --format keda writes it)";
+    AutoscalerMaxBeyondSharedBound = "autoscaler-max-beyond-shared-bound", Audit, Warning,
+        "the workers' autoscaler may add replicas past the shared bound the run measured: they add nothing",
+        "set maxReplicaCount (maxReplicas) at the workers the shared bound allows, or raise that bound first (webhook processors for main's intake, a bigger node for the host)";
     GracePeriodTooShort = "grace-period-too-short", Audit, Warning,
         "terminationGracePeriodSeconds shorter than n8n's (and the runners') graceful shutdown",
         "set terminationGracePeriodSeconds above N8N_GRACEFUL_SHUTDOWN_TIMEOUT (and the runners')";
@@ -434,7 +440,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 48);
+        assert_eq!(FindingId::audit_rules().count(), 50);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

@@ -161,18 +161,11 @@ fn shutdown(target: &ScaleTarget, p99: f64, code: f64) -> (Sourced<u32>, Sourced
     (graceful, termination)
 }
 
-/// Replicas past which a worker adds nothing: the first shared bound the run measured (main's
-/// intake, the host's CPU) ÷ one worker's ceiling, and the Postgres connections left for
-/// workers' pools.
-fn max_replicas(
-    d: &Diagnosis,
-    t: &ScaleTarget,
-    per_worker: f64,
-    min: u32,
-    notes: &mut Vec<String>,
-) -> Sourced<u32> {
+/// Workers past which none adds throughput: the first shared bound the run measured (main's
+/// intake, the host's CPU) ÷ one worker's ceiling, with what bounds it.
+pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
     let shared: Vec<SharedLimit> = crate::diagnose::scale::shared_limits(d);
-    let by_shared = shared
+    shared
         .iter()
         .filter_map(|l| Some((l, l.bound_per_s.filter(|b| b.is_finite() && *b > 0.0)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -185,7 +178,19 @@ fn max_replicas(
                     b / per_worker
                 ),
             )
-        });
+        })
+}
+
+/// Replicas past which a worker adds nothing ([`useful_workers`]), and the Postgres
+/// connections left for workers' pools.
+fn max_replicas(
+    d: &Diagnosis,
+    t: &ScaleTarget,
+    per_worker: f64,
+    min: u32,
+    notes: &mut Vec<String>,
+) -> Sourced<u32> {
+    let by_shared = useful_workers(d, per_worker);
     let pool = t.worker_pool.value.max(1);
     let left = PG_AVAILABLE_DEFAULT.saturating_sub(t.other_connections);
     let by_pg = (
