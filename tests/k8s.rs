@@ -453,3 +453,46 @@ fn an_audit_says_each_rules_why_once_and_fits_80_and_100_columns() {
         assert!(whys <= rules, "{text}");
     }
 }
+
+/// The clean base with its worker Deployment turned into a KEDA ScaledJob (the same pod as its
+/// Job template) on the waiting list alone: the audit reads the ScaledJob's pods as workers and
+/// its triggers as an autoscaler's. An HPA whose metric source carries `user:password@` is
+/// named, the password never shown.
+#[test]
+fn a_scaled_job_is_read_as_an_autoscaler_and_a_metric_source_password_is_named() {
+    let base = std::fs::read_to_string(root().join("fixtures/k8s/base-clean.yaml")).unwrap();
+    let start = base
+        .find("# Source: n8n/templates/deployment-worker.yaml")
+        .unwrap();
+    let end = start + base[start..].find("\n---").unwrap();
+    let worker = &base[start..end];
+    let t = worker.find("\n  template:\n").unwrap();
+    let template: String = worker[t + 1..]
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect();
+    let job = format!(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledJob\nmetadata:\n  name: n8n-worker\n  namespace: n8n\nspec:\n  jobTargetRef:\n{template}  minReplicaCount: 0\n  maxReplicaCount: 8\n  triggers:\n    - type: redis\n      metadata:\n        address: \"redis:6379\"\n        listName: \"bull:jobs:wait\"\n        listLength: \"5\"\n"
+    );
+    let text = format!("{}{job}{}", &base[..start], &base[end..]);
+    let dir = scratch().join(format!("n8ncap-k8s-scaledjob-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("scaledjob.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let ids = audit_ids(file.to_str().unwrap());
+    assert!(ids.contains("autoscaler-waiting-only"), "{ids:?}");
+    assert!(ids.contains("worker-scaling"), "{ids:?}");
+
+    let hpa = "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: n8n-worker\n  namespace: n8n\nspec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: n8n-worker\n  minReplicas: 1\n  maxReplicas: 6\n  metrics:\n    - type: External\n      external:\n        metric:\n          name: n8n_queue_jobs_held\n          selector:\n            matchLabels:\n              source: \"redis://queue:hpa-secret-7f3e@redis:6379/0\"\n        target:\n          type: AverageValue\n          averageValue: \"4\"\n";
+    let file = dir.join("hpa.yaml");
+    std::fs::write(&file, format!("{base}{hpa}")).unwrap();
+    let out = Command::new(bin())
+        .args(["audit", "-f", file.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("hpa-secret-7f3e"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("hpa-secret-7f3e"));
+    let ids = audit_ids(file.to_str().unwrap());
+    assert!(ids.contains("autoscaler-inline-password"), "{ids:?}");
+}

@@ -155,14 +155,14 @@ fn queue_trigger_rules(
             .fix(format!("Kubernetes — a second redis trigger on listName {active} and spec.advanced.scalingModifiers {{formula: \"waiting + active\", target: what one worker holds at 2/3}} (KEDA >= 2.12; n8ncap recommend RUN --format keda writes it); n8n's chart — keda.worker renders the waiting list only: replace its ScaledObject with the generated one; the community chart — its worker HPA scales on CPU: disable it and apply the generated ScaledObject")),
         );
     }
-    if redis.iter().any(|t| t.inline_password) {
+    if a.triggers.iter().any(|t| t.inline_password) {
         out.push(
             finding(FindingId::AutoscalerInlinePassword, n.name(), format!(
-                "{}: {} has a Redis password written in a trigger (value not shown)",
+                "{}: {} has a password written in a trigger or a metric source (value not shown)",
                 n.name(), a.by
             ))
-            .why("Whoever can read the ScaledObject reads the queue's password: it is stored in etcd in clear, shown by kubectl get -o yaml and kept in Git with the manifests.")
-            .fix("Kubernetes — remove metadata.password (and any user:password@ in the address) and set authenticationRef to a TriggerAuthentication with secretTargetRef {parameter: password, name: the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from, key: its key}; n8n's chart and the community chart — the same beside the chart's objects (neither chart renders a TriggerAuthentication)"),
+            .why("Whoever can read the autoscaler reads the password: it is stored in etcd in clear, shown by kubectl get -o yaml and kept in Git with the manifests.")
+            .fix("Kubernetes — an HPA's metric source: remove the user:password@ (the metrics adapter reads its backend with its own Secret); a KEDA trigger: remove metadata.password (and any user:password@ in the address) and set authenticationRef to a TriggerAuthentication with secretTargetRef {parameter: password, name: the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from, key: its key}; n8n's chart and the community chart — the same beside the chart's objects (neither chart renders a TriggerAuthentication)"),
         );
     }
 }

@@ -53,6 +53,9 @@ pub(super) fn hpa(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), B
                 Some(other) => other.to_ascii_lowercase(),
                 None => "unknown".into(),
             },
+            // A metric source never needs a credential: a URL with one (a selector or an
+            // adapter's query naming `user:password@host`) is flagged, its value never kept.
+            inline_password: holds_credentials(m),
             ..Trigger::default()
         })
         .collect();
@@ -91,24 +94,7 @@ pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Auto
     let v = &d.value;
     let object = format!("ScaledObject {name}");
     let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
-    let triggers = v
-        .pointer("/spec/triggers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|t| Trigger {
-            kind: s(t, "/type").unwrap_or("unknown").to_string(),
-            list_name: t.pointer("/metadata/listName").map(scalar),
-            database: t.pointer("/metadata/databaseIndex").map(scalar),
-            inline_password: t
-                .pointer("/metadata/password")
-                .is_some_and(|p| !scalar(p).is_empty())
-                || ["/metadata/address", "/metadata/addresses", "/metadata/host"]
-                    .iter()
-                    .filter_map(|k| t.pointer(k).map(scalar))
-                    .any(|a| crate::wire::url::redact(&a) != a),
-        })
-        .collect();
+    let triggers = keda_triggers(v);
     let bounds = bounds(
         count("/spec/minReplicaCount", 0)?.unwrap_or(0),
         count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
@@ -138,6 +124,56 @@ pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Auto
         hpa
     });
     Ok(a)
+}
+
+/// Whether any text in `v` is a URL carrying `user:password@`.
+fn holds_credentials(v: &Value) -> bool {
+    match v {
+        Value::String(t) => crate::wire::url::redact(t) != *t,
+        Value::Array(a) => a.iter().any(holds_credentials),
+        Value::Object(o) => o.values().any(holds_credentials),
+        _ => false,
+    }
+}
+
+/// A KEDA object's triggers (a ScaledObject's or a ScaledJob's), the password never kept.
+fn keda_triggers(v: &Value) -> Vec<Trigger> {
+    v.pointer("/spec/triggers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| Trigger {
+            kind: s(t, "/type").unwrap_or("unknown").to_string(),
+            list_name: t.pointer("/metadata/listName").map(scalar),
+            database: t.pointer("/metadata/databaseIndex").map(scalar),
+            inline_password: t
+                .pointer("/metadata/password")
+                .is_some_and(|p| !scalar(p).is_empty())
+                || ["/metadata/address", "/metadata/addresses", "/metadata/host"]
+                    .iter()
+                    .filter_map(|k| t.pointer(k).map(scalar))
+                    .any(|a| crate::wire::url::redact(&a) != a),
+        })
+        .collect()
+}
+
+/// A KEDA ScaledJob: Jobs of its template started per trigger count, up to its maximum. Its
+/// triggers are read as a ScaledObject's; it scales no replicas, so it is not replayed.
+pub(super) fn scaled_job(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
+    let v = &d.value;
+    let object = format!("ScaledJob {name}");
+    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
+    let bounds = bounds(
+        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
+        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
+        &object,
+        d.line,
+    )?;
+    let (_, _, mut a) = scaling(d, object, bounds, keda_triggers(v));
+    a.control = Some(Control::NotReplayed(
+        "a ScaledJob starts a Job per pending count, not replicas of a Deployment (and an n8n worker never ends its Job)".into(),
+    ));
+    Ok(("ScaledJob".into(), name.to_string(), a))
 }
 
 /// An HPA behaviour's scale-down stabilisation window (Kubernetes takes 0–3600 s), or its

@@ -148,6 +148,7 @@ impl Index {
                 }
                 "HorizontalPodAutoscaler" => ix.autoscalers.push(autoscaler::hpa(d, &name)?),
                 "ScaledObject" => ix.autoscalers.push(autoscaler::scaled_object(d, &name)?),
+                "ScaledJob" => ix.autoscalers.push(autoscaler::scaled_job(d, &name)?),
                 _ => {}
             }
         }
@@ -183,6 +184,7 @@ pub fn autoscalers(
         match s(&d.value, "/kind") {
             Some("HorizontalPodAutoscaler") => out.push(autoscaler::hpa(&d, &name)?),
             Some("ScaledObject") => out.push(autoscaler::scaled_object(&d, &name)?),
+            Some("ScaledJob") => out.push(autoscaler::scaled_job(&d, &name)?),
             _ => {}
         }
     }
@@ -211,7 +213,7 @@ pub fn load_all(files: &[(String, PathBuf)]) -> Result<Project, BadInput> {
     for (file, docs) in &per_file {
         for d in docs {
             let kind = s(&d.value, "/kind").unwrap_or("");
-            if !matches!(kind, "Deployment" | "StatefulSet") {
+            if !matches!(kind, "Deployment" | "StatefulSet" | "ScaledJob") {
                 continue;
             }
             services.extend(workload(file, d, kind, &ix)?);
@@ -261,12 +263,18 @@ fn probes(c: &Value) -> Vec<Probe> {
 fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
     let v = &d.value;
     let name = name_of(v);
+    // A KEDA ScaledJob's pods come from its Job template.
+    let template = if kind == "ScaledJob" {
+        "/spec/jobTargetRef/template"
+    } else {
+        "/spec/template"
+    };
     let pod = v
-        .pointer("/spec/template/spec")
+        .pointer(&format!("{template}/spec"))
         .cloned()
         .unwrap_or_default();
     let labels = v
-        .pointer("/spec/template/metadata/labels")
+        .pointer(&format!("{template}/metadata/labels"))
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
