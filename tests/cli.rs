@@ -4,7 +4,7 @@
 use crate::common::*;
 
 /// Every subcommand `--help` lists, in its order.
-const SUBCOMMANDS: [&str; 15] = [
+const SUBCOMMANDS: [&str; 17] = [
     "demo",
     "sweep",
     "inspect",
@@ -16,6 +16,8 @@ const SUBCOMMANDS: [&str; 15] = [
     "recommend",
     "compare",
     "scale",
+    "drain",
+    "replay",
     "sim",
     "completions",
     "man",
