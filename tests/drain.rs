@@ -1,7 +1,10 @@
 //! `n8ncap drain` against simulated workers that stop as n8n 2.x does (no job taken after
-//! SIGTERM, the running ones waited for up to N8N_GRACEFUL_SHUTDOWN_TIMEOUT, the rest failed):
+//! SIGTERM, the running ones waited for up to N8N_GRACEFUL_SHUTDOWN_TIMEOUT, the rest failed).
+//! The lost-job cases run 6 s jobs against a 1 s window on workers of 8 slots: at the signal
+//! the stopped worker holds about 6 jobs spread over their 6 s, so some are always left:
 //! through the Docker API on a compose-like project, and with --stop-cmd on processes whose
-//! queue is a real Redis (the jobs left found by Bull's stalled check on the other worker). The
+//! queue is a real Redis and whose executions are in a real PostgreSQL (the jobs left found by
+//! Bull's stalled check on the other worker). The
 //! loss measured is held to the jobs the stopped worker said it left, and to the prediction.
 
 use crate::common::*;
@@ -40,7 +43,7 @@ fn two_workers(tag: &str, graceful: &'static str) -> Stack {
                 ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", graceful),
             ],
             Some("256m"),
-            &["sim", "worker", "--concurrency", "4"],
+            &["sim", "worker", "--concurrency", "8"],
             false,
         );
     }
@@ -138,13 +141,13 @@ async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
         "--rate",
         "2",
         "--body",
-        r#"{"sleep_ms":3000}"#,
+        r#"{"sleep_ms":6000}"#,
         "--duration",
-        "16s",
+        "20s",
         "--stop-after",
-        "9s",
+        "12s",
         "--warmup",
-        "4s",
+        "2s",
         "--project",
         &stack.project,
         "--worker",
@@ -165,7 +168,7 @@ async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
         .as_u64()
         .expect("held from the log");
     assert!(held >= left, "{d}");
-    // The prediction from that count: 3 s jobs against a 1 s window lose two thirds.
+    // The prediction from that count: 6 s jobs against a 1 s window lose five sixths.
     let p = d["predicted"]["lost"].as_f64().unwrap();
     assert!(
         (p - held as f64 * (1.0 - 1.0 / d["job_p50_s"]["value"].as_f64().unwrap())).abs() < 1e-6
@@ -173,11 +176,22 @@ async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
     assert_eq!(d["window_s"]["value"], 1.0);
 }
 
+/// Real Redis for the queue and real PostgreSQL for the executions (each process's pool).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() {
     if !have_command("redis-server", "--version", "apt-get install redis-server") {
         return;
     }
+    let Some(pg) = crate::postgres::start_postgres(40).await else {
+        return;
+    };
+    let db_env = [
+        ("DB_TYPE", "postgresdb".to_string()),
+        ("DB_POSTGRESDB_HOST", "127.0.0.1".into()),
+        ("DB_POSTGRESDB_PORT", pg.port.to_string()),
+        ("DB_POSTGRESDB_USER", "postgres".into()),
+        ("DB_POSTGRESDB_POOL_SIZE", "4".into()),
+    ];
     let dir = fresh_dir("drain-redis");
     std::fs::create_dir_all(&dir).unwrap();
     let rport = free_port();
@@ -206,6 +220,7 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
             .env("N8N_LISTEN_ADDRESS", "127.0.0.1")
             .env("N8N_METRICS", "true")
             .env("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true")
+            .envs(db_env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap(),
@@ -215,7 +230,7 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
         let log = std::fs::File::create(dir.join(format!("w{i}.log"))).unwrap();
         workers.push(ChildGuard(
             Command::new(bin())
-                .args(["sim", "worker", "--concurrency", "4", "--redis", &redis])
+                .args(["sim", "worker", "--concurrency", "8", "--redis", &redis])
                 .env("QUEUE_HEALTH_CHECK_PORT", free_port().to_string())
                 .env("N8N_RUNNERS_BROKER_PORT", free_port().to_string())
                 .env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "1")
@@ -223,6 +238,7 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
                 .env("QUEUE_WORKER_LOCK_RENEW_TIME", "500")
                 .env("QUEUE_WORKER_STALLED_INTERVAL", "1000")
                 .env("HOSTNAME", format!("w{i}"))
+                .envs(db_env.iter().map(|(k, v)| (*k, v.as_str())))
                 .stdout(log)
                 .spawn()
                 .unwrap(),
@@ -241,13 +257,13 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
         "--rate",
         "2",
         "--body",
-        r#"{"sleep_ms":3000}"#,
+        r#"{"sleep_ms":6000}"#,
         "--duration",
-        "18s",
+        "20s",
         "--stop-after",
-        "8s",
+        "12s",
         "--warmup",
-        "3s",
+        "2s",
         "--stop-cmd",
         &stop,
         "--workers",
@@ -266,4 +282,8 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
     // Failed by the other worker's stalled check, not left unanswered.
     assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
     assert_eq!(d["n8n_failed"].as_f64(), Some(left as f64), "{d}");
+    assert!(d["predicted"]["lost"].as_f64().unwrap() > 0.0, "{d}");
+    // Every execution main wrote before it was queued: the finished ones saved by their worker.
+    assert!(d["in_flight"]["finished"].as_u64().unwrap() >= 1, "{d}");
+    drop(pg);
 }
