@@ -260,10 +260,8 @@ fn probes(c: &Value) -> Vec<Probe> {
         .collect()
 }
 
-fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
-    let v = &d.value;
-    let name = name_of(v);
-    // A KEDA ScaledJob's pods come from its Job template.
+/// A workload's pod spec and labels; a KEDA ScaledJob's pods come from its Job template.
+fn pod_template(v: &Value, kind: &str) -> (Value, Map<String, Value>) {
     let template = if kind == "ScaledJob" {
         "/spec/jobTargetRef/template"
     } else {
@@ -278,6 +276,13 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    (pod, labels)
+}
+
+fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
+    let v = &d.value;
+    let name = name_of(v);
+    let (pod, labels) = pod_template(v, kind);
     let declared = autoscaler::int32_at(
         v,
         "/spec/replicas",
