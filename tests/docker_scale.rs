@@ -128,6 +128,17 @@ async fn a_scale_sweep_through_docker_adds_pairs_that_take_jobs_and_removes_them
         .unwrap()
         .iter()
         .all(|s| s["exit_code"] == 0));
+    // The copy was measured only once its worker answered /healthz/readiness (queue connected).
+    let to_two = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["workers"] == 2 && s["restore"] == false)
+        .unwrap();
+    assert!(
+        to_two["command"].as_str().unwrap().contains("ready after"),
+        "{to_two}"
+    );
     // At 2 workers the run watched two workers and two runners, and main's gauge
     // saw 4 slots taken: the copy took jobs and its runner served them.
     for n in [1u32, 2] {

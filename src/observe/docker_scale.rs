@@ -148,16 +148,17 @@ impl DockerPairs {
                 done.push(format!("stopped {}", p.worker));
             } else if i < n && stopped {
                 let p = self.original[i].clone();
-                self.start_pair(&p).await?;
+                let ready = self.start_pair(&p).await?;
                 self.stopped.retain(|s| *s != i);
-                done.push(format!("started {}", p.worker));
+                done.push(format!("started {} ({ready})", p.worker));
             }
         }
         while self.original.len() + self.added.len() < n {
             let k = self.original.len() + self.added.len() + 1;
             let p = self.add(k).await?;
+            let ready = ready(&self.docker, &p.worker).await;
             done.push(format!(
-                "created {}{}",
+                "created {}{} ({ready})",
                 p.worker,
                 p.runner
                     .as_ref()
@@ -212,11 +213,13 @@ impl DockerPairs {
         start_running(&self.docker, name).await
     }
 
-    async fn start_pair(&self, p: &Pair) -> anyhow::Result<()> {
+    /// Starts the pair (runner first) and says whether the worker reported ready.
+    async fn start_pair(&self, p: &Pair) -> anyhow::Result<String> {
         if let Some(r) = &p.runner {
             self.start(r).await?;
         }
-        self.start(&p.worker).await
+        self.start(&p.worker).await?;
+        Ok(ready(&self.docker, &p.worker).await)
     }
 
     /// Stops the worker (its jobs finish within the grace), then its runner; removes both
@@ -267,6 +270,70 @@ async fn left_by_an_earlier_sweep(docker: &Docker, project: &str) -> anyhow::Res
         .flat_map(|c| c.names.unwrap_or_default())
         .map(|n| n.trim_start_matches('/').to_string())
         .collect())
+}
+
+/// How long a worker without `QUEUE_HEALTH_CHECK_ACTIVE=true` is probed before its readiness is
+/// taken as not observable (n8n serves no health endpoint then).
+const PROBE_UNANNOUNCED: Duration = Duration::from_secs(5);
+
+/// Waits until a started worker answers 200 on `/healthz/readiness` (n8n: its database and
+/// Redis connected, so it takes jobs), on its address in its first network and its
+/// `QUEUE_HEALTH_CHECK_PORT`; what was seen, in words for the step's record.
+async fn ready(docker: &Docker, name: &str) -> String {
+    let t0 = Instant::now();
+    let Ok(info) = inspect(docker, name).await else {
+        return "readiness not read: the container could not be inspected".into();
+    };
+    let env: HashMap<String, String> = info
+        .config
+        .as_ref()
+        .and_then(|c| c.env.clone())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    let announced = env
+        .get("QUEUE_HEALTH_CHECK_ACTIVE")
+        .is_some_and(|v| v.trim() == "true");
+    let port = env
+        .get("QUEUE_HEALTH_CHECK_PORT")
+        .and_then(|p| p.trim().parse::<u16>().ok())
+        .unwrap_or(5678);
+    let ip = info
+        .network_settings
+        .and_then(|n| n.networks)
+        .and_then(|n| {
+            n.into_values()
+                .find_map(|e| e.ip_address.filter(|a| !a.is_empty()))
+        });
+    let Some(ip) = ip else {
+        return "readiness not observable: no container address".into();
+    };
+    let url = format!("http://{ip}:{port}/healthz/readiness");
+    let mut answered = false;
+    while t0.elapsed() < START_LIMIT {
+        match crate::wire::http::http_get(&url, Duration::from_secs(1)).await {
+            Ok((200, _)) => {
+                return format!(
+                    "ready after {:.1} s: /healthz/readiness",
+                    t0.elapsed().as_secs_f64()
+                )
+            }
+            Ok(_) => answered = true,
+            Err(_) => {}
+        }
+        if !announced && !answered && t0.elapsed() > PROBE_UNANNOUNCED {
+            return "readiness not observable (QUEUE_HEALTH_CHECK_ACTIVE is not true): the settle time only".into();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    format!(
+        "not ready within {} s: measured anyway",
+        START_LIMIT.as_secs()
+    )
 }
 
 /// Starts a container and waits until Docker reports it running (healthy, when it has a
