@@ -248,6 +248,7 @@ fn a_custom_prefix_and_database_and_a_password_in_a_secret_are_read_from_the_dep
         "grace-period-too-short",
         "autoscaler-target-far",
         "autoscaler-max-beyond-shared-bound",
+        "autoscaler-without-redis-auth",
     ] {
         assert!(!after.contains(&id.to_string()), "{id}: {after:?}");
     }

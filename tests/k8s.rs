@@ -45,6 +45,7 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         ),
         ("autoscaler-waiting-only", &["worker-scaling"]),
         ("autoscaler-inline-password", &["worker-scaling"]),
+        ("autoscaler-without-redis-auth", &["worker-scaling"]),
         ("worker-autoscaled-on-cpu", &["worker-scaling"]),
         (
             // N8N_CONCURRENCY_PRODUCTION_LIMIT=50 outgrows the base's pool of 10.
@@ -67,7 +68,7 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         assert_eq!(audit_ids(&file), want, "{file}");
         n += 1;
     }
-    assert_eq!(n, 18);
+    assert_eq!(n, 19);
 }
 
 #[test]

@@ -155,6 +155,36 @@ fn queue_trigger_rules(
             .fix(format!("Kubernetes — a second redis trigger on listName {active} and spec.advanced.scalingModifiers {{formula: \"waiting + active\", target: what one worker holds at 2/3}} (KEDA >= 2.12; n8ncap recommend RUN --format keda writes it); n8n's chart — keda.worker renders the waiting list only: replace its ScaledObject with the generated one; the community chart — its worker HPA scales on CPU: disable it and apply the generated ScaledObject")),
         );
     }
+    let needs_password = n
+        .facts
+        .env_names
+        .iter()
+        .any(|v| v == "QUEUE_BULL_REDIS_PASSWORD");
+    let unauthenticated: Vec<&&crate::topology::Trigger> = redis
+        .iter()
+        .filter(|t| !t.inline_password && !t.auth_ref.as_ref().is_some_and(|(_, ok)| *ok))
+        .collect();
+    if needs_password && !unauthenticated.is_empty() {
+        let named = unauthenticated
+            .iter()
+            .filter_map(|t| t.auth_ref.as_ref().map(|(n, _)| n.as_str()))
+            .collect::<Vec<_>>();
+        out.push(
+            finding(FindingId::AutoscalerWithoutRedisAuth, n.name(), format!(
+                "{}: the workers read Redis with QUEUE_BULL_REDIS_PASSWORD, but {} of {}'s redis triggers give KEDA no password{}",
+                n.name(),
+                unauthenticated.len(),
+                a.by,
+                if named.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (authenticationRef {} names no TriggerAuthentication with a password parameter here)", named.join(", "))
+                }
+            ))
+            .why("KEDA's scaler connects to Redis with what the trigger and its TriggerAuthentication give: refused with NOAUTH, the trigger errors and the workers stay at their minimum whatever the backlog.")
+            .fix("Kubernetes — a TriggerAuthentication with secretTargetRef {parameter: password, name: the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from, key: its key}, named by each trigger's authenticationRef (n8ncap recommend RUN --format keda writes both); n8n's chart and the community chart render none: apply it beside them"),
+        );
+    }
     if a.triggers.iter().any(|t| t.inline_password) {
         out.push(
             finding(FindingId::AutoscalerInlinePassword, n.name(), format!(

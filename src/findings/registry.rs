@@ -304,6 +304,9 @@ registry! {
     AutoscalerInlinePassword = "autoscaler-inline-password", Audit, Error,
         "a Redis password written in the autoscaler's trigger: anyone who reads the object reads it",
         "give the password through a TriggerAuthentication with secretTargetRef (the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from)";
+    AutoscalerWithoutRedisAuth = "autoscaler-without-redis-auth", Audit, Error,
+        "the workers read Redis with a password, but the autoscaler's trigger gives none: KEDA cannot read the lists and never scales",
+        "set the trigger's authenticationRef to a TriggerAuthentication whose secretTargetRef gives parameter password from the Secret the workers read QUEUE_BULL_REDIS_PASSWORD from";
     AutoscalerTargetFar = "autoscaler-target-far", Audit, Warning,
         "the workers' autoscaler's target per replica is far from what one worker holds at the measured operating point",
         "set the target per replica to 2/3 × one worker's measured ceiling × the job time (n8ncap recommend RUN --format keda writes it)";
@@ -440,7 +443,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 50);
+        assert_eq!(FindingId::audit_rules().count(), 51);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

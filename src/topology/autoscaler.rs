@@ -153,6 +153,8 @@ fn keda_triggers(v: &Value) -> Vec<Trigger> {
                     .iter()
                     .filter_map(|k| t.pointer(k).map(scalar))
                     .any(|a| crate::wire::url::redact(&a) != a),
+            // Resolved against the input's TriggerAuthentications by the reader (k8s.rs).
+            auth_ref: s(t, "/authenticationRef/name").map(|n| (n.to_string(), false)),
         })
         .collect()
 }

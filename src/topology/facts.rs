@@ -191,6 +191,11 @@ pub struct Trigger {
     /// kept, only that it is there.
     #[serde(default)]
     pub inline_password: bool,
+    /// The trigger's `authenticationRef`: the TriggerAuthentication it names and whether the
+    /// input holds one of that name giving a `password` parameter (false when it holds none,
+    /// or one without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_ref: Option<(String, bool)>,
 }
 
 /// Which of a container's probes.

@@ -110,6 +110,8 @@ struct Index {
     /// Service name → its selector.
     services: Vec<(String, Map<String, Value>)>,
     autoscalers: Vec<(String, String, Autoscaler)>,
+    /// TriggerAuthentication name → the parameters it gives.
+    trigger_auths: BTreeMap<String, Vec<String>>,
     namespace: Option<String>,
 }
 
@@ -149,7 +151,27 @@ impl Index {
                 "HorizontalPodAutoscaler" => ix.autoscalers.push(autoscaler::hpa(d, &name)?),
                 "ScaledObject" => ix.autoscalers.push(autoscaler::scaled_object(d, &name)?),
                 "ScaledJob" => ix.autoscalers.push(autoscaler::scaled_job(d, &name)?),
+                "TriggerAuthentication" | "ClusterTriggerAuthentication" => {
+                    // The parameters it gives (names only: secrets stay where they are).
+                    let params = ["/spec/secretTargetRef", "/spec/env"]
+                        .iter()
+                        .filter_map(|p| v.pointer(p).and_then(Value::as_array))
+                        .flatten()
+                        .filter_map(|e| s(e, "/parameter").map(str::to_string))
+                        .collect();
+                    ix.trigger_auths.insert(name, params);
+                }
                 _ => {}
+            }
+        }
+        for (_, _, a) in &mut ix.autoscalers {
+            for t in &mut a.triggers {
+                if let Some((name, found)) = &mut t.auth_ref {
+                    *found = ix
+                        .trigger_auths
+                        .get(name.as_str())
+                        .is_some_and(|p: &Vec<String>| p.iter().any(|p| p == "password"));
+                }
             }
         }
         Ok(ix)
