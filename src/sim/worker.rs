@@ -327,7 +327,10 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
                     .as_str()
                     .and_then(|d| serde_json::from_str(&d).ok())
                     .unwrap_or_default(),
-                Err(_) => break,
+                Err(_) => {
+                    st.running.fetch_sub(1, Ordering::SeqCst);
+                    break;
+                }
             };
             let job_id: u64 = id.parse().unwrap_or(0);
             let done = {
