@@ -226,12 +226,15 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
             .unwrap(),
     );
     let mut workers = Vec::new();
+    let mut health = Vec::new();
     for i in 0..2 {
         let log = std::fs::File::create(dir.join(format!("w{i}.log"))).unwrap();
+        let port = free_port();
+        health.push(port);
         workers.push(ChildGuard(
             Command::new(bin())
                 .args(["sim", "worker", "--concurrency", "8", "--redis", &redis])
-                .env("QUEUE_HEALTH_CHECK_PORT", free_port().to_string())
+                .env("QUEUE_HEALTH_CHECK_PORT", port.to_string())
                 .env("N8N_RUNNERS_BROKER_PORT", free_port().to_string())
                 .env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "1")
                 .env("QUEUE_WORKER_LOCK_DURATION", "2000")
@@ -239,13 +242,32 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
                 .env("QUEUE_WORKER_STALLED_INTERVAL", "1000")
                 .env("HOSTNAME", format!("w{i}"))
                 .envs(db_env.iter().map(|(k, v)| (*k, v.as_str())))
+                .stderr(log.try_clone().unwrap())
                 .stdout(log)
                 .spawn()
                 .unwrap(),
         ));
     }
     wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    // Both workers on the queue (readiness: Redis connected) before the load; one that exited
+    // is shown with what it wrote.
+    for (i, port) in health.iter().enumerate() {
+        let url = format!("http://127.0.0.1:{port}/healthz/readiness");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+        loop {
+            if let Ok((200, _)) =
+                n8ncap::wire::http::http_get(&url, std::time::Duration::from_secs(1)).await
+            {
+                break;
+            }
+            if let Ok(Some(status)) = workers[i].0.try_wait() {
+                let log = std::fs::read_to_string(dir.join(format!("w{i}.log"))).unwrap();
+                panic!("worker {i} exited ({status}) before it was ready: {log}");
+            }
+            assert!(std::time::Instant::now() < deadline, "{url} never ready");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
     let pid = workers[0].0.id();
     // Until it exited: it stays this process's zombie until reaped, which `kill -0` still finds.
     let stop = format!(
