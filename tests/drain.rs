@@ -309,3 +309,49 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
     assert!(d["in_flight"]["finished"].as_u64().unwrap() >= 1, "{d}");
     drop(pg);
 }
+
+/// Bad input is refused with exit 2 before any request or stop: no rate, the stop inside the
+/// warm-up, no way to stop a worker, an --out that cannot be created.
+#[test]
+fn a_drain_that_cannot_run_is_refused_before_it_starts() {
+    let url = "http://127.0.0.1:9/webhook/load";
+    for args in [
+        vec!["--url", url, "--stop-cmd", "true"],
+        vec![
+            "--url",
+            url,
+            "--rate",
+            "2",
+            "--stop-after",
+            "3s",
+            "--warmup",
+            "5s",
+            "--stop-cmd",
+            "true",
+        ],
+        vec!["--url", url, "--rate", "2"],
+        vec![
+            "--url",
+            url,
+            "--rate",
+            "2",
+            "--stop-cmd",
+            "true",
+            "--out",
+            "/proc/n8ncap-drain",
+        ],
+    ] {
+        let o = Command::new(bin())
+            .arg("drain")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}

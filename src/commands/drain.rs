@@ -209,6 +209,11 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         .into());
     }
     let target = target(&a).await?;
+    // A bad --out fails before any request or stop.
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
+    }
     let stopper = stopper(&a).await?;
     let (workers, graceful) = match &stopper {
         Stopper::Docker(_, g, n) => (Some(n.clone()), g.clone()),
@@ -266,8 +271,6 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     };
     let d = crate::diagnose::drain::judge(inputs, &loaded.sent, loaded.dropped, stop);
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| BadInput(format!("{}: cannot create it: {e}", dir.display())))?;
         crate::record::dir::write_atomic(&dir.join("drain.json"), &serde_json::to_vec_pretty(&d)?)?;
     }
     crate::report::emit(&View(&d), format)?;
