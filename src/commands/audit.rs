@@ -90,6 +90,13 @@ fn saved_or_k6(path: &std::path::Path) -> anyhow::Result<crate::record::Summary>
 /// level below the ceiling (an execution's time when nothing waits), its Code part when the run
 /// knows it, and the workers' worst event-loop lag.
 pub(super) fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured> {
+    measured_run(path).map(|(m, _)| m)
+}
+
+/// [`measured`] and the run's diagnosis, from one reading and one analysis of the run.
+pub(super) fn measured_run(
+    path: &std::path::Path,
+) -> anyhow::Result<(audit::Measured, crate::record::Diagnosis)> {
     let mut summary = saved_or_k6(path)?;
     let (d, _) = super::analyze(
         &mut summary,
@@ -151,12 +158,13 @@ pub(super) fn measured(path: &std::path::Path) -> anyhow::Result<audit::Measured
         .filter(|(x, s)| x.is_finite() && *x > 0.0 && s.is_finite() && *s > 0.0);
     let useful_workers =
         per_worker.and_then(|(x, _)| crate::recommend::autoscaler::useful_workers(&d, x));
-    Ok(audit::Measured {
+    let m = audit::Measured {
         from,
         job_p99_s,
         code_p99_s,
         worker_lag_max_s,
         per_worker,
         useful_workers,
-    })
+    };
+    Ok((m, d))
 }

@@ -41,9 +41,7 @@ fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
             p99: None,
         });
     };
-    let mut summary = crate::record::dir::load_summary(run)?;
-    let (d, _) = super::analyze(&mut summary, Default::default(), None);
-    let budget = super::audit::measured(run)?;
+    let (budget, d) = super::audit::measured_run(run)?;
     let shown = run.display().to_string();
     let p99 = Some(Sourced::new(
         budget.job_p99_s,

@@ -181,13 +181,7 @@ pub(super) fn plan_for(
     crate::record::Diagnosis,
 )> {
     let target = crate::topology::scale_target(t)?;
-    let budget = super::audit::measured(run)?;
-    let mut summary = crate::record::dir::load_summary(run)?;
-    let (d, _) = super::analyze(
-        &mut summary,
-        crate::model::settings::Settings::default(),
-        None,
-    );
+    let (budget, d) = super::audit::measured_run(run)?;
     let m = crate::recommend::autoscaler::Measured {
         diagnosis: &d,
         from: run.display().to_string(),

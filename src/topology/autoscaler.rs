@@ -95,12 +95,7 @@ pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Auto
     let object = format!("ScaledObject {name}");
     let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
     let triggers = keda_triggers(v);
-    let bounds = bounds(
-        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
-        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
-        &object,
-        d.line,
-    )?;
+    let bounds = keda_bounds(d, &object)?;
     let mut a = scaling(d, object.clone(), bounds, triggers);
     let poll = count("/spec/pollingInterval", 1)?;
     a.2.control = Some(keda_control(v, &object, bounds, poll));
@@ -136,6 +131,17 @@ fn holds_credentials(v: &Value) -> bool {
     }
 }
 
+/// A KEDA object's replica range: `minReplicaCount` (default 0) and `maxReplicaCount` (100).
+fn keda_bounds(d: &Doc, object: &str) -> Result<(u32, u32), BadInput> {
+    let count = |path: &str, lo: i64| int32_at(&d.value, path, (lo, i64::MAX), object, d.line);
+    bounds(
+        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
+        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
+        object,
+        d.line,
+    )
+}
+
 /// A KEDA object's triggers (a ScaledObject's or a ScaledJob's), the password never kept.
 fn keda_triggers(v: &Value) -> Vec<Trigger> {
     v.pointer("/spec/triggers")
@@ -164,13 +170,7 @@ fn keda_triggers(v: &Value) -> Vec<Trigger> {
 pub(super) fn scaled_job(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
     let v = &d.value;
     let object = format!("ScaledJob {name}");
-    let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
-    let bounds = bounds(
-        count("/spec/minReplicaCount", 0)?.unwrap_or(0),
-        count("/spec/maxReplicaCount", 1)?.unwrap_or(100),
-        &object,
-        d.line,
-    )?;
+    let bounds = keda_bounds(d, &object)?;
     let (_, _, mut a) = scaling(d, object, bounds, keda_triggers(v));
     a.control = Some(Control::NotReplayed(
         "a ScaledJob starts a Job per pending count, not replicas of a Deployment (and an n8n worker never ends its Job)".into(),
