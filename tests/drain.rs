@@ -50,6 +50,27 @@ fn two_workers(tag: &str, graceful: &'static str) -> Stack {
     s
 }
 
+/// [`two_workers`] once main answers and both workers are on its queue (their
+/// `/healthz/readiness` at their container address): main's published port and the worker to
+/// stop.
+async fn ready_two_workers(tag: &str, graceful: &'static str) -> (Stack, String, String) {
+    let stack = two_workers(tag, graceful);
+    let port = stack.main_port();
+    wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
+    for w in ["n8n-worker-1", "n8n-worker-2"] {
+        let name = format!("{}-{w}", stack.project);
+        let ip = docker(&[
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            &name,
+        ]);
+        wait_http_ok(&format!("http://{ip}:5678/healthz/readiness")).await;
+    }
+    let worker = format!("{}-n8n-worker-1", stack.project);
+    (stack, port, worker)
+}
+
 fn drain(args: &[&str]) -> serde_json::Value {
     let o = Command::new(bin())
         .arg("drain")
@@ -82,11 +103,7 @@ async fn jobs_shorter_than_the_shutdown_window_are_not_lost() {
     if !have_docker() {
         return;
     }
-    let stack = two_workers("drainshort", "5");
-    let port = stack.main_port();
-    wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let worker = format!("{}-n8n-worker-1", stack.project);
+    let (stack, port, worker) = ready_two_workers("drainshort", "5").await;
     let d = drain(&[
         "--url",
         &format!("http://127.0.0.1:{port}/webhook/load"),
@@ -130,11 +147,7 @@ async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
     if !have_docker() {
         return;
     }
-    let stack = two_workers("drainlong", "1");
-    let port = stack.main_port();
-    wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let worker = format!("{}-n8n-worker-1", stack.project);
+    let (stack, port, worker) = ready_two_workers("drainlong", "1").await;
     let d = drain(&[
         "--url",
         &format!("http://127.0.0.1:{port}/webhook/load"),
