@@ -310,6 +310,7 @@ fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
                     busy: false,
                     evidence: Vec::new(),
                     idle_workers: Vec::new(),
+                    workers: None,
                 }
             },
         )
@@ -348,6 +349,7 @@ proptest! {
             resets: Vec::new(),
             warnings: Vec::new(),
             exporter: None,
+            workers_by: None,
         };
         let flags = n8ncap::model::settings::Settings::default();
         let known = n8ncap::diagnose::history::known(flags.clone(), &h);

@@ -402,15 +402,7 @@ fn a_pool_capped_peak_in_prometheus_names_the_database_pool() {
         return;
     };
     // Worker concurrency 10 and a pool of 2 with 50 ms of database time: 2 ÷ 0.05 s.
-    let env = vec![
-        ("DB_TYPE", "postgresdb".to_string()),
-        ("DB_POSTGRESDB_HOST", "127.0.0.1".into()),
-        ("DB_POSTGRESDB_PORT", pg.port.to_string()),
-        ("DB_POSTGRESDB_USER", "postgres".into()),
-        ("DB_POSTGRESDB_POOL_SIZE", "2".into()),
-        ("SIM_DB_COST_MS", "50".into()),
-        ("N8N_METRICS_INCLUDE_DB_POOL_METRICS", "true".into()),
-    ];
+    let env = crate::postgres::db_env(pg.port, 2, 50);
     let stack = start(Spec {
         env,
         ..Spec::default()

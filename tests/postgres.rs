@@ -115,6 +115,21 @@ pub async fn start_postgres(max_connections: u32) -> Option<Postgres> {
     panic!("postgres did not accept connections on {port}");
 }
 
+/// The variables that put a process's executions on the Postgres at `port` through a pool of
+/// `pool`, as n8n reads them (the simulator's cost per execution and n8n's pool metrics
+/// beside them).
+pub fn db_env(port: u16, pool: u32, cost_ms: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("DB_TYPE", "postgresdb".to_string()),
+        ("DB_POSTGRESDB_HOST", "127.0.0.1".into()),
+        ("DB_POSTGRESDB_PORT", port.to_string()),
+        ("DB_POSTGRESDB_USER", "postgres".into()),
+        ("DB_POSTGRESDB_POOL_SIZE", pool.to_string()),
+        ("SIM_DB_COST_MS", cost_ms.to_string()),
+        ("N8N_METRICS_INCLUDE_DB_POOL_METRICS", "true".into()),
+    ]
+}
+
 pub fn db(port: u16, pool: u32, cost_ms: u64) -> DbConfig {
     DbConfig {
         host: "127.0.0.1".into(),

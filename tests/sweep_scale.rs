@@ -22,7 +22,7 @@ for i in $(seq 1 ${#HEALTH[@]}); do
         QUEUE_HEALTH_CHECK_PORT="$h" N8N_WORKER_SERVER_ADDRESS=127.0.0.1 \
         N8N_RUNNERS_MODE=external N8N_RUNNERS_BROKER_PORT="$b" \
         N8N_RUNNERS_BROKER_LISTEN_ADDRESS=127.0.0.1 N8N_RUNNERS_AUTH_TOKEN=t N8N_METRICS=true \
-        setsid "$BIN" sim worker --concurrency 2 >"$STATE/w$i.log" 2>&1 < /dev/null &
+        ${WORKER_ENV:-} setsid "$BIN" sim worker --concurrency ${CONCURRENCY:-2} >"$STATE/w$i.log" 2>&1 < /dev/null &
       echo $! > "$STATE/w$i.pid"
       env -i PATH="$PATH" N8N_RUNNERS_TASK_BROKER_URI="http://127.0.0.1:$b" \
         N8N_RUNNERS_MAX_CONCURRENCY=5 N8N_RUNNERS_AUTH_TOKEN=t \
@@ -48,6 +48,8 @@ struct Deployment {
     metrics: String,
     dir: std::path::PathBuf,
     env: Vec<(String, String)>,
+    /// Each count's stage (after a 2 s warm-up).
+    stage: &'static str,
 }
 
 impl Drop for Deployment {
@@ -65,8 +67,23 @@ impl Drop for Deployment {
 impl Deployment {
     /// main alone, then the script brings one worker pair up: the count "running now".
     async fn start(tag: &str, most: usize) -> Deployment {
+        Deployment::start_with(tag, most, 0).await
+    }
+
+    /// The same, main burning `main_cpu_ms` of CPU per request on its one thread (n8n's intake).
+    async fn start_with(tag: &str, most: usize, main_cpu_ms: u32) -> Deployment {
+        Deployment::start_env(tag, most, main_cpu_ms, &[]).await
+    }
+
+    /// The same, main and every worker given `shared` (`NAME=value`, no spaces) beside their own.
+    async fn start_env(
+        tag: &str,
+        most: usize,
+        main_cpu_ms: u32,
+        shared: &[(&str, String)],
+    ) -> Deployment {
         let (http, queue) = (free_port(), free_port());
-        let main = spawn_sim_main(http, queue);
+        let main = spawn_sim_main_with(http, queue, main_cpu_ms, shared);
         let dir = scratch().join(tag);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("scale.sh"), SCALE_SH).unwrap();
@@ -76,7 +93,9 @@ impl Deployment {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
+        let words: Vec<String> = shared.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let env = vec![
+            ("WORKER_ENV".to_string(), words.join(" ")),
             ("STATE".to_string(), dir.display().to_string()),
             ("BIN".into(), bin().to_string()),
             ("QUEUE".into(), queue.to_string()),
@@ -89,6 +108,7 @@ impl Deployment {
             metrics: format!("http://127.0.0.1:{http}/metrics"),
             dir,
             env,
+            stage: "8s",
         };
         wait_http_ok(&d.metrics).await;
         let up = d.script().arg("1").status().unwrap();
@@ -144,7 +164,7 @@ impl Deployment {
             "--warmup",
             "2s",
             "--stage-duration",
-            "8s",
+            self.stage,
             "--body",
             r#"{"sleep_ms":400}"#,
             "--metrics",
@@ -233,10 +253,20 @@ async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
     );
     assert!(c2 <= 2.0 * 2.0 / 0.4 * 1.05 && c4 <= 4.0 * 2.0 / 0.4 * 1.05);
     assert!(c2 > 1.4 * c1 && c4 > 1.4 * c2, "{c1} → {c2} → {c4}");
-    // The law is fitted, and no shared limit was reached: main's CPU per execution is a few ms.
+    // The law is fitted, and no shared limit was reached: main's CPU per execution is a few ms
+    // (on a machine whose CPU other work takes, `host-shared` at 4 workers, the host is).
     assert!(v["scaling"]["fit"]["lambda_per_s"].as_f64().unwrap() > 0.0);
+    let starved = n8ncap::record::dir::load_summary(&out.join("w4"))
+        .unwrap()
+        .diagnosis
+        .is_some_and(|d| d.findings.iter().any(|f| f.id == "host-shared"));
     let shared = v["scaling"]["shared"].as_array().unwrap();
-    assert!(shared.iter().all(|l| l["reached"] == false), "{shared:?}");
+    assert!(
+        shared
+            .iter()
+            .all(|l| l["reached"] == false || (starved && l["kind"] == "host_cpu")),
+        "{shared:?}"
+    );
     // scale.json holds what the output said.
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("scale.json")).unwrap()).unwrap();
@@ -357,4 +387,259 @@ async fn a_scale_sweep_stopped_midway_keeps_its_runs_and_restores() {
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps.last().unwrap()["restore"], true, "{v}");
     assert_eq!(d.running(), vec![1]);
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn shared<'a>(v: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+    v["shared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} among the shared limits: {v}"))
+}
+
+/// Main burns 80 ms of CPU per request on its one thread (n8n's intake, 27 ms in the real lab,
+/// made larger so two cores hold it): at most 12.5/s however many workers wait, under the
+/// 20/s four workers of 2 slots and 0.4 s jobs would give. A real Prometheus scrapes main and
+/// every worker each second while the scale sweep runs; the same load read back from it, its
+/// windows cut by the workers up, gives the same shape and names the same limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_s_intake_stops_scale_out_in_a_sweep_and_in_its_prometheus_history() {
+    if !have_command("curl", "--version", "apt install curl")
+        || !have_command("prometheus", "--version", "apt-get install prometheus")
+    {
+        return;
+    }
+    // Each count loaded long enough that two 5 s windows of Prometheus' fall inside its load,
+    // wherever the windows begin.
+    let mut d = Deployment::start_with("scale-main", 4, 80).await;
+    d.stage = "15s";
+    let var = |k: &str| d.env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    let workers: Vec<String> = var("HEALTH_PORTS")
+        .split_whitespace()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    let main = d
+        .metrics
+        .trim_start_matches("http://")
+        .replace("/metrics", "");
+    let (_prom, port) = prometheus(
+        &d.dir,
+        &[("n8n", vec![main]), ("n8n-worker", workers)],
+        "1s",
+    )
+    .await;
+    // Ready is not scraping: the range starts once every target has been scraped.
+    scraped_after(port, now(), 5).await;
+    let t0 = now();
+    let out = d.dir.join("run");
+    let (code, v) = d.sweep("1,2,4", &out, None);
+    assert_eq!(code, 0, "{v}");
+    let t1 = now();
+    let s = &v["scaling"];
+    // The sweep: main's intake reached at the top count, its bound near what 4 workers got,
+    // and the step from 2 to 4 workers gained well under half of what two more would add. On a
+    // machine whose CPU other work takes (a hog beside the suite), main cannot get its core:
+    // the host is named instead (`host-shared` in the run at 4), and main's bound still caps.
+    let named = s["shared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["reached"] == true)
+        .unwrap_or_else(|| panic!("no shared limit reached: {s}"))["kind"]
+        .clone();
+    let top = n8ncap::record::dir::load_summary(&out.join("w4")).unwrap();
+    let host_taken = top
+        .diagnosis
+        .as_ref()
+        .is_some_and(|d| d.findings.iter().any(|f| f.id == "host-shared"));
+    let starved = shared(s, "main_intake")["reached"] != true;
+    assert!(
+        !starved || host_taken,
+        "main reached nothing on a quiet host: {s}"
+    );
+    assert_eq!(
+        named,
+        if starved { "host_cpu" } else { "main_intake" },
+        "{s}"
+    );
+    let bound = shared(s, "main_intake")["bound_per_s"].as_f64().unwrap();
+    let c4 = ceiling(&v, 4);
+    assert!(bound <= 1000.0 / 80.0 * 1.1, "main's bound {bound}");
+    assert!(c4 <= bound * 1.1, "{c4} at 4 workers beyond main's {bound}");
+    let eff4 = s["points"][2]["efficiency"].as_f64().unwrap();
+    assert!(eff4 < 0.6, "the step to 4 workers gained {eff4} of linear");
+    // The plan for 20/s (a 30/s ceiling at 2/3) refuses more workers and names webhook
+    // processors: at least as many as main's bound divides 30/s into.
+    let r = run_json(&[
+        "recommend",
+        out.to_str().unwrap(),
+        "--target-rate",
+        "20",
+        "--json",
+    ]);
+    let p = &r["plan"];
+    assert!(p["workers"].is_null(), "{p}");
+    let hooks = p["webhook_processors"].as_f64().unwrap();
+    assert!(hooks >= (30.0 / bound).ceil() - 1.0, "{p}");
+
+    // The same load from Prometheus alone.
+    scraped_after(port, t1, 5).await;
+    history_agrees(&d.dir, port, (t0, t1), &v, starved);
+}
+
+/// `scale --prometheus` over the sweep's range: the same counts, ceilings and named limit. A
+/// main starved by other work on the host saturates nothing Prometheus sees (requests wait in
+/// front of main, and main never reaches its core): then the history may find fewer ceilings,
+/// and must not name a limit the sweep did not.
+fn history_agrees(
+    dir: &Path,
+    port: u16,
+    (t0, t1): (f64, f64),
+    v: &serde_json::Value,
+    starved: bool,
+) {
+    let bound = shared(&v["scaling"], "main_intake")["bound_per_s"]
+        .as_f64()
+        .unwrap();
+    let hist = dir.join("hist");
+    let o = std::process::Command::new(bin())
+        .args(["scale", "--prometheus", &format!("http://127.0.0.1:{port}")])
+        .args(["--start", &format!("{t0:.0}"), "--end", &format!("{t1:.0}")])
+        .args(["--window", "5s", "--json", "--out", hist.to_str().unwrap()])
+        .output()
+        .unwrap();
+    if starved && o.status.code() == Some(2) {
+        // Refused: fewer than two counts held through whole windows, said on stderr.
+        return;
+    }
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // `scale` prints the judgement itself; held as the sweep holds it.
+    let h = serde_json::json!({"scaling": serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()});
+    let hs = &h["scaling"];
+    let counts: Vec<u64> = hs["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| !p["ceiling"].is_null())
+        .map(|p| p["workers"].as_u64().unwrap())
+        .collect();
+    let windows: Vec<String> = serde_json::from_slice::<serde_json::Value>(
+        &std::fs::read(hist.join("history.json")).unwrap(),
+    )
+    .unwrap()["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            format!(
+                "{:.0}+{:.0}: {} workers, {:.1}/s, {:.1} waiting",
+                w["start"].as_f64().unwrap() - t0,
+                w["end"].as_f64().unwrap() - w["start"].as_f64().unwrap(),
+                w["workers"],
+                w["throughput_per_s"].as_f64().unwrap(),
+                w["waiting_mean"].as_f64().unwrap()
+            )
+        })
+        .collect();
+    if starved {
+        assert!(
+            hs["shared"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|l| l["reached"] == false),
+            "{hs}"
+        );
+        return;
+    }
+    assert_eq!(counts, vec![1, 2, 4], "{hs}\n{windows:#?}");
+    // Each count's ceiling from the history holds the sweep's own count of it in its interval,
+    // or is within 20 % of it (both read the same completions, over spans a second apart).
+    for n in [1, 2, 4] {
+        let (x, hx) = (ceiling(v, n), ceiling(&h, n));
+        let point = hs["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["workers"] == n)
+            .unwrap();
+        let (lo, hi) = (
+            point["ceiling"][1].as_f64().unwrap(),
+            point["ceiling"][2].as_f64().unwrap(),
+        );
+        assert!(
+            (hx / x - 1.0).abs() <= 0.2 || (lo..=hi).contains(&x),
+            "{n} workers: {hx} ({lo}–{hi}) from Prometheus, {x} by the sweep\n{windows:#?}"
+        );
+    }
+    // Main's bound the same within 25 %, and named the same.
+    let hintake = shared(hs, "main_intake");
+    let hbound = hintake["bound_per_s"].as_f64().unwrap();
+    assert!((hbound / bound - 1.0).abs() <= 0.25, "{hbound} and {bound}");
+    assert_eq!(hintake["reached"], true, "{hs}");
+    // Saved as a scale sweep's book: the plan reads it as it reads the sweep's.
+    let r = run_json(&[
+        "recommend",
+        hist.to_str().unwrap(),
+        "--target-rate",
+        "20",
+        "--json",
+    ]);
+    assert!(r["plan"]["workers"].is_null(), "{}", r["plan"]);
+    assert!(r["plan"]["webhook_processors"].as_u64().unwrap() >= 1);
+}
+
+/// Postgres allows 9 connections (the simulator connects as the superuser `postgres`, so the
+/// reserved ones count too). Main and each worker hold a pool of 3, opened as executions need
+/// them: main's inserts at most 3, a worker one per slot (its statements hold a connection
+/// 0.3 s of each 0.7 s job, so both slots often hold one at once): 1 and 2 workers fit (at most
+/// 5 and 7 connections), 4 ask for up to 11. The scale sweep names Postgres' connections as what stops
+/// scale-out, not the workers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
+    if !have_command("curl", "--version", "apt install curl") {
+        return;
+    }
+    let Some(pg) = crate::postgres::start_postgres(9).await else {
+        return;
+    };
+    let db = crate::postgres::db_env(pg.port, 3, 300);
+    let d = Deployment::start_env("scale-pg", 4, 0, &db).await;
+    let out = d.dir.join("run");
+    let (code, v) = d.sweep("1,2,4", &out, None);
+    assert!(matches!(code, 0 | 99), "{v}");
+    // Postgres refused connections at 4 workers, and only there.
+    let refused = |n: u32| -> u64 {
+        let s = n8ncap::record::dir::load_summary(&out.join(format!("w{n}"))).unwrap();
+        s.stages.iter().map(|st| st.errors.db_refused).sum()
+    };
+    assert_eq!(refused(1), 0);
+    assert!(refused(4) > 0, "no 53300 at 4 workers");
+    let s = &v["scaling"];
+    let first = s["shared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["reached"] == true)
+        .unwrap_or_else(|| panic!("no shared limit reached: {s}"));
+    assert_eq!(first["kind"], "postgres", "{s}");
+    assert!(
+        s["verdict"].as_str().unwrap().contains("Postgres stops it"),
+        "{}",
+        s["verdict"]
+    );
+    drop(pg);
 }

@@ -327,12 +327,16 @@ impl OutputArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ScaleArgs {
     /// Results directories or their summary.json, one per worker count (each run's settings
-    /// say its count: a sweep with --project, --docker or --workers).
-    #[arg(required = true, num_args = 2..)]
+    /// say its count: a sweep with --project, --docker or --workers). Or none, with
+    /// --prometheus: the worker counts a production history held, each judged from its
+    /// saturated windows.
+    #[arg(required_unless_present = "prometheus", conflicts_with = "prometheus", num_args = 2..)]
     pub runs: Vec<PathBuf>,
     /// Executions per second to plan for: the workers whose fitted ceiling holds it at 2/3.
     #[arg(long, value_name = "PER_SECOND")]
     pub target_rate: Option<f64>,
+    #[command(flatten)]
+    pub history: HistoryArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -388,14 +392,15 @@ pub struct AuditArgs {
 #[derive(Args, Debug, Clone)]
 pub struct DiagnoseArgs {
     /// A results directory or its summary.json (or give a k6 output below).
+    #[arg(conflicts_with = "prometheus")]
     pub input: Option<PathBuf>,
     /// A k6 `--summary-export` file (the whole run as one load level).
-    #[arg(long, conflicts_with_all = ["input", "k6_json"])]
+    #[arg(long, conflicts_with_all = ["input", "k6_json", "prometheus"])]
     pub k6_summary: Option<PathBuf>,
     /// A k6 `--out json` (or `--out csv`) file of any executor: held VU steps and held
     /// arrival rates are the levels, ramps between them are windows. Repeat it for the outputs
     /// of one distributed run (k6-operator's pods): read as one run, clocks aligned.
-    #[arg(long, conflicts_with = "input", visible_alias = "k6-csv")]
+    #[arg(long, conflicts_with_all = ["input", "prometheus"], visible_alias = "k6-csv")]
     pub k6_json: Vec<PathBuf>,
     /// Least warm-up left out at the start of each level of a k6 time series ("auto": two p50
     /// responses, at least 1 s; a given value is raised to one p50).
@@ -423,7 +428,7 @@ pub struct DiagnoseArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct HistoryArgs {
     /// The API's base URL, e.g. http://prometheus:9090 (credentials never in the URL).
-    #[arg(long, conflicts_with_all = ["input", "k6_summary", "k6_json"])]
+    #[arg(long)]
     pub prometheus: Option<String>,
     /// How far back from --end (or now): 30m, 6h, 7d.
     #[arg(long, requires = "prometheus", conflicts_with = "start")]

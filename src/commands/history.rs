@@ -7,23 +7,8 @@ use crate::report::views;
 
 /// `diagnose --prometheus`: the range's busy windows judged like a sweep, without a load test.
 pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
-    use crate::observe::{history, prometheus};
     let format = a.output.format::<views::History>("diagnose --prometheus")?;
     let h = &a.history;
-    let url = h.prometheus.as_deref().unwrap_or_default();
-    let auth = prometheus::Auth::load(
-        h.prometheus_token_env.as_deref(),
-        h.prometheus_token_file.as_deref(),
-        h.prometheus_basic_auth_env.as_deref(),
-        h.prometheus_basic_auth_file.as_deref(),
-    )?;
-    let timeout = crate::util::parse_duration(&h.prometheus_timeout)
-        .map_err(|e| BadInput(format!("--prometheus-timeout: {e}")))?;
-    if timeout.is_zero() {
-        return Err(BadInput("--prometheus-timeout must be above 0".into()).into());
-    }
-    let src = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
-    let q = query(h)?;
     let mut flags = a.settings.settings()?;
     if a.docker || a.project.is_some() {
         match super::docker_watch(a.project.as_deref()).await {
@@ -31,40 +16,14 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
             Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
         }
     }
-    // A bad --out fails before the read, not after it.
-    let made = match &h.out {
-        Some(dir) => out_dir(dir)?,
-        None => false,
-    };
-    let deadline = crate::util::parse_duration(&h.deadline)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| BadInput("--deadline: give a duration above 0, e.g. 10m".into()))?;
-    let read = tokio::time::timeout(deadline, history::read(&src, &q))
-        .await
-        .unwrap_or_else(|_| {
-            Err(prometheus::PromError::Transport(format!(
-                "the history was not read within --deadline {} (a shorter range, a larger --step or a narrower --match reads less)",
-                h.deadline
-            )))
-        });
-    let mut hist = match read {
-        Ok(h) => h,
-        Err(e) => {
-            // Nothing was read: leave no empty results directory behind.
-            if let (Some(dir), true) = (&h.out, made) {
-                let _ = std::fs::remove_dir(dir);
-            }
-            anyhow::bail!("reading {}: {e}", src.shown);
-        }
-    };
+    let (shown, mut hist) = read_range(h).await?;
     let timeout_s = a.settings.task_request_timeout()?;
     // Recorded with the windows, so the saved run is judged again with the same settings.
     let known = crate::diagnose::history::known(flags.clone(), &hist);
     let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
     let rec = crate::recommend::recommend(&d, None);
     let mut summary = crate::record::Summary::new(
-        &format!("prometheus: {}", src.shown),
+        &format!("prometheus: {shown}"),
         crate::record::LoadModel::Open,
         "",
         None,
@@ -94,6 +53,56 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     };
     crate::report::emit(&view, format)?;
     Ok(error::EXIT_OK)
+}
+
+/// The range of `h` read from its Prometheus, within its deadline. A results directory
+/// (`--out`) is made before the read (a bad one fails first) and removed again when nothing
+/// was read. The API's URL, credentials redacted, and the history.
+pub(super) async fn read_range(
+    h: &crate::cli::HistoryArgs,
+) -> anyhow::Result<(String, crate::record::history::History)> {
+    use crate::observe::{history, prometheus};
+    let url = h.prometheus.as_deref().unwrap_or_default();
+    let auth = prometheus::Auth::load(
+        h.prometheus_token_env.as_deref(),
+        h.prometheus_token_file.as_deref(),
+        h.prometheus_basic_auth_env.as_deref(),
+        h.prometheus_basic_auth_file.as_deref(),
+    )?;
+    let timeout = crate::util::parse_duration(&h.prometheus_timeout)
+        .map_err(|e| BadInput(format!("--prometheus-timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(BadInput("--prometheus-timeout must be above 0".into()).into());
+    }
+    let src = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
+    let q = query(h)?;
+    let deadline = crate::util::parse_duration(&h.deadline)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| BadInput("--deadline: give a duration above 0, e.g. 10m".into()))?;
+    // A bad --out fails before the read, not after it.
+    let made = match &h.out {
+        Some(dir) => out_dir(dir)?,
+        None => false,
+    };
+    let read = tokio::time::timeout(deadline, history::read(&src, &q))
+        .await
+        .unwrap_or_else(|_| {
+            Err(prometheus::PromError::Transport(format!(
+                "the history was not read within --deadline {} (a shorter range, a larger --step or a narrower --match reads less)",
+                h.deadline
+            )))
+        });
+    match read {
+        Ok(hist) => Ok((src.shown.clone(), hist)),
+        Err(e) => {
+            // Nothing was read: leave no empty results directory behind.
+            if let (Some(dir), true) = (&h.out, made) {
+                let _ = std::fs::remove_dir(dir);
+            }
+            anyhow::bail!("reading {}: {e}", src.shown);
+        }
+    }
 }
 
 /// The history's results directory: refused when it holds a run's results already; true when

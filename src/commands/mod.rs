@@ -59,7 +59,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         } => inspect::run(project.as_deref(), &files, &output).await,
         Command::Recommend(a) => recommend::run(a).await,
         Command::Compare(a) => compare::run(a),
-        Command::Scale(a) => scale::run(a),
+        Command::Scale(a) => scale::run(a).await,
         Command::Drain(a) => drain::run(*a).await,
         Command::Replay(a) => replay::run(*a).await,
         Command::Sim(s) => {

@@ -1,5 +1,6 @@
 //! `n8ncap scale RUN RUN …`: runs of one deployment at several worker counts, each judged again
-//! with what it recorded, then together (`diagnose::scale`).
+//! with what it recorded, then together (`diagnose::scale`). `scale --prometheus URL`: the
+//! worker counts a production history held, each judged from its windows, then together.
 
 use crate::cli::ScaleArgs;
 use crate::diagnose::scale::judge_labelled;
@@ -7,10 +8,13 @@ use crate::error::{self, BadInput};
 use crate::model::settings::Settings;
 use crate::report::views::Scale;
 
-pub(super) fn run(a: ScaleArgs) -> anyhow::Result<i32> {
+pub(super) async fn run(a: ScaleArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<Scale>("scale")?;
     if let Some(t) = a.target_rate {
         check_target_rate(t)?;
+    }
+    if a.history.prometheus.is_some() {
+        return history(&a, format).await;
     }
     let mut judged = Vec::new();
     for path in &a.runs {
@@ -21,6 +25,93 @@ pub(super) fn run(a: ScaleArgs) -> anyhow::Result<i32> {
     let result = judge_labelled(&judged, a.target_rate)?;
     crate::report::emit(&Scale(&result), format)?;
     Ok(error::EXIT_OK)
+}
+
+/// `scale --prometheus`: the history read once, each worker count's windows judged as a run at
+/// that count, the counts judged together. With --out, each count is saved as a run (`wN/`,
+/// for `scale`, `compare` and `recommend --target-rate`) beside history.json and scale.json.
+async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result<i32> {
+    let (shown, hist) = super::history::read_range(&a.history).await?;
+    let counts = crate::diagnose::scale::history::judge(&hist, &Settings::default(), None);
+    if counts.len() < 2 {
+        let held: Vec<String> = counts.iter().map(|c| c.workers.to_string()).collect();
+        return Err(BadInput(format!(
+            "the history holds {} worker count(s) through whole windows ({}; counted by {}): \
+             scale-out needs two at least — give a range where the workers changed (an \
+             autoscaler's peak, a deploy that added workers), or sweep with --workers 1,2,4",
+            counts.len(),
+            if held.is_empty() {
+                "none".into()
+            } else {
+                held.join(", ")
+            },
+            hist.workers_by
+                .as_deref()
+                .unwrap_or("nothing: no worker process was found")
+        ))
+        .into());
+    }
+    let judged: Vec<(String, crate::record::Diagnosis)> = counts
+        .iter()
+        .map(|c| (format!("w{}", c.workers), c.diagnosis.clone()))
+        .collect();
+    let result = judge_labelled(&judged, a.target_rate)?;
+    if let Some(dir) = &a.history.out {
+        save(dir, &shown, &hist, &counts, &result)?;
+    }
+    crate::report::emit(&Scale(&result), format)?;
+    Ok(error::EXIT_OK)
+}
+
+/// Each count as a run (its summary in a directory named w and the count), the whole history,
+/// and scale.json as a scale sweep's book (no steps: nothing was scaled).
+fn save(
+    dir: &std::path::Path,
+    shown: &str,
+    hist: &crate::record::history::History,
+    counts: &[crate::diagnose::scale::history::AtCount],
+    result: &crate::record::scaling::Scaling,
+) -> anyhow::Result<()> {
+    use crate::record::dir::write_atomic;
+    let mut runs = Vec::new();
+    for c in counts {
+        let sub = dir.join(format!("w{}", c.workers));
+        std::fs::create_dir_all(&sub)?;
+        let mut summary = crate::record::Summary::new(
+            &format!("prometheus: {shown} ({} workers)", c.workers),
+            crate::record::LoadModel::Open,
+            "",
+            None,
+            std::time::SystemTime::now(),
+        );
+        summary.stages = c.stages.clone();
+        summary.settings = Some(c.settings.clone());
+        summary.diagnosis = Some(c.diagnosis.clone());
+        write_atomic(
+            &sub.join("summary.json"),
+            &serde_json::to_vec_pretty(&summary)?,
+        )?;
+        write_atomic(
+            &sub.join("history.json"),
+            &serde_json::to_vec_pretty(&c.history)?,
+        )?;
+        runs.push(sub.display().to_string());
+    }
+    write_atomic(&dir.join("history.json"), &serde_json::to_vec_pretty(hist)?)?;
+    let last = hist.windows.iter().rev().find_map(|w| w.workers);
+    let book = crate::record::scaling::ScaleSweep {
+        original_workers: last.unwrap_or(0),
+        original_source: format!(
+            "Prometheus history at {shown}: the workers of its last whole window, by {}",
+            hist.workers_by.as_deref().unwrap_or("?")
+        ),
+        steps: Vec::new(),
+        runs,
+        ended: "read from history".into(),
+        scaling: Some(result.clone()),
+    };
+    write_atomic(&dir.join("scale.json"), &serde_json::to_vec_pretty(&book)?)?;
+    Ok(())
 }
 
 /// A target rate checked: executions per second above 0, within what any deployment runs.

@@ -23,7 +23,7 @@ const BUSY_SHARE: f64 = 0.8;
 /// Waiting below this many jobs on average is no queue.
 const WAITED: f64 = 1.0;
 /// One Node process's JavaScript runs on one core.
-const NODE_CORE_BOUND: f64 = 0.85;
+use super::cpu::SATURATED_SHARE as NODE_CORE_BOUND;
 
 /// Settings the history itself gives: the exporter's, and the job time from the execution
 /// durations of windows where nothing waited.
@@ -331,10 +331,16 @@ fn clock(t: f64) -> String {
     crate::util::utc_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t))
 }
 
-/// A busy window where jobs waited in Redis while the workers were up and taking them: the
-/// stack was at its ceiling.
+/// A busy window where jobs waited in Redis while the workers were up and taking them, or
+/// where main's one thread was at its CPU bound (its intake): the stack was at its ceiling.
 fn saturated(w: &Window) -> bool {
-    w.busy && w.waiting_mean >= WAITED && !w.evidence.contains(&WindowEvidence::QueueStalled)
+    let intake = w
+        .cpu
+        .iter()
+        .any(|c| c.role == Role::Main && c.cores >= NODE_CORE_BOUND);
+    w.busy
+        && (w.waiting_mean >= WAITED || intake)
+        && !w.evidence.contains(&WindowEvidence::QueueStalled)
 }
 
 /// The stages of a history: each run of adjacent saturated windows pooled into one stage,
@@ -369,7 +375,8 @@ pub fn stages(h: &History) -> Vec<StageResult> {
 /// A saturated period's first and last windows hold the load's arrival and departure: those
 /// under [`EDGE_SHARE`] of the period's median rate are stages of their own, not pooled.
 fn trim(g: Vec<&Window>) -> Vec<Vec<&Window>> {
-    if g.len() < 3 {
+    // Two windows: one of them is an edge, and the higher is the median.
+    if g.len() < 2 {
         return vec![g];
     }
     let mut rates: Vec<f64> = g.iter().map(|w| w.throughput_per_s).collect();

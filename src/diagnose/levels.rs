@@ -110,6 +110,9 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
     if offered_short {
         saturated_by.push(SaturationSign::ThroughputBelowOfferedRate);
     }
+    if used.iter().any(|s| intake_at_bound(s)) {
+        saturated_by.push(SaturationSign::IntakeAtCpuBound);
+    }
     Level {
         level,
         stages: (first..first + group.len()).collect(),
@@ -278,6 +281,18 @@ pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f6
 /// a mix's workflows (`mix::kinds`) use it per scenario.
 pub fn job_from_response(s: f64) -> f64 {
     s - DEFAULT_OVERHEAD_S.min(s)
+}
+
+/// A history's stage where main used [`super::cpu::SATURATED_SHARE`] of a core or more: its
+/// one JavaScript thread takes no more requests, so the rate is the intake's ceiling whether or
+/// not jobs waited behind it. (A sweep sees the same through its response times; its main may
+/// be a simulator whose one process holds every role, so only a history is read this way.)
+fn intake_at_bound(s: &StageResult) -> bool {
+    s.history.is_some()
+        && s.endpoints.iter().any(|e| {
+            e.role == Some(crate::record::Role::Main)
+                && e.cpu_percent_mean >= 100.0 * super::cpu::SATURATED_SHARE
+        })
 }
 
 /// Marks each level whose mean response is well above S.

@@ -3,6 +3,8 @@
 //! to them (`model::usl`), the shared limit that bends the curve — main's intake, the host's
 //! CPU, Postgres — read from the run at the highest count, and the workers a target rate needs.
 
+pub mod history;
+
 use crate::error::BadInput;
 use crate::findings::FindingId;
 use crate::model::usl;
@@ -129,9 +131,26 @@ fn fit_of(points: &[ScalePoint]) -> Option<UslFit> {
     })
 }
 
-/// The limits every worker shares, as the run at the highest count saw them.
+/// The limits every worker shares, as the run at the highest count saw them. Postgres comes
+/// first when it refused connections or its pools capped: those fail or hold executions
+/// whatever the other limits allow, and each added worker's pool asks for more.
 pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
     let mut out = Vec::new();
+    let db = d.findings.iter().find(|f| {
+        matches!(
+            f.id,
+            FindingId::PostgresConnectionsExhausted | FindingId::DbPoolCaps
+        )
+    });
+    if let Some(f) = db {
+        out.push(SharedLimit {
+            kind: "postgres".into(),
+            bound_per_s: f.get("db_pool_bound_per_s"),
+            reached: true,
+            evidence: vec![f.title.clone()],
+            fix: f.fix.clone().unwrap_or_default(),
+        });
+    }
     let main = d
         .cpu
         .iter()
@@ -155,33 +174,23 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
                 .into(),
         });
     }
+    // Other work on the host took the CPU the stack's processes needed: their bounds (main's
+    // among them) could not be reached, and the host is what stopped the count.
+    let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
     if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
+        let mut evidence = vec![format!(
+            "the host's processes used {:.2} of {:.1} cores ({})",
+            h.cores_used, h.usable_cores.value, h.usable_cores.source
+        )];
+        evidence.extend(taken.map(|f| f.title.clone()));
         out.push(SharedLimit {
             kind: "host_cpu".into(),
             bound_per_s: Some(h.bound_per_s),
-            reached: h.saturated,
-            evidence: vec![format!(
-                "the host's processes used {:.2} of {:.1} cores ({})",
-                h.cores_used, h.usable_cores.value, h.usable_cores.source
-            )],
+            reached: h.saturated || taken.is_some(),
+            evidence,
             fix: "put workers on more nodes (or a bigger host); workers sharing these cores \
-                  share their CPU"
+                  share their CPU, and other work on the host takes it from them"
                 .into(),
-        });
-    }
-    let db = d.findings.iter().find(|f| {
-        matches!(
-            f.id,
-            FindingId::PostgresConnectionsExhausted | FindingId::DbPoolCaps
-        )
-    });
-    if let Some(f) = db {
-        out.push(SharedLimit {
-            kind: "postgres".into(),
-            bound_per_s: f.get("db_pool_bound_per_s"),
-            reached: true,
-            evidence: vec![f.title.clone()],
-            fix: f.fix.clone().unwrap_or_default(),
         });
     }
     out

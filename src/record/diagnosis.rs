@@ -20,6 +20,9 @@ pub enum SaturationSign {
     JobsWaitedInRedis,
     /// Open model: fewer completions than arrivals offered, or arrivals dropped.
     ThroughputBelowOfferedRate,
+    /// Production history: main's one JavaScript thread at its CPU bound. Requests wait in
+    /// front of main's intake, where no queue gauge sees them.
+    IntakeAtCpuBound,
 }
 
 /// One load level, its repeats merged.

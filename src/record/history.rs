@@ -117,6 +117,10 @@ pub struct Window {
     /// Queue stalled: the workers that were up with free slots (processes scraped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle_workers: Vec<String>,
+    /// The workers that ran through the whole window (None: they changed within it, or were
+    /// not read); how they were counted is the history's `workers_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
 }
 
 /// A stretch of a series with no usable sample.
@@ -178,4 +182,8 @@ pub struct History {
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exporter: Option<ExporterSettings>,
+    /// How the workers of each window were counted (kube-state-metrics' replicas, the worker
+    /// targets up, or the worker processes with CPU samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers_by: Option<String>,
 }

@@ -130,17 +130,26 @@ impl Drop for ChildGuard {
 /// `sim main` as a process, webhook and /metrics on `http`, its queue on `queue`, queue gauges
 /// every second.
 pub fn spawn_sim_main(http: u16, queue: u16) -> ChildGuard {
-    spawn_role(
-        &["sim", "main"],
-        &[
-            ("N8N_PORT", http.to_string()),
-            ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
-            ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
-            ("N8N_METRICS", "true".into()),
-            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
-            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
-        ],
-    )
+    spawn_sim_main_with(http, queue, 0, &[])
+}
+
+/// The same, burning `cpu_ms` of CPU per request on main's one thread, with `more` variables.
+pub fn spawn_sim_main_with(
+    http: u16,
+    queue: u16,
+    cpu_ms: u32,
+    more: &[(&str, String)],
+) -> ChildGuard {
+    let mut env = vec![
+        ("N8N_PORT", http.to_string()),
+        ("N8N_LISTEN_ADDRESS", "127.0.0.1".into()),
+        ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+        ("N8N_METRICS", "true".into()),
+        ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".into()),
+        ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".into()),
+    ];
+    env.extend(more.iter().cloned());
+    spawn_role(&["sim", "main", "--cpu-ms", &cpu_ms.to_string()], &env)
 }
 
 pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
@@ -454,4 +463,62 @@ pub fn finding_of<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json
         .iter()
         .find(|f| f["id"] == id)
         .unwrap_or_else(|| panic!("no {id} in {report}"))
+}
+
+/// A real Prometheus (the Debian package) on a free port with its TSDB under `dir`, scraping
+/// each job's targets every `scrape`; returned once it is ready (waited for as a state).
+pub async fn prometheus(
+    dir: &std::path::Path,
+    jobs: &[(&str, Vec<String>)],
+    scrape: &str,
+) -> (ChildGuard, u16) {
+    let port = free_port();
+    let mut config = format!(
+        "global: {{scrape_interval: {scrape}, evaluation_interval: {scrape}}}\nscrape_configs:\n"
+    );
+    for (job, targets) in jobs {
+        let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        config.push_str(&format!(
+            "  - job_name: {job}\n    static_configs: [{{targets: [{}]}}]\n",
+            list.join(", ")
+        ));
+    }
+    let file = dir.join("prometheus.yml");
+    std::fs::write(&file, config).unwrap();
+    let guard = ChildGuard(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", file.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus"),
+    );
+    wait_http_ok(&format!("http://127.0.0.1:{port}/-/ready")).await;
+    (guard, port)
+}
+
+/// Waits until Prometheus holds a scrape of each of its `targets` after `t` (Unix seconds):
+/// what a load ended with is in its TSDB, and a range from `t` has every target read.
+pub async fn scraped_after(port: u16, t: f64, targets: usize) {
+    let url =
+        format!("http://127.0.0.1:{port}/api/v1/query?query=count(timestamp(up)%20%3E%20{t:.3})");
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    while std::time::Instant::now() < deadline {
+        if let Ok((200, body)) = n8ncap::wire::http::http_get(&url, Duration::from_secs(2)).await {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let n = v["data"]["result"][0]["value"][1]
+                .as_str()
+                .and_then(|s| s.parse::<f64>().ok());
+            if n.is_some_and(|n| n >= targets as f64) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("Prometheus on {port} never scraped its {targets} targets after {t}");
 }

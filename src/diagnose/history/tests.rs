@@ -45,6 +45,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
             busy: false,
             evidence: Vec::new(),
             idle_workers: Vec::new(),
+            workers: None,
         });
         *t += covered;
     };
@@ -72,6 +73,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
         resets: Vec::new(),
         warnings: Vec::new(),
         exporter: None,
+        workers_by: None,
     }
 }
 

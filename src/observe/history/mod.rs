@@ -275,6 +275,7 @@ impl History {
             resets: Vec::new(),
             warnings: Vec::new(),
             exporter: None,
+            workers_by: None,
         }
     }
 }
@@ -407,6 +408,8 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let dcnt = g.summed(&dur_count, READ[8], &mut h);
     let pool = [p_active, p_max, p_pending];
     let procs = per_process(&g, (&cpu, &rss, &lag), &pool, &mut h);
+    let counts = workers::counts(src, q, &g, &h.processes, &cpu).await;
+    h.workers_by = counts.as_ref().map(|c| c.by.clone());
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
         .window
@@ -423,6 +426,7 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         dsum: dsum.as_deref(),
         dcnt: dcnt.as_deref(),
         cpu: &procs,
+        workers: counts.as_ref().map(|c| c.per_step.as_slice()),
     };
     let per = ((h.window_s / step).round() as usize).max(1);
     let mut i = 0;
@@ -519,6 +523,8 @@ struct Series5<'a> {
     dsum: Option<&'a [Option<f64>]>,
     dcnt: Option<&'a [Option<f64>]>,
     cpu: &'a [Proc],
+    /// The workers running at each step (`workers`).
+    workers: Option<&'a [Option<u32>]>,
 }
 
 /// One process's per-step series: CPU increases, resident memory, event-loop lag.
@@ -638,6 +644,7 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         busy: false,
         evidence: Vec::new(),
         idle_workers: Vec::new(),
+        workers: s.workers.and_then(|v| workers::of_window(v, i, j)),
     })
 }
 
@@ -739,3 +746,4 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
 
 #[cfg(test)]
 mod tests;
+mod workers;

@@ -1,0 +1,245 @@
+//! How many workers ran at each step of a history: from the worker Deployment's replicas
+//! (kube-state-metrics' `kube_deployment_status_replicas`, when one worker Deployment is
+//! there), else from the worker targets Prometheus scraped up (`up` = 1), else from the worker
+//! processes whose CPU counter has a sample at the step. Each step's count is checked (a whole
+//! number, at most [`MAX_WORKERS`]); a window holds a count only when every reading in it
+//! agrees, so a window where workers came or went is judged at no count.
+
+use super::{key, selector, Query, Steps};
+use crate::observe::prometheus::{Series, Source};
+use crate::record::history::Process;
+use crate::record::Role;
+
+/// More workers than any deployment runs: a reading above it is not a count.
+pub const MAX_WORKERS: f64 = 10_000.0;
+
+/// The count at each step (None: no reading), and how it was told.
+pub struct Counts {
+    pub per_step: Vec<Option<u32>>,
+    pub by: String,
+}
+
+/// A count read from a value: whole, finite, within [`MAX_WORKERS`].
+fn count(v: f64) -> Option<u32> {
+    (v.is_finite() && (0.0..=MAX_WORKERS).contains(&v) && (v - v.round()).abs() < 1e-6)
+        .then(|| v.round() as u32)
+}
+
+/// The user's matchers a kube-state-metrics series can carry: its namespace, not n8n's job or
+/// instance.
+fn namespace_only(q: &Query) -> Vec<String> {
+    q.matchers
+        .iter()
+        .filter(|m| m.trim_start().starts_with("namespace"))
+        .cloned()
+        .collect()
+}
+
+/// The worker Deployment's replicas on the grid, when exactly one Deployment named like a
+/// worker's answers.
+async fn replicas(src: &Source, q: &Query, g: &Steps) -> Option<Counts> {
+    let mut m = namespace_only(q);
+    m.push("deployment=~\".*worker.*\"".into());
+    let found = src
+        .query_range(
+            &selector("kube_deployment_status_replicas", &m),
+            q.start,
+            q.end,
+            g.step,
+        )
+        .await
+        .ok()?;
+    let [one] = found.series.as_slice() else {
+        return None;
+    };
+    let per_step = on_grid(one, g)
+        .into_iter()
+        .map(|v| v.and_then(count))
+        .collect();
+    let name = one
+        .labels
+        .get("deployment")
+        .cloned()
+        .unwrap_or_else(|| "?".into());
+    Some(Counts {
+        per_step,
+        by: format!("kube_deployment_status_replicas of Deployment {name}"),
+    })
+}
+
+fn on_grid(s: &Series, g: &Steps) -> Vec<Option<f64>> {
+    let mut v = vec![None; g.n];
+    for (t, x) in &s.points {
+        let i = ((t - g.start) / g.step).round();
+        if i >= 0.0 && (i as usize) < g.n {
+            v[i as usize] = Some(*x);
+        }
+    }
+    v
+}
+
+/// The worker targets scraped up at each step: `up` of every target a worker process was read
+/// from.
+async fn targets_up(src: &Source, q: &Query, g: &Steps, workers: &[&Process]) -> Option<Counts> {
+    let up = src
+        .query_range(&selector("up", &q.matchers), q.start, q.end, g.step)
+        .await
+        .ok()?;
+    let ours: Vec<&Series> = up
+        .series
+        .iter()
+        .filter(|s| {
+            let (job, inst) = key(&s.labels);
+            workers.iter().any(|p| p.job == job && p.instance == inst)
+        })
+        .collect();
+    if ours.is_empty() {
+        return None;
+    }
+    let grids: Vec<Vec<Option<bool>>> = ours
+        .iter()
+        .map(|s| up_between_flaps(&on_grid(s, g)))
+        .collect();
+    let per_step = (0..g.n)
+        .map(|i| {
+            let read: Vec<bool> = grids.iter().filter_map(|v| v[i]).collect();
+            // A step where no target has a sample is no reading (Prometheus was down).
+            (!read.is_empty()).then(|| read.iter().filter(|up| **up).count() as u32)
+        })
+        .collect();
+    Some(Counts {
+        per_step,
+        by: format!(
+            "the worker targets scraped up (`up` of {} target(s))",
+            ours.len()
+        ),
+    })
+}
+
+/// Steps a failed scrape makes look down: a target that was up within [`FLAP_STEPS`] before
+/// and after a step where `up` was 0 was running through it (a worker busy at its ceiling
+/// answers a scrape late; a worker scaled away stays down, or its series ends).
+const FLAP_STEPS: usize = 3;
+
+/// `up` on the grid as running or not, failed scrapes between running steps read as running.
+fn up_between_flaps(v: &[Option<f64>]) -> Vec<Option<bool>> {
+    let up: Vec<Option<bool>> = v.iter().map(|x| x.map(|x| x == 1.0)).collect();
+    let near = |from: usize, to: usize| up[from..to].contains(&Some(true));
+    (0..up.len())
+        .map(|i| match up[i] {
+            Some(false) => Some(
+                i > 0
+                    && near(i.saturating_sub(FLAP_STEPS), i)
+                    && near(i + 1, (i + 1 + FLAP_STEPS).min(up.len())),
+            ),
+            u => u,
+        })
+        .collect()
+}
+
+/// The worker processes with a CPU sample at each step.
+fn with_cpu(cpu: &[Series], g: &Steps, workers: &[&Process]) -> Option<Counts> {
+    let grids: Vec<Vec<Option<f64>>> = cpu
+        .iter()
+        .filter(|s| {
+            let (job, inst) = key(&s.labels);
+            workers.iter().any(|p| p.job == job && p.instance == inst)
+        })
+        .map(|s| on_grid(s, g))
+        .collect();
+    if grids.is_empty() {
+        return None;
+    }
+    let per_step = (0..g.n)
+        .map(|i| Some(grids.iter().filter(|v| v[i].is_some()).count() as u32))
+        .collect();
+    Some(Counts {
+        per_step,
+        by: "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
+    })
+}
+
+/// The count at each step, by the best source the history has.
+pub(super) async fn counts(
+    src: &Source,
+    q: &Query,
+    g: &Steps,
+    processes: &[Process],
+    cpu: &[Series],
+) -> Option<Counts> {
+    let workers: Vec<&Process> = processes
+        .iter()
+        .filter(|p| p.role == Role::Worker)
+        .collect();
+    if let Some(c) = replicas(src, q, g).await {
+        return Some(c);
+    }
+    if workers.is_empty() {
+        return None;
+    }
+    if let Some(c) = targets_up(src, q, g, &workers).await {
+        return Some(c);
+    }
+    with_cpu(cpu, g, &workers)
+}
+
+/// The window `i..j`'s count: every reading in it the same, and at least half its steps read.
+pub fn of_window(per_step: &[Option<u32>], i: usize, j: usize) -> Option<u32> {
+    let read: Vec<u32> = per_step.get(i..j)?.iter().flatten().copied().collect();
+    let first = *read.first()?;
+    (read.iter().all(|c| *c == first) && 2 * read.len() >= j - i && first > 0).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_a_count_only_when_every_reading_agrees() {
+        let v = [
+            Some(2),
+            Some(2),
+            None,
+            Some(2),
+            Some(4),
+            Some(4),
+            None,
+            None,
+        ];
+        assert_eq!(of_window(&v, 0, 4), Some(2));
+        // Workers came during the window: no count.
+        assert_eq!(of_window(&v, 2, 6), None);
+        // Fewer than half its steps read.
+        assert_eq!(of_window(&v, 5, 8), None);
+        assert_eq!(of_window(&v, 4, 6), Some(4));
+        // No worker up is no count to judge at.
+        assert_eq!(of_window(&[Some(0), Some(0)], 0, 2), None);
+    }
+
+    #[test]
+    fn a_failed_scrape_between_running_steps_is_no_worker_gone() {
+        let v = [
+            Some(1.0),
+            Some(0.0),
+            Some(1.0),
+            Some(0.0),
+            Some(0.0),
+            Some(0.0),
+            Some(0.0),
+        ];
+        let up = up_between_flaps(&v);
+        assert_eq!(up[1], Some(true));
+        // Down for good: no later step was up.
+        assert_eq!(&up[3..], &[Some(false); 4]);
+        // A target never up before is down.
+        assert_eq!(up_between_flaps(&[Some(0.0), Some(1.0)])[0], Some(false));
+    }
+
+    #[test]
+    fn a_count_is_a_whole_number_of_workers() {
+        assert_eq!(count(3.0), Some(3));
+        for bad in [2.5, -1.0, f64::NAN, f64::INFINITY, 1e9] {
+            assert_eq!(count(bad), None, "{bad}");
+        }
+    }
+}
