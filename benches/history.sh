@@ -7,7 +7,9 @@
 # The week is synthetic (generated here, backfilled with `promtool tsdb create-blocks-from
 # openmetrics`): a daily peak where 10-slot workers are capped by 5-task runners.
 #
-# Usage: benches/history.sh [WORKERS] [DAYS]   (default 50 7)
+# A month (30 days at 15 s: 172 800 steps per series) is read in parts of 40 320 steps.
+#
+# Usage: benches/history.sh [WORKERS] [DAYS]   (default 50 7; 199 30 is production's size)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKERS=${1:-50}
@@ -22,57 +24,54 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 END=$(( $(date +%s) / 3600 * 3600 - 3600 ))
 START=$(( END - DAYS * 86400 ))
 
-python3 - "$START" "$END" "$STEP" "$WORKERS" > "$tmp/week.om" <<'EOF'
+mkdir -p "$tmp/om"
+python3 - "$START" "$END" "$STEP" "$WORKERS" "$tmp/om" <<'EOF'
 import math, sys
-start, end, step, workers = map(int, sys.argv[1:])
-ts = range(start, end, step)
+start, end, step, workers = map(int, sys.argv[1:5])
+outdir = sys.argv[5]
 def load(t):
     # requests/s offered: a quiet base and a daily two-hour peak above the runners' ceiling
     h = (t % 86400) / 3600
     return 30 + (520 if 13 <= h < 15 else 0) * (1 + 0.05 * math.sin(t / 600))
 cap = workers * 5 / 0.5  # runner-bound ceiling: 5 tasks of 0.5 s per worker
-fams = {}
-done = fail = 0.0
-dsum = dcnt = 0.0
-mcpu = 0.0
+done = fail = dsum = dcnt = mcpu = waiting = 0.0
 wcpu = [0.0] * workers
-waiting = 0.0
-rows = {k: [] for k in ["active", "waiting", "completed", "failed", "dsum", "dcnt", "mcpu"]}
-wrows = [[] for _ in range(workers)]
-for t in ts:
-    x_in = load(t)
-    x = min(x_in, cap)
-    waiting = max(0.0, waiting + (x_in - x) * step) if x_in > cap else max(0.0, waiting - (cap - x) * step)
-    done += x * step
-    dsum += x * step * (0.52 if x < cap else 1.0)
-    dcnt += x * step
-    mcpu += 0.0015 * x * step
-    active = min(workers * 10, x * (0.52 if x < cap else 1.0))
-    for k, v in [("active", active), ("waiting", waiting), ("completed", done), ("failed", fail),
-                 ("dsum", dsum), ("dcnt", dcnt), ("mcpu", mcpu)]:
-        rows[k].append((t, v))
-    for w in range(workers):
-        wcpu[w] += 0.02 * x / workers * step
-        wrows[w].append((t, wcpu[w]))
 main = 'job="n8n",instance="n8n-main:5678"'
-names = {"active": "n8n_scaling_mode_queue_jobs_active", "waiting": "n8n_scaling_mode_queue_jobs_waiting",
-         "completed": "n8n_scaling_mode_queue_jobs_completed", "failed": "n8n_scaling_mode_queue_jobs_failed",
-         "dsum": "n8n_workflow_execution_duration_seconds_sum", "dcnt": "n8n_workflow_execution_duration_seconds_count"}
-out = sys.stdout
-for k, name in names.items():
-    out.write(f"# TYPE {name} unknown\n")
-    for t, v in rows[k]:
-        out.write(f"{name}{{{main}}} {v:.3f} {t}\n")
-out.write("# TYPE n8n_process_cpu_seconds_total unknown\n")
-for t, v in rows["mcpu"]:
-    out.write(f'n8n_process_cpu_seconds_total{{{main}}} {v:.3f} {t}\n')
-for w in range(workers):
-    lab = f'job="n8n-worker",instance="n8n-worker-{w}:5678"'
-    for t, v in wrows[w]:
-        out.write(f"n8n_process_cpu_seconds_total{{{lab}}} {v:.3f} {t}\n")
-out.write("# EOF\n")
+names = ["n8n_scaling_mode_queue_jobs_active", "n8n_scaling_mode_queue_jobs_waiting",
+         "n8n_scaling_mode_queue_jobs_completed", "n8n_scaling_mode_queue_jobs_failed",
+         "n8n_workflow_execution_duration_seconds_sum", "n8n_workflow_execution_duration_seconds_count",
+         "n8n_process_cpu_seconds_total"]
+# One file per day: promtool backfills each into its own blocks, the days in parallel.
+day0 = start
+while day0 < end:
+    day1 = min(day0 + 86400, end)
+    rows = {n: [] for n in names}
+    wrows = [[] for _ in range(workers)]
+    for t in range(day0, day1, step):
+        x_in = load(t)
+        x = min(x_in, cap)
+        waiting = max(0.0, waiting + (x_in - x) * step) if x_in > cap else max(0.0, waiting - (cap - x) * step)
+        done += x * step
+        dsum += x * step * (0.52 if x < cap else 1.0)
+        dcnt += x * step
+        mcpu += 0.0015 * x * step
+        active = min(workers * 10, x * (0.52 if x < cap else 1.0))
+        for n, v in zip(names, [active, waiting, done, fail, dsum, dcnt, mcpu]):
+            rows[n].append(f"{n}{{{main}}} {v:.3f} {t}\n")
+        for w in range(workers):
+            wcpu[w] += 0.02 * x / workers * step
+            wrows[w].append(f'n8n_process_cpu_seconds_total{{job="n8n-worker",instance="n8n-worker-{w}:5678"}} {wcpu[w]:.3f} {t}\n')
+    with open(f"{outdir}/{day0}.om", "w") as out:
+        for n in names:
+            out.write(f"# TYPE {n} unknown\n")
+            out.writelines(rows[n])
+            if n == "n8n_process_cpu_seconds_total":
+                for w in wrows:
+                    out.writelines(w)
+        out.write("# EOF\n")
+    day0 = day1
 EOF
-promtool tsdb create-blocks-from openmetrics "$tmp/week.om" "$tmp/tsdb" >/dev/null
+ls "$tmp"/om/*.om | xargs -P "$(nproc)" -I{} promtool tsdb create-blocks-from openmetrics {} "$tmp/tsdb" >/dev/null
 printf 'global: {scrape_interval: 15s}\nscrape_configs: []\n' > "$tmp/prom.yml"
 prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" \
   --storage.tsdb.retention.time=60d --web.listen-address=127.0.0.1:$PORT >/dev/null 2>&1 &

@@ -763,3 +763,76 @@ fn an_https_prometheus_is_read_with_its_ca_file_and_refused_without() {
     drop(rt);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A range longer than one read's steps is read in parts (a month at 15 s is; here parts of 15
+/// one-second steps, three 5 s windows each): the same windows on the same edges, the same
+/// verdict and ceiling as one read, and the idle windows keep no per-process figures.
+#[test]
+fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
+    if !available() {
+        return;
+    }
+    use n8ncap::observe::{history, prometheus};
+    // Worker-capped: 4 slots, 0.5 s jobs, 12 in flight: ≈ 8/s, then idle.
+    let s = start(Spec {
+        concurrency: 4,
+        ..Spec::default()
+    });
+    let t0 = now();
+    s.load("12", 20, 500);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let end = now() + 6.0;
+    rt.block_on(crate::common::scraped_after(s.prom, end, 2));
+    let src = prometheus::Source::new(
+        &format!("http://127.0.0.1:{}", s.prom),
+        prometheus::Auth::None,
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let q = history::Query {
+        start: t0.floor(),
+        end: end.floor(),
+        matchers: Vec::new(),
+        step: Some(1.0),
+        window: Some(5.0),
+    };
+    let (mut one, mut parts) = rt.block_on(async {
+        (
+            history::read(&src, &q).await.unwrap(),
+            history::read_in_parts(&src, &q, 15.0).await.unwrap(),
+        )
+    });
+    let edges = |h: &n8ncap::record::history::History| -> Vec<(f64, f64)> {
+        h.windows.iter().map(|w| (w.start, w.end)).collect()
+    };
+    assert_eq!(edges(&one), edges(&parts));
+    assert!(one.windows.len() >= 5, "{}", one.windows.len());
+    // Idle windows (nothing waiting, under half the top) carry no process figures in parts.
+    let top = parts
+        .windows
+        .iter()
+        .map(|w| w.throughput_per_s)
+        .fold(0.0, f64::max);
+    let idle: Vec<_> = parts
+        .windows
+        .iter()
+        .filter(|w| w.waiting_mean < 1.0 && w.throughput_per_s < 0.5 * top)
+        .collect();
+    assert!(!idle.is_empty() && idle.iter().all(|w| w.cpu.is_empty()));
+    let flags = n8ncap::model::settings::Settings::default;
+    let (a, _) = n8ncap::diagnose::history::judge(&mut one, flags(), None);
+    let (b, _) = n8ncap::diagnose::history::judge(&mut parts, flags(), None);
+    assert_eq!(
+        a.capping_limit, b.capping_limit,
+        "{} | {}",
+        a.verdict, b.verdict
+    );
+    let (x, y) = (
+        a.measured_ceiling.as_ref().unwrap().mean,
+        b.measured_ceiling.as_ref().unwrap().mean,
+    );
+    // A part's first step has no counter increase (its sample before is in the part before):
+    // within one step's completions of the whole ceiling.
+    assert!(within(y, x, 0.1), "{y} in parts, {x} at once");
+}

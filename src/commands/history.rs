@@ -201,10 +201,10 @@ fn query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, 
                 return Err(BadInput("--step must be at least 1ms".into()));
             }
             let steps = (end - start) / d.as_secs_f64();
-            if steps > crate::observe::history::MAX_STEPS {
+            if steps > crate::observe::history::MAX_TOTAL_STEPS {
                 return Err(BadInput(format!(
-                    "--step {s} over this range is {steps:.0} steps per series, more than the {:.0} read (a week at 15 s): give a larger --step or a shorter range",
-                    crate::observe::history::MAX_STEPS
+                    "--step {s} over this range is {steps:.0} steps per series, more than the {:.0} read (30 days at 1 s): give a larger --step or a shorter range",
+                    crate::observe::history::MAX_TOTAL_STEPS
                 )));
             }
             Some(d.as_secs_f64())

@@ -17,8 +17,10 @@ use crate::record::history::{
 use crate::record::Role;
 use std::collections::BTreeMap;
 
-/// Most steps per series read (a week at 15 s).
+/// Most steps per series read at once (a week at 15 s); a longer range is read in parts.
 pub const MAX_STEPS: f64 = 40_320.0;
+/// Most steps per series a range is read at (30 days at 1 s).
+pub const MAX_TOTAL_STEPS: f64 = 2_592_000.0;
 /// Gaps listed one by one (the rest are counted).
 const MAX_LISTED_GAPS: usize = 50;
 /// A queue gauge above this many jobs is not a reading (as for a live scrape).
@@ -348,11 +350,34 @@ const READ: [&str; 12] = [
 /// grid's increases are used, with their coarser interval).
 pub const MAX_RAW_POINTS: usize = 2_000_000;
 
-/// Reads the range and cuts it into windows.
+/// Reads the range and cuts it into windows: at once up to [`MAX_STEPS`] steps per series,
+/// in parts of at most that many beyond (`chunks`), so memory is bounded by a part.
 pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
     let interval = scrape_interval(src, q).await;
     let (step, why) = choose_step(q, interval);
-    let mut h = History::empty(src.shown.clone(), q, Sourced::new(step, why), interval);
+    if (q.end - q.start) / step > MAX_STEPS {
+        return chunks::read(src, q, Sourced::new(step, why), interval, MAX_STEPS).await;
+    }
+    read_one(src, q, Sourced::new(step, why), interval).await
+}
+
+/// The range read in parts of at most `most_steps` steps per series, as a month is read (the
+/// same windows as one read, cut on the same edges).
+pub async fn read_in_parts(src: &Source, q: &Query, most_steps: f64) -> Result<History, PromError> {
+    let interval = scrape_interval(src, q).await;
+    let (step, why) = choose_step(q, interval);
+    chunks::read(src, q, Sourced::new(step, why), interval, most_steps).await
+}
+
+/// The range read at once at `step`.
+async fn read_one(
+    src: &Source,
+    q: &Query,
+    step: Sourced<f64>,
+    interval: Option<f64>,
+) -> Result<History, PromError> {
+    let mut h = History::empty(src.shown.clone(), q, step.clone(), interval);
+    let step = step.value;
     let mut read: Vec<Vec<Series>> = Vec::with_capacity(READ.len());
     // A long history takes a while: say how far it is (on stderr).
     let long = q.end - q.start > 86_400.0;
@@ -744,6 +769,7 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
     })
 }
 
+mod chunks;
 #[cfg(test)]
 mod tests;
 mod workers;
