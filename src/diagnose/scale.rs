@@ -174,6 +174,46 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
                 .into(),
         });
     }
+    // The queue's Redis runs its commands on one thread; Postgres' server answers every
+    // process's pool: their CPU per execution bounds every worker together.
+    for (role, kind, what, fix) in [
+        (
+            Role::Redis,
+            "redis",
+            "its commands run on one thread",
+            "give Redis a faster core (or its own node), keep other clients off the queue's \
+             Redis, and check the job data each execution writes to the queue; more workers \
+             will not help",
+        ),
+        (
+            Role::Postgres,
+            "postgres_server",
+            "every process's pool draws on it",
+            "give Postgres more CPU (or a faster disk), prune execution data \
+             (EXECUTIONS_DATA_PRUNE, EXECUTIONS_DATA_SAVE_ON_SUCCESS=none); more workers will \
+             not help",
+        ),
+    ] {
+        if let Some(u) = d.cpu.iter().find(|u| u.role == Some(role)) {
+            out.push(SharedLimit {
+                kind: kind.into(),
+                bound_per_s: Some(u.bound_per_s),
+                reached: u.saturated,
+                evidence: vec![format!(
+                    "{} ({}) used {:.2} of {:.1} usable cores ({}): {:.2} ms of CPU per \
+                     execution, so it takes at most {:.1} executions/s",
+                    role.word(),
+                    u.name,
+                    u.cores_used,
+                    u.usable_cores.value,
+                    what,
+                    u.cpu_s_per_execution * 1000.0,
+                    u.bound_per_s
+                )],
+                fix: fix.into(),
+            });
+        }
+    }
     // Other work on the host took the CPU the stack's processes needed: their bounds (main's
     // among them) could not be reached, and the host is what stopped the count.
     let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
@@ -201,6 +241,8 @@ fn words(kind: &str) -> &'static str {
         "main_intake" => "Main's intake (its CPU)",
         "host_cpu" => "The host's CPU",
         "postgres" => "Postgres",
+        "redis" => "Redis (its one thread)",
+        "postgres_server" => "Postgres' server CPU",
         _ => "a shared limit",
     }
 }
@@ -444,6 +486,35 @@ mod tests {
         let after = (45.0 / lambda).ceil() as u32;
         assert_eq!(p.workers_after_change, Some(after));
         assert_eq!(p.postgres_connections, Some((after + 1 + 2) * 2));
+    }
+
+    /// The queue's Redis at 0.9 of its one core at 8 workers: named as what stops scale-out,
+    /// with its bound (one core ÷ its CPU per execution), and a plan beyond it gets no workers.
+    #[test]
+    fn redis_at_its_one_thread_is_a_shared_limit() {
+        let mut ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4), (8, 30.0)]
+            .iter()
+            .map(|&(n, x)| (n, at(n, x)))
+            .collect();
+        let redis = crate::record::diagnosis::CpuUse {
+            site: CpuSite::Process,
+            role: Some(Role::Redis),
+            name: "n8n-redis-1".into(),
+            cores_used: 0.9,
+            cpu_s_per_execution: 0.03,
+            usable_cores: Sourced::new(1.0, Provenance::Default("one thread".into())),
+            bound_per_s: 1.0 / 0.03,
+            saturated: true,
+        };
+        ds[3].1.cpu.push(redis);
+        let s = judged(&ds, Some(30.0));
+        let r = s.shared.iter().find(|l| l.kind == "redis").unwrap();
+        assert!(r.reached);
+        assert!((r.bound_per_s.unwrap() - 33.3).abs() < 0.1);
+        // 30/s needs a 45/s ceiling, beyond Redis' 33/s: no workers.
+        let p = s.plan.as_ref().unwrap();
+        assert_eq!(p.workers, None);
+        assert!(p.note.starts_with("Redis"), "{}", p.note);
     }
 
     #[test]
