@@ -174,8 +174,32 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
                 .into(),
         });
     }
-    // The queue's Redis runs its commands on one thread; Postgres' server answers every
-    // process's pool: their CPU per execution bounds every worker together.
+    servers(d, &mut out);
+    // Other work on the host took the CPU the stack's processes needed: their bounds (main's
+    // among them) could not be reached, and the host is what stopped the count.
+    let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
+    if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
+        let mut evidence = vec![format!(
+            "the host's processes used {:.2} of {:.1} cores ({})",
+            h.cores_used, h.usable_cores.value, h.usable_cores.source
+        )];
+        evidence.extend(taken.map(|f| f.title.clone()));
+        out.push(SharedLimit {
+            kind: "host_cpu".into(),
+            bound_per_s: Some(h.bound_per_s),
+            reached: h.saturated || taken.is_some(),
+            evidence,
+            fix: "put workers on more nodes (or a bigger host); workers sharing these cores \
+                  share their CPU, and other work on the host takes it from them"
+                .into(),
+        });
+    }
+    out
+}
+
+/// The queue's Redis runs its commands on one thread; Postgres' server answers every process's
+/// pool: their CPU per execution (their containers') bounds every worker together.
+fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
     for (role, kind, what, fix) in [
         (
             Role::Redis,
@@ -214,26 +238,6 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             });
         }
     }
-    // Other work on the host took the CPU the stack's processes needed: their bounds (main's
-    // among them) could not be reached, and the host is what stopped the count.
-    let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
-    if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
-        let mut evidence = vec![format!(
-            "the host's processes used {:.2} of {:.1} cores ({})",
-            h.cores_used, h.usable_cores.value, h.usable_cores.source
-        )];
-        evidence.extend(taken.map(|f| f.title.clone()));
-        out.push(SharedLimit {
-            kind: "host_cpu".into(),
-            bound_per_s: Some(h.bound_per_s),
-            reached: h.saturated || taken.is_some(),
-            evidence,
-            fix: "put workers on more nodes (or a bigger host); workers sharing these cores \
-                  share their CPU, and other work on the host takes it from them"
-                .into(),
-        });
-    }
-    out
 }
 
 fn words(kind: &str) -> &'static str {
