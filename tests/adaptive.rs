@@ -14,6 +14,7 @@ fn options(max_vus: u32, budget: Duration) -> AdaptiveOptions {
         precision: 0.03,
         max_stage: Duration::from_secs(8),
         to_failure: false,
+        head_start: None,
     }
 }
 

@@ -649,6 +649,10 @@ pub struct SweepArgs {
     /// --max-vus).
     #[arg(long, requires = "adaptive")]
     pub to_failure: bool,
+    /// Adaptive, set by a scale sweep (no flag): the level tried right after the baseline, the
+    /// knee the previous count reached scaled to this count's workers.
+    #[arg(skip)]
+    pub head_start: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -111,6 +111,9 @@ fn save(
         scaling: Some(result.clone()),
     };
     write_atomic(&dir.join("scale.json"), &serde_json::to_vec_pretty(&book)?)?;
+    if let Some(page) = crate::report::Rendered::html(&crate::report::views::ScaleSweep(&book)) {
+        write_atomic(&dir.join("scale.html"), page.as_bytes())?;
+    }
     Ok(())
 }
 

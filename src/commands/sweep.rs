@@ -200,6 +200,7 @@ fn adaptive_options(
         precision: a.precision,
         max_stage: dur("max-stage", &a.max_stage)?,
         to_failure: a.to_failure,
+        head_start: a.head_start,
     }))
 }
 

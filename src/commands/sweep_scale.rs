@@ -210,7 +210,11 @@ async fn measure(
             book.ended = format!("stopped: the scale command to {n} workers {f}");
             return Ok((judged, Ended::Failed));
         }
-        match sweep_once(args, interrupt, progress).await {
+        let mut args = args.clone();
+        if args.adaptive {
+            args.head_start = head_start(judged.last().map(|(_, d)| d), *n);
+        }
+        match sweep_once(&args, interrupt, progress).await {
             Ok(Swept {
                 diagnosis,
                 ending,
@@ -235,6 +239,19 @@ async fn measure(
     Ok((judged, Ended::Completed))
 }
 
+/// Where the adaptive search at `n` workers starts after its baseline: the previous count's
+/// knee scaled to `n` workers, and half again so that the level is past the ceiling if the
+/// workers scale linearly (the search then brackets the knee from above by Little's law).
+fn head_start(previous: Option<&crate::record::Diagnosis>, n: u32) -> Option<u32> {
+    let d = previous?;
+    let before = d.settings.workers.as_ref()?.value;
+    let knee = d.knee.as_ref()?.in_flight;
+    if before == 0 || !knee.is_finite() || knee < 1.0 {
+        return None;
+    }
+    Some((1.5 * knee * f64::from(n) / f64::from(before)).ceil() as u32)
+}
+
 /// The sweep's arguments at one count: that count as the run's worker setting, its own
 /// results directory, no scaling of its own.
 fn at_count(a: &SweepArgs, base: &Path, n: u32) -> SweepArgs {
@@ -245,7 +262,13 @@ fn at_count(a: &SweepArgs, base: &Path, n: u32) -> SweepArgs {
     c
 }
 
+/// scale.json, and scale.html (the chart of ceiling against workers) once two counts are judged.
 fn save(base: &Path, book: &ScaleSweep) -> anyhow::Result<()> {
-    crate::record::dir::write_atomic(&base.join("scale.json"), &serde_json::to_vec_pretty(book)?)?;
+    use crate::record::dir::write_atomic;
+    use crate::report::Rendered;
+    write_atomic(&base.join("scale.json"), &serde_json::to_vec_pretty(book)?)?;
+    if let Some(page) = crate::report::views::ScaleSweep(book).html() {
+        write_atomic(&base.join("scale.html"), page.as_bytes())?;
+    }
     Ok(())
 }

@@ -24,6 +24,8 @@ struct Site {
     role: Option<Role>,
     cores: Vec<f64>,
     limit: Option<f64>,
+    /// Event-loop lag read from the process's own `/metrics`, one per stage.
+    lag: Vec<f64>,
 }
 
 /// The valid stages a level was merged from.
@@ -53,8 +55,10 @@ pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<C
                     role: Some(c.role),
                     cores: Vec::new(),
                     limit: c.cpu_limit_cores,
+                    lag: Vec::new(),
                 });
                 e.cores.push(c.cpu_percent_mean / 100.0);
+                e.lag.extend(lag_of_role(s, c.role));
             }
         } else {
             for e in s.endpoints.iter().filter(|e| e.samples > 0) {
@@ -62,8 +66,10 @@ pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<C
                     role: e.role,
                     cores: Vec::new(),
                     limit: None,
+                    lag: Vec::new(),
                 });
                 site.cores.push(e.cpu_percent_mean / 100.0);
+                site.lag.extend(lag_of(e));
             }
         }
     }
@@ -97,6 +103,23 @@ pub fn read_zero(stages: &[StageResult], level: &Level) -> Vec<String> {
         .filter(|(_, m)| !m)
         .map(|(n, _)| n)
         .collect()
+}
+
+/// An endpoint's mean event-loop lag, when it was scraped and the figure is physically
+/// possible (finite, not negative, under a minute).
+fn lag_of(e: &crate::record::stage::EndpointObserved) -> Option<f64> {
+    let lag = e.eventloop_lag_mean_s;
+    (e.samples > 0 && lag.is_finite() && (0.0..60.0).contains(&lag)).then_some(lag)
+}
+
+/// The lag of the one metrics endpoint of `role` in a stage (a container's own process); none
+/// when several endpoints share the role and the container's cannot be told.
+fn lag_of_role(s: &StageResult, role: Role) -> Option<f64> {
+    let mut same = s.endpoints.iter().filter(|e| e.role == Some(role));
+    match (same.next(), same.next()) {
+        (Some(e), None) => lag_of(e),
+        _ => None,
+    }
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -138,14 +161,9 @@ fn process_use(name: String, site: Site, x: f64, host: &Host) -> Option<CpuUse> 
             None => return None,
         },
     };
-    Some(site_use(
-        CpuSite::Process,
-        site.role,
-        name,
-        cores_used,
-        x,
-        usable,
-    ))
+    let mut u = site_use(CpuSite::Process, site.role, name, cores_used, x, usable);
+    u.eventloop_lag_s = (!site.lag.is_empty()).then(|| mean(&site.lag));
+    Some(u)
 }
 
 fn site_use(
@@ -169,6 +187,7 @@ fn site_use(
         saturated: cores_used >= SATURATED_SHARE * usable.value,
         usable_cores: usable,
         bound_per_s: bound,
+        eventloop_lag_s: None,
     }
 }
 

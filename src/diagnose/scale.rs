@@ -16,6 +16,11 @@ use crate::record::{Diagnosis, Role};
 const DIMINISHING: f64 = 0.1;
 /// Most workers a plan looks at.
 const MAX_WORKERS: u32 = 1000;
+/// Main's event loop lagging this long (mean over the top run's scrapes) is its intake at its
+/// bound whatever its CPU reads: a request then waits a tenth of a second before main reads it.
+/// At n8n's 27 ms of main CPU per execution that is a thread about 88 % busy (M/D/1: wait =
+/// ρ ÷ 2(1 − ρ) × service); idle, n8n's main lags 0–8 ms (fixtures/n8n-real).
+pub const LAG_SATURATED_S: f64 = 0.1;
 /// The operating point's share of the ceiling (the 2/3 safety factor).
 use crate::model::OPERATING_SHARE as OPERATING;
 
@@ -63,6 +68,7 @@ pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
                 .map(|x| [x.mean, x.low, x.high]),
             limit: r.diagnosis.capping_limit.map(|l| l.words().to_string()),
             efficiency: None,
+            not_joined: not_joined(r.diagnosis, w.value),
         });
     }
     points.sort_by_key(|p| p.workers);
@@ -89,15 +95,45 @@ pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
     })
 }
 
+/// Whether every one of `workers` took jobs: while jobs waited in the queue every slot of every
+/// worker that joined was taken, so main's gauge then reads workers × concurrency. Fewer by
+/// half a worker's slots or more (the most over the run's valid levels) says some never joined
+/// — a scale command that returned before its workers connected, workers on another queue or
+/// Redis, or a rollout still under way.
+fn not_joined(d: &Diagnosis, workers: u32) -> Option<String> {
+    let c = d.settings.worker_concurrency.as_ref()?.value;
+    let full = d
+        .levels
+        .iter()
+        .filter(|l| l.valid)
+        .filter_map(|l| l.slots_full)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .max_by(|a, b| a.total_cmp(b))?;
+    let expected = (workers * c) as f64;
+    if workers == 0 || c == 0 || full > expected - 0.5 * c as f64 {
+        return None;
+    }
+    Some(format!(
+        "while jobs waited, main's gauge showed at most {full:.1} slots taken, not the {expected:.0} \
+         of {workers} workers × {c}: about {:.0} worker(s) took jobs (a scale command that \
+         returned before its workers joined the queue, or workers on another queue)",
+        (full / c as f64).round()
+    ))
+}
+
 /// Each count's gain over the previous one, against one worker's ceiling per added worker.
 fn efficiencies(points: &mut [ScalePoint]) {
     let Some(lambda) = points
         .iter()
+        .filter(|p| p.not_joined.is_none())
         .find_map(|p| p.ceiling.map(|c| c[0] / p.workers.max(1) as f64))
     else {
         return;
     };
     for i in 1..points.len() {
+        if points[i - 1].not_joined.is_some() || points[i].not_joined.is_some() {
+            continue;
+        }
         if let (Some(a), Some(b)) = (points[i - 1].ceiling, points[i].ceiling) {
             let added = (points[i].workers - points[i - 1].workers) as f64;
             points[i].efficiency = Some((b[0] - a[0]) / (added * lambda));
@@ -108,6 +144,7 @@ fn efficiencies(points: &mut [ScalePoint]) {
 fn fit_of(points: &[ScalePoint]) -> Option<UslFit> {
     let pts: Vec<usl::Point> = points
         .iter()
+        .filter(|p| p.not_joined.is_none())
         .filter_map(|p| {
             p.ceiling.map(|c| usl::Point {
                 workers: p.workers,
@@ -156,19 +193,35 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
         .iter()
         .find(|u| u.site == CpuSite::Process && u.role == Some(Role::Main));
     if let Some(m) = main {
+        let lagging = m.eventloop_lag_s.filter(|l| *l >= LAG_SATURATED_S);
+        let mut evidence = vec![format!(
+            "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \
+             JavaScript thread takes at most {:.1} executions/s",
+            m.name,
+            m.cores_used,
+            m.usable_cores.value,
+            m.cpu_s_per_execution * 1000.0,
+            m.bound_per_s
+        )];
+        if let Some(lag) = m.eventloop_lag_s {
+            evidence.push(format!(
+                "its event loop lagged {:.0} ms on average{}",
+                lag * 1000.0,
+                if lagging.is_some() {
+                    format!(
+                        " (≥ {:.0} ms: requests waited for its one thread)",
+                        LAG_SATURATED_S * 1000.0
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
         out.push(SharedLimit {
             kind: "main_intake".into(),
             bound_per_s: Some(m.bound_per_s),
-            reached: m.saturated,
-            evidence: vec![format!(
-                "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \
-                 JavaScript thread takes at most {:.1} executions/s",
-                m.name,
-                m.cores_used,
-                m.usable_cores.value,
-                m.cpu_s_per_execution * 1000.0,
-                m.bound_per_s
-            )],
+            reached: m.saturated || lagging.is_some(),
+            evidence,
             fix: "add webhook processors (`n8n webhook`) behind the load balancer for production \
                   webhooks, or give main a faster core; more workers will not help"
                 .into(),
@@ -252,25 +305,42 @@ fn words(kind: &str) -> &'static str {
 }
 
 fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) -> String {
-    let measured: Vec<&ScalePoint> = points.iter().filter(|p| p.ceiling.is_some()).collect();
+    let mut text = String::new();
+    for p in points {
+        if let Some(why) = &p.not_joined {
+            text.push_str(&format!(
+                "At {} workers not every worker was seen taking jobs — {why} — so its ceiling is \
+                 left out of the fit: wait until the new workers take jobs (for Kubernetes, \
+                 `kubectl rollout status` in the scale command, or a longer --scale-settle) and \
+                 sweep that count again. ",
+                p.workers
+            ));
+        }
+    }
+    let measured: Vec<&ScalePoint> = points
+        .iter()
+        .filter(|p| p.ceiling.is_some() && p.not_joined.is_none())
+        .collect();
     let [.., a, b] = measured.as_slice() else {
-        return "Ceilings at two worker counts at least are needed to say how throughput grows \
-                with workers: sweep each count until its ceiling is reached."
-            .into();
+        text.push_str(
+            "Ceilings at two worker counts at least are needed to say how throughput grows \
+             with workers: sweep each count until its ceiling is reached.",
+        );
+        return text;
     };
     let (xa, xb) = (
         a.ceiling.map_or(0.0, |c| c[0]),
         b.ceiling.map_or(0.0, |c| c[0]),
     );
     let linear = fit.map_or(0.0, |f| f.lambda_per_s) * b.workers as f64;
-    let mut text = format!(
+    text.push_str(&format!(
         "From {} to {} workers the ceiling went from {xa:.1} to {xb:.1}/s ({:.0} % of what {} \
          workers at one worker's ceiling would give, {linear:.1}/s).",
         a.workers,
         b.workers,
         100.0 * xb / linear.max(f64::MIN_POSITIVE),
         b.workers
-    );
+    ));
     match shared.iter().find(|s| s.reached) {
         Some(s) => text.push_str(&format!(
             " {} stops it: {}; {}.",
@@ -340,7 +410,7 @@ fn plan(
         p.note = "no fit: ceilings at two worker counts at least are needed".into();
         return p;
     };
-    let law = law_of(f);
+    let law = f.law();
     match law.workers_for(needed, MAX_WORKERS) {
         Some(n) => {
             p.workers = Some(n);
@@ -362,17 +432,6 @@ fn plan(
         }
     }
     p
-}
-
-fn law_of(f: &UslFit) -> usl::Fit {
-    usl::Fit {
-        lambda: f.lambda_per_s,
-        sigma: f.sigma,
-        sigma_range: f.sigma_range,
-        kappa: f.kappa,
-        kappa_range: f.kappa_range,
-        rms_error: f.rms_error,
-    }
 }
 
 /// Main's intake below the ceiling needed: the webhook processors that take production
@@ -509,6 +568,7 @@ mod tests {
             usable_cores: Sourced::new(1.0, Provenance::Default("one thread".into())),
             bound_per_s: 1.0 / 0.03,
             saturated: true,
+            eventloop_lag_s: None,
         };
         ds[3].1.cpu.push(redis);
         let s = judged(&ds, Some(30.0));
@@ -519,6 +579,79 @@ mod tests {
         let p = s.plan.as_ref().unwrap();
         assert_eq!(p.workers, None);
         assert!(p.note.starts_with("Redis"), "{}", p.note);
+    }
+
+    /// Main's event loop lagging 150 ms at 8 workers while its CPU reads 0.75 of a core (under
+    /// 85 %): its intake is named as reached, from the lag; at 20 ms it is not.
+    #[test]
+    fn main_s_event_loop_lag_reaches_its_intake_below_its_cpu_bound() {
+        let lagged = |lag: f64| {
+            let mut ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4), (8, 30.0)]
+                .iter()
+                .map(|&(n, x)| (n, at(n, x)))
+                .collect();
+            let main = ds[3].1.cpu.iter_mut().find(|u| u.role == Some(Role::Main));
+            main.unwrap().eventloop_lag_s = Some(lag);
+            judged(&ds, None)
+        };
+        let s = lagged(0.15);
+        let m = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        assert!((m.bound_per_s.unwrap() - 40.0).abs() < 0.5);
+        assert!(m.reached);
+        assert_eq!(m.evidence.len(), 2);
+        let s = lagged(0.02);
+        let m = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        assert!(!m.reached);
+        assert_eq!(m.evidence.len(), 2);
+    }
+
+    /// The lag a diagnosis carries is main's own endpoint's, mean over the level's stages.
+    #[test]
+    fn main_s_cpu_use_carries_its_event_loop_lag() {
+        let mut hi = closed(1, 60, 30.0);
+        hi.endpoints.push(EndpointObserved {
+            url: "http://127.0.0.1/metrics".into(),
+            role: Some(Role::Main),
+            samples: 10,
+            cpu_percent_mean: 75.0,
+            eventloop_lag_mean_s: 0.12,
+            ..Default::default()
+        });
+        let mut s = settings(1.0, Some(5), Some(5));
+        s.workers = Some(Sourced::new(8, Provenance::Flag("--workers".into())));
+        let d = run(&[closed(0, 1, 1.0 / 1.05), hi], s);
+        let m = d.cpu.iter().find(|u| u.role == Some(Role::Main)).unwrap();
+        assert_eq!(m.eventloop_lag_s, Some(0.12));
+    }
+
+    /// At 4 workers of 5 slots main's gauge showed 10 slots taken while jobs waited: two workers
+    /// never joined. The point is kept, marked, and left out of the fit and the efficiencies; 18
+    /// slots (within half a worker's) is a full count.
+    #[test]
+    fn a_count_whose_added_workers_took_no_jobs_is_left_out_of_the_fit() {
+        let with_full = |full: f64| {
+            let mut ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 10.0)]
+                .iter()
+                .map(|&(n, x)| (n, at(n, x)))
+                .collect();
+            for (n, d) in ds.iter_mut() {
+                let top = d.levels.iter_mut().rfind(|l| l.valid).unwrap();
+                top.slots_full = Some(if *n == 4 { full } else { *n as f64 * 5.0 });
+            }
+            judged(&ds, None)
+        };
+        let s = with_full(10.0);
+        assert!(s.points[0].not_joined.is_none() && s.points[1].not_joined.is_none());
+        assert!(s.points[2].not_joined.is_some());
+        assert_eq!(s.points[2].efficiency, None);
+        // Fitted on 1 and 2 workers only: linear, 4 workers at 4 × 4.9.
+        let at4 = s.fit.as_ref().unwrap().law().at(4.0);
+        assert!((at4 - 19.6).abs() < 0.5, "{at4}");
+        let s = with_full(18.0);
+        assert!(s.points[2].not_joined.is_none());
+        assert!(s.points[2].efficiency.unwrap() < 0.05);
+        let at4 = s.fit.as_ref().unwrap().law().at(4.0);
+        assert!(at4 < 12.0, "{at4}");
     }
 
     #[test]

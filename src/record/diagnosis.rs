@@ -154,6 +154,10 @@ pub struct CpuUse {
     pub bound_per_s: f64,
     /// At ≥ 85 % of its usable cores.
     pub saturated: bool,
+    /// The process's event-loop lag (`nodejs_eventloop_lag_seconds`), mean over the level's
+    /// scrapes, s: how long a request waited before its JavaScript thread read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eventloop_lag_s: Option<f64>,
 }
 
 /// The diagnosis of a run.

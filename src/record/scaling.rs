@@ -19,6 +19,11 @@ pub struct ScalePoint {
     /// Gained ÷ what the added workers would give at one worker's ceiling (1 = linear), from the
     /// previous count.
     pub efficiency: Option<f64>,
+    /// Why the count's workers were not all seen taking jobs: main's gauge showed fewer slots
+    /// taken while jobs waited than the count's workers hold. The point is then left out of the
+    /// fit (its ceiling is a smaller count's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_joined: Option<String>,
 }
 
 /// The Universal Scalability Law fitted to the ceilings.
@@ -40,6 +45,20 @@ pub struct UslFit {
     pub ceiling_per_s: Option<f64>,
     /// From this many workers on, one more adds less than 10 % of one worker's ceiling.
     pub diminishing_from: Option<u32>,
+}
+
+impl UslFit {
+    /// The fitted law, to evaluate at any count.
+    pub fn law(&self) -> crate::model::usl::Fit {
+        crate::model::usl::Fit {
+            lambda: self.lambda_per_s,
+            sigma: self.sigma,
+            sigma_range: self.sigma_range,
+            kappa: self.kappa,
+            kappa_range: self.kappa_range,
+            rms_error: self.rms_error,
+        }
+    }
 }
 
 /// A limit all workers share, and whether the runs reached it.

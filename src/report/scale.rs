@@ -1,8 +1,9 @@
 //! `n8ncap scale`'s table and prose: the ceiling at each worker count with what the added
 //! workers gained, the verdict, the fitted law and the plan for a target rate.
 
+use super::svg::{Chart, Mark, Series};
 use super::table::{fitted, laid_out};
-use crate::record::scaling::{ScaleSweep, Scaling};
+use crate::record::scaling::{ScalePoint, ScaleSweep, Scaling};
 
 pub fn scaling_table(s: &Scaling) -> String {
     let mut t = fitted();
@@ -20,8 +21,11 @@ pub fn scaling_table(s: &Scaling) -> String {
                 format!("{:.2} ({:.2}–{:.2})", c[0], c[1], c[2])
             }),
             p.limit.clone().unwrap_or_else(|| "—".into()),
-            p.efficiency
-                .map_or("—".into(), |e| format!("{:.0} % of linear", e * 100.0)),
+            match (&p.not_joined, p.efficiency) {
+                (Some(_), _) => "not all joined: left out".into(),
+                (None, Some(e)) => format!("{:.0} % of linear", e * 100.0),
+                (None, None) => "—".into(),
+            },
             p.run.clone(),
         ]);
     }
@@ -143,4 +147,156 @@ pub fn scale_sweep_table(s: &ScaleSweep) -> String {
 
 fn workers(n: u32) -> String {
     format!("{n} worker{}", if n == 1 { "" } else { "s" })
+}
+
+/// Ceiling against workers: the measured points with their 95 % intervals, the fitted law, the
+/// linear line (one worker's ceiling × N) and each shared limit's bound as a level.
+pub fn chart(s: &Scaling) -> Chart {
+    let measured: Vec<&ScalePoint> = s.points.iter().filter(|p| p.ceiling.is_some()).collect();
+    let top = s.points.iter().map(|p| p.workers).max().unwrap_or(1);
+    // The curves run a little past the last count, to where the fit says it goes next.
+    let reach = (f64::from(top) * 1.25).ceil().max(2.0);
+    let steps = 48;
+    let along = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+        (0..=steps)
+            .map(|i| 1.0 + (reach - 1.0) * f64::from(i) / f64::from(steps))
+            .map(|n| (n, f(n)))
+            .collect()
+    };
+    let mut series = vec![Series {
+        name: "measured ceiling (95 %)".into(),
+        points: measured
+            .iter()
+            .filter_map(|p| p.ceiling.map(|c| (f64::from(p.workers), c[0])))
+            .collect(),
+        bars: measured
+            .iter()
+            .filter_map(|p| p.ceiling.map(|c| (c[1], c[2])))
+            .collect(),
+        mark: Mark::Dots,
+    }];
+    if let Some(f) = &s.fit {
+        let law = f.law();
+        series.push(Series {
+            name: format!("fitted law (σ {:.3}, κ {:.4})", f.sigma, f.kappa),
+            points: along(&|n| law.at(n)),
+            bars: Vec::new(),
+            mark: Mark::Dashed,
+        });
+        series.push(Series {
+            name: "linear: one worker's ceiling × N".into(),
+            points: along(&|n| f.lambda_per_s * n),
+            bars: Vec::new(),
+            mark: Mark::Dotted,
+        });
+    }
+    let hlines = s
+        .shared
+        .iter()
+        .filter_map(|l| {
+            l.bound_per_s.map(|b| {
+                let state = if l.reached { "reached" } else { "not reached" };
+                (b, format!("{} ({state})", l.kind.replace('_', " ")))
+            })
+        })
+        .collect();
+    let left_out: Vec<String> = s
+        .points
+        .iter()
+        .filter(|p| p.not_joined.is_some())
+        .map(|p| p.workers.to_string())
+        .collect();
+    Chart {
+        id: "scale".into(),
+        title: "Ceiling against workers".into(),
+        x_label: "workers".into(),
+        y_label: "executions/s".into(),
+        series,
+        hlines,
+        note: match (s.fit.is_none(), left_out.is_empty()) {
+            (true, _) => Some("no fit: ceilings at two worker counts at least are needed".into()),
+            (false, false) => Some(format!(
+                "left out of the fit (not every worker took jobs): {} workers",
+                left_out.join(", ")
+            )),
+            (false, true) => None,
+        },
+    }
+}
+
+/// `scale --format html` (and a scale sweep's): the chart, then `text` (the table and verdict).
+pub fn html(s: &Scaling, text: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>n8ncap scale</title>\
+         <style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}pre{{white-space:pre-wrap}}</style>\
+         </head><body><h1>n8ncap scale</h1>{}<pre>{}</pre></body></html>",
+        chart(s).svg(),
+        super::svg::esc(text)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::scaling::{SharedLimit, UslFit};
+
+    fn point(workers: u32, c: f64, not_joined: bool) -> ScalePoint {
+        ScalePoint {
+            run: format!("w{workers}"),
+            workers,
+            workers_source: "--workers".into(),
+            ceiling: Some([c, c - 0.5, c + 0.5]),
+            limit: None,
+            efficiency: None,
+            not_joined: not_joined.then(|| "about 2 worker(s) took jobs".into()),
+        }
+    }
+
+    /// The chart holds the measured points with their bars, the law and the linear line over
+    /// 1 … 1.25 × the top count, and each shared bound as a level; a point left out is said.
+    #[test]
+    fn the_chart_has_the_points_the_law_the_line_and_the_bounds() {
+        let s = Scaling {
+            points: vec![
+                point(1, 5.0, false),
+                point(2, 10.0, false),
+                point(4, 10.0, true),
+            ],
+            fit: Some(UslFit {
+                lambda_per_s: 5.0,
+                sigma: 0.0,
+                sigma_range: [0.0, 0.01],
+                kappa: 0.0,
+                kappa_range: [0.0, 0.0],
+                rms_error: 0.0,
+                peak_workers: None,
+                ceiling_per_s: None,
+                diminishing_from: None,
+            }),
+            shared: vec![SharedLimit {
+                kind: "main_intake".into(),
+                bound_per_s: Some(40.0),
+                reached: false,
+                evidence: Vec::new(),
+                fix: String::new(),
+            }],
+            verdict: String::new(),
+            plan: None,
+        };
+        let c = chart(&s);
+        assert_eq!(c.series.len(), 3);
+        assert_eq!(
+            c.series[0].points,
+            vec![(1.0, 5.0), (2.0, 10.0), (4.0, 10.0)]
+        );
+        assert_eq!(c.series[0].bars[2], (9.5, 10.5));
+        let (law, line) = (&c.series[1].points, &c.series[2].points);
+        assert_eq!(law.first(), Some(&(1.0, 5.0)));
+        assert_eq!(line.last(), Some(&(5.0, 25.0)));
+        assert!((law.last().unwrap().1 - 25.0).abs() < 1e-9);
+        assert_eq!(c.hlines[0].0, 40.0);
+        assert!(c.note.as_deref().unwrap().ends_with(": 4 workers"));
+        let page = html(&s, "table");
+        assert_eq!(page.matches("<svg").count(), 1);
+    }
 }

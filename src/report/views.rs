@@ -199,8 +199,14 @@ impl Rendered for Recommend<'_> {
 pub struct Scale<'a>(pub &'a crate::record::scaling::Scaling);
 
 impl Rendered for Scale<'_> {
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Html];
+
     fn table(&self) -> String {
         super::scale::scaling_table(self.0)
+    }
+
+    fn html(&self) -> Option<String> {
+        Some(super::scale::html(self.0, &self.table()))
     }
 }
 
@@ -211,8 +217,15 @@ impl Rendered for Scale<'_> {
 pub struct ScaleSweep<'a>(pub &'a crate::record::scaling::ScaleSweep);
 
 impl Rendered for ScaleSweep<'_> {
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Html];
+
     fn table(&self) -> String {
         super::scale::scale_sweep_table(self.0)
+    }
+
+    fn html(&self) -> Option<String> {
+        let s = self.0.scaling.as_ref()?;
+        Some(super::scale::html(s, &self.table()))
     }
 }
 

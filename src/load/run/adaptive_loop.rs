@@ -12,6 +12,7 @@ impl Sweep {
         interrupt: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
     ) -> anyhow::Result<Ending> {
         let mut search = Search::new(a.max_vus, a.to_failure);
+        search.head_start = a.head_start;
         let deadline = Instant::now() + a.budget;
         // The profile's stages only lend their settings (stage fields such as max_vus); the
         // levels are the search's.

@@ -91,6 +91,9 @@ pub struct AdaptiveOptions {
     pub max_stage: Duration,
     /// Past the knee, keep raising the load until thresholds fail.
     pub to_failure: bool,
+    /// The level tried right after the baseline while none is saturated (a scale sweep's
+    /// previous knee scaled to this count), instead of doubling up to it.
+    pub head_start: Option<u32>,
 }
 
 /// How the run ended, for the exit code.
