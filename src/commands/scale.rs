@@ -110,11 +110,7 @@ fn save(
         ended: "read from history".into(),
         scaling: Some(result.clone()),
     };
-    write_atomic(&dir.join("scale.json"), &serde_json::to_vec_pretty(&book)?)?;
-    if let Some(page) = crate::report::Rendered::html(&crate::report::views::ScaleSweep(&book)) {
-        write_atomic(&dir.join("scale.html"), page.as_bytes())?;
-    }
-    Ok(())
+    super::sweep_scale::save(dir, &book)
 }
 
 /// A target rate checked: executions per second above 0, within what any deployment runs.

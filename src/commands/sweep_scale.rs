@@ -263,7 +263,7 @@ fn at_count(a: &SweepArgs, base: &Path, n: u32) -> SweepArgs {
 }
 
 /// scale.json, and scale.html (the chart of ceiling against workers) once two counts are judged.
-fn save(base: &Path, book: &ScaleSweep) -> anyhow::Result<()> {
+pub(super) fn save(base: &Path, book: &ScaleSweep) -> anyhow::Result<()> {
     use crate::record::dir::write_atomic;
     use crate::report::Rendered;
     write_atomic(&base.join("scale.json"), &serde_json::to_vec_pretty(book)?)?;

@@ -293,17 +293,6 @@ fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
     }
 }
 
-fn words(kind: &str) -> &'static str {
-    match kind {
-        "main_intake" => "Main's intake (its CPU)",
-        "host_cpu" => "The host's CPU",
-        "postgres" => "Postgres",
-        "redis" => "Redis (its one thread)",
-        "postgres_server" => "Postgres' server CPU",
-        _ => "a shared limit",
-    }
-}
-
 fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) -> String {
     let mut text = String::new();
     for p in points {
@@ -344,7 +333,7 @@ fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) 
     match shared.iter().find(|s| s.reached) {
         Some(s) => text.push_str(&format!(
             " {} stops it: {}; {}.",
-            words(&s.kind),
+            s.words(),
             s.evidence.join("; "),
             s.fix
         )),
@@ -360,7 +349,7 @@ fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) 
             {
                 Some((s, v)) => text.push_str(&format!(
                     " The next: {} at {v:.1}/s ({}).",
-                    words(&s.kind),
+                    s.words(),
                     s.evidence.join("; ")
                 )),
                 None => text.push_str(
@@ -398,7 +387,7 @@ fn plan(
     if let Some((s, v)) = cap.filter(|(_, v)| *v < needed) {
         p.note = format!(
             "{} caps at {v:.1}/s, under the {needed:.1}/s a {target:.1}/s operating point needs: {}",
-            words(&s.kind),
+            s.words(),
             s.fix
         );
         if s.kind == "main_intake" {

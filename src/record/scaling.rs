@@ -75,6 +75,20 @@ pub struct SharedLimit {
     pub fix: String,
 }
 
+impl SharedLimit {
+    /// What a person calls the limit, in the verdict, the plan and the chart.
+    pub fn words(&self) -> &'static str {
+        match self.kind.as_str() {
+            "main_intake" => "Main's intake (its CPU)",
+            "host_cpu" => "The host's CPU",
+            "postgres" => "Postgres",
+            "redis" => "Redis (its one thread)",
+            "postgres_server" => "Postgres' server CPU",
+            _ => "a shared limit",
+        }
+    }
+}
+
 /// Workers for a target rate, at the 2/3 operating point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkersPlan {

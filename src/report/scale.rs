@@ -196,7 +196,7 @@ pub fn chart(s: &Scaling) -> Chart {
         .filter_map(|l| {
             l.bound_per_s.map(|b| {
                 let state = if l.reached { "reached" } else { "not reached" };
-                (b, format!("{} ({state})", l.kind.replace('_', " ")))
+                (b, format!("{} — {state}", l.words()))
             })
         })
         .collect();
