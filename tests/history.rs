@@ -797,12 +797,14 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
         step: Some(1.0),
         window: Some(5.0),
     };
-    let (mut one, mut parts) = rt.block_on(async {
+    let (mut one, mut parts, mut coarse) = rt.block_on(async {
         (
             history::read(&src, &q).await.unwrap(),
             history::read_in_parts(&src, &q, 15.0).await.unwrap(),
+            history::read_within_budget(&src, &q, 0.0).await.unwrap(),
         )
     });
+    per_window_reads_as_every_step(&one, &coarse);
     let edges = |h: &n8ncap::record::history::History| -> Vec<(f64, f64)> {
         h.windows.iter().map(|w| (w.start, w.end)).collect()
     };
@@ -823,6 +825,13 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
     let flags = n8ncap::model::settings::Settings::default;
     let (a, _) = n8ncap::diagnose::history::judge(&mut one, flags(), None);
     let (b, _) = n8ncap::diagnose::history::judge(&mut parts, flags(), None);
+    let (c, _) = n8ncap::diagnose::history::judge(&mut coarse, flags(), None);
+    assert_eq!(
+        a.capping_limit, c.capping_limit,
+        "{} | {}",
+        a.verdict, c.verdict
+    );
+    assert_eq!(a.measured_ceiling, c.measured_ceiling, "per window");
     assert_eq!(
         a.capping_limit, b.capping_limit,
         "{} | {}",
@@ -835,4 +844,43 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
     // A part's first step has no counter increase (its sample before is in the part before):
     // within one step's completions of the whole ceiling.
     assert!(within(y, x, 0.1), "{y} in parts, {x} at once");
+}
+
+/// Each process's series read per window (as a month of many workers is) against the same
+/// range read at every step: the same windows and processes, each window's CPU within a step's
+/// worth of the counter (its edges are the same samples), memory peaks at least the step
+/// grid's (every raw sample is seen), the same worker counts.
+fn per_window_reads_as_every_step(
+    fine: &n8ncap::record::history::History,
+    coarse: &n8ncap::record::history::History,
+) {
+    assert_eq!(fine.windows.len(), coarse.windows.len());
+    assert_eq!(fine.processes, coarse.processes);
+    assert!(fine.processes.len() >= 2, "{:?}", fine.processes);
+    let mut compared = 0;
+    for (f, c) in fine.windows.iter().zip(&coarse.windows) {
+        assert_eq!((f.start, f.end), (c.start, c.end));
+        assert_eq!(f.workers, c.workers, "window at {}", f.start);
+        for p in &f.cpu {
+            let Some(q) = c.cpu.iter().find(|q| q.process == p.process) else {
+                continue;
+            };
+            // The window's first step rises from the sample before it in both reads; a step's
+            // gap on the grid costs the fine read that step: 0.05 cores or 20 %.
+            assert!(
+                (p.cores - q.cores).abs() <= 0.05_f64.max(0.2 * p.cores),
+                "{} at {}: {} at every step, {} per window",
+                p.process,
+                f.start,
+                p.cores,
+                q.cores
+            );
+            if let (Some(a), Some(b)) = (p.rss_max_bytes, q.rss_max_bytes) {
+                assert!(b >= a * 0.999, "{} rss {a} {b}", p.process);
+            }
+            compared += 1;
+        }
+    }
+    // 20 s of load in 5 s windows, main and a worker in each busy one.
+    assert!(compared >= 4, "{compared} process windows compared");
 }

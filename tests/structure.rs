@@ -643,3 +643,40 @@ fn no_code_returns_a_refusal_as_a_bare_string() {
         found.join("\n")
     );
 }
+
+/// A limit's kind is named in one place: no `Limit::` variant outside `src/limits/` (a file per
+/// kind and its dispatcher), `src/model/` (the generic bound arithmetic and the enum's words)
+/// and tests. Everything else asks the limits room.
+#[test]
+fn no_limit_variant_is_named_outside_the_limits_and_the_model() {
+    let mut named = Vec::new();
+    let mut seen = 0;
+    for p in sources() {
+        let r = rel(&p);
+        let text = std::fs::read_to_string(&p).unwrap();
+        seen += text.matches("Limit::").count();
+        let test_code = is_test_module(&p) || r.contains("/tests/");
+        if r.starts_with("limits/") || r.starts_with("model/") || test_code {
+            continue;
+        }
+        for (i, l) in code(&text).lines().enumerate() {
+            // `Limit::` as a path of its own (not `SharedLimit::` or `limits::`).
+            let hits = l.match_indices("Limit::").any(|(j, _)| {
+                !l[..j]
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if hits {
+                named.push(format!("src/{r}:{}: {}", i + 1, l.trim()));
+            }
+        }
+    }
+    // The detector reads the code that names the variants (the model and the limits do).
+    assert!(seen > 20, "{seen}");
+    assert!(
+        named.is_empty(),
+        "Limit variants named outside src/limits/ and src/model/:\n{}",
+        named.join("\n")
+    );
+}

@@ -272,7 +272,7 @@ fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
             e.1.push(c.cores);
             e.2 = e.2.max(c.rss_max_bytes.unwrap_or(0.0));
             e.3 = e.3.max(c.eventloop_lag_max_s.unwrap_or(0.0));
-            e.4.extend(c.db_pool.clone());
+            e.4.extend(c.db_pool.as_deref().cloned());
         }
     }
     let samples = ws.iter().map(|w| w.samples).sum::<u32>().max(1);

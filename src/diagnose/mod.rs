@@ -28,7 +28,7 @@ pub(crate) mod tests;
 
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
-use crate::model::{self, Capacity, Job, Limit};
+use crate::model::{self, Capacity, Job};
 use crate::record::diagnosis::{
     BreakPoint, BreakPointKind, Comparison, CpuUse, CurvePoint, Diagnosis, Level,
 };
@@ -84,7 +84,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &levels,
         &mut findings,
     );
-    let v = no_runner(v, &findings);
+    let v = crate::limits::runner_tasks::when_no_runner_takes(v, &findings);
     let v = leads_first(v, stages, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
@@ -173,24 +173,6 @@ fn service_time(
             .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o))
     } else {
         levels::service_time(levels, settings)
-    }
-}
-
-/// Executions that fail after the task request timeout with no limit named: no runner takes
-/// the Code tasks.
-fn no_runner(v: Verdict, findings: &[Finding]) -> Verdict {
-    let no_runner = findings
-        .iter()
-        .any(|f| f.id == FindingId::WorkerWithoutRunner);
-    if no_runner && v.limit.is_none() {
-        Verdict {
-            limit: Some(Limit::NoRunner),
-            text: "Executions fail after the task request timeout: no runner takes the Code tasks."
-                .into(),
-            cpu: None,
-        }
-    } else {
-        v
     }
 }
 

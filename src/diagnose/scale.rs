@@ -9,7 +9,9 @@ use crate::error::BadInput;
 use crate::findings::FindingId;
 use crate::model::usl;
 use crate::record::diagnosis::CpuSite;
-use crate::record::scaling::{PerWorker, ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
+use crate::record::scaling::{
+    PerWorker, ScalePoint, Scaling, SharedKind, SharedLimit, UslFit, WorkersPlan,
+};
 use crate::record::{Diagnosis, Role};
 
 /// A worker adds less than this share of one worker's ceiling: diminishing returns.
@@ -181,7 +183,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
     });
     if let Some(f) = db {
         out.push(SharedLimit {
-            kind: "postgres".into(),
+            kind: SharedKind::Postgres,
             bound_per_s: f.get("db_pool_bound_per_s"),
             reached: true,
             evidence: vec![f.title.clone()],
@@ -218,7 +220,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             ));
         }
         out.push(SharedLimit {
-            kind: "main_intake".into(),
+            kind: SharedKind::MainIntake,
             bound_per_s: Some(m.bound_per_s),
             reached: m.saturated || lagging.is_some(),
             evidence,
@@ -238,7 +240,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
         )];
         evidence.extend(taken.map(|f| f.title.clone()));
         out.push(SharedLimit {
-            kind: "host_cpu".into(),
+            kind: SharedKind::HostCpu,
             bound_per_s: Some(h.bound_per_s),
             reached: h.saturated || taken.is_some(),
             evidence,
@@ -256,7 +258,7 @@ fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
     for (role, kind, what, fix) in [
         (
             Role::Redis,
-            "redis",
+            SharedKind::Redis,
             "its commands run on one thread",
             "give Redis a faster core (or its own node), keep other clients off the queue's \
              Redis, and check the job data each execution writes to the queue; more workers \
@@ -264,7 +266,7 @@ fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
         ),
         (
             Role::Postgres,
-            "postgres_server",
+            SharedKind::PostgresServer,
             "every process's pool draws on it",
             "give Postgres more CPU (or a faster disk), prune execution data \
              (EXECUTIONS_DATA_PRUNE, EXECUTIONS_DATA_SAVE_ON_SUCCESS=none); more workers will \
@@ -273,7 +275,7 @@ fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
     ] {
         if let Some(u) = d.cpu.iter().find(|u| u.role == Some(role)) {
             out.push(SharedLimit {
-                kind: kind.into(),
+                kind,
                 bound_per_s: Some(u.bound_per_s),
                 reached: u.saturated,
                 evidence: vec![format!(
@@ -390,7 +392,7 @@ fn plan(
             s.words(),
             s.fix
         );
-        if s.kind == "main_intake" {
+        if s.kind == SharedKind::MainIntake {
             beyond_main(&mut p, v, fit);
         }
         return p;
@@ -512,7 +514,11 @@ mod tests {
         // 4 → 8 gained 16.1/s for 4 workers of 4.9/s: 82 % of linear.
         let e = s.points[3].efficiency.unwrap();
         assert!((e - 16.1 / (4.0 * 4.9)).abs() < 0.02, "{e}");
-        let main = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        let main = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::MainIntake)
+            .unwrap();
         assert!(main.reached);
         // 0.025 s per execution on one core: 40/s (at least what was measured).
         assert!((main.bound_per_s.unwrap() - 40.0).abs() < 0.5, "{main:?}");
@@ -561,7 +567,11 @@ mod tests {
         };
         ds[3].1.cpu.push(redis);
         let s = judged(&ds, Some(30.0));
-        let r = s.shared.iter().find(|l| l.kind == "redis").unwrap();
+        let r = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::Redis)
+            .unwrap();
         assert!(r.reached);
         assert!((r.bound_per_s.unwrap() - 33.3).abs() < 0.1);
         // 30/s needs a 45/s ceiling, beyond Redis' 33/s: no workers.
@@ -584,12 +594,20 @@ mod tests {
             judged(&ds, None)
         };
         let s = lagged(0.15);
-        let m = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        let m = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::MainIntake)
+            .unwrap();
         assert!((m.bound_per_s.unwrap() - 40.0).abs() < 0.5);
         assert!(m.reached);
         assert_eq!(m.evidence.len(), 2);
         let s = lagged(0.02);
-        let m = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        let m = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::MainIntake)
+            .unwrap();
         assert!(!m.reached);
         assert_eq!(m.evidence.len(), 2);
     }
@@ -651,7 +669,11 @@ mod tests {
             .collect();
         let s = judged(&ds, None);
         assert!(s.shared.iter().all(|l| !l.reached));
-        let main = s.shared.iter().find(|l| l.kind == "main_intake").unwrap();
+        let main = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::MainIntake)
+            .unwrap();
         assert!((main.bound_per_s.unwrap() - 40.0).abs() < 0.5);
         assert!(s.points[1].efficiency.unwrap() > 0.95);
     }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
+use crate::model::Limit;
 use crate::record::diagnosis::{CpuSite, SaturationSign};
 use crate::record::stage::{ContainerObserved, EndpointObserved, Latency, QueueObserved};
 use crate::record::{LoadLevel, LoadModel, Role};

@@ -239,3 +239,21 @@ impl Kind for NoRunner {
         Vec::new()
     }
 }
+
+/// Executions that fail after the task request timeout with no limit named: no runner takes
+/// the Code tasks (a worker without a runner was found), so the verdict says that.
+pub fn when_no_runner_takes(v: Verdict, findings: &[Finding]) -> Verdict {
+    let no_runner = findings
+        .iter()
+        .any(|f| f.id == FindingId::WorkerWithoutRunner);
+    if no_runner && v.limit.is_none() {
+        Verdict {
+            limit: Some(Limit::NoRunner),
+            text: "Executions fail after the task request timeout: no runner takes the Code tasks."
+                .into(),
+            cpu: None,
+        }
+    } else {
+        v
+    }
+}

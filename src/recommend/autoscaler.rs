@@ -174,7 +174,7 @@ pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
                 ((b / per_worker).ceil() as u32).max(1),
                 format!(
                     "{} bounds the deployment at {b:.1}/s = {:.1} workers of {per_worker:.2}/s",
-                    l.kind,
+                    l.words(),
                     b / per_worker
                 ),
             )

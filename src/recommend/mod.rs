@@ -14,7 +14,7 @@ use crate::error::NoPlan;
 use crate::limits::{self, with_runners};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{self, n8n_defaults, Job, Limit};
+use crate::model::{self, n8n_defaults, Job};
 use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
 use crate::record::recommendation::{PredictedBound, Recommendation};
 use crate::record::Role;
@@ -310,12 +310,14 @@ struct Basis {
     operating: u32,
 }
 
-/// The predicted ceiling of `plan` with every bound known, and which binds.
-fn predict(plan: &Settings, ctx: &Context) -> (f64, PredictedBound) {
+/// The predicted ceiling of `plan` with every bound known, and which binds; None when no
+/// bound is known.
+fn predict(plan: &Settings, ctx: &Context) -> Option<(f64, PredictedBound)> {
     let mut bounds = Vec::new();
     if let Some(c) = limits::capacity(plan, ctx.job.overhead_s) {
-        let binding = c.binding().map_or(Limit::WorkerConcurrency, |b| b.limit);
-        bounds.push((c.ceiling, PredictedBound::Setting(binding)));
+        if let Some(b) = c.binding() {
+            bounds.push((c.ceiling, PredictedBound::Setting(b.limit)));
+        }
     }
     let (now, new) = (ctx.current, plan);
     // A process's CPU bound scales with how many of it there are.
@@ -339,15 +341,14 @@ fn predict(plan: &Settings, ctx: &Context) -> (f64, PredictedBound) {
     if let Some(h) = cpu::host_bound(ctx.cpu) {
         bounds.push((h.bound_per_s, PredictedBound::HostCpu));
     }
-    bounds
-        .into_iter()
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .unwrap_or((0.0, PredictedBound::Setting(Limit::WorkerConcurrency)))
+    bounds.into_iter().min_by(|a, b| a.0.total_cmp(&b.0))
 }
 
 fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation, NoPlan> {
     check_bounds(&plan)?;
-    let (predicted, bound) = predict(&plan, ctx);
+    let (predicted, bound) = predict(&plan, ctx).ok_or_else(|| {
+        NoPlan("the plan's settings give no bound to predict from: set the workers' concurrency (--worker-concurrency)".into())
+    })?;
     if basis.kind == BreakPointKind::Knee {
         if let Some(m) = ctx.measured.filter(|m| predicted < 0.95 * m) {
             return Err(NoPlan(format!(

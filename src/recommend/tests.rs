@@ -3,6 +3,7 @@
 use super::*;
 use crate::diagnose::tests::{closed, cpu_stage, run, settings};
 use crate::model::settings::Provenance;
+use crate::model::Limit;
 
 #[test]
 fn reference_check_break_point_120_job_24s() {

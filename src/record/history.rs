@@ -66,7 +66,7 @@ pub struct ProcessCpu {
     pub eventloop_lag_max_s: Option<f64>,
     /// The process's database pool over the window (n8n's `db_pool_*` gauges), when exposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub db_pool: Option<super::db::DbPoolObserved>,
+    pub db_pool: Option<Box<super::db::DbPoolObserved>>,
 }
 
 /// One window of the range.

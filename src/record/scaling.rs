@@ -64,8 +64,7 @@ impl UslFit {
 /// A limit all workers share, and whether the runs reached it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SharedLimit {
-    /// `main_intake`, `host_cpu`, `postgres`.
-    pub kind: String,
+    pub kind: SharedKind,
     /// Its bound, /s, when it can be computed (main: its one core ÷ CPU s per execution).
     pub bound_per_s: Option<f64>,
     /// The run at the highest worker count was at it.
@@ -75,17 +74,39 @@ pub struct SharedLimit {
     pub fix: String,
 }
 
+/// Which server all workers share (its name in JSON: `main_intake`, `host_cpu`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharedKind {
+    /// Main (or the webhook processors) receiving, writing and enqueuing each execution.
+    MainIntake,
+    /// The cores of the host the workers share.
+    HostCpu,
+    /// Postgres' connections (`max_connections` against the pools).
+    Postgres,
+    /// The queue's Redis, one thread.
+    Redis,
+    /// Postgres' server CPU.
+    PostgresServer,
+}
+
+impl SharedKind {
+    /// What a person calls the limit, in the verdict, the plan and the chart.
+    pub fn words(self) -> &'static str {
+        match self {
+            SharedKind::MainIntake => "Main's intake (its CPU)",
+            SharedKind::HostCpu => "The host's CPU",
+            SharedKind::Postgres => "Postgres",
+            SharedKind::Redis => "Redis (its one thread)",
+            SharedKind::PostgresServer => "Postgres' server CPU",
+        }
+    }
+}
+
 impl SharedLimit {
     /// What a person calls the limit, in the verdict, the plan and the chart.
     pub fn words(&self) -> &'static str {
-        match self.kind.as_str() {
-            "main_intake" => "Main's intake (its CPU)",
-            "host_cpu" => "The host's CPU",
-            "postgres" => "Postgres",
-            "redis" => "Redis (its one thread)",
-            "postgres_server" => "Postgres' server CPU",
-            _ => "a shared limit",
-        }
+        self.kind.words()
     }
 }
 

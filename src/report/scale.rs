@@ -274,7 +274,7 @@ mod tests {
                 diminishing_from: None,
             }),
             shared: vec![SharedLimit {
-                kind: "main_intake".into(),
+                kind: crate::record::scaling::SharedKind::MainIntake,
                 bound_per_s: Some(40.0),
                 reached: false,
                 evidence: Vec::new(),

@@ -1,14 +1,17 @@
 //! A range longer than [`super::MAX_STEPS`] steps per series (a month at a 15 s step) read in
 //! parts: each part a whole number of windows, read and cut into windows as a range of its own,
-//! then joined. Memory is bounded by one part's series, not by the month. The windows a
-//! judgement can never use keep no per-process figures: those with no job waiting and under
+//! then joined. Memory is bounded by one part's series, not by the month.
+//!
+//! Which windows a judgement can use ([`usable`]) is decided here: those with jobs waiting or at
 //! half the highest throughput read so far (the busy windows are at half of the top or more,
-//! and a stalled queue had jobs waiting), so a month of idle windows costs a few numbers each.
+//! and a stalled queue had jobs waiting). Each process's series are read only over them
+//! (`grain`), and a window that a later part's higher top makes unusable sheds its figures, so
+//! a month of idle windows costs a few numbers each.
 
-use super::{read_one, Query};
+use super::{read_within, Bounds, Query};
 use crate::model::settings::Sourced;
 use crate::observe::prometheus::{PromError, Source};
-use crate::record::history::History;
+use crate::record::history::{History, Window};
 
 /// Waiting below this many jobs on average is no queue (as the judgement reads it).
 const WAITED: f64 = 1.0;
@@ -49,7 +52,11 @@ pub(super) async fn read(
             window,
             ..q.clone()
         };
-        let part = read_one(src, &part_q, step.clone(), interval).await?;
+        let bounds = Bounds {
+            top: out.as_ref().map_or(0.0, top),
+            ..Bounds::default()
+        };
+        let part = read_within(src, &part_q, (step.clone(), interval), bounds).await?;
         out = Some(match out {
             None => part,
             Some(h) => join(h, part),
@@ -97,15 +104,25 @@ fn join(mut a: History, b: History) -> History {
     a
 }
 
-/// Drops the per-process figures of the windows no judgement can use (see the module).
-fn shed(h: &mut History) {
-    let top = h
-        .windows
+/// The highest throughput of the windows read.
+fn top(h: &History) -> f64 {
+    h.windows
         .iter()
         .map(|w| w.throughput_per_s)
-        .fold(0.0, f64::max);
+        .fold(0.0, f64::max)
+}
+
+/// A window a judgement can use, when the highest throughput is `top`: jobs waited in it, or
+/// it is at half of the top or more (see the module).
+pub(super) fn usable(w: &Window, top: f64) -> bool {
+    w.waiting_mean >= WAITED || w.throughput_per_s >= IDLE_SHARE * top
+}
+
+/// Drops the per-process figures of the windows no judgement can use (see the module).
+fn shed(h: &mut History) {
+    let top = top(h);
     for w in h.windows.iter_mut() {
-        if w.waiting_mean < WAITED && w.throughput_per_s < IDLE_SHARE * top {
+        if !usable(w, top) {
             w.cpu = Vec::new();
         }
     }

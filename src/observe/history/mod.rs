@@ -12,7 +12,7 @@ use super::prometheus::{PromError, Series, Source};
 use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
 use crate::record::history::{
-    CounterReset, ExporterSettings, History, HistoryGap, Process, ProcessCpu, Window,
+    CounterReset, ExporterSettings, History, HistoryGap, Process, Window,
 };
 use crate::record::Role;
 use std::collections::BTreeMap;
@@ -330,6 +330,10 @@ impl Steps {
 }
 
 /// n8n's series, each read over the whole range; Prometheus' warnings kept.
+/// Main's series (indices into [`READ`]), read at every step; the rest are each process's
+/// (`grain`).
+const MAIN_READ: [usize; 6] = [0, 1, 2, 3, 7, 8];
+
 const READ: [&str; 12] = [
     "n8n_scaling_mode_queue_jobs_active",
     "n8n_scaling_mode_queue_jobs_waiting",
@@ -369,6 +373,22 @@ pub async fn read_in_parts(src: &Source, q: &Query, most_steps: f64) -> Result<H
     chunks::read(src, q, Sourced::new(step, why), interval, most_steps).await
 }
 
+/// The range read at once, each process's series per window when processes × steps is past
+/// `budget` (0: always), as a month of many workers is read.
+pub async fn read_within_budget(
+    src: &Source,
+    q: &Query,
+    budget: f64,
+) -> Result<History, PromError> {
+    let interval = scrape_interval(src, q).await;
+    let (step, why) = choose_step(q, interval);
+    let bounds = Bounds {
+        budget,
+        ..Bounds::default()
+    };
+    read_within(src, q, (Sourced::new(step, why), interval), bounds).await
+}
+
 /// The range read at once at `step`.
 async fn read_one(
     src: &Source,
@@ -376,65 +396,74 @@ async fn read_one(
     step: Sourced<f64>,
     interval: Option<f64>,
 ) -> Result<History, PromError> {
+    read_within(src, q, (step, interval), Bounds::default()).await
+}
+
+/// What bounds a read's memory: each process's series at every step while processes × steps
+/// is within `budget` (else per window), and its figures kept only in windows at half of `top`
+/// (the highest throughput of the parts read before) or with jobs waiting.
+#[derive(Clone, Copy)]
+struct Bounds {
+    budget: f64,
+    top: f64,
+}
+
+impl Default for Bounds {
+    fn default() -> Bounds {
+        Bounds {
+            budget: grain::FINE_POINTS,
+            top: 0.0,
+        }
+    }
+}
+
+/// The range read at once at `step`, within `bounds`.
+async fn read_within(
+    src: &Source,
+    q: &Query,
+    (step, interval): (Sourced<f64>, Option<f64>),
+    bounds: Bounds,
+) -> Result<History, PromError> {
     let mut h = History::empty(src.shown.clone(), q, step.clone(), interval);
     let step = step.value;
-    let mut read: Vec<Vec<Series>> = Vec::with_capacity(READ.len());
-    // A long history takes a while: say how far it is (on stderr).
-    let long = q.end - q.start > 86_400.0;
-    for (i, metric) in READ.iter().enumerate() {
-        if long {
-            eprintln!("n8ncap: reading {metric} ({}/{})", i + 1, READ.len());
-        }
-        let m = src
-            .query_range(&selector(metric, &q.matchers), q.start, q.end, step)
-            .await?;
-        h.warnings.extend(m.warnings);
-        read.push(m.series);
-    }
-    let [active, waiting, completed, failed, cpu, rss, lag, dur_sum, dur_count, p_active, p_max, p_pending] =
-        <[Vec<Series>; 12]>::try_from(read).unwrap_or_else(|_| unreachable!());
-    h.exporter = exporter(src, q).await;
-    h.processes = processes(&active, &cpu);
     let range = (q.end - q.start).max(0.0);
     let g = Steps {
         start: q.start,
         step,
         n: ((range / step).floor() as usize + 1).max(1),
     };
+    let mut read: Vec<Vec<Series>> = Vec::with_capacity(MAIN_READ.len());
+    // A long history takes a while: say how far it is (on stderr).
+    let long = q.end - q.start > 86_400.0;
+    for (i, k) in MAIN_READ.iter().enumerate() {
+        if long {
+            eprintln!(
+                "n8ncap: reading {} ({}/{})",
+                READ[*k],
+                i + 1,
+                MAIN_READ.len()
+            );
+        }
+        let m = src
+            .query_range(&selector(READ[*k], &q.matchers), q.start, q.end, step)
+            .await?;
+        h.warnings.extend(m.warnings);
+        read.push(m.series);
+    }
+    let [active, waiting, completed, failed, dur_sum, dur_count] =
+        <[Vec<Series>; 6]>::try_from(read).unwrap_or_else(|_| unreachable!());
+    h.exporter = exporter(src, q).await;
     let a = g.main(&active, READ[0], true, &mut h);
     let w = g.main(&waiting, READ[1], true, &mut h);
     let c = g.main(&completed, READ[2], false, &mut h);
     let f = g.main(&failed, READ[3], false, &mut h);
     let ticks = completion_ticks(src, q, interval).await;
-    h.queue_refresh_s = ticks.as_ref().and_then(|t| t.period_s);
-    h.queue_refresh_by = match h.queue_refresh_s {
-        Some(_) => "measured: the refresh ticks of the completion counter's raw samples".into(),
-        None => String::new(),
-    };
-    if h.queue_refresh_s.is_none() {
-        h.queue_refresh_s = c
-            .as_ref()
-            .and_then(|x| refresh_of(x, step))
-            .or(a.as_ref().and_then(|x| refresh_of(x, step)));
-        if h.queue_refresh_s.is_some() {
-            h.queue_refresh_by =
-                "the median spacing of the counter's changes on the step grid".into();
-        }
-    }
-    h.tick_half_width_s = ticks.as_ref().and_then(|t| {
-        let mut v: Vec<f64> = t.ticks.iter().map(|t| t.half_width).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    });
+    refresh(&mut h, ticks.as_ref(), [c.as_ref(), a.as_ref()]);
     let done = c.as_ref().map(|x| g.increases(x, &mut h));
     let fail = f.as_ref().map(|x| g.increases(x, &mut h));
     // Every series of the execution histogram counts (each workflow, status and process).
     let dsum = g.summed(&dur_sum, READ[7], &mut h);
     let dcnt = g.summed(&dur_count, READ[8], &mut h);
-    let pool = [p_active, p_max, p_pending];
-    let procs = per_process(&g, (&cpu, &rss, &lag), &pool, &mut h);
-    let counts = workers::counts(src, q, &g, &h.processes, &cpu).await;
-    h.workers_by = counts.as_ref().map(|c| c.by.clone());
     let refresh = h.queue_refresh_s.unwrap_or(step);
     h.window_s = q
         .window
@@ -442,6 +471,7 @@ async fn read_one(
         .max(3.0 * refresh)
         .max(5.0 * step)
         .min(range.max(step));
+    let per = ((h.window_s / step).round() as usize).max(1);
     let series = Series5 {
         a: a.as_ref(),
         w: w.as_ref(),
@@ -450,19 +480,72 @@ async fn read_one(
         fail: fail.as_deref(),
         dsum: dsum.as_deref(),
         dcnt: dcnt.as_deref(),
-        cpu: &procs,
-        workers: counts.as_ref().map(|c| c.per_step.as_slice()),
     };
-    let per = ((h.window_s / step).round() as usize).max(1);
+    let mut cut = Vec::new();
     let mut i = 0;
     while i < g.n {
         let j = (i + per).min(g.n);
         if let Some(win) = window(&series, i, j, q.start, step, refresh) {
             h.windows.push(win);
+            cut.push(i..j);
         }
         i = j;
     }
+    // Each process's series only over the windows a judgement can use (memory and the points
+    // read are a month's busy hours, not the month): see `chunks::usable`.
+    let top = h
+        .windows
+        .iter()
+        .map(|w| w.throughput_per_s)
+        .fold(bounds.top, f64::max);
+    let usable: Vec<bool> = h.windows.iter().map(|w| chunks::usable(w, top)).collect();
+    let spans: Vec<std::ops::Range<usize>> = cut
+        .iter()
+        .zip(&usable)
+        .filter(|(_, u)| **u)
+        .map(|(r, _)| r.clone())
+        .collect();
+    let procs = grain::read(src, q, (&g, per), &spans, (&active, bounds.budget), &mut h).await?;
+    let counts = workers::counts(src, q, &g, &h.processes, &procs).await;
+    h.workers_by = counts.as_ref().map(|c| c.by.clone());
+    for ((w, r), u) in h.windows.iter_mut().zip(cut).zip(usable) {
+        w.workers = counts
+            .as_ref()
+            .and_then(|c| workers::of_window(&c.per_step, r.start, r.end));
+        if u {
+            w.cpu = procs.figures(r.start, r.end, step);
+        }
+    }
     Ok(h)
+}
+
+/// How often main's queue figures refresh: from the completion counter's raw ticks, else from
+/// how often a series on the grid (the counter, else the active gauge) changed.
+fn refresh(
+    h: &mut History,
+    ticks: Option<&super::refresh::Refreshes>,
+    on_grid: [Option<&Grid>; 2],
+) {
+    h.queue_refresh_s = ticks.and_then(|t| t.period_s);
+    h.queue_refresh_by = match h.queue_refresh_s {
+        Some(_) => "measured: the refresh ticks of the completion counter's raw samples".into(),
+        None => String::new(),
+    };
+    if h.queue_refresh_s.is_none() {
+        h.queue_refresh_s = on_grid
+            .iter()
+            .flatten()
+            .find_map(|x| refresh_of(x, h.step_s.value));
+        if h.queue_refresh_s.is_some() {
+            h.queue_refresh_by =
+                "the median spacing of the counter's changes on the step grid".into();
+        }
+    }
+    h.tick_half_width_s = ticks.and_then(|t| {
+        let mut v: Vec<f64> = t.ticks.iter().map(|t| t.half_width).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    });
 }
 
 /// The completion counter's refresh ticks, from its raw samples on main (the series with the
@@ -490,53 +573,6 @@ async fn completion_ticks(
     (!r.ticks.is_empty()).then_some(r)
 }
 
-/// Each process found: its CPU counter's increases, its resident memory and event-loop lag.
-fn per_process(
-    g: &Steps,
-    (cpu, rss, lag): (&[Series], &[Series], &[Series]),
-    pool: &[Vec<Series>; 3],
-    h: &mut History,
-) -> Vec<Proc> {
-    let mut out = Vec::new();
-    for s in cpu {
-        let target = key(&s.labels);
-        let Some(p) = h
-            .processes
-            .iter()
-            .find(|p| (p.job.clone(), p.instance.clone()) == target)
-            .cloned()
-        else {
-            continue;
-        };
-        let counter = g.checked(s, READ[4], false, h);
-        let cpu = g.increases(&counter, h);
-        let mut gauge = |v: &[Series], metric: &str| {
-            v.iter()
-                .find(|x| key(&x.labels) == target)
-                .map(|x| g.checked(x, metric, false, h).values)
-        };
-        let rss = gauge(rss, READ[5]);
-        let lag = gauge(lag, READ[6]);
-        let pool = match (
-            gauge(&pool[0], READ[9]),
-            gauge(&pool[1], READ[10]),
-            gauge(&pool[2], READ[11]),
-        ) {
-            (Some(a), Some(m), p) => Some([a, m, p.unwrap_or_default()]),
-            _ => None,
-        };
-        out.push(Proc {
-            name: p.name(),
-            role: p.role,
-            cpu,
-            rss,
-            lag,
-            pool,
-        });
-    }
-    out
-}
-
 /// The per-step series a window is cut from.
 struct Series5<'a> {
     a: Option<&'a Grid>,
@@ -547,20 +583,6 @@ struct Series5<'a> {
     fail: Option<&'a [Option<f64>]>,
     dsum: Option<&'a [Option<f64>]>,
     dcnt: Option<&'a [Option<f64>]>,
-    cpu: &'a [Proc],
-    /// The workers running at each step (`workers`).
-    workers: Option<&'a [Option<u32>]>,
-}
-
-/// One process's per-step series: CPU increases, resident memory, event-loop lag.
-struct Proc {
-    name: String,
-    role: Role,
-    cpu: Vec<Option<f64>>,
-    rss: Option<Vec<Option<f64>>>,
-    lag: Option<Vec<Option<f64>>>,
-    /// The database pool's gauges: connections in use, the pool's size, requests pending.
-    pool: Option<[Vec<Option<f64>>; 3]>,
 }
 
 /// The slots taken at the steps of `i..j` that read both gauges and where a job waited: every
@@ -621,28 +643,6 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     let x = completions / covered_s;
     let (ds, dn) = (steps(s.dsum).0, steps(s.dcnt).0);
-    let cpu = s
-        .cpu
-        .iter()
-        .filter_map(|p| {
-            let (used, k) = p.cpu[i..j]
-                .iter()
-                .flatten()
-                .fold((0.0, 0), |(a, k), x| (a + x, k + 1));
-            let top = |v: &Option<Vec<Option<f64>>>| {
-                v.as_ref()
-                    .and_then(|v| v[i..j].iter().flatten().copied().reduce(f64::max))
-            };
-            (k > 0).then(|| ProcessCpu {
-                process: p.name.clone(),
-                role: p.role,
-                cores: used / (k as f64 * step),
-                rss_max_bytes: top(&p.rss),
-                eventloop_lag_max_s: top(&p.lag),
-                db_pool: p.pool.as_ref().and_then(|v| pool_window(v, i, j)),
-            })
-        })
-        .collect();
     let gaps = (j - i).saturating_sub(av.len().min(wv.len())) as u32;
     Some(Window {
         start: from,
@@ -663,45 +663,13 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         waited_samples: full.len() as u32,
         samples: av.len().min(wv.len()) as u32,
         gaps,
-        cpu,
+        cpu: Vec::new(),
         execution_s: (dn > 0.0).then(|| ds / dn),
         executions: dn,
         busy: false,
         evidence: Vec::new(),
         idle_workers: Vec::new(),
-        workers: s.workers.and_then(|v| workers::of_window(v, i, j)),
-    })
-}
-
-/// A window's pool figures from its per-step gauges (connections in use never above the pool:
-/// a step that says so is left out).
-fn pool_window(
-    v: &[Vec<Option<f64>>; 3],
-    i: usize,
-    j: usize,
-) -> Option<crate::record::stage::DbPoolObserved> {
-    let steps: Vec<(f64, f64, f64)> = (i..j)
-        .filter_map(|k| {
-            let (a, m) = (v[0].get(k).copied()??, v[1].get(k).copied()??);
-            let p = v[2].get(k).copied().flatten().unwrap_or(0.0);
-            (a <= m && m <= crate::observe::scrape::MAX_POOL).then_some((a, m, p))
-        })
-        .collect();
-    if steps.is_empty() {
-        return None;
-    }
-    let n = steps.len() as f64;
-    let sum = |f: fn(&(f64, f64, f64)) -> f64| steps.iter().map(f).sum::<f64>();
-    let top = |f: fn(&(f64, f64, f64)) -> f64| steps.iter().map(f).fold(0.0, f64::max);
-    Some(crate::record::stage::DbPoolObserved {
-        max: top(|s| s.1),
-        active_mean: sum(|s| s.0) / n,
-        active_max: top(|s| s.0),
-        pending_mean: sum(|s| s.2) / n,
-        pending_max: top(|s| s.2),
-        samples: steps.len() as u32,
-        gaps: ((j - i) - steps.len()) as u32,
-        ..Default::default()
+        workers: None,
     })
 }
 
@@ -770,6 +738,7 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
 }
 
 mod chunks;
+mod grain;
 #[cfg(test)]
 mod tests;
 mod workers;

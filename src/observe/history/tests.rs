@@ -134,8 +134,6 @@ fn a_window_reads_the_slots_where_a_job_waited_step_by_step() {
         fail: None,
         dsum: None,
         dcnt: None,
-        cpu: &[],
-        workers: None,
     };
     let win = window(&s, 0, 5, 0.0, 1.0, 1.0).unwrap();
     assert_eq!(win.active_while_waiting, Some(15.0));

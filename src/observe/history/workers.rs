@@ -5,6 +5,7 @@
 //! number, at most [`MAX_WORKERS`]); a window holds a count only when every reading in it
 //! agrees, so a window where workers came or went is judged at no count.
 
+use super::grain::PerProcess;
 use super::{key, selector, Query, Steps};
 use crate::observe::prometheus::{Series, Source};
 use crate::record::history::Process;
@@ -78,42 +79,51 @@ fn on_grid(s: &Series, g: &Steps) -> Vec<Option<f64>> {
     v
 }
 
-/// The worker targets scraped up at each step: `up` of every target a worker process was read
-/// from.
-async fn targets_up(src: &Source, q: &Query, g: &Steps, workers: &[&Process]) -> Option<Counts> {
-    let up = src
-        .query_range(&selector("up", &q.matchers), q.start, q.end, g.step)
-        .await
-        .ok()?;
-    let ours: Vec<&Series> = up
-        .series
-        .iter()
-        .filter(|s| {
-            let (job, inst) = key(&s.labels);
-            workers.iter().any(|p| p.job == job && p.instance == inst)
-        })
-        .collect();
-    if ours.is_empty() {
-        return None;
+/// The worker targets scraped up at each entry of the spans the processes were read over: `up`
+/// of every target a worker process was read from. Read per window (a coarse grain), a target
+/// counts when it was up at any scrape of the window (`max_over_time`).
+async fn targets_up(
+    src: &Source,
+    q: &Query,
+    procs: &PerProcess,
+    workers: &[&Process],
+) -> Option<(Vec<(usize, Vec<Option<u32>>)>, usize)> {
+    let mut out = Vec::new();
+    let mut targets = 0;
+    for r in &procs.spans {
+        let g = procs.grid_of(r);
+        let up = selector("up", &q.matchers);
+        let expr = if procs.grain > 1 {
+            format!("max_over_time({up}[{:.0}s])", g.step)
+        } else {
+            up
+        };
+        let end = g.start + (g.n.max(1) - 1) as f64 * g.step;
+        let up = src.query_range(&expr, g.start, end, g.step).await.ok()?;
+        let ours: Vec<&Series> = up
+            .series
+            .iter()
+            .filter(|s| {
+                let (job, inst) = key(&s.labels);
+                workers.iter().any(|p| p.job == job && p.instance == inst)
+            })
+            .collect();
+        targets = targets.max(ours.len());
+        let grids: Vec<Vec<Option<bool>>> = ours
+            .iter()
+            .map(|s| up_between_flaps(&on_grid(s, &g)))
+            .collect();
+        // Entry 0 of the span's grid is the one before it.
+        let per_entry = (1..g.n)
+            .map(|i| {
+                let read: Vec<bool> = grids.iter().filter_map(|v| v[i]).collect();
+                // An entry where no target has a sample is no reading (Prometheus was down).
+                (!read.is_empty()).then(|| read.iter().filter(|up| **up).count() as u32)
+            })
+            .collect();
+        out.push((r.start, per_entry));
     }
-    let grids: Vec<Vec<Option<bool>>> = ours
-        .iter()
-        .map(|s| up_between_flaps(&on_grid(s, g)))
-        .collect();
-    let per_step = (0..g.n)
-        .map(|i| {
-            let read: Vec<bool> = grids.iter().filter_map(|v| v[i]).collect();
-            // A step where no target has a sample is no reading (Prometheus was down).
-            (!read.is_empty()).then(|| read.iter().filter(|up| **up).count() as u32)
-        })
-        .collect();
-    Some(Counts {
-        per_step,
-        by: format!(
-            "the worker targets scraped up (`up` of {} target(s))",
-            ours.len()
-        ),
-    })
+    (targets > 0).then_some((out, targets))
 }
 
 /// Steps a failed scrape makes look down: a target that was up within [`FLAP_STEPS`] before
@@ -137,35 +147,42 @@ fn up_between_flaps(v: &[Option<f64>]) -> Vec<Option<bool>> {
         .collect()
 }
 
-/// The worker processes with a CPU sample at each step.
-fn with_cpu(cpu: &[Series], g: &Steps, workers: &[&Process]) -> Option<Counts> {
-    let grids: Vec<Vec<Option<f64>>> = cpu
+/// The worker processes with a CPU figure at each entry of the spans read.
+fn with_cpu(procs: &PerProcess, workers: &[&Process]) -> Vec<(usize, Vec<Option<u32>>)> {
+    let ours: Vec<&super::grain::Proc> = procs
+        .procs
         .iter()
-        .filter(|s| {
-            let (job, inst) = key(&s.labels);
-            workers.iter().any(|p| p.job == job && p.instance == inst)
+        .filter(|p| p.role == Role::Worker && workers.iter().any(|w| w.name() == p.name))
+        .collect();
+    procs
+        .spans
+        .iter()
+        .map(|r| {
+            let per_entry = r
+                .clone()
+                .map(|e| {
+                    let n = ours
+                        .iter()
+                        .filter(|p| p.cpu.get(e..e + 1).is_some_and(|v| v[0].is_some()))
+                        .count();
+                    Some(n as u32)
+                })
+                .collect();
+            (r.start, per_entry)
         })
-        .map(|s| on_grid(s, g))
-        .collect();
-    if grids.is_empty() {
-        return None;
-    }
-    let per_step = (0..g.n)
-        .map(|i| Some(grids.iter().filter(|v| v[i].is_some()).count() as u32))
-        .collect();
-    Some(Counts {
-        per_step,
-        by: "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
-    })
+        .collect()
 }
 
-/// The count at each step, by the best source the history has.
+/// The count at each step, by the best source the history has: the worker Deployment's
+/// replicas over the whole range; else, over the spans the processes were read (the usable
+/// windows), the worker targets up or the workers with a CPU figure — an entry of a coarse
+/// grain gives the count of each step of its window.
 pub(super) async fn counts(
     src: &Source,
     q: &Query,
     g: &Steps,
     processes: &[Process],
-    cpu: &[Series],
+    procs: &PerProcess,
 ) -> Option<Counts> {
     let workers: Vec<&Process> = processes
         .iter()
@@ -177,10 +194,32 @@ pub(super) async fn counts(
     if workers.is_empty() {
         return None;
     }
-    if let Some(c) = targets_up(src, q, g, &workers).await {
-        return Some(c);
+    let (entries, by) = match targets_up(src, q, procs, &workers).await {
+        Some((e, n)) => (
+            e,
+            format!("the worker targets scraped up (`up` of {n} target(s))"),
+        ),
+        None => (
+            with_cpu(procs, &workers),
+            "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
+        ),
+    };
+    let mut per_step = vec![None; g.n];
+    let grain = procs.grain.max(1);
+    for (from, v) in entries {
+        for (k, c) in v.into_iter().enumerate() {
+            let e = from + k;
+            for x in per_step.iter_mut().skip(e * grain).take(grain) {
+                *x = c;
+            }
+        }
     }
-    with_cpu(cpu, g, &workers)
+    let by = if grain > 1 {
+        format!("{by}, per window")
+    } else {
+        by
+    };
+    Some(Counts { per_step, by })
 }
 
 /// The window `i..j`'s count: every reading in it the same, and at least half its steps read.
