@@ -308,3 +308,165 @@ async fn sim_n8n_uses_the_redis_its_variables_name() {
     assert!(st.valid && st.ok > 5, "{st:?}");
     assert!(seen > 0, "no Bull keys in Redis while the jobs ran");
 }
+
+/// Starts or stops workers until N run, and returns at once: a new worker starts `DELAY`
+/// seconds later, as pods scheduled by `kubectl scale` do.
+const LATE_SCALE_SH: &str = r#"#!/usr/bin/env bash
+set -u
+N=$1
+read -r -a HEALTH <<< "$HEALTH_PORTS"
+read -r -a BROKER <<< "$BROKER_PORTS"
+for i in 1 2 3; do
+  if [ "$i" -le "$N" ]; then
+    if ! kill -0 "$(cat "$STATE/w$i.pid" 2>/dev/null)" 2>/dev/null; then
+      # Its own session: the worker outlives the command that started it.
+      setsid bash -c 'sleep "$0"; exec "$@"' "${DELAY:-0}" env -i PATH="$PATH" \
+        QUEUE_BULL_REDIS_HOST=127.0.0.1 QUEUE_BULL_REDIS_PORT="$REDIS_PORT" EXECUTIONS_MODE=queue \
+        QUEUE_HEALTH_CHECK_PORT="${HEALTH[$((i-1))]}" N8N_RUNNERS_BROKER_PORT="${BROKER[$((i-1))]}" \
+        "$BIN" sim n8n worker --concurrency=2 \
+        >"$STATE/w$i.log" 2>&1 < /dev/null &
+      echo $! > "$STATE/w$i.pid"
+    fi
+  elif [ -f "$STATE/w$i.pid" ]; then
+    kill "$(cat "$STATE/w$i.pid")" 2>/dev/null; rm -f "$STATE/w$i.pid"
+  fi
+done
+"#;
+
+/// A scale command that returns before its worker runs (`kubectl scale`): with the queue's
+/// Redis the sweep waits until the new worker is connected to the queue (Bull's worker client
+/// in `CLIENT LIST`) and measures 2 workers as 2 — not a stage where one of them was missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_sweep_waits_for_late_workers_to_join_the_queue_in_redis() {
+    let Some((_redis, rport)) = start_redis() else {
+        return;
+    };
+    let url = RedisUrl::parse(&format!("redis://127.0.0.1:{rport}")).unwrap();
+    let mut probe = wait_redis(&url).await;
+    let http = free_port();
+    let _main = spawn_role(
+        &["sim", "n8n"],
+        &[
+            ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".to_string()),
+            ("QUEUE_BULL_REDIS_PORT", rport.to_string()),
+            ("EXECUTIONS_MODE", "queue".to_string()),
+            ("N8N_PORT", http.to_string()),
+            ("N8N_LISTEN_ADDRESS", "127.0.0.1".to_string()),
+            ("N8N_METRICS", "true".to_string()),
+            ("N8N_METRICS_INCLUDE_QUEUE_METRICS", "true".to_string()),
+            ("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1".to_string()),
+        ],
+    );
+    let dir = fresh_dir("late-workers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("scale.sh"), LATE_SCALE_SH).unwrap();
+    let ports = || (0..3).map(|_| free_port().to_string()).collect::<Vec<_>>();
+    let (health, broker) = (ports(), ports());
+    let env = [
+        ("STATE", dir.display().to_string()),
+        ("BIN", bin().to_string()),
+        ("REDIS_PORT", rport.to_string()),
+        ("HEALTH_PORTS", health.join(" ")),
+        ("BROKER_PORTS", broker.join(" ")),
+    ];
+    let script = |n: &str, delay: &str| {
+        let mut c = Command::new("bash");
+        c.arg(dir.join("scale.sh")).arg(n).env("DELAY", delay);
+        c.envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    };
+    // Every worker stopped however the test ends.
+    struct StopAll(Command);
+    impl Drop for StopAll {
+        fn drop(&mut self) {
+            let _ = self.0.status();
+        }
+    }
+    let _stop = StopAll(script("0", "0"));
+    // One worker at the start, connected before the sweep.
+    assert!(script("1", "0").status().unwrap().success());
+    let name = "bull:am9icw==";
+    for _ in 0..200 {
+        let list = probe
+            .cmd(&["CLIENT", "LIST"])
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap();
+        if list.contains(name) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let webhook = format!("http://127.0.0.1:{http}/webhook/load");
+    let metrics = format!("main=http://127.0.0.1:{http}/metrics");
+    let cmd = format!("bash {} {{workers}}", dir.join("scale.sh").display());
+    let out = dir.join("run");
+    let o = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &webhook,
+            "--vus",
+            "8",
+            "--warmup",
+            "2s",
+            "--stage-duration",
+            "6s",
+            "--body",
+            r#"{"sleep_ms":300,"code":false}"#,
+            "--metrics",
+            &metrics,
+            "--worker-concurrency",
+            "2",
+            "--workers",
+            "1,2",
+            "--scale-cmd",
+            &cmd,
+            "--restore-workers",
+            "1",
+            "--scale-settle",
+            "0s",
+            "--redis",
+            url.shown().as_str(),
+            "--queue-metrics-interval",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("DELAY", "8")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&o.stderr));
+    });
+    assert_eq!(o.status.code(), Some(0), "{v}");
+    let steps = v["steps"].as_array().unwrap();
+    // Count 1: its worker was already connected; count 2: the new one started 8 s after the
+    // command returned — after the warm-up and the stage, had the sweep not waited for it.
+    assert_eq!(steps[0]["queue_workers"], 1, "{v}");
+    assert_eq!(steps[1]["queue_workers"], 2, "{v}");
+    let after = steps[1]["joined_after_s"].as_f64().unwrap();
+    assert!(
+        after >= 2.0,
+        "joined after {after} s: the worker starts 3 s late"
+    );
+    // The restore does not wait (the workers leave).
+    assert!(steps[2]["queue_workers"].is_null(), "{v}");
+    // Both workers took jobs through the stage: 2 slots each, 0.3 s jobs (6.7/s a worker).
+    let points = v["scaling"]["points"].as_array().unwrap();
+    let c = |n: u64| {
+        points.iter().find(|p| p["workers"] == n).unwrap()["ceiling"][0]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        c(2) >= 1.6 * c(1),
+        "1 worker {}, 2 workers {}: {v}",
+        c(1),
+        c(2)
+    );
+    assert!(points.iter().all(|p| p["not_joined"].is_null()), "{v}");
+}

@@ -11,14 +11,21 @@ use crate::diagnose::scale::judge_labelled;
 use crate::error::{self, BadInput};
 use crate::load::run::Ending;
 use crate::load::scaleout::{self, ScaleCommand};
+use crate::observe::bull;
 use crate::observe::docker_scale::DockerPairs;
 use crate::record::scaling::ScaleSweep;
 use crate::report::views::ScaleSweep as View;
 use crate::report::Format;
+use crate::wire::resp::RedisUrl;
 use std::path::{Path, PathBuf};
+
+/// How long a scale sweep waits for the workers of a count to connect to the queue.
+const JOIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// What a scale sweep does, checked before the first command runs.
 struct Plan {
+    /// The queue's Redis (`--redis`), where workers joining are seen.
+    redis: Option<RedisUrl>,
     counts: Vec<u32>,
     original: u32,
     original_source: String,
@@ -167,8 +174,15 @@ async fn checked(a: &SweepArgs) -> anyhow::Result<(Plan, Scaler)> {
             .into());
         }
     }
+    let redis = a
+        .redis
+        .as_deref()
+        .map(RedisUrl::parse)
+        .transpose()
+        .map_err(|e| BadInput(format!("--redis: {}", e.0)))?;
     Ok((
         Plan {
+            redis,
             counts,
             original,
             original_source,
@@ -192,13 +206,26 @@ async fn measure(
         eprintln!("n8ncap: scaling to {n} worker(s): {}", scaler.describe(*n));
         // The operator's command is stopped by a signal; n8ncap's own changes through the
         // Docker API finish (each bounded) so that the return knows every container it made.
-        let step = match scaler {
+        let mut step = match scaler {
             Scaler::Command(c) => tokio::select! {
                 s = c.scale_to(*n, false) => s,
                 _ = interrupt.clone().wait() => return Ok((judged, Ended::Interrupted)),
             },
             Scaler::Docker(_) => scaler.scale_to(*n, false).await,
         };
+        // The operator's command may return before its workers run (`kubectl scale`): with the
+        // queue's Redis, wait until they are connected to it.
+        if let (Scaler::Command(_), Some(url), None) = (&*scaler, &plan.redis, &step.failure) {
+            let prefix = &args.bull_prefix;
+            let joined = tokio::select! {
+                j = bull::wait_for_workers(url, prefix, *n, JOIN_LIMIT) => j,
+                _ = interrupt.clone().wait() => return Ok((judged, Ended::Interrupted)),
+            };
+            eprintln!("n8ncap: {}", joined.words);
+            step.queue_workers = joined.connected;
+            step.joined_after_s = joined.after_s;
+            step.joined = Some(joined.words);
+        }
         if interrupt.fired() {
             book.steps.push(step);
             return Ok((judged, Ended::Interrupted));

@@ -79,6 +79,9 @@ impl ScaleCommand {
             },
             restore,
             failure,
+            queue_workers: None,
+            joined: None,
+            joined_after_s: None,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! `QUEUE_BULL_PREFIX` (default `bull`), so its lists are `bull:jobs:wait` and `bull:jobs:active`
 //! — the same name n8n's Helm chart gives its KEDA trigger (`listName: bull:jobs:wait`).
 
-use crate::wire::resp::Conn;
+use crate::wire::resp::{Conn, RedisUrl};
+use std::time::{Duration, Instant};
 
 /// n8n's queue name (`QUEUE_NAME` in n8n's scaling constants).
 pub const QUEUE_NAME: &str = "jobs";
@@ -23,8 +24,111 @@ pub async fn queue_lengths(c: &mut Conn, prefix: &str) -> anyhow::Result<(f64, f
     ))
 }
 
+/// The name Bull gives the Redis client of a queue's processor (`Queue#setWorkerName`, called
+/// by `Queue#process`: `<prefix>:<the queue's name in base64>`, `am9icw==` for `jobs`). Each
+/// n8n worker process holds one; main and webhook processors never process the queue.
+pub fn worker_client_name(prefix: &str) -> String {
+    format!("{prefix}:am9icw==")
+}
+
+/// Worker processes connected to n8n's queue: the clients Redis lists (`CLIENT LIST`) under
+/// Bull's worker name.
+pub async fn workers_connected(c: &mut Conn, prefix: &str) -> anyhow::Result<u32> {
+    let list = c.cmd(&["CLIENT", "LIST"]).await?;
+    let text = list
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("CLIENT LIST gave no text"))?;
+    Ok(count_named(&text, &worker_client_name(prefix)))
+}
+
+/// Lines of a `CLIENT LIST` answer whose `name` field is `name`.
+fn count_named(list: &str, name: &str) -> u32 {
+    list.lines()
+        .filter(|l| l.split(' ').any(|f| f.strip_prefix("name=") == Some(name)))
+        .count() as u32
+}
+
+/// What waiting for the workers to join the queue saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Joined {
+    /// Worker processes connected when the wait ended (None: not observable).
+    pub connected: Option<u32>,
+    /// Seconds waited until `n` were, when they were.
+    pub after_s: Option<f64>,
+    /// In words, for the step's record.
+    pub words: String,
+}
+
+/// Waits until at least `n` worker processes are connected to the queue in `url` (Bull's
+/// worker clients), at most `limit`: a scale command that returns before its pods run (`kubectl
+/// scale`) is measured only once they take jobs. A Redis that refuses `CLIENT LIST` makes the
+/// join not observable; fewer than `n` at the limit is said, and the count measured anyway.
+pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Duration) -> Joined {
+    let t0 = Instant::now();
+    let mut last: Option<u32> = None;
+    let mut why = String::new();
+    while t0.elapsed() < limit {
+        let seen = match Conn::open(url).await {
+            Ok(mut c) => workers_connected(&mut c, prefix).await,
+            Err(e) => Err(e),
+        };
+        match seen {
+            Ok(k) if k >= n => {
+                return Joined {
+                    connected: Some(k),
+                    after_s: Some(t0.elapsed().as_secs_f64()),
+                    words: format!(
+                        "{k} worker(s) connected to the queue after {:.1} s (Bull's worker clients in Redis' CLIENT LIST)",
+                        t0.elapsed().as_secs_f64()
+                    ),
+                }
+            }
+            Ok(k) => last = Some(k),
+            // A Redis that answers but refuses the command (ACLs, a renamed CLIENT) will not
+            // change its mind: not observable.
+            Err(e) if e.to_string().contains("ERR") || e.to_string().contains("NOPERM") => {
+                return Joined {
+                    connected: None,
+                    after_s: None,
+                    words: format!(
+                        "joining not observable: Redis refused CLIENT LIST ({}); the settle time only",
+                        crate::wire::url::truncate(&e.to_string(), 120)
+                    ),
+                }
+            }
+            Err(e) => why = crate::wire::url::truncate(&e.to_string(), 120),
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Joined {
+        connected: last,
+        after_s: None,
+        words: match last {
+            Some(k) => format!(
+                "only {k} of {n} worker(s) connected to the queue within {} s: measured anyway",
+                limit.as_secs()
+            ),
+            None => format!(
+                "joining not read: Redis did not answer within {} s ({why}); measured anyway",
+                limit.as_secs()
+            ),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bull_names_a_worker_s_client_by_the_queue_s_name_in_base64() {
+        assert_eq!(super::worker_client_name("bull"), "bull:am9icw==");
+        let list = "id=3 addr=127.0.0.1:5 name=bull:am9icw== db=0 cmd=brpoplpush\n\
+                    id=4 addr=127.0.0.1:6 name= db=0 cmd=client\n\
+                    id=5 addr=127.0.0.1:7 name=bull:am9icw== db=0 cmd=brpoplpush\n\
+                    id=6 addr=127.0.0.1:8 name=other:am9icw== db=0 cmd=get\n";
+        assert_eq!(super::count_named(list, "bull:am9icw=="), 2);
+        assert_eq!(super::count_named(list, "other:am9icw=="), 1);
+    }
+
     #[test]
     fn the_names_are_n8ns() {
         // As n8n's KEDA example and its scaling constants spell them.

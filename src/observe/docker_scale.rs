@@ -129,6 +129,9 @@ impl DockerPairs {
             },
             restore,
             failure,
+            queue_workers: None,
+            joined: None,
+            joined_after_s: None,
         }
     }
 

@@ -182,6 +182,15 @@ pub struct ScaleStep {
     /// Why the step failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Worker processes connected to the queue when the load started (Bull's worker clients in
+    /// Redis, with `--redis`), and how the wait for them ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_workers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<String>,
+    /// Seconds from the command's end until they were, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined_after_s: Option<f64>,
 }
 
 /// A scale sweep (`sweep --workers 1,2,4`): each count's run, the command's steps, the return to

@@ -8,6 +8,29 @@ pub fn key(prefix: &str, suffix: &str) -> String {
     format!("{prefix}:jobs:{suffix}")
 }
 
+/// The name a Bull worker gives its Redis client (Bull's `Queue#setWorkerName`: the prefix,
+/// `:`, the queue's name in base64), computed here apart from the observer's.
+pub fn worker_name(prefix: &str) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in b"jobs".chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("{prefix}:{out}")
+}
+
 /// The channel workers publish outcomes on (the simulator's own; Bull uses job events).
 pub fn outcome_channel(prefix: &str) -> String {
     key(prefix, "n8ncap-outcomes")

@@ -197,8 +197,8 @@ async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
 async fn queue_loop(st: Arc<State>) {
     if let Some(url) = st.cfg.redis.clone() {
         let mut slots = JoinSet::new();
-        for _ in 0..st.cfg.concurrency {
-            slots.spawn(redis_slot(st.clone(), url.clone()));
+        for slot in 0..st.cfg.concurrency {
+            slots.spawn(redis_slot(st.clone(), url.clone(), slot == 0));
         }
         slots.spawn(stalled_check(st.clone(), url.clone()));
         while slots.join_next().await.is_some() {}
@@ -230,7 +230,8 @@ async fn queue_loop(st: Arc<State>) {
 
 /// One worker slot on a Redis queue, as Bull does it: move a job id from the wait list to the
 /// active list (blocking), run it, remove it from active, report the outcome.
-async fn redis_slot(st: Arc<State>, url: RedisUrl) {
+/// The first slot's connection carries Bull's worker name, as a Bull worker's client does.
+async fn redis_slot(st: Arc<State>, url: RedisUrl, named: bool) {
     let prefix = st.cfg.bull_prefix.clone();
     let (wait, active) = (bull::key(&prefix, "wait"), bull::key(&prefix, "active"));
     let channel = super::bull::outcome_channel(&prefix);
@@ -247,6 +248,13 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl) {
                 continue;
             }
         };
+        if named {
+            let name = super::bull::worker_name(&prefix);
+            if c.cmd(&["CLIENT", "SETNAME", &name]).await.is_err() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        }
         st.queue_connected.store(true, Ordering::Relaxed);
         loop {
             if st.stopping.load(Ordering::SeqCst) {
