@@ -4,6 +4,7 @@
 //! job time — the theoretical ceiling min(runner capacity, worker concurrency) ÷ job time, as
 //! Prometheus text, so dashboards can draw the limit the queue gauges hide.
 
+use crate::model::settings::{Provenance, Sourced};
 use crate::model::{self, Job, WorkerLimits};
 use crate::observe::docker;
 use crate::topology::{Role, Topology};
@@ -109,14 +110,14 @@ pub fn render(t: Option<&Topology>, memory: &[(String, u64)], job_time: Option<f
     }
     e.end_family();
     if let Some(j) = job_time.filter(|j| *j > 0.0) {
-        ceilings(&mut e, &workers, j);
+        ceilings(&mut e, (t, &workers), j);
     }
     memory_families(&mut e, t, memory);
     e.out
 }
 
 /// Each worker's throughput ceiling and the deployment's, for a job time `j` (s).
-fn ceilings(e: &mut TextWriter, workers: &[&crate::topology::Node], j: f64) {
+fn ceilings(e: &mut TextWriter, (t, workers): (&Topology, &[&crate::topology::Node]), j: f64) {
     let svc = |n: &crate::topology::Node| n.facts.service.clone().unwrap_or_default();
     e.family(
         "theoretical_ceiling_per_second",
@@ -138,11 +139,18 @@ fn ceilings(e: &mut TextWriter, workers: &[&crate::topology::Node], j: f64) {
         );
     }
     e.end_family();
+    // The deployment's ceiling from every bound its settings give (`limits::capacity`), when
+    // the workers agree on them; else the sum over workers.
+    let mut s = t.model_settings();
+    s.job_time = Some(Sourced::new(j, Provenance::Flag("--job-time".into())));
+    let total = crate::limits::capacity(&s, 0.0)
+        .map(|c| c.ceiling)
+        .unwrap_or_else(|| model::capacity(&all, job).ceiling);
     e.single(
         "theoretical_ceiling_total_per_second",
         "gauge",
-        "Throughput ceiling of the deployment: Σ effective concurrency ÷ job time.",
-        model::capacity(&all, job).ceiling,
+        "Throughput ceiling of the deployment: the smallest of its bounds (Σ effective concurrency ÷ job time, and any other its settings give).",
+        total,
     );
 }
 

@@ -187,3 +187,30 @@ pub struct History {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers_by: Option<String>,
 }
+
+impl History {
+    /// The same reading with only the windows `keep` holds (each cloned once): one count's part
+    /// of a month, without a copy of the whole month first.
+    pub fn with_windows(&self, keep: impl Fn(&Window) -> bool) -> History {
+        History {
+            source: self.source.clone(),
+            start: self.start,
+            end: self.end,
+            matchers: self.matchers.clone(),
+            step_s: self.step_s.clone(),
+            scrape_interval_s: self.scrape_interval_s,
+            queue_refresh_s: self.queue_refresh_s,
+            queue_refresh_by: self.queue_refresh_by.clone(),
+            tick_half_width_s: self.tick_half_width_s,
+            window_s: self.window_s,
+            processes: self.processes.clone(),
+            windows: self.windows.iter().filter(|w| keep(w)).cloned().collect(),
+            gap_steps: self.gap_steps,
+            gaps: self.gaps.clone(),
+            resets: self.resets.clone(),
+            warnings: self.warnings.clone(),
+            exporter: self.exporter.clone(),
+            workers_by: self.workers_by.clone(),
+        }
+    }
+}

@@ -25,11 +25,7 @@ pub fn split(h: &History) -> Vec<(u32, History)> {
     counts.dedup();
     counts
         .into_iter()
-        .map(|n| {
-            let mut part = h.clone();
-            part.windows.retain(|w| w.workers == Some(n));
-            (n, part)
-        })
+        .map(|n| (n, h.with_windows(|w| w.workers == Some(n))))
         .collect()
 }
 
