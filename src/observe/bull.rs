@@ -48,6 +48,9 @@ fn count_named(list: &str, name: &str) -> u32 {
         .count() as u32
 }
 
+/// How long no worker client at all means the workers are not on this Redis and prefix.
+const NONE_SEEN: Duration = Duration::from_secs(30);
+
 /// What waiting for the workers to join the queue saw.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Joined {
@@ -80,6 +83,19 @@ pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Durat
                     words: format!(
                         "{k} worker(s) connected to the queue after {:.1} s (Bull's worker clients in Redis' CLIENT LIST)",
                         t0.elapsed().as_secs_f64()
+                    ),
+                }
+            }
+            // No worker at all (the count before this one had some) for long: the workers
+            // are on another Redis or prefix — not observable, not worth the whole limit.
+            Ok(0) if t0.elapsed() > NONE_SEEN => {
+                return Joined {
+                    connected: None,
+                    after_s: None,
+                    words: format!(
+                        "joining not observable: no client named {} in Redis' CLIENT LIST after {} s (is --redis the queue's Redis and --bull-prefix its QUEUE_BULL_PREFIX?); the settle time only",
+                        worker_client_name(prefix),
+                        NONE_SEEN.as_secs()
                     ),
                 }
             }

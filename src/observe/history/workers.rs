@@ -195,10 +195,8 @@ pub(super) async fn counts(
         return None;
     }
     let (entries, by) = match targets_up(src, q, procs, &workers).await {
-        Some((e, n)) => (
-            e,
-            format!("the worker targets scraped up (`up` of {n} target(s))"),
-        ),
+        // The targets' number is each window's count: a range read in parts names the way.
+        Some((e, _)) => (e, "the worker targets scraped up (`up`)".to_string()),
         None => (
             with_cpu(procs, &workers),
             "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
