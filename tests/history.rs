@@ -842,8 +842,9 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
         b.measured_ceiling.as_ref().unwrap().mean,
     );
     // A part's first step has no counter increase (its sample before is in the part before):
-    // within one step's completions of the whole ceiling.
-    assert!(within(y, x, 0.1), "{y} in parts, {x} at once");
+    // within one step's completions of a five-step window. On a busy machine the completions
+    // come in bursts, and a part's edge once left out half a step's (8.8 against 8.0/s).
+    assert!(within(y, x, 0.2), "{y} in parts, {x} at once");
 }
 
 /// Each process's series read per window (as a month of many workers is) against the same

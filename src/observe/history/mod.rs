@@ -6,6 +6,11 @@
 //! a gauge above 10⁶ jobs) is a gap with its reason, a counter that falls is a reset (its step
 //! gives no figure), so no restart is ever turned into throughput.
 //!
+//! Main's series are read at every step and cut into windows first; each process's (CPU,
+//! memory, lag, pool, `up`) only over the windows a judgement can use, per window when there
+//! are many (`grain`). The processes listed, and the worker counts from `up` or CPU, are those
+//! of the windows read; `kube_deployment_status_replicas` counts every window.
+//!
 //! Not here: judging the windows (`diagnose::history`).
 
 use super::prometheus::{PromError, Series, Source};
@@ -329,11 +334,11 @@ impl Steps {
     }
 }
 
-/// n8n's series, each read over the whole range; Prometheus' warnings kept.
-/// Main's series (indices into [`READ`]), read at every step; the rest are each process's
-/// (`grain`).
+/// Main's series (indices into [`READ`]), read at every step over the whole range; the rest
+/// are each process's, read over the usable windows (`grain`).
 const MAIN_READ: [usize; 6] = [0, 1, 2, 3, 7, 8];
 
+/// n8n's series; Prometheus' warnings kept.
 const READ: [&str; 12] = [
     "n8n_scaling_mode_queue_jobs_active",
     "n8n_scaling_mode_queue_jobs_waiting",
