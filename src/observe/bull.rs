@@ -48,7 +48,8 @@ fn count_named(list: &str, name: &str) -> u32 {
         .count() as u32
 }
 
-/// How long no worker client at all means the workers are not on this Redis and prefix.
+/// How long no worker client at all (or no answer) means the workers are not on this Redis
+/// and prefix, or the Redis is out of reach.
 const NONE_SEEN: Duration = Duration::from_secs(30);
 
 /// What waiting for the workers to join the queue saw.
@@ -67,9 +68,18 @@ pub struct Joined {
 /// scale`) is measured only once they take jobs. A Redis that refuses `CLIENT LIST` makes the
 /// join not observable; fewer than `n` at the limit is said, and the count measured anyway.
 pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Duration) -> Joined {
+    waited(url, prefix, n, (limit, NONE_SEEN)).await
+}
+
+/// [`wait_for_workers`], giving up after `none_seen` without an answer or a worker.
+async fn waited(
+    url: &RedisUrl,
+    prefix: &str,
+    n: u32,
+    (limit, none_seen): (Duration, Duration),
+) -> Joined {
     let t0 = Instant::now();
     let mut last: Option<u32> = None;
-    let mut why = String::new();
     while t0.elapsed() < limit {
         let seen = match Conn::open(url).await {
             Ok(mut c) => workers_connected(&mut c, prefix).await,
@@ -88,14 +98,14 @@ pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Durat
             }
             // No worker at all (the count before this one had some) for long: the workers
             // are on another Redis or prefix — not observable, not worth the whole limit.
-            Ok(0) if t0.elapsed() > NONE_SEEN => {
+            Ok(0) if t0.elapsed() > none_seen => {
                 return Joined {
                     connected: None,
                     after_s: None,
                     words: format!(
                         "joining not observable: no client named {} in Redis' CLIENT LIST after {} s (is --redis the queue's Redis and --bull-prefix its QUEUE_BULL_PREFIX?); the settle time only",
                         worker_client_name(prefix),
-                        NONE_SEEN.as_secs()
+                        none_seen.as_secs()
                     ),
                 }
             }
@@ -112,7 +122,20 @@ pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Durat
                     ),
                 }
             }
-            Err(e) => why = crate::wire::url::truncate(&e.to_string(), 120),
+            // A Redis n8ncap cannot reach (a cluster's, without a port-forward) will not
+            // answer later either.
+            Err(e) if t0.elapsed() > none_seen => {
+                return Joined {
+                    connected: None,
+                    after_s: None,
+                    words: format!(
+                        "joining not observable: Redis did not answer for {} s ({}); the settle time only",
+                        none_seen.as_secs(),
+                        crate::wire::url::truncate(&e.to_string(), 120)
+                    ),
+                }
+            }
+            Err(_) => {}
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -125,7 +148,7 @@ pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Durat
                 limit.as_secs()
             ),
             None => format!(
-                "joining not read: Redis did not answer within {} s ({why}); measured anyway",
+                "joining not read: Redis did not answer within {} s; measured anyway",
                 limit.as_secs()
             ),
         },
@@ -134,6 +157,24 @@ pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Durat
 
 #[cfg(test)]
 mod tests {
+    /// A Redis that never answers (nothing listens) ends the wait as not observable once
+    /// `none_seen` passed, long before the limit.
+    #[tokio::test]
+    async fn an_unreachable_redis_is_not_observable_not_a_long_wait() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = super::RedisUrl::new("127.0.0.1", port, None, 0);
+        let limits = (
+            std::time::Duration::from_secs(600),
+            std::time::Duration::from_millis(300),
+        );
+        let j = super::waited(&url, "bull", 2, limits).await;
+        assert_eq!((j.connected, j.after_s), (None, None));
+    }
+
     #[test]
     fn bull_names_a_worker_s_client_by_the_queue_s_name_in_base64() {
         assert_eq!(super::worker_client_name("bull"), "bull:am9icw==");
