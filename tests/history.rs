@@ -855,6 +855,19 @@ fn per_window_reads_as_every_step(
     fine: &n8ncap::record::history::History,
     coarse: &n8ncap::record::history::History,
 ) {
+    // Read per window indeed (a Prometheus that refused it would fall back to every step).
+    assert!(
+        coarse
+            .workers_by
+            .as_deref()
+            .is_some_and(|b| b.ends_with("per window")),
+        "{:?}",
+        coarse.workers_by
+    );
+    assert!(fine
+        .workers_by
+        .as_deref()
+        .is_some_and(|b| !b.ends_with("per window")));
     assert_eq!(fine.windows.len(), coarse.windows.len());
     assert_eq!(fine.processes, coarse.processes);
     assert!(fine.processes.len() >= 2, "{:?}", fine.processes);

@@ -87,9 +87,9 @@ async fn targets_up(
     q: &Query,
     procs: &PerProcess,
     workers: &[&Process],
-) -> Option<(Vec<(usize, Vec<Option<u32>>)>, usize)> {
+) -> Option<Vec<(usize, Vec<Option<u32>>)>> {
     let mut out = Vec::new();
-    let mut targets = 0;
+    let mut any = false;
     for r in &procs.spans {
         let g = procs.grid_of(r);
         let up = selector("up", &q.matchers);
@@ -108,7 +108,7 @@ async fn targets_up(
                 workers.iter().any(|p| p.job == job && p.instance == inst)
             })
             .collect();
-        targets = targets.max(ours.len());
+        any |= !ours.is_empty();
         let grids: Vec<Vec<Option<bool>>> = ours
             .iter()
             .map(|s| up_between_flaps(&on_grid(s, &g)))
@@ -123,7 +123,7 @@ async fn targets_up(
             .collect();
         out.push((r.start, per_entry));
     }
-    (targets > 0).then_some((out, targets))
+    any.then_some(out)
 }
 
 /// Steps a failed scrape makes look down: a target that was up within [`FLAP_STEPS`] before
@@ -195,8 +195,7 @@ pub(super) async fn counts(
         return None;
     }
     let (entries, by) = match targets_up(src, q, procs, &workers).await {
-        // The targets' number is each window's count: a range read in parts names the way.
-        Some((e, _)) => (e, "the worker targets scraped up (`up`)".to_string()),
+        Some(e) => (e, "the worker targets scraped up (`up`)".to_string()),
         None => (
             with_cpu(procs, &workers),
             "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
