@@ -291,3 +291,91 @@ async fn the_simulator_stops_on_sigterm_and_sighup() {
         );
     }
 }
+
+/// CPU seconds a role's /metrics reports.
+async fn cpu_seconds(metrics: &str) -> f64 {
+    let (_, body) = n8ncap::wire::http::http_get(metrics, Duration::from_secs(2))
+        .await
+        .unwrap();
+    let e = n8ncap::wire::prometheus::parse(&String::from_utf8_lossy(&body)).unwrap();
+    e.value("n8n_process_cpu_seconds_total").unwrap()
+}
+
+/// A compose stack passes `sim n8n` no flags: `SIM_MAIN_CPU_MS` gives main's intake its CPU per
+/// request and `SIM_WORKER_CPU_MS` the worker's executions theirs, each on its own process's
+/// counter; a value that is not a number is refused with exit code 2 and the variable's name.
+#[tokio::test(flavor = "multi_thread")]
+async fn sim_n8n_takes_main_and_worker_cpu_from_the_environment() {
+    let (http, queue, health) = (free_port(), free_port(), free_port());
+    let base = |more: &[(&'static str, String)]| {
+        let mut env = vec![
+            ("N8N_LISTEN_ADDRESS", "127.0.0.1".to_string()),
+            ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+            ("N8N_METRICS", "true".into()),
+        ];
+        env.extend(more.iter().cloned());
+        env
+    };
+    let _main = spawn_role(
+        &["sim", "n8n"],
+        &base(&[
+            ("N8N_PORT", http.to_string()),
+            ("SIM_MAIN_CPU_MS", "60".into()),
+        ]),
+    );
+    let _worker = spawn_role(
+        &["sim", "n8n", "worker", "--concurrency", "2"],
+        &base(&[
+            ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".into()),
+            ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
+            ("N8N_WORKER_SERVER_ADDRESS", "127.0.0.1".into()),
+            ("SIM_WORKER_CPU_MS", "30".into()),
+        ]),
+    );
+    let (main_metrics, worker_metrics) = (
+        format!("http://127.0.0.1:{http}/metrics"),
+        format!("http://127.0.0.1:{health}/metrics"),
+    );
+    wait_http_ok(&main_metrics).await;
+    wait_http_ok(&format!("http://127.0.0.1:{health}/healthz/readiness")).await;
+    let (main0, worker0) = (
+        cpu_seconds(&main_metrics).await,
+        cpu_seconds(&worker_metrics).await,
+    );
+    let n = 20;
+    for _ in 0..n {
+        let out = std::process::Command::new("curl")
+            .args(["-sf", "-X", "POST", "-H", "content-type: application/json"])
+            .args([
+                "-d",
+                "{}",
+                &format!("http://127.0.0.1:{http}/webhook/notify"),
+            ])
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let main_used = cpu_seconds(&main_metrics).await - main0;
+    let worker_used = cpu_seconds(&worker_metrics).await - worker0;
+    // At least the burnt CPU (thread CPU time: a busy machine lengthens the wall time, not this),
+    // and not the other role's.
+    assert!(main_used >= n as f64 * 0.060, "main used {main_used} s");
+    assert!(
+        worker_used >= n as f64 * 0.030,
+        "worker used {worker_used} s"
+    );
+    assert!(
+        worker_used < n as f64 * 0.060,
+        "worker used {worker_used} s"
+    );
+
+    let bad = std::process::Command::new(bin())
+        .args(["sim", "n8n"])
+        .env_clear()
+        .env("SIM_MAIN_CPU_MS", "lots")
+        .env("N8N_PORT", free_port().to_string())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("SIM_MAIN_CPU_MS"));
+}

@@ -686,7 +686,8 @@ pub struct SimMainArgs {
     /// Simulator only: ms main spends per execution outside worker slots.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
-    /// Simulator only: CPU ms main burns per execution on its one JavaScript thread.
+    /// Simulator only: CPU ms main burns per execution on its one JavaScript thread (real n8n
+    /// 2.41: ≈ 27; `sim n8n` reads SIM_MAIN_CPU_MS).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys: bull:jobs:wait, bull:jobs:active), e.g.
@@ -738,7 +739,7 @@ pub struct SimAllArgs {
     /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: u64,
-    /// Simulator only: CPU ms each execution burns on main's JavaScript thread (real n8n: ≈ 30).
+    /// Simulator only: CPU ms each execution burns on main's JavaScript thread (real n8n 2.41: ≈ 27).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub main_cpu_ms: u64,
     /// Put the queue on this Redis (Bull's keys).

@@ -97,11 +97,16 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
                 None => None,
             };
             let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
+            cfg.cpu = config::sim_cpu(&env, "SIM_WORKER_CPU_MS")?;
             cfg.redis = sim_n8n_redis(&env, "worker").await?;
             sim::run_worker(cfg).await
         }
         None | Some("start") | Some("webhook") => {
             let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
+            cfg.cpu = config::sim_cpu(&env, "SIM_MAIN_CPU_MS")?;
+            if let Some(r) = cfg.regular.as_mut() {
+                r.cpu = config::sim_cpu(&env, "SIM_WORKER_CPU_MS")?;
+            }
             // Regular mode has no queue: nothing to wait for.
             if cfg.regular.is_none() {
                 cfg.redis = sim_n8n_redis(&env, "main").await?;

@@ -49,6 +49,20 @@ impl MetricsConfig {
     }
 }
 
+/// The simulator's CPU per execution on one process's JavaScript thread from `var` (ms, 0 to
+/// 600 000; unset: none). `sim n8n` reads `SIM_MAIN_CPU_MS` on main and webhook processors (n8n
+/// 2.41's intake measured 27 ms) and `SIM_WORKER_CPU_MS` on workers and regular mode's main
+/// (about 100 ms for webhook → Code → respond), since a compose stack passes no flags.
+pub fn sim_cpu(env: Env, var: &str) -> Result<Duration, BadInput> {
+    let ms: u64 = env_parse(env, var, 0, "a number of milliseconds")?;
+    if ms > 600_000 {
+        return Err(BadInput(format!(
+            "{var}={ms}: give 0 to 600000 ms of CPU per execution"
+        )));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
 /// Where the queue lives: `QUEUE_BULL_REDIS_HOST` / `QUEUE_BULL_REDIS_PORT` (default
 /// localhost:6379). Without a real Redis, sim main serves the queue at that port itself.
 pub fn queue_address(env: Env) -> Result<(String, u16), BadInput> {
