@@ -573,6 +573,71 @@ fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
     }
 }
 
+/// One name per kind, as hyperfine names an exporter once: `Limit::DbPool` is answered by
+/// `pub struct DbPool` in `src/limits/db_pool.rs`, and `of()` says so; every other file of the
+/// room is the dispatcher or what several kinds share (the readings, the setting lines, the
+/// slot kinds' arithmetic).
+#[test]
+fn each_limit_kind_has_one_name_for_its_variant_its_file_and_its_type() {
+    let model = std::fs::read_to_string(root().join("src/model/mod.rs")).unwrap();
+    let body = &model[model
+        .find("pub enum Limit {")
+        .expect("Limit in model/mod.rs")..];
+    let body = &body[..body.find('}').unwrap()];
+    let variants: Vec<&str> = body
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//") && l.ends_with(','))
+        .map(|l| l.trim_end_matches(','))
+        .collect();
+    assert!(variants.len() >= 6, "{variants:?}");
+    let snake = |v: &str| {
+        let mut out = String::new();
+        for (i, c) in v.chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        out
+    };
+    let dispatcher = code(&std::fs::read_to_string(root().join("src/limits/mod.rs")).unwrap());
+    let mut wrong = Vec::new();
+    let mut files = vec![
+        "mod.rs".to_string(),
+        "reading.rs".into(),
+        "setting.rs".into(),
+        "slots.rs".into(),
+    ];
+    for v in &variants {
+        let file = format!("{}.rs", snake(v));
+        let text =
+            std::fs::read_to_string(root().join("src/limits").join(&file)).unwrap_or_default();
+        if !text.contains(&format!("pub struct {v};"))
+            || !text.contains(&format!("impl Kind for {v} {{"))
+        {
+            wrong.push(format!(
+                "Limit::{v}: src/limits/{file} has no `pub struct {v};` implementing Kind"
+            ));
+        }
+        if !dispatcher.contains(&format!("Limit::{v} => &{}::{v},", snake(v))) {
+            wrong.push(format!(
+                "Limit::{v}: of() does not answer it with {}::{v}",
+                snake(v)
+            ));
+        }
+        files.push(file);
+    }
+    for e in std::fs::read_dir(root().join("src/limits")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if !files.contains(&name) {
+            wrong.push(format!("src/limits/{name} is no kind's file"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Provenance is a type: `Sourced::source` is a `Provenance`, and no code outside tests reads
 /// a source's words to decide anything (`.source.starts_with(`, `.source.contains(`, or the
 /// same on its `words()`): it matches the variant.

@@ -84,7 +84,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &levels,
         &mut findings,
     );
-    let v = crate::limits::runner_tasks::when_no_runner_takes(v, &findings);
+    let v = crate::limits::no_runner::when_no_runner_takes(v, &findings);
     let v = leads_first(v, stages, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);

@@ -8,7 +8,8 @@
 
 use super::{cpu, floor};
 use crate::findings::{Finding, FindingId};
-use crate::limits::{self, code_time, pct, Named};
+use crate::limits::reading::{code_time, pct};
+use crate::limits::{self, Named};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Capacity, Holds, Job};

@@ -33,7 +33,7 @@ pub fn host_bound(uses: &[CpuUse]) -> Option<&CpuUse> {
 
 impl Kind for Cpu {
     fn readings(&self, s: &Settings) -> Vec<String> {
-        super::slot_and_runner_readings(s)
+        super::reading::slot_and_runner_readings(s)
     }
 
     fn inferred_here(&self, _s: &Settings) -> bool {

@@ -7,7 +7,8 @@
 //! (n8n-io/terraform-aws-n8n#106: 33–54 requests pending per pod, pods declared a healthy
 //! database dead, fixed by `DB_POSTGRESDB_POOL_SIZE=20` and `DB_PING_TIMEOUT_MS=20000`).
 
-use super::{inferred, pct, Dialect, Key, Kind, Named, Process, SettingLine};
+use super::reading::{inferred, pct};
+use super::{Dialect, Key, Kind, Named, Process, SettingLine};
 use super::{Share, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -225,7 +226,7 @@ impl Kind for DbPool {
     }
 
     fn readings(&self, s: &Settings) -> Vec<String> {
-        let mut out: Vec<String> = super::reading(&s.db_pool_size, "database pool")
+        let mut out: Vec<String> = super::reading::reading(&s.db_pool_size, "database pool")
             .into_iter()
             .collect();
         if let Some(d) = &s.db_time {

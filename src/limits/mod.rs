@@ -1,23 +1,32 @@
-//! One file per limit kind: each says its bound from the settings and the job, when it binds and
-//! its finding with the evidence, what raises it, and its setting lines in each config dialect.
-//! The verdict (`diagnose::verdict`), the plan (`recommend`) and the settings snippets
-//! (`report::dialect`) choose among the kinds through [`Kind`] and never name one; [`of`] is the
-//! one place a `Limit` becomes its file, so a new variant is answered there and in its own file.
+//! One file per limit kind, named as its variant and its type (`Limit::DbPool`, `db_pool.rs`,
+//! `DbPool`): each says its bound from the settings and the job, when it binds and its finding
+//! with the evidence, what raises it, and its setting lines in each config dialect. The verdict
+//! (`diagnose::verdict`), the plan (`recommend`) and the settings snippets (`report::dialect`)
+//! choose among the kinds through [`Kind`] and never name one; [`of`] is the one place a `Limit`
+//! becomes its file, so a new variant is answered there and in its own file. This file is that
+//! dispatch alone; what several kinds share is `reading.rs` (a setting as evidence says it),
+//! `setting.rs` (a setting line per dialect) and `slots.rs` (the slot kinds' arithmetic).
 
+pub mod both;
 pub mod cpu;
 pub mod db_pool;
-pub mod pair;
-pub mod production;
-pub mod runner_tasks;
-pub mod worker_slots;
+pub mod no_runner;
+pub mod production_limit;
+pub mod reading;
+pub mod runner_limit;
+pub mod setting;
+pub mod slots;
+pub mod worker_concurrency;
 
 use crate::error::NoPlan;
 use crate::findings::Finding;
 use crate::model::mix::KindUse;
-use crate::model::settings::{Settings, Sourced};
+use crate::model::settings::Settings;
 use crate::model::{Bound, Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
 use crate::record::{Estimate, StageResult};
+
+pub use setting::{Dialect, Key, Process, SettingLine};
 
 /// What the verdict step knows of the ceiling a run reached.
 pub struct Ceiling<'a> {
@@ -108,89 +117,11 @@ impl Named<'_> {
     }
 }
 
-/// Runner limit per runner we do not go past when adding capacity: n8n's default, and one
-/// Node process per runner does not get faster with more tasks.
-pub const RUNNER_LIMIT_PER_RUNNER: u32 = crate::model::n8n_defaults::RUNNER_LIMIT;
-
-/// Runner capacity paired with worker concurrency: every slot that runs Code at once needs a
-/// runner task (c × C ÷ (W + C)), never below today's, in runners of at most
-/// [`RUNNER_LIMIT_PER_RUNNER`] tasks (or today's limit when higher).
-pub fn with_runners(p: Settings, current: &Settings, job: Job) -> Settings {
-    let code_share = job.code_s / job.job_time().max(1e-9);
-    let code_slots = ((p.worker_concurrency_or_default() as f64) * code_share).ceil() as u32;
-    let today = current
-        .runner_limit_or_default()
-        .saturating_mul(current.runners_per_worker_count());
-    let capacity = code_slots.max(today).max(1);
-    let per_runner = current
-        .runner_limit_or_default()
-        .max(RUNNER_LIMIT_PER_RUNNER);
-    let runners = capacity
-        .div_ceil(per_runner)
-        .max(p.runners_per_worker_count())
-        .max(1);
-    let why = format!(
-        "runner capacity {capacity} per worker for the slots that run Code ({:.0} % of the job)",
-        code_share * 100.0
-    );
-    p.propose(|s| &mut s.runners_per_worker, runners, &why)
-        .propose(|s| &mut s.runner_limit, capacity.div_ceil(runners), &why)
-}
-
-/// The deployment dialect `recommend` writes its settings in.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    /// A docker-compose snippet.
-    Compose,
-    /// Values of n8n's Helm chart (n8n-io/n8n-hosting).
-    HelmOfficial,
-    /// Values of the community chart (community-charts/helm-charts).
-    HelmCommunity,
-    /// A strategic merge patch for the worker Deployment.
-    K8s,
-}
-
-/// The n8n process a setting line goes on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Process {
-    Main,
-    Worker,
-    Runner,
-}
-
-/// How a setting is written in a dialect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Key {
-    /// An environment variable.
-    Env(&'static str),
-    /// A command-line argument (`--concurrency=`), written with its value.
-    Arg(&'static str),
-    /// A chart value at a dotted path.
-    Value(&'static str),
-    /// How many of the process run (replicas).
-    Replicas,
-}
-
-/// One setting of a plan, on one process, in one dialect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingLine {
-    pub on: Process,
-    pub key: Key,
-    pub value: String,
-}
-
-impl SettingLine {
-    pub fn new(on: Process, key: Key, value: impl ToString) -> SettingLine {
-        SettingLine {
-            on,
-            key,
-            value: value.to_string(),
-        }
-    }
-}
-
 /// A resource a mix's workflows share, and each workflow's part of it.
 pub type Share = (&'static str, fn(&KindUse) -> f64);
+
+/// Every execution holds a slot: the slots are what a mix shares.
+pub const SLOTS: Share = ("worker slots", |u| u.slot_share);
 
 /// What each limit kind answers.
 pub trait Kind: Sync {
@@ -277,12 +208,12 @@ pub trait Kind: Sync {
 /// The file that answers for `limit`: the one `match` over `Limit` outside the model.
 pub fn of(limit: Limit) -> &'static dyn Kind {
     match limit {
-        Limit::WorkerConcurrency => &worker_slots::WorkerSlots,
-        Limit::RunnerLimit => &runner_tasks::RunnerTasks,
-        Limit::NoRunner => &runner_tasks::NoRunner,
-        Limit::Both => &pair::Level,
+        Limit::WorkerConcurrency => &worker_concurrency::WorkerConcurrency,
+        Limit::RunnerLimit => &runner_limit::RunnerLimit,
+        Limit::NoRunner => &no_runner::NoRunner,
+        Limit::Both => &both::Both,
         Limit::Cpu => &cpu::Cpu,
-        Limit::ProductionLimit => &production::Production,
+        Limit::ProductionLimit => &production_limit::ProductionLimit,
         Limit::DbPool => &db_pool::DbPool,
     }
 }
@@ -334,101 +265,10 @@ pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
         .collect()
 }
 
-pub fn pct(v: f64) -> String {
-    format!("{:.0} %", v * 100.0)
-}
-
-/// " (where it came from)" of a known setting, for the evidence; nothing when unknown.
-pub fn source_of(o: &Option<Sourced<u32>>) -> String {
-    o.as_ref()
-        .map(|v| format!(" ({})", v.source))
-        .unwrap_or_default()
-}
-
-/// "what value (source)" of a known setting.
-pub fn reading(o: &Option<Sourced<u32>>, what: &str) -> Option<String> {
-    o.as_ref()
-        .map(|v| format!("{what} {} ({})", v.value, v.source))
-}
-
 /// The bound of `limit` among the model's slots and runner tasks for `s` and the job.
 pub fn model_bound(s: &Settings, job: Job, limit: Limit) -> Option<Bound> {
     s.capacity(job.overhead_s)?
         .bounds
         .into_iter()
         .find(|b| b.limit == limit)
-}
-
-/// Worker concurrency's and the runner limit's readings, the known ones.
-pub fn slot_and_runner_readings(s: &Settings) -> Vec<String> {
-    [
-        reading(&s.worker_concurrency, "worker concurrency"),
-        reading(&s.runner_limit, "runner limit"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
-}
-
-/// Whether a setting was inferred from a measurement (it carries an interval).
-pub fn inferred(o: &Option<Sourced<u32>>) -> bool {
-    o.as_ref().is_some_and(|v| v.interval.is_some())
-}
-
-/// Code time C: from the settings, else all of the job (a workflow of one Code node).
-pub fn code_time(s: &Settings, ceiling: &Ceiling) -> f64 {
-    match (&s.code_time, &s.job_time) {
-        (Some(c), _) => c.value,
-        (None, Some(j)) => j.value,
-        (None, None) => (ceiling.s - ceiling.overhead_s).max(0.0),
-    }
-}
-
-/// Without a measured CPU ceiling, worker concurrency is raised one step of 1.5× (the inverse
-/// of the 2/3 safety factor) and the prediction is an upper bound.
-const STEP_WITHOUT_CPU: f64 = 1.5;
-
-/// More slots, from a knee: up to where one worker's CPU binds (one step of 1.5× when CPU was
-/// not measured), runners paired with them.
-/// The largest raise of the slots in one plan when the CPU was measured (without it, one step
-/// of [`STEP_WITHOUT_CPU`]).
-const STEP_WITH_CPU: f64 = 2.0;
-
-fn raise_slots(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
-    let now = current.worker_concurrency_or_default();
-    let worker_cpu = cpu::per_role_bound(&d.cpu, crate::record::Role::Worker)
-        .map(|b| b / current.worker_count() as f64);
-    // A raise is one step: the CPU bound read from a run below it extrapolates the CPU per
-    // execution far past any load measured (an I/O-bound job's idle worker allows thousands
-    // a second), so it only stops a step short, never lengthens it.
-    let step = (now as f64 * STEP_WITH_CPU).ceil() as u32;
-    let (target, why) = match worker_cpu {
-        Some(b) if ((b * job.service_time()).floor() as u32) < step => (
-            (b * job.service_time()).floor() as u32,
-            format!("slots up to where one worker's measured CPU binds ({b:.2} req/s)"),
-        ),
-        Some(b) => (
-            step,
-            format!(
-                "one step of {STEP_WITH_CPU}× from {now}: one worker's measured CPU allows {b:.2} req/s, \
-                 beyond it — sweep again after this step"
-            ),
-        ),
-        None => (
-            (now as f64 * STEP_WITHOUT_CPU).ceil() as u32,
-            format!("one step of {STEP_WITHOUT_CPU}× from {now} (CPU not measured)"),
-        ),
-    };
-    let plan = current
-        .clone()
-        .propose(|s| &mut s.worker_concurrency, target.max(now + 1), why);
-    Ok(with_runners(plan, current, job))
-}
-
-/// Every execution holds a slot: the slots are what a mix shares.
-const SLOTS: Share = ("worker slots", |u| u.slot_share);
-
-/// A slot kind's most: the slots are not held for the overhead outside the worker.
-fn slot_most(bound: f64, c: &Ceiling) -> f64 {
-    bound * c.s / (c.s - c.overhead_s).max(1e-9)
 }

@@ -11,7 +11,8 @@ pub mod memory;
 use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
 use crate::error::NoPlan;
-use crate::limits::{self, with_runners};
+use crate::limits::runner_limit::with_runners;
+use crate::limits::{self};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job};
@@ -19,7 +20,7 @@ use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
 use crate::record::recommendation::{PredictedBound, Recommendation};
 use crate::record::Role;
 
-pub use crate::limits::RUNNER_LIMIT_PER_RUNNER;
+pub use crate::limits::runner_limit::RUNNER_LIMIT_PER_RUNNER;
 
 /// Runner memory besides the tasks: an idle `n8nio/runners` container, when not measured.
 pub const RUNNER_BASE_MB_ASSUMED: f64 = n8n_defaults::RUNNER_IDLE_MIB;

@@ -1,20 +1,18 @@
-//! Runner tasks: `N8N_RUNNERS_MAX_CONCURRENCY` on each runner, summed over the runners attached
+//! The runner limit: `N8N_RUNNERS_MAX_CONCURRENCY` on each runner, summed over the runners attached
 //! to a worker's broker; one task held for the Code time C. Bound Σr ÷ C. With no runner
-//! attached (capacity 0) no Code task runs at all: [`NoRunner`].
+//! attached (capacity 0) no Code task runs at all: `no_runner.rs`.
 
-use super::{
-    code_time, inferred, pct, reading, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
-    SettingLine, Verdict,
-};
+use super::reading::{code_time, inferred, pct, reading, source_of};
+use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
 use crate::record::diagnosis::Diagnosis;
 
-pub struct RunnerTasks;
+pub struct RunnerLimit;
 
-impl Kind for RunnerTasks {
+impl Kind for RunnerLimit {
     fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
         super::model_bound(s, job, Limit::RunnerLimit)
     }
@@ -136,7 +134,11 @@ impl Kind for RunnerTasks {
     }
 
     fn raise(&self, _d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
-        Ok(super::with_runners(current.clone(), current, job))
+        Ok(super::runner_limit::with_runners(
+            current.clone(),
+            current,
+            job,
+        ))
     }
 
     /// Compose runs `runners_per_worker` runners of `runner_limit` each; the charts run one
@@ -165,95 +167,31 @@ impl Kind for RunnerTasks {
     }
 }
 
-/// No runner attached anywhere: every Code task waits out the task request timeout.
-pub struct NoRunner;
+/// Runner limit per runner we do not go past when adding capacity: n8n's default, and one
+/// Node process per runner does not get faster with more tasks.
+pub const RUNNER_LIMIT_PER_RUNNER: u32 = crate::model::n8n_defaults::RUNNER_LIMIT;
 
-impl Kind for NoRunner {
-    fn readings(&self, s: &Settings) -> Vec<String> {
-        [
-            reading(&s.runner_limit, "runner limit"),
-            reading(&s.runners_per_worker, "runners per worker"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    }
-
-    fn inferred_here(&self, _s: &Settings) -> bool {
-        false
-    }
-
-    fn refuted(&self, n: &Named, findings: &mut Vec<Finding>) -> Option<Settings> {
-        let (s, ceiling) = (n.s, n.ceiling);
-        let x = ceiling.x.mean;
-        if x <= 0.0 {
-            return None;
-        }
-        findings.push(
-            Finding::new(
-                FindingId::SettingsDisagree,
-                format!(
-                    "The settings read give no runner task (runner capacity 0), yet {x:.2} executions/s completed"
-                ),
-            )
-            .evidence(format!(
-                "runner limit {}, runners per worker {}: {}",
-                source_of(&s.runner_limit),
-                source_of(&s.runners_per_worker),
-                ceiling.at()
-            ))
-            .figure("measured_per_s", x)
-            .figure("runner_capacity", 0.0)
-            .fix("check the runner settings where they run (n8ncap inspect): the runners' N8N_RUNNERS_MAX_CONCURRENCY, and which worker each attaches to"),
-        );
-        Some(Settings {
-            runner_limit: None,
-            runners_per_worker: None,
-            ..s.clone()
-        })
-    }
-
-    fn caps(&self, _n: &Named, _findings: &mut Vec<Finding>) -> Verdict {
-        Verdict {
-            limit: Some(Limit::NoRunner),
-            text: "No runner is attached: every Code task fails after the task request timeout."
-                .into(),
-            cpu: None,
-        }
-    }
-
-    fn plannable(&self) -> Result<(), NoPlan> {
-        Err("no runner takes the Code tasks: attach a runner to every worker first (worker-without-runner)".into())
-    }
-
-    /// A missing runner is not shared out by kind of job.
-    fn shared_as(&self) -> Option<super::Share> {
-        None
-    }
-
-    fn raise(&self, _d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, NoPlan> {
-        Err("no runner takes the Code tasks: attach a runner to every worker first".into())
-    }
-
-    fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
-        Vec::new()
-    }
-}
-
-/// Executions that fail after the task request timeout with no limit named: no runner takes
-/// the Code tasks (a worker without a runner was found), so the verdict says that.
-pub fn when_no_runner_takes(v: Verdict, findings: &[Finding]) -> Verdict {
-    let no_runner = findings
-        .iter()
-        .any(|f| f.id == FindingId::WorkerWithoutRunner);
-    if no_runner && v.limit.is_none() {
-        Verdict {
-            limit: Some(Limit::NoRunner),
-            text: "Executions fail after the task request timeout: no runner takes the Code tasks."
-                .into(),
-            cpu: None,
-        }
-    } else {
-        v
-    }
+/// Runner capacity paired with worker concurrency: every slot that runs Code at once needs a
+/// runner task (c × C ÷ (W + C)), never below today's, in runners of at most
+/// [`RUNNER_LIMIT_PER_RUNNER`] tasks (or today's limit when higher).
+pub fn with_runners(p: Settings, current: &Settings, job: Job) -> Settings {
+    let code_share = job.code_s / job.job_time().max(1e-9);
+    let code_slots = ((p.worker_concurrency_or_default() as f64) * code_share).ceil() as u32;
+    let today = current
+        .runner_limit_or_default()
+        .saturating_mul(current.runners_per_worker_count());
+    let capacity = code_slots.max(today).max(1);
+    let per_runner = current
+        .runner_limit_or_default()
+        .max(RUNNER_LIMIT_PER_RUNNER);
+    let runners = capacity
+        .div_ceil(per_runner)
+        .max(p.runners_per_worker_count())
+        .max(1);
+    let why = format!(
+        "runner capacity {capacity} per worker for the slots that run Code ({:.0} % of the job)",
+        code_share * 100.0
+    );
+    p.propose(|s| &mut s.runners_per_worker, runners, &why)
+        .propose(|s| &mut s.runner_limit, capacity.div_ceil(runners), &why)
 }

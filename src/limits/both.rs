@@ -1,18 +1,20 @@
-//! Worker slots and runner tasks level: their bounds within `model::INSEPARABLE` of each other,
+//! Both: worker slots and runner tasks level, their bounds within `model::INSEPARABLE` of each other,
 //! so the data cannot say which caps. Named as the pair, raised as the pair.
 
-use super::{inferred, slot_most, Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
+use super::reading::inferred;
+use super::slots::slot_most;
+use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
 use crate::record::diagnosis::Diagnosis;
 
-pub struct Level;
+pub struct Both;
 
-impl Kind for Level {
+impl Kind for Both {
     fn readings(&self, s: &Settings) -> Vec<String> {
-        super::slot_and_runner_readings(s)
+        super::reading::slot_and_runner_readings(s)
     }
 
     fn inferred_here(&self, s: &Settings) -> bool {
@@ -61,9 +63,9 @@ impl Kind for Level {
         Some(super::SLOTS)
     }
 
-    /// Raising worker concurrency raises the runners with it ([`super::with_runners`]).
+    /// Raising worker concurrency raises the runners with it ([`super::runner_limit::with_runners`]).
     fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
-        super::raise_slots(d, current, job)
+        super::slots::raise_slots(d, current, job)
     }
 
     fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {

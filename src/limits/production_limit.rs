@@ -1,19 +1,18 @@
 //! The production limit: `N8N_CONCURRENCY_PRODUCTION_LIMIT` on main in regular mode, where one
 //! process runs every execution; it is that process's only slot count (held for S).
 
-use super::{
-    inferred, pct, reading, slot_most, Ceiling, Dialect, Key, Kind, Named, Process, SettingLine,
-    Verdict,
-};
+use super::reading::{inferred, pct, reading};
+use super::slots::slot_most;
+use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
 use crate::record::diagnosis::Diagnosis;
 
-pub struct Production;
+pub struct ProductionLimit;
 
-impl Kind for Production {
+impl Kind for ProductionLimit {
     fn readings(&self, s: &Settings) -> Vec<String> {
         reading(&s.worker_concurrency, "worker concurrency")
             .into_iter()
@@ -76,7 +75,7 @@ impl Kind for Production {
 
     /// Main's slots are raised as worker concurrency is (the plan's worker is main).
     fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
-        super::raise_slots(d, current, job)
+        super::slots::raise_slots(d, current, job)
     }
 
     fn lines(&self, plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {

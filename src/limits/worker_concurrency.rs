@@ -1,19 +1,18 @@
-//! Worker slots: `worker --concurrency` (n8n 2.x: `N8N_CONCURRENCY_PRODUCTION_LIMIT` when set
+//! Worker concurrency, the slots: `worker --concurrency` (n8n 2.x: `N8N_CONCURRENCY_PRODUCTION_LIMIT` when set
 //! on a worker overrides it), one slot held for the whole execution S. Bound Σc ÷ S.
 
-use super::{
-    inferred, pct, reading, slot_most, source_of, Ceiling, Dialect, Key, Kind, Named, Process,
-    SettingLine, Verdict,
-};
+use super::reading::{inferred, pct, reading, source_of};
+use super::slots::slot_most;
+use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Bound, Job, Limit};
 use crate::record::diagnosis::Diagnosis;
 
-pub struct WorkerSlots;
+pub struct WorkerConcurrency;
 
-impl Kind for WorkerSlots {
+impl Kind for WorkerConcurrency {
     fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
         super::model_bound(s, job, Limit::WorkerConcurrency)
     }
@@ -82,7 +81,7 @@ impl Kind for WorkerSlots {
     fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
         if n.s.is_regular() {
             // Regular mode's slots are main's production limit.
-            return super::production::Production.caps(n, findings);
+            return super::production_limit::ProductionLimit.caps(n, findings);
         }
         let (cap, job, ceiling) = (n.cap, n.job, n.ceiling);
         let x = ceiling.x.mean;
@@ -125,7 +124,7 @@ impl Kind for WorkerSlots {
     }
 
     fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
-        super::raise_slots(d, current, job)
+        super::slots::raise_slots(d, current, job)
     }
 
     fn lines(&self, plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
