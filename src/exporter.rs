@@ -135,7 +135,7 @@ fn ceilings(e: &mut TextWriter, (t, workers): (&Topology, &[&crate::topology::No
         e.sample(
             "theoretical_ceiling_per_second",
             &[("container", w.name()), ("service", &svc(w))],
-            model::capacity(std::slice::from_ref(l), job).ceiling,
+            model::slots_and_runners(std::slice::from_ref(l), job).ceiling,
         );
     }
     e.end_family();
@@ -145,7 +145,7 @@ fn ceilings(e: &mut TextWriter, (t, workers): (&Topology, &[&crate::topology::No
     s.job_time = Some(Sourced::new(j, Provenance::Flag("--job-time".into())));
     let total = crate::limits::capacity(&s, 0.0)
         .map(|c| c.ceiling)
-        .unwrap_or_else(|| model::capacity(&all, job).ceiling);
+        .unwrap_or_else(|| model::slots_and_runners(&all, job).ceiling);
     e.single(
         "theoretical_ceiling_total_per_second",
         "gauge",

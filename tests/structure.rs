@@ -573,6 +573,19 @@ fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
     }
 }
 
+/// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
+/// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
+/// names of their own.
+#[test]
+fn one_function_is_named_capacity() {
+    let named: Vec<String> = sources()
+        .into_iter()
+        .filter(|p| code(&std::fs::read_to_string(p).unwrap()).contains("fn capacity("))
+        .map(|p| format!("src/{}", rel(&p)))
+        .collect();
+    assert_eq!(named, ["src/limits/mod.rs"]);
+}
+
 /// One name per kind, as hyperfine names an exporter once: `Limit::DbPool` is answered by
 /// `pub struct DbPool` in `src/limits/db_pool.rs`, and `of()` says so; every other file of the
 /// room is the dispatcher or what several kinds share (the readings, the setting lines, the

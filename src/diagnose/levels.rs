@@ -318,7 +318,7 @@ pub fn mark_saturation(levels: &mut [Level], service_time_s: Option<f64>) {
 
 /// The capacity: throughput at the saturated valid levels — the best of them, merged with every
 /// other within 5 % of it (repeats and a flat plateau give an interval).
-pub fn capacity(levels: &[Level]) -> Option<(Estimate, &Level)> {
+pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
     let sat: Vec<&Level> = levels.iter().filter(|l| l.saturated()).collect();
     let top = sat
         .iter()

@@ -62,7 +62,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &mut findings,
     );
 
-    let measured = levels::capacity(&levels);
+    let measured = levels::measured_ceiling(&levels);
     let cpu = measured
         .as_ref()
         .map(|(x, l)| cpu::uses(stages, l, x.mean, &inputs.host))

@@ -232,7 +232,7 @@ pub const ALONE: [Limit; 2] = [Limit::WorkerConcurrency, Limit::RunnerLimit];
 /// The capacity of `s` for a job with every kind's bound in it: the model's slots and runner
 /// tasks, and any bound another kind holds (smallest first).
 pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
-    let mut cap = s.capacity(overhead_s)?;
+    let mut cap = s.slots_and_runners(overhead_s)?;
     let job = s.job(overhead_s)?;
     let mut extra: Vec<Bound> = SET
         .iter()
@@ -267,7 +267,7 @@ pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
 
 /// The bound of `limit` among the model's slots and runner tasks for `s` and the job.
 pub fn model_bound(s: &Settings, job: Job, limit: Limit) -> Option<Bound> {
-    s.capacity(job.overhead_s)?
+    s.slots_and_runners(job.overhead_s)?
         .bounds
         .into_iter()
         .find(|b| b.limit == limit)

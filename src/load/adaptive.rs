@@ -88,7 +88,7 @@ impl Search {
     }
 
     /// The best throughput of a saturated level: the capacity.
-    pub fn capacity(&self) -> Option<f64> {
+    pub fn ceiling_found(&self) -> Option<f64> {
         let s = self.service_time()?;
         self.seen
             .iter()
@@ -104,7 +104,7 @@ impl Search {
     /// (largest level below the ceiling, smallest level at it), once a level is saturated.
     pub fn bracket(&self) -> Option<(u32, u32)> {
         let s = self.service_time()?;
-        let x_max = self.capacity()?;
+        let x_max = self.ceiling_found()?;
         let hi = self
             .seen
             .iter()
@@ -145,7 +145,7 @@ impl Search {
             ));
         }
         let top = self.seen.iter().map(|l| l.in_flight).max().unwrap_or(1);
-        let Some(x_max) = self.capacity() else {
+        let Some(x_max) = self.ceiling_found() else {
             if let Some(h) = self.head_start.map(|h| h.min(self.max_vus)) {
                 if h > top && !self.tried(h) {
                     return run(
@@ -187,14 +187,14 @@ impl Search {
             return stop(&format!(
                 "{why} up to --max-vus {}: {}",
                 self.max_vus,
-                if self.to_failure && self.capacity().is_some() {
+                if self.to_failure && self.ceiling_found().is_some() {
                     "no threshold failed"
                 } else {
                     "the ceiling was not reached"
                 }
             ));
         }
-        let growth = if self.capacity().is_some() {
+        let growth = if self.ceiling_found().is_some() {
             GROWTH_PAST_KNEE
         } else {
             GROWTH
@@ -254,7 +254,7 @@ impl Search {
     /// While the knee is being refined, the throughput that decides a level's side: 95 % of the
     /// ceiling. A level may end as soon as its interval lies wholly on one side of it.
     pub fn settle_threshold(&self) -> Option<f64> {
-        let x_max = self.capacity()?;
+        let x_max = self.ceiling_found()?;
         self.knee().is_none().then_some(AT_CEILING * x_max)
     }
 
@@ -263,7 +263,7 @@ impl Search {
     /// below it the response stays near S, so the last level's response (contention included).
     pub fn warmup_s(&self, n: u32) -> f64 {
         let s = self.service_time().unwrap_or(0.0);
-        let r = match self.capacity() {
+        let r = match self.ceiling_found() {
             Some(x_max) if x_max > 0.0 => (n as f64 / x_max).max(s),
             _ => self
                 .seen

@@ -62,7 +62,7 @@ pub fn uses(kinds: &[Kind], overhead_s: f64) -> Vec<KindUse> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{capacity, Limit, WorkerLimits};
+    use crate::model::{slots_and_runners, Limit, WorkerLimits};
 
     fn kinds(code_share: f64) -> Vec<Kind> {
         vec![
@@ -87,10 +87,10 @@ mod tests {
             worker_concurrency: 5,
             runner_capacity: 3,
         }];
-        let all = capacity(&limits, mean_job(&kinds(1.0)));
+        let all = slots_and_runners(&limits, mean_job(&kinds(1.0)));
         assert_eq!(all.capping, Limit::RunnerLimit);
         assert!((all.ceiling - 3.0).abs() < 1e-9);
-        let mix = capacity(&limits, mean_job(&kinds(0.3)));
+        let mix = slots_and_runners(&limits, mean_job(&kinds(0.3)));
         assert_eq!(mix.capping, Limit::WorkerConcurrency);
         // 5 slots ÷ Σ w S = 1 s; runner 3 ÷ Σ w C = 0.3 s = 10/s.
         assert!((mix.ceiling - 5.0).abs() < 1e-9);

@@ -205,8 +205,8 @@ impl Capacity {
 pub const INSEPARABLE: f64 = 0.10;
 
 /// The ceilings of `n` identical workers.
-pub fn capacity_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
-    let one = capacity(&[w], job);
+pub fn slots_and_runners_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
+    let one = slots_and_runners(&[w], job);
     let n_f = n as f64;
     Capacity {
         total_worker_concurrency: w.worker_concurrency.saturating_mul(n),
@@ -228,7 +228,7 @@ pub fn capacity_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
     }
 }
 
-pub fn capacity(workers: &[WorkerLimits], job: Job) -> Capacity {
+pub fn slots_and_runners(workers: &[WorkerLimits], job: Job) -> Capacity {
     let c: u32 = workers
         .iter()
         .map(|w| w.worker_concurrency)
@@ -417,11 +417,11 @@ mod tests {
             (20, 5.0, Limit::WorkerConcurrency),
             (15, 5.0, Limit::Both),
         ] {
-            let cap = capacity(&one(15, r), job);
+            let cap = slots_and_runners(&one(15, r), job);
             assert!((cap.ceiling - x).abs() < 1e-3, "r={r}: {}", cap.ceiling);
             assert_eq!(cap.capping, lim, "r={r}");
         }
-        let cap = capacity(&one(15, 0), job);
+        let cap = slots_and_runners(&one(15, 0), job);
         assert_eq!(cap.capping, Limit::NoRunner);
         assert_eq!(cap.ceiling, 0.0);
     }
@@ -433,7 +433,7 @@ mod tests {
             code_s: 3.0,
             overhead_s: 0.0,
         };
-        let cap = capacity(&one(15, 10), job);
+        let cap = slots_and_runners(&one(15, 10), job);
         let p = predict_bound(&cap, job, cap.ceiling, 20);
         assert!((p.throughput - 3.3333).abs() < 1e-3);
         assert!((p.response_s - 6.0).abs() < 1e-3);
@@ -457,7 +457,7 @@ mod tests {
             code_s: 0.1,
             overhead_s: 0.0,
         };
-        let cap = capacity(&one(4, 1), job);
+        let cap = slots_and_runners(&one(4, 1), job);
         assert_eq!(cap.capping, Limit::WorkerConcurrency);
         assert!((cap.ceiling - 8.0).abs() < 1e-9);
     }
@@ -479,7 +479,7 @@ mod tests {
                 runner_capacity: 0,
             },
         ];
-        let cap = capacity(&ws, job);
+        let cap = slots_and_runners(&ws, job);
         assert!((cap.ceiling - 10.0).abs() < 1e-9, "{}", cap.ceiling);
     }
 
@@ -494,7 +494,7 @@ mod tests {
             overhead_s: 0.05,
             ..job
         };
-        let cap = capacity(&one(15, 10), job);
+        let cap = slots_and_runners(&one(15, 10), job);
         let curve = predict_mva(&cap, job, cap.ceiling, 60);
         assert!((curve[0].throughput - 1.0 / 1.05).abs() < 1e-9);
         assert!((curve[59].throughput - 10.0).abs() < 0.05);

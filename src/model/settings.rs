@@ -3,7 +3,7 @@
 //! from the measured ceiling)".
 
 pub use super::provenance::{Provenance, ProvenanceKind};
-use super::{capacity_uniform, Capacity, Job, WorkerLimits};
+use super::{slots_and_runners_uniform, Capacity, Job, WorkerLimits};
 use serde::{Deserialize, Serialize};
 
 /// A value and where it came from. In JSON: `value`, `source` (the words), `provenance` (the
@@ -310,13 +310,13 @@ impl Settings {
 
     /// The only place the settings become ceilings: needs the job time, worker concurrency and
     /// runner limit.
-    pub fn capacity(&self, overhead_s: f64) -> Option<Capacity> {
+    pub fn slots_and_runners(&self, overhead_s: f64) -> Option<Capacity> {
         let job = self.job(overhead_s)?;
         let limits = WorkerLimits {
             worker_concurrency: self.worker_concurrency.as_ref()?.value,
             runner_capacity: self.runner_capacity_per_worker()?,
         };
-        Some(capacity_uniform(self.worker_count(), limits, job))
+        Some(slots_and_runners_uniform(self.worker_count(), limits, job))
     }
 
     /// Fills what `self` lacks from `other` (flags first, then what the run knows).
