@@ -573,6 +573,23 @@ fn the_recipe_for_a_limit_kind_names_every_file_that_branches_on_one() {
     }
 }
 
+/// A kind's setting is known by its kind, not by its variable's name: nothing outside
+/// `src/limits/` picks a setting line by the name it is written under.
+#[test]
+fn no_setting_line_is_chosen_by_its_variable_name_outside_the_limits() {
+    let found: Vec<String> = sources()
+        .into_iter()
+        .filter(|p| !rel(p).starts_with("limits/"))
+        .filter(|p| {
+            let text = code(&std::fs::read_to_string(p).unwrap());
+            let flat: String = text.split_whitespace().collect();
+            flat.contains("Key::Env(\"") || flat.contains("Key::Arg(\"")
+        })
+        .map(|p| format!("src/{}", rel(&p)))
+        .collect();
+    assert!(found.is_empty(), "{found:?}");
+}
+
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
 /// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
 /// names of their own.

@@ -265,10 +265,57 @@ pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
         .collect()
 }
 
+/// The kinds whose settings a plan's first line says (workers × concurrency, runners × their
+/// limit, or regular mode's production limit); every other kind's lines are said under it.
+pub const HEADLINE: [Limit; 3] = [
+    Limit::WorkerConcurrency,
+    Limit::ProductionLimit,
+    Limit::RunnerLimit,
+];
+
+/// The setting lines of a plan in `dialect` beyond what its first line says.
+pub fn lines_beyond_headline(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
+    SET.iter()
+        .filter(|l| !HEADLINE.contains(l))
+        .flat_map(|l| of(*l).lines(plan, dialect))
+        .collect()
+}
+
 /// The bound of `limit` among the model's slots and runner tasks for `s` and the job.
 pub fn model_bound(s: &Settings, job: Job, limit: Limit) -> Option<Bound> {
     s.slots_and_runners(job.overhead_s)?
         .bounds
         .into_iter()
         .find(|b| b.limit == limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::settings::{Provenance, Sourced};
+
+    /// A plan's lines beyond its first line are every kind's but the headline's: the database
+    /// pool's on the workers, and none of worker concurrency's, the runners' or main's limit.
+    #[test]
+    fn the_lines_beyond_the_headline_are_the_other_kinds_only() {
+        let set = |v: u32| Some(Sourced::new(v, Provenance::Flag("--test".into())));
+        let plan = Settings {
+            worker_concurrency: set(10),
+            runner_limit: set(5),
+            db_pool_size: set(8),
+            ..Settings::default()
+        };
+        let all = lines(&plan, Dialect::Compose);
+        let beyond = lines_beyond_headline(&plan, Dialect::Compose);
+        assert_eq!(
+            beyond,
+            [SettingLine::new(
+                Process::Worker,
+                Key::Env("DB_POSTGRESDB_POOL_SIZE"),
+                8
+            )]
+        );
+        assert!(all.len() >= 3, "{all:?}");
+        assert!(all.contains(&beyond[0]));
+    }
 }

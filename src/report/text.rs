@@ -147,12 +147,9 @@ pub fn recommendation(r: &Recommendation) -> String {
         "  {} worker(s) × concurrency {}; per worker {} runner(s) × N8N_RUNNERS_MAX_CONCURRENCY={} (runner capacity {})",
         r.settings.worker_count(), r.settings.worker_concurrency_or_default(), r.settings.runners_per_worker_count(), r.settings.runner_limit_or_default(), r.settings.runner_capacity_or_default()
     );
-    // Every other setting a limit kind proposes on main or the workers (the database pool).
-    for l in crate::limits::lines(&r.settings, crate::limits::Dialect::Compose) {
-        if let (crate::limits::Key::Env(var), false) = (
-            &l.key,
-            matches!(l.on, crate::limits::Process::Runner) || var_shown(&l.key),
-        ) {
+    // Every other setting a limit kind proposes (the database pool's, on main and the workers).
+    for l in crate::limits::lines_beyond_headline(&r.settings, crate::limits::Dialect::Compose) {
+        if let crate::limits::Key::Env(var) = &l.key {
             let on = match l.on {
                 crate::limits::Process::Main => "main",
                 crate::limits::Process::Worker => "each worker",
@@ -190,15 +187,6 @@ pub fn recommendation(r: &Recommendation) -> String {
         let _ = writeln!(s, "  note: {n}");
     }
     s
-}
-
-/// Settings the recommendation's first line already says (worker concurrency, the runner limit,
-/// main's production limit in regular mode).
-fn var_shown(key: &crate::limits::Key) -> bool {
-    matches!(
-        key,
-        crate::limits::Key::Env("N8N_RUNNERS_MAX_CONCURRENCY" | "N8N_CONCURRENCY_PRODUCTION_LIMIT")
-    )
 }
 
 /// The runner's memory limit, from what its tasks used (or from the runner that was killed).
