@@ -2,10 +2,10 @@
 //! its numbers.
 
 use crate::common::*;
-use n8ncap::commands::analyze;
 use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::{Settings, Sourced};
 use n8ncap::model::Limit;
+use n8ncap::recommend::analyze::analyze;
 use n8ncap::record::diagnosis::CpuSite;
 use n8ncap::record::Summary;
 use n8ncap::sim::{Stack, StackConfig};

@@ -251,7 +251,7 @@ proptest! {
         let p = temp_file("roundtrip.json", &text);
         match n8ncap::record::dir::load_summary(&p) {
             Ok(mut back) => {
-                let (d, _) = n8ncap::commands::analyze(&mut back, Default::default(), None);
+                let (d, _) = n8ncap::recommend::analyze::analyze(&mut back, Default::default(), None);
                 prop_assert!(!d.verdict.is_empty());
                 // And what the diagnosis wrote reads back too.
                 let again = temp_file("roundtrip2.json", &serde_json::to_vec_pretty(&back).unwrap());
@@ -369,7 +369,7 @@ proptest! {
         let back = n8ncap::record::dir::load_summary(&p);
         prop_assert!(back.is_ok(), "{:?}", back.err().map(|e| e.to_string()));
         let mut back = back.unwrap();
-        let (again, _) = n8ncap::commands::analyze(&mut back, Default::default(), None);
+        let (again, _) = n8ncap::recommend::analyze::analyze(&mut back, Default::default(), None);
         prop_assert_eq!(again.capping_limit, d.capping_limit, "{} / {}", again.verdict, d.verdict);
         let h2 = temp_file("history.json", &serde_json::to_vec_pretty(&h).unwrap());
         let text = std::fs::read_to_string(h2).unwrap();

@@ -133,7 +133,7 @@ async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
         )),
         ..Default::default()
     };
-    let (d, _) = n8ncap::commands::analyze(&mut own, settings, None);
+    let (d, _) = n8ncap::recommend::analyze::analyze(&mut own, settings, None);
     let own_verdict = serde_json::to_value(d.capping_limit).unwrap();
     assert_eq!(own_verdict, "runner_limit");
     assert_eq!(

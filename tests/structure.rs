@@ -590,6 +590,26 @@ fn no_setting_line_is_chosen_by_its_variable_name_outside_the_limits() {
     assert!(found.is_empty(), "{found:?}");
 }
 
+/// `commands/` parses and dispatches: its `mod.rs` holds the dispatch alone, and a summary's
+/// judgement (`recommend::analyze`) and the Docker side of a run (`observe::watch::discover`)
+/// live in the rooms that own them.
+#[test]
+fn the_commands_room_dispatches_and_does_no_other_work() {
+    let text = code(&std::fs::read_to_string(root().join("src/commands/mod.rs")).unwrap());
+    let fns: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains("fn "))
+        .collect();
+    assert_eq!(
+        fns,
+        ["pub async fn run(cmd: Command) -> anyhow::Result<i32> {"]
+    );
+    assert!(
+        !text.contains("struct ") && !text.contains("impl "),
+        "{text}"
+    );
+}
+
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
 /// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
 /// names of their own.

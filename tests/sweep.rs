@@ -778,7 +778,7 @@ async fn open_model_past_the_ceiling_counts_completions() {
         )),
         ..Default::default()
     };
-    let (d, _) = n8ncap::commands::analyze(&mut s, settings, None);
+    let (d, _) = n8ncap::recommend::analyze::analyze(&mut s, settings, None);
     assert_eq!(
         d.capping_limit,
         Some(n8ncap::model::Limit::RunnerLimit),

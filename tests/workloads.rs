@@ -1,12 +1,12 @@
 //! Real workloads against the simulator: traffic mixes of several workflows, binary uploads,
 //! k6-style ramps and regular mode — each measured and diagnosed end to end.
 
-use n8ncap::commands::analyze;
 use n8ncap::load::profile::Profile;
 use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::Settings;
 use n8ncap::model::settings::Sourced;
 use n8ncap::model::Limit;
+use n8ncap::recommend::analyze::analyze;
 use n8ncap::record::Summary;
 use n8ncap::sim::{config::Workflows, Stack, StackConfig};
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! predicts less than was measured, and predicts with every ceiling it knows (CPU included, or
 //! it says CPU was not measured).
 
+pub mod analyze;
 pub mod autoscaler;
 pub mod memory;
 

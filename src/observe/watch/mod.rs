@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod argument;
+pub mod discover;
 mod lifecycle;
 mod rates;
 mod scheduler;
