@@ -610,6 +610,20 @@ fn the_commands_room_dispatches_and_does_no_other_work() {
     );
 }
 
+/// The verdict and the plan reach every kind through `limits::Kind`, CPU included: no file
+/// outside `src/limits/` names CPU's file (a measured kind answers `saturated`,
+/// `caps_measured` and `predicted`).
+#[test]
+fn cpu_is_reached_through_the_kind_trait_like_every_kind() {
+    let found: Vec<String> = sources()
+        .into_iter()
+        .filter(|p| !rel(p).starts_with("limits/"))
+        .filter(|p| code(&std::fs::read_to_string(p).unwrap()).contains("limits::cpu"))
+        .map(|p| format!("src/{}", rel(&p)))
+        .collect();
+    assert!(found.is_empty(), "{found:?}");
+}
+
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
 /// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
 /// names of their own.

@@ -244,7 +244,7 @@ pub fn other_work(
     }
     // Without the stack's own CPU (no process or container measured) the two cannot be told
     // apart: nothing is said.
-    let stack = host_bound(uses)?.cores_used;
+    let stack = uses.iter().find(|u| u.site == CpuSite::Host)?.cores_used;
     let other = (mean(&busy).min(cores.value) - stack).max(0.0);
     if other < OTHER_WORK_CORES || other < OTHER_WORK_SHARE * cores.value {
         return None;
@@ -268,5 +268,3 @@ pub fn other_work(
         .why("CPU taken by other work (a build, another load, another tenant) slows the stack without being its limit: no setting of n8n's raises it, and a CPU per execution read from the host's total would call it n8n's."),
     )
 }
-
-pub use crate::limits::cpu::{binding, host_bound, per_role_bound};

@@ -6,7 +6,7 @@
 //! the flags that would tell). A limit that is not known is inferred from one saturated level
 //! and marked inferred.
 
-use super::{cpu, floor};
+use super::floor;
 use crate::findings::{Finding, FindingId};
 use crate::limits::reading::{code_time, pct};
 use crate::limits::{self, Named};
@@ -59,7 +59,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
         }
     }
     let Some(c) = ceiling else { return };
-    if cpu::binding(c.cpu).is_some() {
+    if limits::measured_saturated(c) {
         return;
     }
     let x = c.x.mean;
@@ -182,8 +182,8 @@ pub fn decide(
         return third_limit(Some(cap), ceiling, in_progress, findings);
     }
     // A limit is unknown even after inference: say what the level shows.
-    if let Some(site) = cpu::binding(ceiling.cpu) {
-        return limits::cpu::verdict(site.clone(), None, ceiling, findings);
+    if let Some(v) = limits::measured_caps(None, ceiling, findings) {
+        return v;
     }
     if let Some(v) = one_limit_reached(s, ceiling, findings) {
         return v;
@@ -361,8 +361,8 @@ fn third_limit(
     in_progress: f64,
     findings: &mut Vec<Finding>,
 ) -> Verdict {
-    if let Some(site) = cpu::binding(ceiling.cpu) {
-        return limits::cpu::verdict(site.clone(), cap, ceiling, findings);
+    if let Some(v) = limits::measured_caps(cap, ceiling, findings) {
+        return v;
     }
     let x = ceiling.x.mean;
     let model = cap.map(|c| c.ceiling).unwrap_or(f64::NAN);

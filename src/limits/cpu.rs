@@ -8,6 +8,7 @@ use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::recommendation::PredictedBound;
 use crate::record::Role;
 
 pub struct Cpu;
@@ -38,6 +39,47 @@ impl Kind for Cpu {
 
     fn inferred_here(&self, _s: &Settings) -> bool {
         false
+    }
+
+    fn saturated(&self, c: &Ceiling) -> bool {
+        binding(c.cpu).is_some()
+    }
+
+    fn caps_measured(
+        &self,
+        cap: Option<&Capacity>,
+        c: &Ceiling,
+        findings: &mut Vec<Finding>,
+    ) -> Option<Verdict> {
+        binding(c.cpu).map(|site| verdict(site.clone(), cap, c, findings))
+    }
+
+    /// A process's CPU bound scales with how many of it the plan runs; main is one; the host's
+    /// cores are the host's.
+    fn predicted(
+        &self,
+        d: &[CpuUse],
+        now: &Settings,
+        plan: &Settings,
+    ) -> Vec<(f64, PredictedBound)> {
+        let scale = |role: Role, n_now: u32, n_new: u32| {
+            per_role_bound(d, role).map(|b| b / n_now.max(1) as f64 * n_new as f64)
+        };
+        let processes = [
+            scale(Role::Worker, now.worker_count(), plan.worker_count()),
+            scale(
+                Role::Runner,
+                now.worker_count() * now.runners_per_worker_count(),
+                plan.worker_count() * plan.runners_per_worker_count(),
+            ),
+            per_role_bound(d, Role::Main),
+        ];
+        processes
+            .into_iter()
+            .flatten()
+            .map(|b| (b, PredictedBound::ProcessCpu))
+            .chain(host_bound(d).map(|h| (h.bound_per_s, PredictedBound::HostCpu)))
+            .collect()
     }
 
     fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {

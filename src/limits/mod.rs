@@ -24,6 +24,7 @@ use crate::model::mix::KindUse;
 use crate::model::settings::Settings;
 use crate::model::{Bound, Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
+use crate::record::recommendation::PredictedBound;
 use crate::record::{Estimate, StageResult};
 
 pub use setting::{Dialect, Key, Process, SettingLine};
@@ -145,6 +146,36 @@ pub trait Kind: Sync {
         None
     }
 
+    /// A kind measured rather than set (CPU): whether the run saw it saturated at the ceiling.
+    fn saturated(&self, c: &Ceiling) -> bool {
+        let _ = c;
+        false
+    }
+
+    /// A measured kind saturated at the ceiling caps whatever the settings allow (`cap`, when
+    /// known): its finding and verdict; None when it was not seen saturated.
+    fn caps_measured(
+        &self,
+        cap: Option<&Capacity>,
+        c: &Ceiling,
+        findings: &mut Vec<Finding>,
+    ) -> Option<Verdict> {
+        let _ = (cap, c, findings);
+        None
+    }
+
+    /// The bounds a plan's settings `plan` meet from what the run measured of it (CPU: each
+    /// process's scaled by how many of it the plan runs, and the host's), against today's `now`.
+    fn predicted(
+        &self,
+        d: &[CpuUse],
+        now: &Settings,
+        plan: &Settings,
+    ) -> Vec<(f64, PredictedBound)> {
+        let _ = (d, now, plan);
+        Vec::new()
+    }
+
     /// The settings behind its bound, as "name value (source)", for the floor's suspect.
     fn readings(&self, s: &Settings) -> Vec<String>;
 
@@ -225,6 +256,37 @@ pub const SET: [Limit; 4] = [
     Limit::RunnerLimit,
     Limit::DbPool,
 ];
+
+/// Every kind measured rather than set: its bound is read from the run, not from settings.
+pub const MEASURED: [Limit; 1] = [Limit::Cpu];
+
+/// Whether a measured kind was seen saturated at the ceiling.
+pub fn measured_saturated(c: &Ceiling) -> bool {
+    MEASURED.iter().any(|l| of(*l).saturated(c))
+}
+
+/// The first measured kind saturated at the ceiling: its finding and verdict.
+pub fn measured_caps(
+    cap: Option<&Capacity>,
+    c: &Ceiling,
+    findings: &mut Vec<Finding>,
+) -> Option<Verdict> {
+    MEASURED
+        .iter()
+        .find_map(|l| of(*l).caps_measured(cap, c, findings))
+}
+
+/// Every bound the measured kinds put on a plan's settings.
+pub fn measured_bounds(
+    d: &[CpuUse],
+    now: &Settings,
+    plan: &Settings,
+) -> Vec<(f64, PredictedBound)> {
+    MEASURED
+        .iter()
+        .flat_map(|l| of(*l).predicted(d, now, plan))
+        .collect()
+}
 
 /// Every kind whose setting alone can be known and reached.
 pub const ALONE: [Limit; 2] = [Limit::WorkerConcurrency, Limit::RunnerLimit];

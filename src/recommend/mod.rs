@@ -9,7 +9,6 @@ pub mod analyze;
 pub mod autoscaler;
 pub mod memory;
 
-use crate::diagnose::cpu;
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
 use crate::error::NoPlan;
 use crate::limits::runner_limit::with_runners;
@@ -19,7 +18,6 @@ use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job};
 use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
 use crate::record::recommendation::{PredictedBound, Recommendation};
-use crate::record::Role;
 
 pub use crate::limits::runner_limit::RUNNER_LIMIT_PER_RUNNER;
 
@@ -321,28 +319,7 @@ fn predict(plan: &Settings, ctx: &Context) -> Option<(f64, PredictedBound)> {
             bounds.push((c.ceiling, PredictedBound::Setting(b.limit)));
         }
     }
-    let (now, new) = (ctx.current, plan);
-    // A process's CPU bound scales with how many of it there are.
-    let scale = |role: Role, n_now: u32, n_new: u32| {
-        cpu::per_role_bound(ctx.cpu, role).map(|b| b / n_now.max(1) as f64 * n_new as f64)
-    };
-    for b in [
-        scale(Role::Worker, now.worker_count(), new.worker_count()),
-        scale(
-            Role::Runner,
-            now.worker_count() * now.runners_per_worker_count(),
-            new.worker_count() * new.runners_per_worker_count(),
-        ),
-        cpu::per_role_bound(ctx.cpu, Role::Main),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        bounds.push((b, PredictedBound::ProcessCpu));
-    }
-    if let Some(h) = cpu::host_bound(ctx.cpu) {
-        bounds.push((h.bound_per_s, PredictedBound::HostCpu));
-    }
+    bounds.extend(limits::measured_bounds(ctx.cpu, ctx.current, plan));
     bounds.into_iter().min_by(|a, b| a.0.total_cmp(&b.0))
 }
 

@@ -4,6 +4,7 @@ use super::*;
 use crate::diagnose::tests::{closed, cpu_stage, run, settings};
 use crate::model::settings::Provenance;
 use crate::model::Limit;
+use crate::record::Role;
 
 #[test]
 fn reference_check_break_point_120_job_24s() {
