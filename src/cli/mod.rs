@@ -237,8 +237,7 @@ impl SettingsArgs {
             job_time,
             task_memory_mb: None,
             db_pool_size: positive("db-pool-size", self.db_pool_size)?,
-            db_time: None,
-            db_acquire_p99_s: None,
+            measured: Default::default(),
         }
         .or(mode))
     }

@@ -66,8 +66,7 @@ pub fn settings(job_s: f64, c: Option<u32>, r: Option<u32>) -> Settings {
         executions_mode: None,
         binary_data_mode: None,
         db_pool_size: None,
-        db_time: None,
-        db_acquire_p99_s: None,
+        measured: Default::default(),
     }
 }
 

@@ -76,7 +76,7 @@ fn acquire_p99(stages: &[StageResult], levels: &[Level]) -> Option<Sourced<f64>>
 impl Kind for DbPool {
     fn bound(&self, s: &Settings, _job: Job) -> Option<Bound> {
         let pool = s.db_pool_size.as_ref()?;
-        let d = s.db_time.as_ref().filter(|d| d.value > 0.0)?;
+        let d = s.measured.db_time.as_ref().filter(|d| d.value > 0.0)?;
         let workers = s.worker_count();
         Some(Bound {
             limit: Limit::DbPool,
@@ -140,11 +140,11 @@ impl Kind for DbPool {
         // below what was measured); elsewhere the median of the levels' readings.
         let median = if at_full { d[0] } else { d[d.len() / 2] };
         let pending = read.iter().map(|r| r.3).fold(0.0, f64::max);
-        if s.db_acquire_p99_s.is_none() {
-            s.db_acquire_p99_s = acquire_p99(stages, levels);
+        if s.measured.db_acquire_p99_s.is_none() {
+            s.measured.db_acquire_p99_s = acquire_p99(stages, levels);
         }
         let busiest = read.iter().map(|r| r.1).fold(0.0, f64::max);
-        s.db_time.get_or_insert(Sourced {
+        s.measured.db_time.get_or_insert(Sourced {
             value: median,
             source: Provenance::Measured(format!(
                 "measured: connections in use ÷ throughput (Little's law at the pool) at {} level(s){}; at most {busiest:.1} in use, {pending:.1} requests pending",
@@ -202,6 +202,7 @@ impl Kind for DbPool {
         let mut out = Vec::new();
         // Four times the p99 wait, in whole seconds: said only when n8n's default is short.
         let ms = s
+            .measured
             .db_acquire_p99_s
             .as_ref()
             .map(|p| ((p.value * 4.0).ceil() * 1000.0, p))
@@ -215,7 +216,7 @@ impl Kind for DbPool {
             ));
         }
         let pool = plan.db_pool_size.as_ref().map(|p| p.value);
-        if let Some(pool) = pool.filter(|_| s.db_time.is_some()) {
+        if let Some(pool) = pool.filter(|_| s.measured.db_time.is_some()) {
             out.push(format!(
                 "connections: {pool} × {} worker(s) = {} for the workers, plus main's and every webhook processor's pool, at their autoscaler maxima — keep the total within Postgres max_connections − superuser_reserved_connections (default 3), or put PgBouncer (transaction mode) in front; `n8ncap audit` checks it against the deployment",
                 plan.worker_count(),
@@ -229,7 +230,7 @@ impl Kind for DbPool {
         let mut out: Vec<String> = super::reading::reading(&s.db_pool_size, "database pool")
             .into_iter()
             .collect();
-        if let Some(d) = &s.db_time {
+        if let Some(d) = &s.measured.db_time {
             out.push(format!("database time {:.3} s ({})", d.value, d.source));
         }
         out
@@ -279,7 +280,7 @@ impl Kind for DbPool {
             ))
             .evidence(format!(
                 "database time D {d:.3} s per execution{}",
-                s.db_time.as_ref().map(|t| format!(" ({})", t.source)).unwrap_or_default()
+                s.measured.db_time.as_ref().map(|t| format!(" ({})", t.source)).unwrap_or_default()
             ))
             .evidence(format!(
                 "{} worker slots ÷ S {:.2} s would allow {:.2} req/s; {:.0} pool connection(s) ÷ D allow {:.2}",
@@ -320,6 +321,7 @@ impl Kind for DbPool {
     /// most 2/3 busy: ⌈next × D × 1.5 ÷ workers⌉, never below today's + 1.
     fn raise(&self, d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
         let dt = current
+            .measured
             .db_time
             .as_ref()
             .map(|t| t.value)

@@ -170,6 +170,16 @@ pub struct Settings {
     /// `DB_POSTGRESDB_POOL_SIZE` of each worker (n8n's default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_pool_size: Option<Sourced<u32>>,
+    /// What a run measured of the deployment, beside what is configured (written flat, as the
+    /// fields were before they had a struct of their own).
+    #[serde(flatten)]
+    pub measured: Measured,
+}
+
+/// What a run measured of the deployment that no setting says: read from its metrics, never
+/// configured, so a plan proposes none of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
     /// Seconds an execution holds a worker's database connection (Little's law at the pool:
     /// connections in use ÷ executions per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,6 +188,16 @@ pub struct Settings {
     /// measured (n8n's `db_pool_acquire_seconds`), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_acquire_p99_s: Option<Sourced<f64>>,
+}
+
+impl Measured {
+    /// Fills what `self` lacks from `other`.
+    pub fn or(self, other: Measured) -> Measured {
+        Measured {
+            db_time: self.db_time.or(other.db_time),
+            db_acquire_p99_s: self.db_acquire_p99_s.or(other.db_acquire_p99_s),
+        }
+    }
 }
 
 impl Settings {
@@ -331,8 +351,7 @@ impl Settings {
         self.task_memory_mb = self.task_memory_mb.or(other.task_memory_mb);
         self.binary_data_mode = self.binary_data_mode.or(other.binary_data_mode);
         self.db_pool_size = self.db_pool_size.or(other.db_pool_size);
-        self.db_time = self.db_time.or(other.db_time);
-        self.db_acquire_p99_s = self.db_acquire_p99_s.or(other.db_acquire_p99_s);
+        self.measured = self.measured.or(other.measured);
         self
     }
 
@@ -372,5 +391,38 @@ impl Settings {
                 .map(|m| Sourced::new(m, Provenance::Body("request body (alloc_mb)".into()))),
             ..Settings::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What was measured has a struct of its own and is still written flat, so summaries saved
+    /// before the split read back the same and what is written now reads in older tools.
+    #[test]
+    fn what_was_measured_is_written_flat_and_read_back() {
+        let s = Settings {
+            db_pool_size: Some(Sourced::new(4, Provenance::Flag("--db-pool-size".into()))),
+            measured: Measured {
+                db_time: Some(Sourced::new(0.05, Provenance::Measured("pool".into()))),
+                db_acquire_p99_s: None,
+            },
+            ..Settings::default()
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["db_time"]["value"], 0.05);
+        assert!(v.get("measured").is_none() && v.get("db_acquire_p99_s").is_none());
+        let back: Settings = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+        let older = serde_json::json!({
+            "workers": null, "worker_concurrency": null, "runner_limit": null,
+            "runners_per_worker": null, "job_time": null, "code_time": null,
+            "task_memory_mb": null,
+            "db_acquire_p99_s": {"value": 0.2, "source": "measured: acquire"}
+        });
+        let read: Settings = serde_json::from_value(older).unwrap();
+        assert_eq!(read.measured.db_acquire_p99_s.map(|d| d.value), Some(0.2));
+        assert!(read.measured.db_time.is_none());
     }
 }
