@@ -59,7 +59,7 @@ pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling
         }
     }
     let Some(c) = ceiling else { return };
-    if limits::measured_saturated(c) {
+    if limits::measured_saturated(s, c) {
         return;
     }
     let x = c.x.mean;
@@ -179,10 +179,10 @@ pub fn decide(
             let v = kind.caps(&named, findings);
             return hedge(v, b.per_s(), (s, ceiling), findings);
         }
-        return third_limit(Some(cap), ceiling, in_progress, findings);
+        return third_limit(s, Some(cap), ceiling, in_progress, findings);
     }
     // A limit is unknown even after inference: say what the level shows.
-    if let Some(v) = limits::measured_caps(None, ceiling, findings) {
+    if let Some(v) = limits::measured_caps(s, None, ceiling, findings) {
         return v;
     }
     if let Some(v) = one_limit_reached(s, ceiling, findings) {
@@ -356,12 +356,13 @@ fn settings_disagree(s: &Settings, cap: &Capacity, x: f64, u: f64) -> Finding {
 
 /// Below every slot limit: CPU when a site is saturated, else an unmodelled limit.
 fn third_limit(
+    s: &Settings,
     cap: Option<&Capacity>,
     ceiling: &Ceiling,
     in_progress: f64,
     findings: &mut Vec<Finding>,
 ) -> Verdict {
-    if let Some(v) = limits::measured_caps(cap, ceiling, findings) {
+    if let Some(v) = limits::measured_caps(s, cap, ceiling, findings) {
         return v;
     }
     let x = ceiling.x.mean;

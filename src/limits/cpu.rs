@@ -41,12 +41,13 @@ impl Kind for Cpu {
         false
     }
 
-    fn saturated(&self, c: &Ceiling) -> bool {
+    fn saturated(&self, _s: &Settings, c: &Ceiling) -> bool {
         binding(c.cpu).is_some()
     }
 
     fn caps_measured(
         &self,
+        _s: &Settings,
         cap: Option<&Capacity>,
         c: &Ceiling,
         findings: &mut Vec<Finding>,

@@ -147,8 +147,8 @@ pub trait Kind: Sync {
     }
 
     /// A kind measured rather than set (CPU): whether the run saw it saturated at the ceiling.
-    fn saturated(&self, c: &Ceiling) -> bool {
-        let _ = c;
+    fn saturated(&self, s: &Settings, c: &Ceiling) -> bool {
+        let _ = (s, c);
         false
     }
 
@@ -156,11 +156,12 @@ pub trait Kind: Sync {
     /// known): its finding and verdict; None when it was not seen saturated.
     fn caps_measured(
         &self,
+        s: &Settings,
         cap: Option<&Capacity>,
         c: &Ceiling,
         findings: &mut Vec<Finding>,
     ) -> Option<Verdict> {
-        let _ = (cap, c, findings);
+        let _ = (s, cap, c, findings);
         None
     }
 
@@ -261,19 +262,20 @@ pub const SET: [Limit; 4] = [
 pub const MEASURED: [Limit; 1] = [Limit::Cpu];
 
 /// Whether a measured kind was seen saturated at the ceiling.
-pub fn measured_saturated(c: &Ceiling) -> bool {
-    MEASURED.iter().any(|l| of(*l).saturated(c))
+pub fn measured_saturated(s: &Settings, c: &Ceiling) -> bool {
+    MEASURED.iter().any(|l| of(*l).saturated(s, c))
 }
 
 /// The first measured kind saturated at the ceiling: its finding and verdict.
 pub fn measured_caps(
+    s: &Settings,
     cap: Option<&Capacity>,
     c: &Ceiling,
     findings: &mut Vec<Finding>,
 ) -> Option<Verdict> {
     MEASURED
         .iter()
-        .find_map(|l| of(*l).caps_measured(cap, c, findings))
+        .find_map(|l| of(*l).caps_measured(s, cap, c, findings))
 }
 
 /// Every bound the measured kinds put on a plan's settings.
