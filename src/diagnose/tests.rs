@@ -705,3 +705,36 @@ fn an_adaptive_stage_ended_when_steady_is_not_faulted_for_the_warm_up_it_chose()
         threshold_rps: 3.8
     }));
 }
+
+/// main at its one core in queue mode: main's intake caps (not "CPU"), with main's CPU per
+/// execution and the rate it allows, and no plan of workers or slots raises it; in regular mode
+/// main runs the executions too, and the same reading is CPU's.
+#[test]
+fn main_at_its_core_in_queue_mode_is_mains_intake() {
+    let mut hi = closed(1, 20, 12.5);
+    for (role, cores) in [(Role::Worker, 0.5), (Role::Main, 0.95)] {
+        hi.endpoints.push(EndpointObserved {
+            url: format!("http://127.0.0.1/{}", role.word()),
+            role: Some(role),
+            samples: 10,
+            cpu_percent_mean: cores * 100.0,
+            ..Default::default()
+        });
+    }
+    let stages = vec![closed(0, 1, 1.0 / 0.08), hi];
+    let d = run(&stages, settings(0.01, Some(15), Some(20)));
+    assert_eq!(d.capping_limit, Some(Limit::MainIntake), "{}", d.verdict);
+    let f = finding(&d, "main-intake-caps");
+    assert!((f.get("cpu_s_per_execution").unwrap() - 0.076).abs() < 1e-9);
+    assert!((f.get("main_intake_bound_per_s").unwrap() - 1.0 / 0.076).abs() < 1e-6);
+    assert!(d.findings.iter().all(|f| f.id.as_str() != "cpu-limit-caps"));
+    assert!(crate::recommend::recommend(&d, None).is_err());
+
+    let mut regular = settings(0.01, Some(15), Some(20));
+    regular.executions_mode = Some(Sourced::new(
+        crate::model::settings::ExecutionsMode::Regular,
+        Provenance::Assumed("test".into()),
+    ));
+    let d = run(&stages, regular);
+    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+}

@@ -69,6 +69,9 @@ registry! {
     CpuLimitCaps = "cpu-limit-caps", Run, Error,
         "a process's CPU caps throughput before any n8n setting does",
         "give the saturated process more cores (more workers or runners, a higher CPU limit) or cut the CPU per execution";
+    MainIntakeCaps = "main-intake-caps", Run, Error,
+        "main's intake caps throughput: main's one thread receives and enqueues every execution, whatever the workers could run",
+        "add webhook processors (n8n webhook) behind the load balancer, or give main a faster core; more workers will not help";
     ProductionLimitCaps = "production-limit-caps", Run, Warning,
         "N8N_CONCURRENCY_PRODUCTION_LIMIT caps the executions main (regular mode) runs at once",
         "raise N8N_CONCURRENCY_PRODUCTION_LIMIT, or move to queue mode with workers";

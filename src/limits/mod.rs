@@ -10,6 +10,7 @@
 pub mod both;
 pub mod cpu;
 pub mod db_pool;
+pub mod main_intake;
 pub mod no_runner;
 pub mod production_limit;
 pub mod reading;
@@ -247,6 +248,7 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
         Limit::Cpu => &cpu::Cpu,
         Limit::ProductionLimit => &production_limit::ProductionLimit,
         Limit::DbPool => &db_pool::DbPool,
+        Limit::MainIntake => &main_intake::MainIntake,
     }
 }
 
@@ -259,7 +261,7 @@ pub const SET: [Limit; 4] = [
 ];
 
 /// Every kind measured rather than set: its bound is read from the run, not from settings.
-pub const MEASURED: [Limit; 1] = [Limit::Cpu];
+pub const MEASURED: [Limit; 2] = [Limit::MainIntake, Limit::Cpu];
 
 /// Whether a measured kind was seen saturated at the ceiling.
 pub fn measured_saturated(s: &Settings, c: &Ceiling) -> bool {

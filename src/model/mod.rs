@@ -138,6 +138,8 @@ pub enum Limit {
     ProductionLimit,
     /// The workers' database pools: `DB_POSTGRESDB_POOL_SIZE` connections each.
     DbPool,
+    /// Main's intake in queue mode: its one thread receives and enqueues every execution.
+    MainIntake,
 }
 
 impl Limit {
@@ -150,6 +152,7 @@ impl Limit {
             Limit::Cpu => "CPU",
             Limit::ProductionLimit => "production limit (regular mode)",
             Limit::DbPool => "database pool",
+            Limit::MainIntake => "main's intake",
         }
     }
 }

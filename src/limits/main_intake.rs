@@ -1,0 +1,116 @@
+//! Main's intake: in queue mode every production webhook is received, written and enqueued by
+//! main (or a webhook processor, `n8n webhook`) on one Node.js thread, so main's CPU per
+//! execution caps the whole deployment however many workers wait behind it (n8n 2.41: about
+//! 27 ms, near 37/s on one core). Its bound is measured, not set: main's usable cores ÷ its CPU
+//! seconds per execution. No worker or runner setting raises it; webhook processors or a
+//! faster core do. In regular mode main also runs the executions: its CPU is CPU's, not this.
+
+use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
+use crate::error::NoPlan;
+use crate::findings::{Finding, FindingId};
+use crate::model::settings::Settings;
+use crate::model::{Capacity, Job, Limit};
+use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::Role;
+
+pub struct MainIntake;
+
+/// Main's CPU site, when it is the one whose CPU binds, in queue mode.
+fn site<'a>(s: &Settings, c: &Ceiling<'a>) -> Option<&'a CpuUse> {
+    super::cpu::binding(c.cpu)
+        .filter(|u| u.site == CpuSite::Process && u.role == Some(Role::Main))
+        .filter(|_| !s.is_regular())
+}
+
+impl Kind for MainIntake {
+    fn readings(&self, s: &Settings) -> Vec<String> {
+        super::reading::slot_and_runner_readings(s)
+    }
+
+    fn inferred_here(&self, _s: &Settings) -> bool {
+        false
+    }
+
+    fn saturated(&self, s: &Settings, c: &Ceiling) -> bool {
+        site(s, c).is_some()
+    }
+
+    fn caps_measured(
+        &self,
+        s: &Settings,
+        cap: Option<&Capacity>,
+        c: &Ceiling,
+        findings: &mut Vec<Finding>,
+    ) -> Option<Verdict> {
+        site(s, c).map(|u| verdict(u.clone(), cap, c, findings))
+    }
+
+    fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
+        self.caps_measured(n.s, Some(n.cap), n.ceiling, findings)
+            .unwrap_or(Verdict {
+                limit: None,
+                text: "Main's intake was named, but main's CPU was not measured saturated".into(),
+                cpu: None,
+            })
+    }
+
+    /// Every execution passes main once, whatever its workflow: not shared out by kind of job.
+    fn shared_as(&self) -> Option<super::Share> {
+        None
+    }
+
+    fn raise(&self, d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, NoPlan> {
+        let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
+        let per = d.cpu_limit.as_ref().map(|u| u.cpu_s_per_execution);
+        Err(NoPlan(format!(
+            "main's intake caps at {x:.2} req/s{}: no worker or runner setting raises it — add webhook processors (n8n webhook) behind the load balancer, or give main a faster core",
+            per.map(|p| format!(" ({p:.3} CPU s per execution on main)")).unwrap_or_default()
+        )))
+    }
+
+    /// Webhook processors are a deployment's shape, not a setting of the plan's processes.
+    fn lines(&self, _plan: &Settings, _dialect: Dialect) -> Vec<SettingLine> {
+        Vec::new()
+    }
+}
+
+/// Main's intake caps at `u`: its finding with main's cores and CPU per execution, and the
+/// verdict that more workers will not help.
+fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Finding>) -> Verdict {
+    let x = c.x.mean;
+    let mut f = Finding::new(
+        FindingId::MainIntakeCaps,
+        format!("Main's intake caps throughput at {x:.2} req/s: main ({}) is at its core", u.name),
+    )
+    .evidence(format!(
+        "{:.2} cores used of {:.1} usable ({}); {:.3} CPU s per execution on main → {:.2} executions/s",
+        u.cores_used, u.usable_cores.value, u.usable_cores.source, u.cpu_s_per_execution, u.bound_per_s
+    ))
+    .figure("throughput_per_s", x)
+    .figure("cores_used", u.cores_used)
+    .figure("usable_cores", u.usable_cores.value)
+    .figure("cpu_s_per_execution", u.cpu_s_per_execution)
+    .figure("main_intake_bound_per_s", u.bound_per_s)
+    .why("Every production webhook passes main's one JavaScript thread before any worker sees it: more workers, slots or runners only wait behind it.")
+    .fix("add webhook processors (n8n webhook) behind the load balancer, or give main a faster core");
+    if let Some(cap) = cap {
+        f = f.evidence(format!(
+            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
+            cap.ceiling, cap.worker_bound, cap.runner_bound
+        ));
+    }
+    findings.push(f);
+    Verdict {
+        limit: Some(Limit::MainIntake),
+        text: format!(
+            "Main's intake caps throughput: {} measured from {} on; main ({}) uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s. More workers will not help: add webhook processors (n8n webhook) or give main a faster core.",
+            c.x.describe("req/s"),
+            c.first.words(),
+            u.name,
+            u.cores_used,
+            u.cpu_s_per_execution,
+            u.bound_per_s
+        ),
+        cpu: Some(u),
+    }
+}
