@@ -64,11 +64,18 @@ fn room_of(rel: &str) -> String {
         .to_string()
 }
 
-/// The code of a file without its test module (a trailing `#[cfg(test)]` at column 0) and
-/// without line comments.
+/// The code of a file without its inline test module (a trailing `#[cfg(test)]` at column 0
+/// before `mod tests {`) and without line comments.
 fn code(text: &str) -> String {
-    let text = match text.find("\n#[cfg(test)]") {
-        Some(i) => &text[..i],
+    // An inline test module ends the code; `#[cfg(test)] mod tests;` (a file of its own) does not.
+    let inline = text.match_indices("\n#[cfg(test)]\n").find(|(i, m)| {
+        text[i + m.len()..]
+            .lines()
+            .next()
+            .is_some_and(|l| l.trim_end().ends_with('{'))
+    });
+    let text = match inline {
+        Some((i, _)) => &text[..i],
         None => text,
     };
     text.lines()
@@ -607,6 +614,21 @@ fn cpu_is_reached_through_the_kind_trait_like_every_kind() {
         .map(|p| format!("src/{}", rel(&p)))
         .collect();
     assert!(found.is_empty(), "{found:?}");
+}
+
+/// The diagnosis does not ask where its stages came from: their source says how their service
+/// time is known (`diagnose::ServiceTime`), and levels say whether a run chose them.
+#[test]
+fn the_diagnosis_has_no_branch_on_where_its_stages_came_from() {
+    let text = std::fs::read_to_string(root().join("src/diagnose/mod.rs")).unwrap();
+    let fn_diagnose = &text[text.find("pub fn diagnose(").unwrap()..];
+    let fn_diagnose = &fn_diagnose[..fn_diagnose.find("\n}").unwrap()];
+    for needle in ["from_history", ".history.is_some()", ".history.is_none()"] {
+        assert!(
+            !fn_diagnose.contains(needle),
+            "diagnose() branches on {needle}"
+        );
+    }
 }
 
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).

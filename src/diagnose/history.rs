@@ -462,6 +462,7 @@ pub fn judge(
     mark(h, &settings);
     let stages = stages(h);
     let inputs = Inputs {
+        service_time: super::ServiceTime::of(&stages, &settings),
         settings,
         task_request_timeout_s: timeout_s,
         ..Inputs::default()

@@ -346,3 +346,9 @@ pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
     };
     Some((x, top))
 }
+
+/// Whether the levels were chosen by the run that measured them (a sweep's, a k6 script's), not
+/// windows a history happened to hold: only then is there a next level to try.
+pub fn chosen(levels: &[Level]) -> bool {
+    !levels.iter().any(|l| l.window.is_some())
+}

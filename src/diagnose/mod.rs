@@ -27,7 +27,7 @@ pub mod verdict;
 pub(crate) mod tests;
 
 use crate::findings::{Finding, FindingId};
-use crate::model::settings::Settings;
+use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, Capacity, Job};
 use crate::record::diagnosis::{
     BreakPoint, BreakPointKind, Comparison, CpuUse, CurvePoint, Diagnosis, Level,
@@ -44,6 +44,41 @@ pub struct Inputs {
     pub host: cpu::Host,
     /// The workflows of a mix (empty for one workflow).
     pub mix: Vec<crate::model::mix::Kind>,
+    /// How the stages' service time is known: given by their source ([`ServiceTime::of`]).
+    pub service_time: ServiceTime,
+}
+
+/// How the stages' service time is known. Their source says it, so the diagnosis never asks
+/// where the stages came from: a run chose its levels and the time follows from the one at 1 in
+/// flight (or the job time given); a history's windows carry n8n's execution histogram, and the
+/// time is what it measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ServiceTime {
+    #[default]
+    FromLevels,
+    /// Measured by the source (the time when known, and the fixed overhead within it).
+    Measured(Option<Sourced<f64>>, f64),
+}
+
+impl ServiceTime {
+    /// The service time and n8n's overhead within it, for `levels` under `settings`.
+    fn at(&self, levels: &[Level], settings: &Settings) -> (Option<Sourced<f64>>, f64) {
+        match self {
+            ServiceTime::FromLevels => levels::service_time(levels, settings),
+            ServiceTime::Measured(s, overhead) => (s.clone(), *overhead),
+        }
+    }
+
+    /// What stages say of their service time: windows of a history carry n8n's slot times, a
+    /// run's levels do not.
+    pub fn of(stages: &[StageResult], settings: &Settings) -> ServiceTime {
+        if stages.is_empty() || stages.iter().any(|s| s.history.is_none()) {
+            return ServiceTime::FromLevels;
+        }
+        let (s, o) = history::service_time(stages, settings)
+            .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o));
+        ServiceTime::Measured(s, o)
+    }
 }
 
 pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
@@ -52,8 +87,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     let mut levels = levels::group(stages);
     let deaths = lifecycle::deaths(stages, &settings);
     lifecycle::mark_levels(&mut levels, &deaths, stages);
-    let from_history = !stages.is_empty() && stages.iter().all(|s| s.history.is_some());
-    let (service_time, overhead_s) = service_time(stages, &levels, &settings, from_history);
+    let (service_time, overhead_s) = inputs.service_time.at(&levels, &settings);
     levels::mark_saturation(&mut levels, service_time.as_ref().map(|s| s.value));
     validity::findings(
         stages,
@@ -128,11 +162,11 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         saturation_rule: levels::saturation_rule(),
         failure_point: failure_point(stages, &levels),
         knee: knee(&levels, measured.as_ref().map(|(x, _)| x.mean), effective),
-        // A history chose no level: there is no next one to try.
+        // Levels a source did not choose (a history's windows): there is no next one to try.
         next_level: next_level(
             &levels,
             capacity.as_ref(),
-            measured.is_some() || from_history,
+            measured.is_some() || !levels::chosen(&levels),
         ),
         levels,
         comparison,
@@ -158,22 +192,6 @@ fn observations(
     findings.extend(at.and_then(|l| cpu::other_work(stages, l, cpu, &inputs.host)));
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), findings);
     ramp::findings(stages, levels, findings);
-}
-
-/// The service time and n8n's overhead: a history's from n8n's slot times, a run's from its
-/// level at 1 in flight (or the job time given).
-fn service_time(
-    stages: &[StageResult],
-    levels: &[Level],
-    settings: &Settings,
-    from_history: bool,
-) -> (Option<crate::model::settings::Sourced<f64>>, f64) {
-    if from_history {
-        history::service_time(stages, settings)
-            .map_or((None, model::DEFAULT_OVERHEAD_S), |(s, o)| (Some(s), o))
-    } else {
-        levels::service_time(levels, settings)
-    }
 }
 
 /// A resource that refused work (Postgres' connections) leads the verdict, its finding first.
@@ -307,9 +325,8 @@ fn judge(
             )
         })
         .unwrap_or_default();
-    // A history's levels are windows it did not choose: there is no next level to try.
-    let from_history = levels.iter().any(|l| l.window.is_some());
-    let next = next_level(levels, capacity, from_history)
+    // Levels a source did not choose (a history's windows): there is no next level to try.
+    let next = next_level(levels, capacity, !levels::chosen(levels))
         .map(|n| format!(" Try {n} in flight next."))
         .unwrap_or_default();
     Verdict {

@@ -74,6 +74,7 @@ pub fn run(stages: &[StageResult], s: Settings) -> Diagnosis {
     diagnose(
         stages,
         &Inputs {
+            service_time: ServiceTime::of(stages, &s),
             settings: s,
             task_request_timeout_s: None,
             host: cpu::Host {

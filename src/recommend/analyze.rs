@@ -19,6 +19,7 @@ pub fn analyze(
         .or(Settings::from_mix(&mix))
         .or(Settings::from_body(summary.body.as_ref()));
     let inputs = Inputs {
+        service_time: judge::ServiceTime::of(&summary.stages, &settings),
         settings,
         task_request_timeout_s,
         host: summary.host.clone().unwrap_or_default(),
