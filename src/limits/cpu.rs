@@ -155,12 +155,10 @@ fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<S
                 )
                 .propose(|s| &mut s.runners_per_worker, runners + 1, why))
         }
-        (CpuSite::Process, Some(Role::Main)) if d.settings.is_regular() => Err(NoPlan(format!(
-            "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
-            site.cpu_s_per_execution
-        ))),
+        // In queue mode main's CPU is main's intake (`main_intake.rs`); here main runs every
+        // execution.
         (CpuSite::Process, Some(Role::Main)) => Err(NoPlan(format!(
-            "main's CPU caps at {x:.2} req/s ({:.3} CPU s per execution): no worker or runner setting raises it — add webhook processes (n8n webhook) or a faster CPU",
+            "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
             site.cpu_s_per_execution
         ))),
         _ => Err(NoPlan(format!(
@@ -218,7 +216,7 @@ pub fn verdict(
             "add runners per worker (each runner is one Node process)"
         }
         (CpuSite::Process, Some(Role::Main)) => {
-            "main's intake is CPU-bound: add webhook processes (n8n webhook) behind the load balancer, or a faster CPU"
+            "regular mode: main runs every execution on its one thread — move to queue mode with workers, or give main a faster core"
         }
         _ => "more cores or another host: adding processes on this one adds nothing",
     });
