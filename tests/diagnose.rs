@@ -554,3 +554,64 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
         d.findings.iter().map(|f| f.id).collect::<Vec<_>>()
     );
 }
+
+/// main burning 60 ms of CPU per request on its one thread in queue mode, the workers' slots
+/// and runners far above it: main's intake is named (not "CPU"), with main's CPU per execution,
+/// and no plan adds workers. A busy host may saturate first: then that is what is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simulated_main_at_its_core_is_named_as_mains_intake() {
+    let stack = Stack::start(StackConfig {
+        worker_concurrency: 15,
+        runner_limit: 20,
+        main_cpu: Duration::from_millis(60),
+        queue_metrics_interval: Duration::from_millis(500),
+        ..StackConfig::default()
+    })
+    .await
+    .unwrap();
+    let profile = closed_profile(
+        &stack.webhook_url,
+        &[1, 10],
+        serde_json::json!({"sleep_ms": 300}),
+        "2s",
+        "7s",
+    );
+    let endpoints = vec![
+        (
+            format!("{}/metrics", stack.main_url),
+            n8ncap::record::Role::Main,
+        ),
+        (
+            stack.worker_metrics_urls[0].clone(),
+            n8ncap::record::Role::Worker,
+        ),
+    ];
+    let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
+    let (d, rec) = analyze(&mut s, Settings::default(), None);
+    eprintln!("{}", d.verdict);
+    if d.capping_limit != Some(Limit::MainIntake) {
+        assert_ne!(
+            d.capping_limit,
+            Some(Limit::WorkerConcurrency),
+            "{}",
+            d.verdict
+        );
+        return crate::common::assert_host_shared(&d);
+    }
+    let site = d.cpu_limit.as_ref().expect("main's CPU site");
+    assert_eq!(site.role, Some(n8ncap::record::Role::Main));
+    // Main's CPU per execution: the 60 ms burnt and the simulator's own intake.
+    assert!(
+        (0.055..0.09).contains(&site.cpu_s_per_execution),
+        "{site:?}"
+    );
+    let ceiling = d.measured_ceiling.as_ref().unwrap().mean;
+    assert!(site.bound_per_s >= 0.95 * ceiling, "{site:?} for {ceiling}");
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "main-intake-caps")
+        .expect("main-intake-caps");
+    assert!((f.get("cpu_s_per_execution").unwrap() - site.cpu_s_per_execution).abs() < 1e-9);
+    assert!(rec.is_err(), "{rec:?}");
+}
