@@ -286,7 +286,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     use n8ncap::record::recommendation::PredictedBound;
     assert_eq!(
         rec.predicted_bound,
-        PredictedBound::Setting(Limit::WorkerConcurrency)
+        PredictedBound::Kind(Limit::WorkerConcurrency)
     );
     let st1 = d.service_time.as_ref().unwrap().value;
     assert!(

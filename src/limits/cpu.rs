@@ -55,8 +55,8 @@ impl Kind for Cpu {
         binding(c.cpu).map(|site| verdict(site.clone(), cap, c, findings))
     }
 
-    /// A process's CPU bound scales with how many of it the plan runs; main is one; the host's
-    /// cores are the host's.
+    /// A process's CPU bound scales with how many of it the plan runs; main is one (regular
+    /// mode: queue mode's main is main's intake); the host's cores are the host's.
     fn predicted(
         &self,
         d: &[CpuUse],
@@ -73,7 +73,8 @@ impl Kind for Cpu {
                 now.worker_count() * now.runners_per_worker_count(),
                 plan.worker_count() * plan.runners_per_worker_count(),
             ),
-            per_role_bound(d, Role::Main),
+            // In queue mode main's CPU is main's intake's bound.
+            per_role_bound(d, Role::Main).filter(|_| plan.is_regular()),
         ];
         processes
             .into_iter()

@@ -11,6 +11,7 @@ use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::recommendation::PredictedBound;
 use crate::record::Role;
 
 pub struct MainIntake;
@@ -43,6 +44,20 @@ impl Kind for MainIntake {
         findings: &mut Vec<Finding>,
     ) -> Option<Verdict> {
         site(s, c).map(|u| verdict(u.clone(), cap, c, findings))
+    }
+
+    /// Main is one process however many workers a plan runs: its measured bound holds as is.
+    fn predicted(
+        &self,
+        d: &[CpuUse],
+        _now: &Settings,
+        plan: &Settings,
+    ) -> Vec<(f64, PredictedBound)> {
+        super::cpu::per_role_bound(d, Role::Main)
+            .filter(|_| !plan.is_regular())
+            .map(|b| (b, PredictedBound::Kind(Limit::MainIntake)))
+            .into_iter()
+            .collect()
     }
 
     fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {

@@ -316,7 +316,7 @@ fn predict(plan: &Settings, ctx: &Context) -> Option<(f64, PredictedBound)> {
     let mut bounds = Vec::new();
     if let Some(c) = limits::capacity(plan, ctx.job.overhead_s) {
         if let Some(b) = c.binding() {
-            bounds.push((c.ceiling, PredictedBound::Setting(b.limit)));
+            bounds.push((c.ceiling, PredictedBound::Kind(b.limit)));
         }
     }
     bounds.extend(limits::measured_bounds(ctx.cpu, ctx.current, plan));

@@ -83,7 +83,7 @@ fn a_runner_limited_knee_raises_the_runners_and_keeps_the_slots() {
     assert_eq!(r.operating_concurrency, 4);
     assert_eq!(
         r.predicted_bound,
-        PredictedBound::Setting(Limit::WorkerConcurrency)
+        PredictedBound::Kind(Limit::WorkerConcurrency)
     );
     assert!(r
         .notes
@@ -365,4 +365,31 @@ fn a_slot_raise_is_one_step_even_when_an_idle_workers_cpu_allows_thousands() {
     );
     let again = recommend(&d, None).expect("a plan after the plan was followed");
     assert!(again.settings.worker_concurrency_or_default() > c);
+}
+
+#[test]
+fn a_plan_past_mains_intake_is_bound_by_it_not_by_a_process_cpu() {
+    // 4 slots of 1 s jobs saturated at 3.9/s; main spent 0.2 of a core there (0.051 CPU s per
+    // execution: its one thread allows 19.5/s), the worker little. A plan of many more slots
+    // meets main's intake first; the prediction says so by its name.
+    let mut hi = closed(1, 8, 3.9);
+    for (role, cores) in [(Role::Worker, 0.01), (Role::Main, 0.2)] {
+        hi.endpoints.push(crate::record::stage::EndpointObserved {
+            url: format!("http://127.0.0.1/{}", role.word()),
+            role: Some(role),
+            samples: 10,
+            cpu_percent_mean: cores * 100.0,
+            ..Default::default()
+        });
+    }
+    let d = run(&[closed(0, 2, 1.95), hi], settings(1.0, Some(4), Some(40)));
+    // A break point of 60 in flight: 40 slots, which allow 39/s; main allows 19.5.
+    let given = Sourced::new(60, Provenance::Flag("--break-point".into()));
+    let r = recommend(&d, Some(given)).unwrap();
+    assert_eq!(
+        r.predicted_bound,
+        PredictedBound::Kind(Limit::MainIntake),
+        "{r:?}"
+    );
+    assert!((r.predicted_throughput - 3.9 / 0.2).abs() < 1e-6, "{r:?}");
 }

@@ -14,9 +14,10 @@ pub enum PredictedBound {
     ProcessCpu,
     /// The host's cores (or the containers' CPU limits together).
     HostCpu,
-    /// A setting's bound (worker concurrency, the runner limit), written as the limit's name.
+    /// A limit kind's bound (worker concurrency, the runner limit, main's intake), written as
+    /// the limit's name.
     #[serde(untagged)]
-    Setting(Limit),
+    Kind(Limit),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -162,7 +162,7 @@ pub fn recommendation(r: &Recommendation) -> String {
         let _ = writeln!(s, "  runner memory limit: {} MiB ({})", m.value, m.source);
     }
     let bound = match r.predicted_bound {
-        PredictedBound::Setting(l) => l.words(),
+        PredictedBound::Kind(l) => l.words(),
         PredictedBound::ProcessCpu => "a process's CPU",
         PredictedBound::HostCpu => "the host's CPU",
     };
