@@ -4,7 +4,7 @@
 use crate::common::*;
 use n8ncap::model::settings::Provenance;
 use n8ncap::model::settings::{Settings, Sourced};
-use n8ncap::model::Limit;
+use n8ncap::model::{Capping, Limit};
 use n8ncap::recommend::analyze::analyze;
 use n8ncap::record::diagnosis::CpuSite;
 use n8ncap::record::Summary;
@@ -64,7 +64,12 @@ fn finding<'a>(d: &'a n8ncap::record::Diagnosis, id: &str) -> &'a n8ncap::findin
 async fn runner_limit_5_is_named_with_its_numbers() {
     let (mut s, served) = sweep_served(15, 5, &[20, 30], 200, "6s").await;
     let (d, _) = analyze(&mut s, known(15, 5), None);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     let f = finding(&d, "runner-limit-caps");
     let expected = 5.0 / served.task_s;
     let x = f.get("throughput_per_s").unwrap();
@@ -93,7 +98,7 @@ async fn runner_limit_20_leaves_worker_concurrency_named() {
     let (d, _) = analyze(&mut s, known(15, 20), None);
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -131,7 +136,12 @@ async fn one_level_pins_an_unknown_runner_limit() {
     assert_eq!(r.value, 6);
     let c = d.settings.worker_concurrency.as_ref().expect("inferred");
     assert_eq!(c.value, 15, "{}", c.source);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,7 +252,7 @@ async fn worker_without_runner_is_recognised_by_the_timeout() {
     let f = finding(&d, "worker-without-runner");
     assert_eq!(f.get("status"), Some(500.0));
     assert!(within(f.get("fails_after_s").unwrap(), 1.0, 0.2));
-    assert_eq!(d.capping_limit, Some(Limit::NoRunner));
+    assert_eq!(d.capping_limit, Some(Capping::NoRunner));
 }
 
 /// A "mock server" that serves at most 3 requests at a time, 100 ms each: a limit the n8n model
@@ -355,7 +365,7 @@ async fn repeated_stages_give_intervals_and_equal_limits_are_not_guessed() {
     let x = &d.levels[0].throughput;
     assert_eq!(x.n, 3);
     assert!(x.low <= x.mean && x.mean <= x.high && x.high > x.low);
-    assert_eq!(d.capping_limit, Some(Limit::Both), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(Capping::Both), "{}", d.verdict);
     assert!(d.findings.iter().any(|f| f.id == "limits-inseparable"));
 }
 
@@ -422,7 +432,7 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     ];
     let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
-    if d.capping_limit != Some(Limit::Cpu) {
+    if d.capping_limit != Some(Limit::Cpu.into()) {
         return crate::common::assert_host_shared(&d);
     }
     let worker = d
@@ -522,7 +532,7 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
     let st = d.service_time.as_ref().unwrap().value;
     let slot = (st - d.fixed_overhead_s.unwrap_or(0.0)).max(0.5);
     match d.capping_limit {
-        Some(Limit::WorkerConcurrency) => {
+        Some(Capping::Kind(Limit::WorkerConcurrency)) => {
             let c = d.settings.worker_concurrency.as_ref().unwrap().value as f64 * 2.0;
             assert!(
                 c / slot >= 0.97 * x.low,
@@ -530,7 +540,7 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
                 d.verdict
             );
         }
-        Some(Limit::RunnerLimit) => {
+        Some(Capping::Kind(Limit::RunnerLimit)) => {
             let r = d.settings.runner_limit.as_ref().unwrap().value as f64 * 2.0;
             assert!(
                 r / 0.5 >= 0.97 * x.low,
@@ -589,10 +599,10 @@ async fn a_simulated_main_at_its_core_is_named_as_mains_intake() {
     let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
     eprintln!("{}", d.verdict);
-    if d.capping_limit != Some(Limit::MainIntake) {
+    if d.capping_limit != Some(Limit::MainIntake.into()) {
         assert_ne!(
             d.capping_limit,
-            Some(Limit::WorkerConcurrency),
+            Some(Limit::WorkerConcurrency.into()),
             "{}",
             d.verdict
         );

@@ -216,7 +216,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     // Worker concurrency 10, a pool of 2, 50 ms of database time per execution: 2 ÷ 0.05 s.
     let (s1, _) = sweep_db(db(pg.port, 2, 50), 1, &[1, 2, 4, 8, 16]).await;
     let d = diagnose(&s1.stages, &inputs(given(1)));
-    assert_eq!(d.capping_limit, Some(Limit::DbPool), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(Limit::DbPool.into()), "{}", d.verdict);
     let f = d
         .findings
         .iter()
@@ -278,7 +278,12 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     let predicted = rec.predicted_throughput;
     let (s2, served2) = sweep_db(db(pg.port, pool, 50), 1, &[1, 8, 16, 24]).await;
     let d2 = diagnose(&s2.stages, &inputs(given(1)));
-    assert_ne!(d2.capping_limit, Some(Limit::DbPool), "{}", d2.verdict);
+    assert_ne!(
+        d2.capping_limit,
+        Some(Limit::DbPool.into()),
+        "{}",
+        d2.verdict
+    );
     let x2 = d2.measured_ceiling.as_ref().unwrap().mean;
     // The prediction is the next bound, the slots: 10 ÷ S as run 1 measured S. A busy host
     // stretches S between the runs, so run 2 holds the same bound at its own slot time (n8n's

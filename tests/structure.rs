@@ -375,7 +375,7 @@ fn no_match_over_limit_has_a_catch_all_arm() {
     // The check finds what it looks for.
     let sample = "fn f(l: Limit) -> u8 {\n    match l {\n        Limit::Cpu => 1,\n        _ => 0,\n    }\n}\n";
     assert_eq!(catch_alls_over_limit(sample).len(), 1);
-    let exhaustive = sample.replace("_ =>", "Limit::NoRunner =>");
+    let exhaustive = sample.replace("_ =>", "Limit::MainIntake =>");
     assert!(catch_alls_over_limit(&exhaustive).is_empty());
     let mut found = Vec::new();
     let mut matches_over_limit = 0;
@@ -647,21 +647,29 @@ fn one_function_is_named_capacity() {
 /// One name per kind, as hyperfine names an exporter once: `Limit::DbPool` is answered by
 /// `pub struct DbPool` in `src/limits/db_pool.rs`, and `of()` says so; every other file of the
 /// room is the dispatcher or what several kinds share (the readings, the setting lines, the
-/// slot kinds' arithmetic).
+/// slot kinds' arithmetic). The verdict's two states that are no kind (`Capping::Both`,
+/// `Capping::NoRunner`) are answered by `both.rs` and `no_runner.rs` the same way.
 #[test]
 fn each_limit_kind_has_one_name_for_its_variant_its_file_and_its_type() {
     let model = std::fs::read_to_string(root().join("src/model/mod.rs")).unwrap();
-    let body = &model[model
-        .find("pub enum Limit {")
-        .expect("Limit in model/mod.rs")..];
-    let body = &body[..body.find('}').unwrap()];
-    let variants: Vec<&str> = body
-        .lines()
-        .skip(1)
-        .map(str::trim)
-        .filter(|l| !l.starts_with("//") && l.ends_with(','))
-        .map(|l| l.trim_end_matches(','))
-        .collect();
+    // The unit variants of an enum of model/mod.rs.
+    let variants_of = |name: &str| -> Vec<String> {
+        let body = &model[model
+            .find(&format!("pub enum {name} {{"))
+            .unwrap_or_else(|| panic!("{name} in model/mod.rs"))..];
+        let body = &body[..body.find('}').unwrap()];
+        body.lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| !l.starts_with("//") && !l.starts_with('#') && l.ends_with(','))
+            .map(|l| l.trim_end_matches(',').to_string())
+            .filter(|v| v.chars().all(char::is_alphanumeric))
+            .collect()
+    };
+    let variants = variants_of("Limit");
+    // The verdict's states that are no kind (both level, no runner) answer the same way.
+    let states = variants_of("Capping");
+    assert!(states.len() >= 2, "{states:?}");
     assert!(variants.len() >= 6, "{variants:?}");
     let snake = |v: &str| {
         let mut out = String::new();
@@ -681,7 +689,11 @@ fn each_limit_kind_has_one_name_for_its_variant_its_file_and_its_type() {
         "setting.rs".into(),
         "slots.rs".into(),
     ];
-    for v in &variants {
+    let named = variants
+        .iter()
+        .map(|v| ("Limit", v))
+        .chain(states.iter().map(|v| ("Capping", v)));
+    for (of, v) in named {
         let file = format!("{}.rs", snake(v));
         let text =
             std::fs::read_to_string(root().join("src/limits").join(&file)).unwrap_or_default();
@@ -689,12 +701,12 @@ fn each_limit_kind_has_one_name_for_its_variant_its_file_and_its_type() {
             || !text.contains(&format!("impl Kind for {v} {{"))
         {
             wrong.push(format!(
-                "Limit::{v}: src/limits/{file} has no `pub struct {v};` implementing Kind"
+                "{of}::{v}: src/limits/{file} has no `pub struct {v};` implementing Kind"
             ));
         }
-        if !dispatcher.contains(&format!("Limit::{v} => &{}::{v},", snake(v))) {
+        if !dispatcher.contains(&format!("{of}::{v} => &{}::{v},", snake(v))) {
             wrong.push(format!(
-                "Limit::{v}: of() does not answer it with {}::{v}",
+                "{of}::{v}: no arm answers it with {}::{v}",
                 snake(v)
             ));
         }

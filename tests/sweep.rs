@@ -781,7 +781,7 @@ async fn open_model_past_the_ceiling_counts_completions() {
     let (d, _) = n8ncap::recommend::analyze::analyze(&mut s, settings, None);
     assert_eq!(
         d.capping_limit,
-        Some(n8ncap::model::Limit::RunnerLimit),
+        Some(n8ncap::model::Limit::RunnerLimit.into()),
         "{}",
         d.verdict
     );

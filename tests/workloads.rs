@@ -19,7 +19,7 @@ type Judged = (
 /// Diagnoses `s` and checks the named limit and the measured ceiling (`x` ± `tol` per s).
 fn judged(s: &mut Summary, settings: Settings, limit: Limit, x: f64, tol: f64) -> Judged {
     let (d, rec) = analyze(s, settings, None);
-    assert_eq!(d.capping_limit, Some(limit), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(limit.into()), "{}", d.verdict);
     let got = d.measured_ceiling.as_ref().expect("a ceiling").mean;
     assert!(
         (got - x).abs() < tol,
@@ -339,7 +339,7 @@ async fn a_cpu_bound_regular_main_is_told_what_queue_mode_would_need() {
     )
     .await;
     let (d, rec) = analyze(&mut s, Default::default(), None);
-    if d.capping_limit != Some(Limit::Cpu) {
+    if d.capping_limit != Some(Limit::Cpu.into()) {
         return crate::common::assert_host_shared(&d);
     }
     let x = d.measured_ceiling.as_ref().expect("a ceiling").mean;

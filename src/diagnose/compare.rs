@@ -386,7 +386,8 @@ pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Inc
         // The direction: another limit at a higher ceiling (the bottleneck moved on), or one
         // that caps sooner.
         let verdict_changed = (a.capping_limit != b.capping_limit).then(|| {
-            let words = |l: Option<crate::model::Limit>| l.map_or("no limit named", |l| l.words());
+            let words =
+                |l: Option<crate::model::Capping>| l.map_or("no limit named", |l| l.words());
             let direction = match &ceiling {
                 Some(c) if c.beyond_noise && c.change_pct > 0.0 => ", at a higher ceiling",
                 Some(c) if c.beyond_noise => ", capping sooner",

@@ -4,7 +4,7 @@
 
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
-use crate::model::Limit;
+use crate::model::Capping;
 use crate::record::Estimate;
 
 /// A named bound may sit this far under the low end of the measured interval before the
@@ -28,14 +28,14 @@ pub struct Measured<'a> {
 /// The verdict's words when `limit`'s bound (at its most) is below the measurement; the
 /// finding naming the reading behind it is pushed.
 pub(super) fn below_measured(
-    limit: Limit,
+    limit: Capping,
     bound: f64,
     (s, m): (&Settings, &Measured),
     findings: &mut Vec<Finding>,
 ) -> String {
     let x = m.x;
     let in_progress = x.mean * m.s;
-    let readings = crate::limits::of(limit).readings(s);
+    let readings = crate::limits::answering(limit).readings(s);
     let suspect = if readings.is_empty() {
         "the settings read".to_string()
     } else {

@@ -5,13 +5,13 @@
 
 use crate::findings::{Finding, FindingId};
 use crate::model::mix::{self, Kind, KindUse};
-use crate::model::Limit;
+use crate::model::Capping;
 
 /// Each kind's use of the capping resource, as a finding, and a sentence for the verdict.
 pub fn consumption(
     kinds: &[Kind],
     overhead_s: f64,
-    limit: Option<Limit>,
+    limit: Option<Capping>,
     findings: &mut Vec<Finding>,
 ) -> (Vec<KindUse>, Option<String>) {
     if kinds.len() < 2 {
@@ -19,7 +19,7 @@ pub fn consumption(
     }
     let uses = mix::uses(kinds, overhead_s);
     // Main's production limit and a missing runner are not shared out by kind of job.
-    let Some((resource, part)) = limit.and_then(|l| crate::limits::of(l).shared_as()) else {
+    let Some((resource, part)) = limit.and_then(|l| crate::limits::answering(l).shared_as()) else {
         return (uses, None);
     };
     let mut ranked: Vec<&KindUse> = uses.iter().collect();

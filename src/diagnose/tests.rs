@@ -5,7 +5,7 @@
 use super::*;
 use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
-use crate::model::Limit;
+use crate::model::{Capping, Limit};
 use crate::record::diagnosis::{CpuSite, SaturationSign};
 use crate::record::stage::{ContainerObserved, EndpointObserved, Latency, QueueObserved};
 use crate::record::{LoadLevel, LoadModel, Role};
@@ -98,7 +98,12 @@ fn finding<'a>(d: &'a Diagnosis, id: &str) -> &'a Finding {
 fn one_saturated_level_with_known_limits_gives_the_verdict() {
     // A single k6 run of real n8n: 20 in flight, 1 s Code, runner limit 5: 4.7 req/s.
     let d = run(&[closed(0, 20, 4.7)], settings(1.0, Some(10), Some(5)));
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     let s = d.service_time.as_ref().unwrap();
     assert!((s.value - 1.06).abs() < 1e-9, "assumed job + 60 ms");
     assert!(matches!(s.source, Provenance::Assumed(_)));
@@ -121,7 +126,12 @@ fn one_saturated_level_pins_an_unknown_runner_limit() {
     let r = d.settings.runner_limit.as_ref().expect("inferred");
     assert_eq!(r.value, 5);
     assert!(matches!(r.source, Provenance::Inferred(_)), "{}", r.source);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
 }
 
 #[test]
@@ -131,7 +141,7 @@ fn one_saturated_level_pins_an_unknown_worker_concurrency() {
     let c = d.settings.worker_concurrency.as_ref().expect("inferred");
     assert_eq!(c.value, 10);
     assert!(matches!(c.source, Provenance::Inferred(_)));
-    assert_eq!(d.capping_limit, Some(Limit::WorkerConcurrency));
+    assert_eq!(d.capping_limit, Some(Limit::WorkerConcurrency.into()));
 }
 
 #[test]
@@ -171,7 +181,12 @@ fn slots_full_with_no_job_waiting_count_the_slots_not_the_in_flight() {
     assert_eq!(c.value, 15, "{}", c.source);
     // X × C = 28 × 0.2 = 5.6 runner tasks: the runner limit 6 caps.
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 6);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
 }
 
 /// Jobs waited, yet on a busy host the queue ran dry at moments and the mean of the slots
@@ -201,7 +216,7 @@ fn a_coarse_grid_is_saturated_at_its_top_level() {
     );
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -264,7 +279,7 @@ pub fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
 #[test]
 fn a_cpu_bound_worker_is_named_with_its_numbers() {
     let d = run(&cpu_stage(true), settings(0.01, Some(15), Some(20)));
-    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
     let site = d.cpu_limit.as_ref().unwrap();
     assert_eq!(site.role, Some(Role::Worker));
     assert_eq!(site.site, CpuSite::Process);
@@ -342,7 +357,12 @@ fn open_model_levels_are_arrivals_not_in_flight() {
         .saturated_by
         .contains(&SaturationSign::ThroughputBelowOfferedRate));
     assert!(!d.levels[0].saturated());
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     for c in &d.comparison {
         assert_ne!(c.in_flight, 20.0);
     }
@@ -355,7 +375,7 @@ fn measured_against_model_uses_the_service_time() {
     let d = run(&stages, settings(0.2, Some(15), Some(20)));
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -420,7 +440,12 @@ fn saturated_with_no_job_waiting_points_behind_the_slots() {
     assert!(matches!(c.source, Provenance::Inferred(_)));
     assert!(c.source.words().contains("at least"), "{}", c.source);
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 20);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
 }
 
 #[test]
@@ -439,13 +464,18 @@ fn a_reached_worker_concurrency_caps_even_with_the_runner_limit_unknown() {
     assert!(d.settings.runner_limit.is_none());
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
     // And the mirror: only the runner limit known, and reached.
     let d = run(&[closed(0, 20, 4.7)], settings(1.0, None, Some(5)));
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
 }
 
 #[test]
@@ -520,7 +550,7 @@ fn a_regular_mode_main_at_its_production_limit_is_named_as_such() {
     let d = run(&[closed(0, 1, 1.0 / 1.04), closed(1, 8, 3.85)], s);
     assert_eq!(
         d.capping_limit,
-        Some(Limit::ProductionLimit),
+        Some(Limit::ProductionLimit.into()),
         "{}",
         d.verdict
     );
@@ -576,7 +606,7 @@ fn a_stale_slots_gauge_names_no_bound_below_the_measured_ceiling() {
     let d = run(&[closed(0, 1, 1.0 / 0.54), st], s);
     assert_ne!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -612,8 +642,13 @@ fn a_host_busy_with_other_work_is_named_and_never_a_cpu_verdict() {
         ];
     }
     let d = run(&stages, settings(0.4, Some(20), Some(5)));
-    assert_ne!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_ne!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     let f = finding(&d, "host-shared");
     let other = f.get("other_cores").unwrap();
     assert!(other > 1.5 && other < 2.0, "{other}");
@@ -629,10 +664,10 @@ fn zero_slots_and_zero_runner_tasks_refuted_by_what_was_served() {
         .map(|(i, n)| closed(i, *n, (*n as f64 / 1.06).min(4.7)))
         .collect();
     let d = run(&stages, settings(1.0, Some(0), Some(0)));
-    assert_ne!(d.capping_limit, Some(Limit::NoRunner), "{}", d.verdict);
+    assert_ne!(d.capping_limit, Some(Capping::NoRunner), "{}", d.verdict);
     assert_ne!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -648,7 +683,12 @@ fn a_limit_inferred_from_the_measurement_is_not_doubted_for_its_rounding() {
     let mut s = settings(0.52, Some(10), None);
     s.workers = Some(Sourced::new(50, Provenance::Assumed("test".into())));
     let d = run(&[closed(0, 1, 1.0 / 0.56), closed(1, 800, 500.0)], s);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     assert_eq!(d.settings.runner_limit.as_ref().unwrap().value, 5);
 }
 
@@ -666,7 +706,7 @@ fn from_n_in_flight_on_names_the_smallest_level_at_the_ceiling() {
     );
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -724,7 +764,12 @@ fn main_at_its_core_in_queue_mode_is_mains_intake() {
     }
     let stages = vec![closed(0, 1, 1.0 / 0.08), hi];
     let d = run(&stages, settings(0.01, Some(15), Some(20)));
-    assert_eq!(d.capping_limit, Some(Limit::MainIntake), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::MainIntake.into()),
+        "{}",
+        d.verdict
+    );
     let f = finding(&d, "main-intake-caps");
     assert!((f.get("cpu_s_per_execution").unwrap() - 0.076).abs() < 1e-9);
     assert!((f.get("main_intake_bound_per_s").unwrap() - 1.0 / 0.076).abs() < 1e-6);
@@ -737,5 +782,5 @@ fn main_at_its_core_in_queue_mode_is_mains_intake() {
         Provenance::Assumed("test".into()),
     ));
     let d = run(&stages, regular);
-    assert_eq!(d.capping_limit, Some(Limit::Cpu), "{}", d.verdict);
+    assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
 }

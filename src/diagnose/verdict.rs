@@ -12,7 +12,7 @@ use crate::limits::reading::{code_time, pct};
 use crate::limits::{self, Named};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{Bound, Capacity, Holds, Job};
+use crate::model::{Bound, Capacity, Capping, Holds, Job};
 use crate::record::diagnosis::Level;
 
 pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
@@ -143,7 +143,7 @@ pub fn decide(
             job,
             ceiling,
         };
-        let kind = limits::of(cap.capping);
+        let kind = limits::answering(cap.capping);
         // Settings the measurement refutes (no runner task, yet executions completed) are
         // named, and the verdict follows what ran.
         if let Some(refuted) = kind.refuted(&named, findings) {
@@ -166,7 +166,7 @@ pub fn decide(
         };
         let binding = cap.binding().filter(|b| b.per_s().is_finite());
         // Two bounds level: the capping limit is the pair, not the binding bound alone.
-        let level = binding.is_some_and(|b| b.limit != cap.capping);
+        let level = binding.is_some_and(|b| Capping::Kind(b.limit) != cap.capping);
         let u = if level {
             cap.bounds.iter().map(busy).fold(0.0, f64::max)
         } else {
@@ -236,7 +236,7 @@ fn hedge(
     let Some(limit) = v.limit else { return v };
     // The most the limit can allow (a slot is not held for the part of S outside the worker:
     // the webhook's intake and answer).
-    let kind = limits::of(limit);
+    let kind = limits::answering(limit);
     let most = kind.most(bound, ceiling);
     // A limit inferred from this very measurement equals it by construction, up to its
     // rounding to a whole number (its interval says how far): it is no reading to doubt.

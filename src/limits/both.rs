@@ -7,7 +7,7 @@ use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
-use crate::model::{Job, Limit};
+use crate::model::{Capping, Job};
 use crate::record::diagnosis::Diagnosis;
 
 pub struct Both;
@@ -47,7 +47,7 @@ impl Kind for Both {
             .fix("raise both together (runner capacity ≥ worker concurrency), then sweep again"),
         );
         Verdict {
-            limit: Some(Limit::Both),
+            limit: Some(Capping::Both),
             text: format!(
                 "Throughput tops out at {} — worker concurrency and runner limit allow about the same ({:.2} and {:.2} req/s); raise them as a pair.",
                 ceiling.x.describe("req/s"),

@@ -223,7 +223,7 @@ pub fn verdict(
     });
     findings.push(f);
     Verdict {
-        limit: Some(Limit::Cpu),
+        limit: Some(Limit::Cpu.into()),
         text: format!(
             "CPU caps throughput: {} measured from {} on; {where_} uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s.",
             ceiling.x.describe("req/s"),

@@ -300,7 +300,7 @@ impl Kind for DbPool {
             )),
         );
         Verdict {
-            limit: Some(Limit::DbPool),
+            limit: Some(Limit::DbPool.into()),
             text: format!(
                 "The database pool caps throughput: {at}; {:.0} connection(s) ÷ D {d:.3} s = {:.2} req/s, while {} worker slots would allow {:.2} req/s.",
                 b.servers,

@@ -116,7 +116,7 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
     }
     findings.push(f);
     Verdict {
-        limit: Some(Limit::MainIntake),
+        limit: Some(Limit::MainIntake.into()),
         text: format!(
             "Main's intake caps throughput: {} measured from {} on; main ({}) uses {:.2} cores at {:.3} CPU s per execution, which allows {:.2} executions/s. More workers will not help: add webhook processors (n8n webhook) or give main a faster core.",
             c.x.describe("req/s"),

@@ -23,7 +23,7 @@ use crate::error::NoPlan;
 use crate::findings::Finding;
 use crate::model::mix::KindUse;
 use crate::model::settings::Settings;
-use crate::model::{Bound, Capacity, Job, Limit};
+use crate::model::{Bound, Capacity, Capping, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
 use crate::record::recommendation::PredictedBound;
 use crate::record::{Estimate, StageResult};
@@ -85,7 +85,7 @@ impl<'a> Ceiling<'a> {
 
 /// The limit named (none when no limit can be), the verdict line, and the CPU site when CPU caps.
 pub struct Verdict {
-    pub limit: Option<Limit>,
+    pub limit: Option<Capping>,
     pub text: String,
     pub cpu: Option<CpuUse>,
 }
@@ -243,12 +243,20 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
     match limit {
         Limit::WorkerConcurrency => &worker_concurrency::WorkerConcurrency,
         Limit::RunnerLimit => &runner_limit::RunnerLimit,
-        Limit::NoRunner => &no_runner::NoRunner,
-        Limit::Both => &both::Both,
         Limit::Cpu => &cpu::Cpu,
         Limit::ProductionLimit => &production_limit::ProductionLimit,
         Limit::DbPool => &db_pool::DbPool,
         Limit::MainIntake => &main_intake::MainIntake,
+    }
+}
+
+/// What answers for a verdict's capping: its kind's file, or the file of the state (both level,
+/// no runner) the verdict is in.
+pub fn answering(c: Capping) -> &'static dyn Kind {
+    match c {
+        Capping::Kind(l) => of(l),
+        Capping::Both => &both::Both,
+        Capping::NoRunner => &no_runner::NoRunner,
     }
 }
 

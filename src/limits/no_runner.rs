@@ -6,7 +6,7 @@ use super::{Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
-use crate::model::{Job, Limit};
+use crate::model::{Capping, Job};
 use crate::record::diagnosis::Diagnosis;
 
 /// No runner attached anywhere: every Code task waits out the task request timeout.
@@ -59,7 +59,7 @@ impl Kind for NoRunner {
 
     fn caps(&self, _n: &Named, _findings: &mut Vec<Finding>) -> Verdict {
         Verdict {
-            limit: Some(Limit::NoRunner),
+            limit: Some(Capping::NoRunner),
             text: "No runner is attached: every Code task fails after the task request timeout."
                 .into(),
             cpu: None,
@@ -92,7 +92,7 @@ pub fn when_no_runner_takes(v: Verdict, findings: &[Finding]) -> Verdict {
         .any(|f| f.id == FindingId::WorkerWithoutRunner);
     if no_runner && v.limit.is_none() {
         Verdict {
-            limit: Some(Limit::NoRunner),
+            limit: Some(Capping::NoRunner),
             text: "Executions fail after the task request timeout: no runner takes the Code tasks."
                 .into(),
             cpu: None,

@@ -59,7 +59,7 @@ impl Kind for ProductionLimit {
             )),
         );
         Verdict {
-            limit: Some(Limit::ProductionLimit),
+            limit: Some(Limit::ProductionLimit.into()),
             text: format!(
                 "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
                 cap.worker_bound, cap.runner_bound

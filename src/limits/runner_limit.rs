@@ -64,7 +64,7 @@ impl Kind for RunnerLimit {
         );
         let bound = tasks / code.max(1e-9);
         let v = Verdict {
-            limit: Some(Limit::RunnerLimit),
+            limit: Some(Limit::RunnerLimit.into()),
             text: format!(
                 "The runner limit caps throughput: {at}; {tasks:.0} runner tasks ÷ {code:.2} s = {bound:.2} req/s."
             ),
@@ -120,7 +120,7 @@ impl Kind for RunnerLimit {
             ));
         findings.push(f);
         Verdict {
-            limit: Some(Limit::RunnerLimit),
+            limit: Some(Limit::RunnerLimit.into()),
             text: format!(
                 "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
                 job.code_s, cap.runner_bound, cap.worker_bound

@@ -67,7 +67,7 @@ impl Kind for WorkerConcurrency {
             .fix("raise worker concurrency or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
         );
         let v = Verdict {
-            limit: Some(Limit::WorkerConcurrency),
+            limit: Some(Limit::WorkerConcurrency.into()),
             text: format!(
                 "Worker concurrency caps throughput: {at}; {slots:.0} slots ÷ S {:.2} s = {:.2} req/s.",
                 c.s,
@@ -110,7 +110,7 @@ impl Kind for WorkerConcurrency {
             .fix("raise worker concurrency (--concurrency / N8N_CONCURRENCY_PRODUCTION_LIMIT) or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
         );
         Verdict {
-            limit: Some(Limit::WorkerConcurrency),
+            limit: Some(Limit::WorkerConcurrency.into()),
             text: format!(
                 "Worker concurrency caps throughput: {at}; {c} slots ÷ S {st:.2} s = {:.2} req/s (runners allow {:.2}).",
                 cap.worker_bound, cap.runner_bound

@@ -62,7 +62,7 @@ pub fn uses(kinds: &[Kind], overhead_s: f64) -> Vec<KindUse> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{slots_and_runners, Limit, WorkerLimits};
+    use crate::model::{slots_and_runners, Capping, Limit, WorkerLimits};
 
     fn kinds(code_share: f64) -> Vec<Kind> {
         vec![
@@ -88,10 +88,10 @@ mod tests {
             runner_capacity: 3,
         }];
         let all = slots_and_runners(&limits, mean_job(&kinds(1.0)));
-        assert_eq!(all.capping, Limit::RunnerLimit);
+        assert_eq!(all.capping, Capping::Kind(Limit::RunnerLimit));
         assert!((all.ceiling - 3.0).abs() < 1e-9);
         let mix = slots_and_runners(&limits, mean_job(&kinds(0.3)));
-        assert_eq!(mix.capping, Limit::WorkerConcurrency);
+        assert_eq!(mix.capping, Capping::Kind(Limit::WorkerConcurrency));
         // 5 slots ÷ Σ w S = 1 s; runner 3 ÷ Σ w C = 0.3 s = 10/s.
         assert!((mix.ceiling - 5.0).abs() < 1e-9);
         assert!((mix.runner_bound - 10.0).abs() < 1e-9);

@@ -122,16 +122,12 @@ impl Job {
     }
 }
 
-/// Which limit caps throughput.
+/// A kind of limit: a thing that can cap throughput, answered by its file in `src/limits/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
     WorkerConcurrency,
     RunnerLimit,
-    /// Both ceilings within 2 % of each other.
-    Both,
-    /// No runner attached anywhere: Code tasks never run.
-    NoRunner,
     /// CPU: one process (a Node process runs its JavaScript on one core) or the host.
     Cpu,
     /// Regular mode: `N8N_CONCURRENCY_PRODUCTION_LIMIT` executions at once in main.
@@ -147,13 +143,49 @@ impl Limit {
         match self {
             Limit::WorkerConcurrency => "worker concurrency",
             Limit::RunnerLimit => "runner limit",
-            Limit::Both => "worker concurrency and runner limit (equal)",
-            Limit::NoRunner => "no runner attached",
             Limit::Cpu => "CPU",
             Limit::ProductionLimit => "production limit (regular mode)",
             Limit::DbPool => "database pool",
             Limit::MainIntake => "main's intake",
         }
+    }
+}
+
+/// What caps throughput, as a verdict says it: one kind, or one of the two states that are no
+/// kind — the slots and the runner tasks level (the data cannot say which), or no runner at
+/// all. Written as one word (`runner_limit`, `both`, `no_runner`), as before it had states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capping {
+    /// Worker concurrency and the runner limit within [`INSEPARABLE`] of each other.
+    Both,
+    /// No runner attached anywhere: Code tasks never run.
+    NoRunner,
+    #[serde(untagged)]
+    Kind(Limit),
+}
+
+impl Capping {
+    pub fn words(&self) -> &'static str {
+        match self {
+            Capping::Both => "worker concurrency and runner limit (equal)",
+            Capping::NoRunner => "no runner attached",
+            Capping::Kind(l) => l.words(),
+        }
+    }
+
+    /// The kind, when one kind caps.
+    pub fn kind(&self) -> Option<Limit> {
+        match self {
+            Capping::Kind(l) => Some(*l),
+            Capping::Both | Capping::NoRunner => None,
+        }
+    }
+}
+
+impl From<Limit> for Capping {
+    fn from(l: Limit) -> Capping {
+        Capping::Kind(l)
     }
 }
 
@@ -188,7 +220,7 @@ pub struct Capacity {
     pub runner_bound: f64,
     /// The smaller of the two: the throughput ceiling X_max.
     pub ceiling: f64,
-    pub capping: Limit,
+    pub capping: Capping,
     /// Jobs making progress at the ceiling: X_max × S.
     pub effective_concurrency: f64,
     /// Every bound the model holds (slots, runner tasks), the binding one first.
@@ -290,15 +322,15 @@ pub fn slots_and_runners(workers: &[WorkerLimits], job: Job) -> Capacity {
 /// Which limit caps, from bounds sorted smallest first: one with no server (a runner limit of
 /// 0: no runner attached) stops every Code task; two within [`INSEPARABLE`] of each other cannot
 /// be told apart; else the smallest.
-pub fn capping_of(sorted: &[Bound]) -> Limit {
+pub fn capping_of(sorted: &[Bound]) -> Capping {
     if sorted
         .iter()
         .any(|b| b.servers <= 0.0 && b.holds == Holds::Code)
     {
-        return Limit::NoRunner;
+        return Capping::NoRunner;
     }
     let Some(first) = sorted.first() else {
-        return Limit::WorkerConcurrency;
+        return Capping::Kind(Limit::WorkerConcurrency);
     };
     match sorted.get(1) {
         // An unbounded second (a job with no Code) is never level with the first.
@@ -311,9 +343,9 @@ pub fn capping_of(sorted: &[Bound]) -> Limit {
             [first, second]
                 .iter()
                 .find(|b| b.holds == Holds::Measured)
-                .map_or(Limit::Both, |b| b.limit)
+                .map_or(Capping::Both, |b| Capping::Kind(b.limit))
         }
-        _ => first.limit,
+        _ => Capping::Kind(first.limit),
     }
 }
 
@@ -396,6 +428,23 @@ pub fn predict_mva(cap: &Capacity, job: Job, x_max: f64, max_n: u32) -> Vec<Poin
 
 #[cfg(test)]
 mod tests {
+    /// A verdict's state and a kind are written as one word each, as before states had a type
+    /// of their own, and read back the same.
+    #[test]
+    fn a_capping_is_one_word_whether_state_or_kind() {
+        for (c, word) in [
+            (Capping::Both, "both"),
+            (Capping::NoRunner, "no_runner"),
+            (Capping::Kind(Limit::RunnerLimit), "runner_limit"),
+            (Capping::Kind(Limit::MainIntake), "main_intake"),
+        ] {
+            let v = serde_json::to_value(c).unwrap();
+            assert_eq!(v, word);
+            assert_eq!(serde_json::from_value::<Capping>(v).unwrap(), c);
+        }
+        assert!(serde_json::from_value::<Capping>("slots".into()).is_err());
+    }
+
     use super::*;
 
     fn one(c: u32, r: u32) -> Vec<WorkerLimits> {
@@ -414,18 +463,18 @@ mod tests {
             overhead_s: 0.0,
         };
         for (r, x, lim) in [
-            (2, 0.6667, Limit::RunnerLimit),
-            (5, 1.6667, Limit::RunnerLimit),
-            (10, 3.3333, Limit::RunnerLimit),
-            (20, 5.0, Limit::WorkerConcurrency),
-            (15, 5.0, Limit::Both),
+            (2, 0.6667, Capping::Kind(Limit::RunnerLimit)),
+            (5, 1.6667, Capping::Kind(Limit::RunnerLimit)),
+            (10, 3.3333, Capping::Kind(Limit::RunnerLimit)),
+            (20, 5.0, Capping::Kind(Limit::WorkerConcurrency)),
+            (15, 5.0, Capping::Both),
         ] {
             let cap = slots_and_runners(&one(15, r), job);
             assert!((cap.ceiling - x).abs() < 1e-3, "r={r}: {}", cap.ceiling);
             assert_eq!(cap.capping, lim, "r={r}");
         }
         let cap = slots_and_runners(&one(15, 0), job);
-        assert_eq!(cap.capping, Limit::NoRunner);
+        assert_eq!(cap.capping, Capping::NoRunner);
         assert_eq!(cap.ceiling, 0.0);
     }
 
@@ -461,7 +510,7 @@ mod tests {
             overhead_s: 0.0,
         };
         let cap = slots_and_runners(&one(4, 1), job);
-        assert_eq!(cap.capping, Limit::WorkerConcurrency);
+        assert_eq!(cap.capping, Capping::Kind(Limit::WorkerConcurrency));
         assert!((cap.ceiling - 8.0).abs() < 1e-9);
     }
 

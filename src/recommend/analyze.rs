@@ -60,7 +60,10 @@ mod tests {
         let text = serde_json::to_string(&saved).unwrap();
         let mut back: Summary = serde_json::from_str(&text).unwrap();
         let (d, rec) = analyze(&mut back, Settings::default(), None);
-        assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
+        assert_eq!(
+            d.capping_limit,
+            Some(crate::model::Limit::RunnerLimit.into())
+        );
         assert_eq!(
             d.settings.runner_limit.as_ref().unwrap().source.words(),
             "test"
@@ -101,7 +104,10 @@ mod tests {
         let mut s = crate::record::dir::load_summary(&dir).unwrap();
         assert!(s.diagnosis.is_none() && s.recommendation.is_none());
         let (d, _) = analyze(&mut s, settings_10(), None);
-        assert_eq!(d.capping_limit, Some(crate::model::Limit::RunnerLimit));
+        assert_eq!(
+            d.capping_limit,
+            Some(crate::model::Limit::RunnerLimit.into())
+        );
         // A schema from the future is refused, naming it.
         old["schema"] = "n8ncap.summary/99".into();
         std::fs::write(dir.join("summary.json"), old.to_string()).unwrap();

@@ -44,7 +44,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
         )));
     }
     if let Some(limit) = d.capping_limit {
-        limits::of(limit).plannable()?;
+        limits::answering(limit).plannable()?;
     } else if given.is_none() {
         return Err(if d.measured_ceiling.is_some() {
             "the limit that caps is not one a setting changes (unmodelled-limit): find it first"
@@ -281,7 +281,7 @@ fn at_operating(current: &Settings, operating: u32, job: Job) -> Settings {
 /// From a knee: raise what caps.
 fn raise(d: &Diagnosis, current: &Settings, job: Job) -> Result<Settings, NoPlan> {
     match d.capping_limit {
-        Some(limit) => limits::of(limit).raise(d, current, job),
+        Some(limit) => limits::answering(limit).raise(d, current, job),
         None => Err("no setting raises this limit".into()),
     }
 }

@@ -1,7 +1,7 @@
 //! Runs compared (`n8ncap compare A B …`): the baseline's figures, and each later run's beside
 //! them, every difference judged against the runs' own intervals.
 
-use crate::model::Limit;
+use crate::model::Capping;
 use crate::record::{Estimate, LoadLevel};
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,7 @@ pub struct RunBrief {
     /// Where it was read from (a results directory or its summary.json).
     pub label: String,
     pub profile: String,
-    pub capping_limit: Option<Limit>,
+    pub capping_limit: Option<Capping>,
     /// The capacity settings it ran with: (name, value and where it came from).
     pub settings: Vec<(String, String)>,
     pub ceiling: Option<Estimate>,

@@ -7,7 +7,7 @@ use super::role::Role;
 use super::stage::LoadLevel;
 use crate::findings::Finding;
 use crate::model::settings::{Settings, Sourced};
-use crate::model::{Capacity, Limit};
+use crate::model::{Capacity, Capping};
 use serde::{Deserialize, Serialize};
 
 /// Why a level counts as saturated (at the ceiling).
@@ -164,7 +164,7 @@ pub struct CpuUse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
     /// The limit that caps throughput, when the data shows one.
-    pub capping_limit: Option<Limit>,
+    pub capping_limit: Option<Capping>,
     /// When CPU caps: the site that binds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_limit: Option<CpuUse>,

@@ -95,7 +95,7 @@ fn a_worker_capped_history_is_named_from_little_at_the_slots_with_no_flag() {
     let (d, stages) = judge(&mut h, Settings::default(), None);
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -124,7 +124,7 @@ fn a_slots_gauge_over_little_s_law_is_not_the_slots_inferred() {
     assert_eq!(d.settings.worker_concurrency.as_ref().unwrap().value, 4);
     assert_eq!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );
@@ -141,7 +141,12 @@ fn a_runner_capped_history_pools_its_period_and_infers_the_runner_from_the_code_
         ..Default::default()
     };
     let (d, _) = judge(&mut h, flags, None);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     let x = d.measured_ceiling.as_ref().unwrap();
     // Pooled, never the best window (17/s).
     let truth: f64 = WOBBLE.iter().map(|k| 12.5 * k).sum::<f64>() / 5.0;
@@ -172,7 +177,12 @@ fn without_the_code_time_a_history_says_what_a_slot_holds_cannot_be_told() {
     // runner limit is inferred without any flag.
     let mut h = history(3, 0.4, &busy);
     let (d, _) = judge(&mut h, Settings::default(), None);
-    assert_eq!(d.capping_limit, Some(Limit::RunnerLimit), "{}", d.verdict);
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
     let r = d.settings.runner_limit.as_ref().unwrap().value;
     assert!((4..=6).contains(&r), "{r}");
 }
@@ -217,7 +227,7 @@ fn a_slots_gauge_above_the_settings_given_is_named() {
     // of the 8/s measured.
     assert_ne!(
         d.capping_limit,
-        Some(Limit::WorkerConcurrency),
+        Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
     );

@@ -33,7 +33,7 @@ fn http_500_after_a_constant_time_is_the_task_request_timeout() {
     );
     let f = finding(&d, "worker-without-runner");
     assert!((f.get("fails_after_s").unwrap() - 60.15).abs() < 1e-6);
-    assert_eq!(d.capping_limit, Some(Limit::NoRunner));
+    assert_eq!(d.capping_limit, Some(Capping::NoRunner));
     // A timeout set to 20 s on the deployment: still named, with the measured time.
     let d = run(
         &[failing(0, 5, Some(500), 20_050.0)],
