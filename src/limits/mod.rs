@@ -3,8 +3,10 @@
 //! with the evidence, what raises it, and its setting lines in each config dialect. The verdict
 //! (`diagnose::verdict`), the plan (`recommend`) and the settings snippets (`report::dialect`)
 //! choose among the kinds through [`Kind`] and never name one; [`of`] is the one place a `Limit`
-//! becomes its file, so a new variant is answered there and in its own file. This file is that
-//! dispatch alone; what several kinds share is `reading.rs` (a setting as evidence says it),
+//! becomes its file, so a new variant is answered there and in its own file; [`answering`] does
+//! the same for a verdict's `Capping`, whose two states that are no kind (both level, no runner)
+//! answer from `both.rs` and `no_runner.rs`. This file is that dispatch and the vocabulary of
+//! the trait; what several kinds share is `reading.rs` (a setting as evidence says it),
 //! `setting.rs` (a setting line per dialect) and `slots.rs` (the slot kinds' arithmetic).
 
 pub mod both;
