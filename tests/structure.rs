@@ -737,8 +737,18 @@ fn the_recipe_is_the_list_of_files_adding_a_kind_touched() {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let own = "src/limits/main_intake.rs";
-    let added = git(&["log", "--diff-filter=A", "--format=%H", "--", own])
-        .and_then(|h| h.lines().last().map(str::to_string));
+    let adding = || {
+        git(&["log", "--diff-filter=A", "--format=%H", "--", own])
+            .and_then(|h| h.lines().last().map(str::to_string))
+            .filter(|h| !h.is_empty())
+    };
+    // A shallow clone lacks the commit: its origin has it.
+    if adding().is_none()
+        && git(&["rev-parse", "--is-shallow-repository"]).as_deref() == Some("true")
+    {
+        let _ = git(&["fetch", "-q", "--unshallow"]);
+    }
+    let added = adding();
     let Some(commit) = added else {
         assert!(
             std::env::var_os("CI").is_none(),
