@@ -402,14 +402,19 @@ fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
 /// and no CPU verdict is drawn from it.
 /// Either way the CPU per execution (thread CPU time) is what contention cannot change, and the
 /// site named allows what was measured.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
+/// A stack of 15 slots and runner limit 20 with `cfg`'s CPU costs, swept at 1 and 10 in flight
+/// (300 ms Code jobs) with main's and the worker's CPU read from their `/metrics`, and judged.
+async fn cpu_watched(
+    cfg: StackConfig,
+) -> (
+    n8ncap::record::Diagnosis,
+    Result<n8ncap::record::Recommendation, n8ncap::error::NoPlan>,
+) {
     let stack = Stack::start(StackConfig {
         worker_concurrency: 15,
         runner_limit: 20,
-        worker_cpu: Duration::from_millis(100),
         queue_metrics_interval: Duration::from_millis(500),
-        ..StackConfig::default()
+        ..cfg
     })
     .await
     .unwrap();
@@ -432,6 +437,16 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     ];
     let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
     let (d, rec) = analyze(&mut s, Settings::default(), None);
+    (d, rec)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
+    let (d, rec) = cpu_watched(StackConfig {
+        worker_cpu: Duration::from_millis(100),
+        ..StackConfig::default()
+    })
+    .await;
     if d.capping_limit != Some(Limit::Cpu.into()) {
         return crate::common::assert_host_shared(&d);
     }
@@ -570,34 +585,11 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
 /// and no plan adds workers. A busy host may saturate first: then that is what is said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simulated_main_at_its_core_is_named_as_mains_intake() {
-    let stack = Stack::start(StackConfig {
-        worker_concurrency: 15,
-        runner_limit: 20,
+    let (d, rec) = cpu_watched(StackConfig {
         main_cpu: Duration::from_millis(60),
-        queue_metrics_interval: Duration::from_millis(500),
         ..StackConfig::default()
     })
-    .await
-    .unwrap();
-    let profile = closed_profile(
-        &stack.webhook_url,
-        &[1, 10],
-        serde_json::json!({"sleep_ms": 300}),
-        "2s",
-        "7s",
-    );
-    let endpoints = vec![
-        (
-            format!("{}/metrics", stack.main_url),
-            n8ncap::record::Role::Main,
-        ),
-        (
-            stack.worker_metrics_urls[0].clone(),
-            n8ncap::record::Role::Worker,
-        ),
-    ];
-    let mut s = sweep_cpu_watched(profile, endpoints, known(15, 20)).await;
-    let (d, rec) = analyze(&mut s, Settings::default(), None);
+    .await;
     eprintln!("{}", d.verdict);
     if d.capping_limit != Some(Limit::MainIntake.into()) {
         assert_ne!(

@@ -259,20 +259,28 @@ fn a_history_below_the_ceiling_proposes_no_next_level_in_words_or_figures() {
     assert!(!d.verdict.contains("Try"), "{}", d.verdict);
 }
 
-pub fn cpu_stage(with_cpu: bool) -> Vec<StageResult> {
-    // Real n8n on 2 vCPU: short jobs, slots out of the way, 12.5 executions/s.
-    let mut hi = closed(1, 20, 12.5);
-    if with_cpu {
-        for (role, cores) in [(Role::Worker, 1.25), (Role::Main, 0.38)] {
-            hi.endpoints.push(EndpointObserved {
-                url: format!("http://127.0.0.1/{}", role.word()),
-                role: Some(role),
-                samples: 10,
-                cpu_percent_mean: cores * 100.0,
-                ..Default::default()
-            });
-        }
+/// `stage` with each role's process read at `cores` of CPU (its `/metrics` rate).
+pub fn with_cpu(mut stage: StageResult, cores: &[(Role, f64)]) -> StageResult {
+    for (role, c) in cores {
+        stage.endpoints.push(EndpointObserved {
+            url: format!("http://127.0.0.1/{}", role.word()),
+            role: Some(*role),
+            samples: 10,
+            cpu_percent_mean: c * 100.0,
+            ..Default::default()
+        });
     }
+    stage
+}
+
+pub fn cpu_stage(with_cpu_read: bool) -> Vec<StageResult> {
+    // Real n8n on 2 vCPU: short jobs, slots out of the way, 12.5 executions/s.
+    let hi = closed(1, 20, 12.5);
+    let hi = if with_cpu_read {
+        with_cpu(hi, &[(Role::Worker, 1.25), (Role::Main, 0.38)])
+    } else {
+        hi
+    };
     vec![closed(0, 1, 1.0 / 0.08), hi]
 }
 
@@ -752,16 +760,10 @@ fn an_adaptive_stage_ended_when_steady_is_not_faulted_for_the_warm_up_it_chose()
 /// main runs the executions too, and the same reading is CPU's.
 #[test]
 fn main_at_its_core_in_queue_mode_is_mains_intake() {
-    let mut hi = closed(1, 20, 12.5);
-    for (role, cores) in [(Role::Worker, 0.5), (Role::Main, 0.95)] {
-        hi.endpoints.push(EndpointObserved {
-            url: format!("http://127.0.0.1/{}", role.word()),
-            role: Some(role),
-            samples: 10,
-            cpu_percent_mean: cores * 100.0,
-            ..Default::default()
-        });
-    }
+    let hi = with_cpu(
+        closed(1, 20, 12.5),
+        &[(Role::Worker, 0.5), (Role::Main, 0.95)],
+    );
     let stages = vec![closed(0, 1, 1.0 / 0.08), hi];
     let d = run(&stages, settings(0.01, Some(15), Some(20)));
     assert_eq!(

@@ -1,7 +1,7 @@
 //! The recommendation follows the verdict: checked on diagnoses of synthetic runs.
 
 use super::*;
-use crate::diagnose::tests::{closed, cpu_stage, run, settings};
+use crate::diagnose::tests::{closed, cpu_stage, run, settings, with_cpu};
 use crate::model::settings::Provenance;
 use crate::model::Limit;
 use crate::record::Role;
@@ -341,16 +341,10 @@ fn a_plan_from_a_break_point_says_the_windows_a_30_day_job_outlasts() {
 fn a_slot_raise_is_one_step_even_when_an_idle_workers_cpu_allows_thousands() {
     // 4 slots of 1 s jobs, saturated at 8 in flight; the worker spent 1 % of a core at 3.9/s,
     // so its CPU "allows" about 390/s — a bound no run came near.
-    let mut hi = closed(1, 8, 3.9);
-    for (role, cores) in [(Role::Worker, 0.01), (Role::Main, 0.01)] {
-        hi.endpoints.push(crate::record::stage::EndpointObserved {
-            url: format!("http://127.0.0.1/{}", role.word()),
-            role: Some(role),
-            samples: 10,
-            cpu_percent_mean: cores * 100.0,
-            ..Default::default()
-        });
-    }
+    let hi = with_cpu(
+        closed(1, 8, 3.9),
+        &[(Role::Worker, 0.01), (Role::Main, 0.01)],
+    );
     let d = run(&[closed(0, 2, 1.95), hi], settings(1.0, Some(4), Some(10)));
     let r = recommend(&d, None).unwrap();
     let c = r.settings.worker_concurrency_or_default();
@@ -372,16 +366,10 @@ fn a_plan_past_mains_intake_is_bound_by_it_not_by_a_process_cpu() {
     // 4 slots of 1 s jobs saturated at 3.9/s; main spent 0.2 of a core there (0.051 CPU s per
     // execution: its one thread allows 19.5/s), the worker little. A plan of many more slots
     // meets main's intake first; the prediction says so by its name.
-    let mut hi = closed(1, 8, 3.9);
-    for (role, cores) in [(Role::Worker, 0.01), (Role::Main, 0.2)] {
-        hi.endpoints.push(crate::record::stage::EndpointObserved {
-            url: format!("http://127.0.0.1/{}", role.word()),
-            role: Some(role),
-            samples: 10,
-            cpu_percent_mean: cores * 100.0,
-            ..Default::default()
-        });
-    }
+    let hi = with_cpu(
+        closed(1, 8, 3.9),
+        &[(Role::Worker, 0.01), (Role::Main, 0.2)],
+    );
     let d = run(&[closed(0, 2, 1.95), hi], settings(1.0, Some(4), Some(40)));
     // A break point of 60 in flight: 40 slots, which allow 39/s; main allows 19.5.
     let given = Sourced::new(60, Provenance::Flag("--break-point".into()));
