@@ -79,6 +79,12 @@ struct State {
     gate: Mutex<()>,
     /// Jobs taken and not yet reported (n8n's running job ids).
     running: AtomicU64,
+    /// The shutdown window closed: a job that finishes now is one the worker left, and its
+    /// outcome never leaves the process (n8n exits with it).
+    abandoned: AtomicBool,
+    /// Outcomes on their way out when the window closed: the stop waits for them before it
+    /// counts what was left, so the count said is exact.
+    reporting: AtomicU64,
     /// The connection to main's simulated queue, to tell it the worker pauses.
     queue_tx: Mutex<Option<mpsc::UnboundedSender<QueueMsg>>>,
 }
@@ -131,6 +137,8 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         stopping: AtomicBool::new(false),
         gate: Mutex::new(()),
         running: AtomicU64::new(0),
+        abandoned: AtomicBool::new(false),
+        reporting: AtomicU64::new(0),
         queue_tx: Mutex::new(None),
     });
     let s = st.clone();
@@ -167,6 +175,25 @@ impl State {
         }
         self.running.fetch_add(1, Ordering::SeqCst);
         true
+    }
+
+    /// A finished job's outcome goes out unless the shutdown window closed; one that may not
+    /// never returns (the process exits with it, as n8n's does).
+    async fn may_report(&self) {
+        {
+            let _g = self.gate.lock();
+            if !self.abandoned.load(Ordering::SeqCst) {
+                self.reporting.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+        }
+        std::future::pending::<()>().await
+    }
+
+    /// The outcome [`may_report`](Self::may_report) let out was sent (or could not be).
+    fn reported(&self) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.reporting.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -304,11 +331,12 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl, named: bool) {
                     }
                 }
             };
+            st.may_report().await;
             let payload = serde_json::to_string(&done).unwrap_or_default();
             let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
                 && c.cmd(&["DEL", &key, &lock]).await.is_ok()
                 && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
-            st.running.fetch_sub(1, Ordering::SeqCst);
+            st.reported();
             if !ok {
                 break;
             }
@@ -347,8 +375,9 @@ async fn serve_queue(st: Arc<State>, stream: TcpStream) {
             let tx = tx.clone();
             jobs.spawn(async move {
                 let done = run_job(&st, id, spec).await;
+                st.may_report().await;
                 let _ = tx.send(done);
-                st.running.fetch_sub(1, Ordering::SeqCst);
+                st.reported();
                 if !st.stopping.load(Ordering::SeqCst) {
                     let _ = tx.send(QueueMsg::Take);
                 }
