@@ -331,7 +331,7 @@ proptest! {
             w.start = 1.8e9 + 60.0 * i as f64;
             w.end = w.start + 60.0;
         }
-        let mut h = History {
+        let h = History {
             source: "fuzz".into(),
             start: 1.8e9,
             end: 1.8e9 + 60.0 * windows.len() as f64,
@@ -352,18 +352,11 @@ proptest! {
             workers_by: None,
         };
         let flags = n8ncap::model::settings::Settings::default();
-        let known = n8ncap::diagnose::history::known(flags.clone(), &h);
-        let (d, stages) = n8ncap::diagnose::history::judge(&mut h, flags, None);
-        // As `diagnose --prometheus --out` writes it.
-        let mut s = n8ncap::record::Summary::new(
-            "prometheus: fuzz",
-            n8ncap::record::LoadModel::Open,
-            "",
-            None,
-            std::time::SystemTime::now(),
-        );
-        s.stages = stages;
-        s.settings = Some(known);
+        // As `diagnose --prometheus --out` makes, judges and writes it.
+        let ev = n8ncap::observe::history::evidence(h, flags.clone(), "prometheus: fuzz");
+        let d = n8ncap::diagnose::history::judge(&ev, &flags, None);
+        let h = ev.windows.clone().unwrap();
+        let mut s = ev.summary;
         s.diagnosis = Some(d.clone());
         let p = temp_file("history-summary.json", &serde_json::to_vec_pretty(&s).unwrap());
         let back = n8ncap::record::dir::load_summary(&p);

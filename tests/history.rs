@@ -797,7 +797,7 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
         step: Some(1.0),
         window: Some(5.0),
     };
-    let (mut one, mut parts, mut coarse) = rt.block_on(async {
+    let (one, parts, coarse) = rt.block_on(async {
         (
             history::read(&src, &q).await.unwrap(),
             history::read_in_parts(&src, &q, 15.0).await.unwrap(),
@@ -822,10 +822,12 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
         .filter(|w| w.waiting_mean < 1.0 && w.throughput_per_s < 0.5 * top)
         .collect();
     assert!(!idle.is_empty() && idle.iter().all(|w| w.cpu.is_empty()));
-    let flags = n8ncap::model::settings::Settings::default;
-    let (a, _) = n8ncap::diagnose::history::judge(&mut one, flags(), None);
-    let (b, _) = n8ncap::diagnose::history::judge(&mut parts, flags(), None);
-    let (c, _) = n8ncap::diagnose::history::judge(&mut coarse, flags(), None);
+    let judge = |h: &n8ncap::record::history::History| {
+        let flags = n8ncap::model::settings::Settings::default();
+        let ev = n8ncap::observe::history::evidence(h.clone(), flags.clone(), "test");
+        n8ncap::diagnose::history::judge(&ev, &flags, None)
+    };
+    let (a, b, c) = (judge(&one), judge(&parts), judge(&coarse));
     assert_eq!(
         a.capping_limit, c.capping_limit,
         "{} | {}",

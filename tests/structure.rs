@@ -631,6 +631,58 @@ fn the_diagnosis_has_no_branch_on_where_its_stages_came_from() {
     }
 }
 
+/// Evidence comes in through one seam: every way in (a sweep, k6's summary and time series, a
+/// Prometheus range, a saved run) is a `record::evidence::Source`, each named in
+/// ARCHITECTURE.md; no file of `src/diagnose/` makes a stage outside its tests — a source does.
+#[test]
+fn every_way_in_is_an_evidence_source_and_the_diagnosis_makes_no_stage() {
+    let mut sources_in: Vec<String> = Vec::new();
+    for p in sources() {
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        for l in text.lines().filter(|l| l.starts_with("impl")) {
+            let Some((_, ty)) = l
+                .split_once("evidence::Source for ")
+                .or_else(|| l.split_once("EvidenceSource for "))
+            else {
+                continue;
+            };
+            let name: String = ty.chars().take_while(|c| c.is_alphanumeric()).collect();
+            sources_in.push(format!("{}: {name}", room_of(&rel(&p))));
+        }
+        // `diagnose/tests/` is the tests' own folder.
+        if rel(&p).starts_with("diagnose/") && !rel(&p).contains("/tests/") {
+            for needle in ["StageResult::empty(", "StageResult {"] {
+                assert!(
+                    !text.contains(needle),
+                    "src/{} makes a stage ({needle}): stages come from a source",
+                    rel(&p)
+                );
+            }
+        }
+    }
+    sources_in.sort();
+    assert_eq!(
+        sources_in,
+        [
+            "load: K6Series",
+            "load: K6Summary",
+            "load: LiveSweep",
+            "observe: Range",
+            "record: SavedRun"
+        ]
+    );
+    let arch = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let seam = &arch[arch.find("- Evidence comes in through one seam").unwrap()..];
+    let seam = &seam[..seam.find("\n- ").unwrap()];
+    for s in &sources_in {
+        let name = s.split(": ").nth(1).unwrap();
+        assert!(
+            seam.contains(&format!("::{name}`")),
+            "ARCHITECTURE.md's seam omits {name}"
+        );
+    }
+}
+
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
 /// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
 /// names of their own.

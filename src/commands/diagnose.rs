@@ -3,6 +3,10 @@
 
 use crate::cli::DiagnoseArgs;
 use crate::error::{self, BadInput};
+use crate::load::k6::K6Summary;
+use crate::load::k6series::K6Series;
+use crate::record::dir::SavedRun;
+use crate::record::evidence::{Evidence, Source};
 use crate::report::views::{Run, RunJson};
 
 pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
@@ -22,7 +26,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &a.history.out {
         super::history::out_dir(dir)?;
     }
-    let mut summary = input(&a)?;
+    let mut summary = input(&a).await?.summary;
     // What the flags and Docker said is recorded with the run, so it is judged again the same way.
     let given = flags
         .clone()
@@ -61,35 +65,27 @@ fn k6_warmup(a: &DiagnoseArgs) -> anyhow::Result<Option<f64>> {
     })
 }
 
-/// What `diagnose` reads: a saved run, a k6 summary export, or k6's JSON output (one file, or
-/// the files of one distributed run).
-fn input(a: &DiagnoseArgs) -> anyhow::Result<crate::record::Summary> {
+/// What `diagnose` reads, each a source of evidence: a saved run, a k6 summary export, or
+/// k6's JSON or CSV output (one file, or the files of one distributed run).
+async fn input(a: &DiagnoseArgs) -> anyhow::Result<Evidence> {
+    let body = a.body.as_deref();
     match (&a.input, &a.k6_summary, a.k6_json.as_slice()) {
-        (Some(p), _, _) => crate::record::dir::load_summary(p),
-        (None, Some(k), _) => Ok(crate::load::k6::summary(
-            crate::load::k6::from_summary(k)?,
-            &k.display().to_string(),
-            a.body.as_deref(),
-        )?),
-        (None, None, [k]) => Ok(crate::load::k6::summary(
-            crate::load::k6series::from_json(k, k6_warmup(a)?)?,
-            &k.display().to_string(),
-            a.body.as_deref(),
-        )?),
-        (None, None, files @ [_, _, ..]) => {
-            let (stages, books) = crate::load::k6series::from_files(files, k6_warmup(a)?)?;
-            let mut s = crate::load::k6::summary(
-                stages,
-                &format!("{} files of one run", files.len()),
-                a.body.as_deref(),
-            )?;
-            s.merged_from = books;
-            Ok(s)
-        }
+        (Some(p), _, _) => SavedRun(p).evidence().await,
+        (None, Some(path), _) => K6Summary { path, body }.evidence().await,
         (None, None, []) => Err(BadInput(
             "give a results directory (or summary.json), --k6-summary FILE or --k6-json FILE"
                 .into(),
         )
         .into()),
+        (None, None, files) => {
+            let warmup_s = k6_warmup(a)?;
+            K6Series {
+                files,
+                warmup_s,
+                body,
+            }
+            .evidence()
+            .await
+        }
     }
 }

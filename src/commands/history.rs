@@ -3,6 +3,7 @@
 
 use crate::cli::DiagnoseArgs;
 use crate::error::{self, BadInput};
+use crate::record::evidence::Source;
 use crate::report::views;
 
 /// `diagnose --prometheus`: the range's busy windows judged like a sweep, without a load test.
@@ -16,21 +17,16 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
             Err(e) => eprintln!("n8ncap: {e:#}; diagnosing without container settings"),
         }
     }
-    let (shown, mut hist) = read_range(h).await?;
+    let range = range(h, flags.clone())?;
+    let ev = read(h, range.evidence()).await?;
     let timeout_s = a.settings.task_request_timeout()?;
-    // Recorded with the windows, so the saved run is judged again with the same settings.
-    let known = crate::diagnose::history::known(flags.clone(), &hist);
-    let (d, stages) = crate::diagnose::history::judge(&mut hist, flags, timeout_s);
+    let d = crate::diagnose::history::judge(&ev, &flags, timeout_s);
     let rec = crate::recommend::recommend(&d, None);
-    let mut summary = crate::record::Summary::new(
-        &format!("prometheus: {shown}"),
-        crate::record::LoadModel::Open,
-        "",
-        None,
-        std::time::SystemTime::now(),
-    );
-    summary.stages = stages;
-    summary.settings = Some(known);
+    // The settings are recorded with the windows, so the saved run is judged again the same way.
+    let (mut summary, hist) = match ev.windows {
+        Some(h) => (ev.summary, h),
+        None => anyhow::bail!("{}: the read gave no windows", ev.summary.profile),
+    };
     summary.diagnosis = Some(d.clone());
     summary.recommendation = rec.as_ref().ok().cloned();
     if let Some(dir) = &h.out {
@@ -55,13 +51,13 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
-/// The range of `h` read from its Prometheus, within its deadline. A results directory
-/// (`--out`) is made before the read (a bad one fails first) and removed again when nothing
-/// was read. The API's URL, credentials redacted, and the history.
-pub(super) async fn read_range(
+/// The range `h` names, checked (the API, its credentials, the times, the step, the
+/// deadline), as a source of evidence judged under `flags`.
+pub(super) fn range(
     h: &crate::cli::HistoryArgs,
-) -> anyhow::Result<(String, crate::record::history::History)> {
-    use crate::observe::{history, prometheus};
+    flags: crate::model::settings::Settings,
+) -> anyhow::Result<crate::observe::history::Range> {
+    use crate::observe::prometheus;
     let url = h.prometheus.as_deref().unwrap_or_default();
     let auth = prometheus::Auth::load(
         h.prometheus_token_env.as_deref(),
@@ -74,35 +70,36 @@ pub(super) async fn read_range(
     if timeout.is_zero() {
         return Err(BadInput("--prometheus-timeout must be above 0".into()).into());
     }
-    let src = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
-    let q = query(h)?;
+    let source = prometheus::Source::new(url, auth, h.ca_cert.as_deref(), timeout)?;
+    let query = query(h)?;
     let deadline = crate::util::parse_duration(&h.deadline)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| BadInput("--deadline: give a duration above 0, e.g. 10m".into()))?;
-    // A bad --out fails before the read, not after it.
+    Ok(crate::observe::history::Range {
+        source,
+        query,
+        deadline: (deadline, h.deadline.clone()),
+        flags,
+    })
+}
+
+/// `reading` (a range's evidence or its windows) with `h`'s results directory (`--out`) made
+/// before (a bad one fails first) and removed again when nothing was read.
+pub(super) async fn read<T>(
+    h: &crate::cli::HistoryArgs,
+    reading: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
     let made = match &h.out {
         Some(dir) => out_dir(dir)?,
         None => false,
     };
-    let read = tokio::time::timeout(deadline, history::read(&src, &q))
-        .await
-        .unwrap_or_else(|_| {
-            Err(prometheus::PromError::Transport(format!(
-                "the history was not read within --deadline {} (a shorter range, a larger --step or a narrower --match reads less)",
-                h.deadline
-            )))
-        });
-    match read {
-        Ok(hist) => Ok((src.shown.clone(), hist)),
-        Err(e) => {
-            // Nothing was read: leave no empty results directory behind.
-            if let (Some(dir), true) = (&h.out, made) {
-                let _ = std::fs::remove_dir(dir);
-            }
-            anyhow::bail!("reading {}: {e}", src.shown);
-        }
+    let read = reading.await;
+    if let (Err(_), Some(dir), true) = (&read, &h.out, made) {
+        // Nothing was read: leave no empty results directory behind.
+        let _ = std::fs::remove_dir(dir);
     }
+    read
 }
 
 /// The history's results directory: refused when it holds a run's results already; true when

@@ -31,8 +31,11 @@ pub(super) async fn run(a: ScaleArgs) -> anyhow::Result<i32> {
 /// that count, the counts judged together. With --out, each count is saved as a run (`wN/`,
 /// for `scale`, `compare` and `recommend --target-rate`) beside history.json and scale.json.
 async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result<i32> {
-    let (shown, hist) = super::history::read_range(&a.history).await?;
-    let counts = crate::diagnose::scale::history::judge(&hist, &Settings::default(), None);
+    let range = super::history::range(&a.history, Settings::default())?;
+    let hist = super::history::read(&a.history, range.history()).await?;
+    let parts = crate::observe::history::by_workers(&hist, &range.flags, &range.title());
+    let counts = crate::diagnose::scale::history::judge(parts, &range.flags, None);
+    let shown = &range.source.shown;
     if counts.len() < 2 {
         let held: Vec<String> = counts.iter().map(|c| c.workers.to_string()).collect();
         return Err(BadInput(format!(
@@ -57,7 +60,7 @@ async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result
         .collect();
     let result = judge_labelled(&judged, a.target_rate)?;
     if let Some(dir) = &a.history.out {
-        save(dir, &shown, &hist, &counts, &result)?;
+        save(dir, shown, &hist, &counts, &result)?;
     }
     crate::report::emit(&Scale(&result), format)?;
     Ok(error::EXIT_OK)
@@ -77,15 +80,7 @@ fn save(
     for c in counts {
         let sub = dir.join(format!("w{}", c.workers));
         std::fs::create_dir_all(&sub)?;
-        let mut summary = crate::record::Summary::new(
-            &format!("prometheus: {shown} ({} workers)", c.workers),
-            crate::record::LoadModel::Open,
-            "",
-            None,
-            std::time::SystemTime::now(),
-        );
-        summary.stages = c.stages.clone();
-        summary.settings = Some(c.settings.clone());
+        let mut summary = c.evidence.summary.clone();
         summary.diagnosis = Some(c.diagnosis.clone());
         write_atomic(
             &sub.join("summary.json"),
@@ -93,7 +88,7 @@ fn save(
         )?;
         write_atomic(
             &sub.join("history.json"),
-            &serde_json::to_vec_pretty(&c.history)?,
+            &serde_json::to_vec_pretty(&c.evidence.windows)?,
         )?;
         runs.push(sub.display().to_string());
     }

@@ -3,10 +3,11 @@
 use crate::cli::SweepArgs;
 use crate::error::{self, BadInput};
 use crate::load::profile::{Overrides, Profile};
-use crate::load::run::{run_sweep, Ending, SweepOptions};
+use crate::load::run::{Ending, LiveSweep, SweepOptions};
 use crate::model::settings::Settings;
 use crate::observe::watch::Endpoint;
 use crate::record::dir::ResultsDir;
+use crate::record::evidence::Source;
 use crate::report::views::{Run, RunJson};
 use crate::report::Format;
 use crate::wire::resp::RedisUrl;
@@ -113,7 +114,15 @@ pub(super) async fn sweep_once(
         adaptive: adaptive_options(a, &profile_model)?,
         host: Some(host),
     };
-    let (mut summary, ending) = run_sweep(opts, interrupt.clone().wait()).await?;
+    let sweep = LiveSweep {
+        opts,
+        interrupt: interrupt.clone().wait(),
+    };
+    let mut summary = sweep.evidence().await?.summary;
+    let ending = match summary.interrupted {
+        true => Ending::Interrupted,
+        false => Ending::Completed,
+    };
     summary.preflight = preflight;
     let (diagnosis, rec) = super::analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {

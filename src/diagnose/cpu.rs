@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub const NODE_USABLE_CORES: f64 = 1.0;
 
 /// Share of its usable cores at which a site counts as saturated.
-pub const SATURATED_SHARE: f64 = 0.85;
+pub use crate::model::SATURATED_SHARE;
 
 pub use crate::record::summary::Host;
 

@@ -160,6 +160,21 @@ fn latency([med, avg, min, p90, p95, p99, max]: [Option<f64>; 7]) -> Option<Late
 
 pub use crate::util::parse_rfc3339 as parse_time;
 
+/// `k6 run --summary-export FILE` as a source of evidence: the whole run as one stage, with
+/// the request body when given (for the job time).
+pub struct K6Summary<'a> {
+    pub path: &'a Path,
+    pub body: Option<&'a str>,
+}
+
+impl crate::record::evidence::Source for K6Summary<'_> {
+    async fn evidence(self) -> anyhow::Result<crate::record::evidence::Evidence> {
+        let stages = from_summary(self.path)?;
+        let s = summary(stages, &self.path.display().to_string(), self.body)?;
+        Ok(crate::record::evidence::Evidence::of(s))
+    }
+}
+
 /// Wraps stages read from k6 output in a summary, with the request body when given (for the
 /// job time).
 pub fn summary(

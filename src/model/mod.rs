@@ -56,6 +56,14 @@ pub mod n8n_defaults {
 /// The share of a measured ceiling a plan runs at (the 2/3 safety factor).
 pub const OPERATING_SHARE: f64 = 2.0 / 3.0;
 
+/// Share of its usable cores at which a process counts as saturated (one Node process's
+/// JavaScript runs on one core).
+pub const SATURATED_SHARE: f64 = 0.85;
+
+/// Jobs waiting: below this many on average (a gauge's mean over a stage or a window) there
+/// is no queue.
+pub const WAITED_JOBS: f64 = 1.0;
+
 /// An n8n version an upgrade is checked for (`audit --upgrade`).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upgrade {

@@ -171,6 +171,16 @@ pub fn load_scale_sweep(path: &Path) -> anyhow::Result<super::scaling::ScaleSwee
     Ok(book)
 }
 
+/// A saved run (a results directory, or its `summary.json`) as a source of evidence: its
+/// stages with the settings, host and body it recorded, read back and checked.
+pub struct SavedRun<'a>(pub &'a Path);
+
+impl super::evidence::Source for SavedRun<'_> {
+    async fn evidence(self) -> anyhow::Result<super::evidence::Evidence> {
+        Ok(super::evidence::Evidence::of(load_summary(self.0)?))
+    }
+}
+
 /// Reads `summary.json` from a results directory or a path to the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
     let file = if path.is_dir() {

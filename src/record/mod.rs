@@ -11,6 +11,7 @@ pub mod diagnosis;
 pub mod dir;
 pub mod drain;
 pub mod estimate;
+pub mod evidence;
 pub mod history;
 pub mod lifecycle;
 pub mod observation;

@@ -87,6 +87,15 @@ pub fn parse_rfc3339(t: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 - offset_s) as f64 + s)
 }
 
+/// Unix seconds as RFC 3339 UTC; a time no calendar here holds (before 1970, after 9999) as
+/// its number.
+pub fn clock(t: f64) -> String {
+    if !(0.0..253_402_300_800.0).contains(&t) {
+        return format!("{t:.0}");
+    }
+    utc_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t))
+}
+
 #[cfg(test)]
 mod time_tests {
     use super::*;

@@ -2,6 +2,19 @@ use super::*;
 use crate::model::settings::Provenance;
 use crate::model::Limit;
 use crate::record::history::ProcessCpu;
+use crate::record::Role;
+
+/// The history made into evidence by its source and judged, as `diagnose --prometheus` does:
+/// the diagnosis and the stages; `h` left marked.
+fn judge(h: &mut History, flags: Settings, timeout: Option<f64>) -> (Diagnosis, Vec<StageResult>) {
+    let ev = crate::observe::history::evidence(h.clone(), flags.clone(), "test");
+    let d = super::judge(&ev, &flags, timeout);
+    *h = ev
+        .windows
+        .clone()
+        .expect("a history's evidence has its windows");
+    (d, ev.summary.stages)
+}
 
 /// A history of 75 s windows: `quiet` windows of a few executions at the job time where
 /// nothing waited, then `busy` saturated windows at `x`/s with `active` slots taken,

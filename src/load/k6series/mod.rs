@@ -172,6 +172,39 @@ fn sequential(spans: &[(f64, f64)]) -> bool {
     })
 }
 
+/// k6's time series as a source of evidence: one output (`--out json=FILE` or `csv=FILE`), or
+/// the outputs of one distributed run merged (with what was done to each file); `warmup_s` as
+/// [`from_json`]'s.
+pub struct K6Series<'a> {
+    pub files: &'a [std::path::PathBuf],
+    pub warmup_s: Option<f64>,
+    pub body: Option<&'a str>,
+}
+
+impl crate::record::evidence::Source for K6Series<'_> {
+    async fn evidence(self) -> anyhow::Result<crate::record::evidence::Evidence> {
+        let summary = match self.files {
+            [] => return Err(BadInput("no k6 output given".into()).into()),
+            [one] => super::k6::summary(
+                from_json(one, self.warmup_s)?,
+                &one.display().to_string(),
+                self.body,
+            )?,
+            files => {
+                let (stages, books) = from_files(files, self.warmup_s)?;
+                let mut s = super::k6::summary(
+                    stages,
+                    &format!("{} files of one run", files.len()),
+                    self.body,
+                )?;
+                s.merged_from = books;
+                s
+            }
+        };
+        Ok(crate::record::evidence::Evidence::of(summary))
+    }
+}
+
 /// `k6 run --out json=FILE` or `--out csv=FILE`: held steps, held rates and the ramps between
 /// them; `warmup_s` is the least warm-up of each level (None: automatic).
 pub fn from_json(

@@ -311,6 +311,20 @@ async fn prepare_scenarios(
     Ok((runs, infos))
 }
 
+/// A sweep as a source of evidence: the stages run now, watched, ended early by `interrupt`
+/// (the summary says it was interrupted; what was measured is kept).
+pub struct LiveSweep<F> {
+    pub opts: SweepOptions,
+    pub interrupt: F,
+}
+
+impl<F: Future<Output = ()>> crate::record::evidence::Source for LiveSweep<F> {
+    async fn evidence(self) -> anyhow::Result<crate::record::evidence::Evidence> {
+        let (summary, _) = run_sweep(self.opts, self.interrupt).await?;
+        Ok(crate::record::evidence::Evidence::of(summary))
+    }
+}
+
 /// Runs the sweep. `interrupt` resolving (Ctrl-C) ends the current stage as partial.
 pub async fn run_sweep(
     opts: SweepOptions,

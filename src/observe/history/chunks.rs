@@ -13,8 +13,7 @@ use crate::model::settings::Sourced;
 use crate::observe::prometheus::{PromError, Source};
 use crate::record::history::{History, Window};
 
-/// Waiting below this many jobs on average is no queue (as the judgement reads it).
-const WAITED: f64 = 1.0;
+use crate::model::WAITED_JOBS as WAITED;
 /// A window under this share of the highest throughput is not busy.
 const IDLE_SHARE: f64 = 0.5;
 

@@ -11,11 +11,15 @@
 //! are many (`grain`). The processes listed, and the worker counts from `up` or CPU, are those
 //! of the windows read; `kube_deployment_status_replicas` counts every window.
 //!
-//! Not here: judging the windows (`diagnose::history`).
+//! A range read is a source of evidence ([`Range`]): its windows made into stages by
+//! `stages.rs`.
+//!
+//! Not here: judging the stages and windows (`diagnose::history`).
 
 use super::prometheus::{PromError, Series, Source};
 use crate::model::settings::Provenance;
-use crate::model::settings::Sourced;
+use crate::model::settings::{Settings, Sourced};
+use crate::record::evidence::{Evidence, Source as EvidenceSource};
 use crate::record::history::{
     CounterReset, ExporterSettings, History, HistoryGap, Process, Window,
 };
@@ -368,6 +372,44 @@ pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
         return chunks::read(src, q, Sourced::new(step, why), interval, MAX_STEPS).await;
     }
     read_one(src, q, Sourced::new(step, why), interval).await
+}
+
+/// A range to read from a Prometheus within a deadline, as evidence judged under `flags`.
+pub struct Range {
+    pub source: Source,
+    pub query: Query,
+    /// How long the whole read may take, and the flag's words for it (`--deadline 10m`).
+    pub deadline: (std::time::Duration, String),
+    /// The settings given: the stages are made under them and what the history says.
+    pub flags: Settings,
+}
+
+impl Range {
+    /// The range's windows, read within the deadline; an error names the API (credentials
+    /// redacted) and what to change.
+    pub async fn history(&self) -> anyhow::Result<History> {
+        let (deadline, said) = &self.deadline;
+        tokio::time::timeout(*deadline, read(&self.source, &self.query))
+            .await
+            .unwrap_or_else(|_| {
+                Err(PromError::Transport(format!(
+                    "the history was not read within --deadline {said} (a shorter range, a larger --step or a narrower --match reads less)"
+                )))
+            })
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", self.source.shown))
+    }
+
+    /// What the range is shown as: `prometheus: URL`.
+    pub fn title(&self) -> String {
+        format!("prometheus: {}", self.source.shown)
+    }
+}
+
+impl EvidenceSource for Range {
+    async fn evidence(self) -> anyhow::Result<Evidence> {
+        let h = self.history().await?;
+        Ok(evidence(h, self.flags.clone(), &self.title()))
+    }
 }
 
 /// The range read in parts of at most `most_steps` steps per series, as a month is read (the
@@ -744,6 +786,8 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
 
 mod chunks;
 mod grain;
+mod stages;
+pub use stages::{by_workers, evidence, known, mark, settings, split, stage, stages};
 #[cfg(test)]
 mod tests;
 mod workers;
