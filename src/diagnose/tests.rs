@@ -388,7 +388,7 @@ fn measured_against_model_uses_the_service_time() {
         d.verdict
     );
     let cap = d.capacity.unwrap();
-    assert!((cap.worker_bound - 15.0 / 0.24).abs() < 1e-9);
+    assert!((cap.worker_bound() - 15.0 / 0.24).abs() < 1e-9);
     let c1 = &d.comparison[0];
     assert!((c1.predicted - c1.measured).abs() < 1e-9);
     assert!((d.fixed_overhead_s.unwrap() - 0.04).abs() < 1e-9);

@@ -376,8 +376,8 @@ fn third_limit(
     .evidence(format!(
         "{in_progress:.1} executions in progress at the ceiling (X × S) from {} on; worker-bound {:.2} req/s, runner-bound {:.2} req/s",
         ceiling.first.words(),
-        cap.map(|c| c.worker_bound).unwrap_or(f64::NAN),
-        cap.map(|c| c.runner_bound).unwrap_or(f64::NAN),
+        cap.map(|c| c.worker_bound()).unwrap_or(f64::NAN),
+        cap.map(|c| c.runner_bound()).unwrap_or(f64::NAN),
     ))
     .figure("throughput_per_s", x)
     .figure("model_ceiling_per_s", model)

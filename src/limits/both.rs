@@ -27,20 +27,16 @@ impl Kind for Both {
 
     fn caps(&self, n: &Named, findings: &mut Vec<Finding>) -> Verdict {
         let (cap, job, ceiling) = (n.cap, n.job, n.ceiling);
-        let (c, r, st) = (
-            cap.total_worker_concurrency,
-            cap.total_runner_capacity,
-            ceiling.s,
-        );
+        let (c, r, st) = (cap.slots(), cap.runner_tasks(), ceiling.s);
         findings.push(
             n.base(Finding::new(FindingId::LimitsInseparable,
                 "Runner limit and worker concurrency give nearly the same ceiling; the data cannot say which caps",
             ))
             .evidence(format!(
                 "worker concurrency {c} ÷ S {st:.2} s = {:.2} req/s; runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s (within {:.0} %); {}",
-                cap.worker_bound,
+                cap.worker_bound(),
                 job.code_s,
-                cap.runner_bound,
+                cap.runner_bound(),
                 crate::model::INSEPARABLE * 100.0,
                 ceiling.at()
             ))
@@ -51,8 +47,8 @@ impl Kind for Both {
             text: format!(
                 "Throughput tops out at {} — worker concurrency and runner limit allow about the same ({:.2} and {:.2} req/s); raise them as a pair.",
                 ceiling.x.describe("req/s"),
-                cap.worker_bound,
-                cap.runner_bound
+                cap.worker_bound(),
+                cap.runner_bound()
             ),
             cpu: None,
         }

@@ -206,7 +206,9 @@ pub fn verdict(
     if let Some(c) = cap {
         f = f.evidence(format!(
             "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            c.ceiling, c.worker_bound, c.runner_bound
+            c.ceiling,
+            c.worker_bound(),
+            c.runner_bound()
         ));
     }
     f = f.fix(match (site.site, site.role) {

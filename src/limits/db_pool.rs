@@ -284,9 +284,9 @@ impl Kind for DbPool {
             ))
             .evidence(format!(
                 "{} worker slots ÷ S {:.2} s would allow {:.2} req/s; {:.0} pool connection(s) ÷ D allow {:.2}",
-                n.cap.total_worker_concurrency,
+                n.cap.slots(),
                 ceiling.s,
-                n.cap.worker_bound,
+                n.cap.worker_bound(),
                 b.servers,
                 b.per_s()
             ))
@@ -305,8 +305,8 @@ impl Kind for DbPool {
                 "The database pool caps throughput: {at}; {:.0} connection(s) ÷ D {d:.3} s = {:.2} req/s, while {} worker slots would allow {:.2} req/s.",
                 b.servers,
                 b.per_s(),
-                n.cap.total_worker_concurrency,
-                n.cap.worker_bound
+                n.cap.slots(),
+                n.cap.worker_bound()
             ),
             cpu: None,
         }

@@ -111,7 +111,9 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
     if let Some(cap) = cap {
         f = f.evidence(format!(
             "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            cap.ceiling, cap.worker_bound, cap.runner_bound
+            cap.ceiling,
+            cap.worker_bound(),
+            cap.runner_bound()
         ));
     }
     findings.push(f);

@@ -114,10 +114,10 @@ impl Named<'_> {
             .figure("service_time_s", st)
             .figure("executions_in_progress", x * st)
             .figure("runner_tasks_running", x * self.job.code_s)
-            .figure("worker_slots", self.cap.total_worker_concurrency as f64)
-            .figure("runner_capacity", self.cap.total_runner_capacity as f64)
-            .figure("worker_bound_per_s", self.cap.worker_bound)
-            .figure("runner_bound_per_s", self.cap.runner_bound)
+            .figure("worker_slots", self.cap.slots() as f64)
+            .figure("runner_capacity", self.cap.runner_tasks() as f64)
+            .figure("worker_bound_per_s", self.cap.worker_bound())
+            .figure("runner_bound_per_s", self.cap.runner_bound())
     }
 }
 

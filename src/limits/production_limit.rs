@@ -32,7 +32,7 @@ impl Kind for ProductionLimit {
         let x = ceiling.x.mean;
         let st = ceiling.s;
         let at = ceiling.at();
-        let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
+        let (c, r) = (cap.slots(), cap.runner_tasks());
         let u_w = x * st / c.max(1) as f64;
         let src =
             n.s.worker_concurrency
@@ -51,7 +51,7 @@ impl Kind for ProductionLimit {
             ))
             .evidence(format!(
                 "the internal runner's {r} tasks ÷ Code time {:.2} s = {:.2} req/s leave room; executions beyond the limit wait in main's concurrency queue, not in Redis",
-                job.code_s, cap.runner_bound
+                job.code_s, cap.runner_bound()
             ))
             .why("In regular mode one process runs every execution: the production limit is its only slot count, and its one JavaScript thread is the next ceiling.")
             .fix(format!(
@@ -62,7 +62,7 @@ impl Kind for ProductionLimit {
             limit: Some(Limit::ProductionLimit.into()),
             text: format!(
                 "The production limit caps throughput (regular mode): {at}; {c} executions at once ÷ S {st:.2} s = {:.2} req/s (the internal runner allows {:.2}).",
-                cap.worker_bound, cap.runner_bound
+                cap.worker_bound(), cap.runner_bound()
             ),
             cpu: None,
         }

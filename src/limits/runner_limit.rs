@@ -80,7 +80,7 @@ impl Kind for RunnerLimit {
         let x = ceiling.x.mean;
         let st = ceiling.s;
         let at = ceiling.at();
-        let (c, r) = (cap.total_worker_concurrency, cap.total_runner_capacity);
+        let (c, r) = (cap.slots(), cap.runner_tasks());
         let u_r = x * job.code_s / r.max(1) as f64;
         let slots = ceiling.level.slots_taken;
         // Slots taken: the gauge's reading, else every execution in progress holds one (at most
@@ -89,13 +89,13 @@ impl Kind for RunnerLimit {
         let mut f = n.base(Finding::new(FindingId::RunnerLimitCaps,
             format!("The runner limit caps throughput at {x:.2} req/s: {r} runner tasks for {c} worker slots"),
         ))
-        .figure("under_worker_bound", 1.0 - x / cap.worker_bound.max(1e-9));
+        .figure("under_worker_bound", 1.0 - x / cap.worker_bound().max(1e-9));
         if let Some(sl) = slots {
             f = f.figure("slots_taken", sl).evidence(format!(
                 "slots {} taken ({sl:.1} of {c}), yet throughput {x:.2} req/s is {} under worker concurrency ÷ S ({c} ÷ {st:.2} s = {:.2} req/s)",
                 pct(sl / c.max(1) as f64),
-                pct(1.0 - x / cap.worker_bound.max(1e-9)),
-                cap.worker_bound
+                pct(1.0 - x / cap.worker_bound().max(1e-9)),
+                cap.worker_bound()
             ));
         }
         f = f
@@ -123,7 +123,7 @@ impl Kind for RunnerLimit {
             limit: Some(Limit::RunnerLimit.into()),
             text: format!(
                 "The runner limit caps throughput: {at}; {r} runner tasks ÷ {:.2} s = {:.2} req/s, while {c} worker slots would allow {:.2} req/s.",
-                job.code_s, cap.runner_bound, cap.worker_bound
+                job.code_s, cap.runner_bound(), cap.worker_bound()
             ),
             cpu: None,
         }

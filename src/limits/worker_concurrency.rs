@@ -85,11 +85,7 @@ impl Kind for WorkerConcurrency {
         }
         let (cap, job, ceiling) = (n.cap, n.job, n.ceiling);
         let x = ceiling.x.mean;
-        let (c, r, st) = (
-            cap.total_worker_concurrency,
-            cap.total_runner_capacity,
-            ceiling.s,
-        );
+        let (c, r, st) = (cap.slots(), cap.runner_tasks(), ceiling.s);
         let u_w = x * st / c.max(1) as f64;
         let at = ceiling.at();
         findings.push(
@@ -105,7 +101,7 @@ impl Kind for WorkerConcurrency {
             ))
             .evidence(format!(
                 "runner capacity {r} ÷ Code time {:.2} s = {:.2} req/s leaves room",
-                job.code_s, cap.runner_bound
+                job.code_s, cap.runner_bound()
             ))
             .fix("raise worker concurrency (--concurrency / N8N_CONCURRENCY_PRODUCTION_LIMIT) or add workers — each with its runner, keeping runner capacity ≥ the slots that run Code"),
         );
@@ -113,7 +109,7 @@ impl Kind for WorkerConcurrency {
             limit: Some(Limit::WorkerConcurrency.into()),
             text: format!(
                 "Worker concurrency caps throughput: {at}; {c} slots ÷ S {st:.2} s = {:.2} req/s (runners allow {:.2}).",
-                cap.worker_bound, cap.runner_bound
+                cap.worker_bound(), cap.runner_bound()
             ),
             cpu: None,
         }

@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(mix.capping, Capping::Kind(Limit::WorkerConcurrency));
         // 5 slots ÷ Σ w S = 1 s; runner 3 ÷ Σ w C = 0.3 s = 10/s.
         assert!((mix.ceiling - 5.0).abs() < 1e-9);
-        assert!((mix.runner_bound - 10.0).abs() < 1e-9);
+        assert!((mix.runner_bound() - 10.0).abs() < 1e-9);
         let u = uses(&kinds(0.3), 0.0);
         assert!((u[0].runner_share - 1.0).abs() < 1e-12);
         assert_eq!(u[1].runner_share, 0.0);

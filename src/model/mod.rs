@@ -9,6 +9,7 @@
 pub mod autoscale;
 pub mod bound;
 pub mod budget;
+mod capacity;
 pub mod drain;
 pub mod mix;
 pub mod provenance;
@@ -16,6 +17,7 @@ pub mod settings;
 pub mod usl;
 
 pub use bound::{Bound, Holds};
+pub use capacity::Capacity;
 
 use serde::{Deserialize, Serialize};
 
@@ -215,34 +217,6 @@ pub mod unbounded {
     }
 }
 
-/// The ceilings a deployment has for a job: its bounds, and the figures of the slots and runner
-/// tasks every report shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Capacity {
-    pub total_worker_concurrency: u32,
-    pub total_runner_capacity: u32,
-    /// Σc ÷ S, jobs/s.
-    pub worker_bound: f64,
-    /// Σr ÷ C, jobs/s (infinite when C = 0).
-    #[serde(with = "unbounded")]
-    pub runner_bound: f64,
-    /// The smaller of the two: the throughput ceiling X_max.
-    pub ceiling: f64,
-    pub capping: Capping,
-    /// Jobs making progress at the ceiling: X_max × S.
-    pub effective_concurrency: f64,
-    /// Every bound the model holds (slots, runner tasks), the binding one first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bounds: Vec<Bound>,
-}
-
-impl Capacity {
-    /// The bound that caps: the one allowing the fewest executions per second.
-    pub fn binding(&self) -> Option<&Bound> {
-        bound::binding(&self.bounds)
-    }
-}
-
 /// Two ceilings within this share of each other cannot be told apart: n8n's overhead alone
 /// moves them that much.
 pub const INSEPARABLE: f64 = 0.10;
@@ -252,10 +226,6 @@ pub fn slots_and_runners_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity 
     let one = slots_and_runners(&[w], job);
     let n_f = n as f64;
     Capacity {
-        total_worker_concurrency: w.worker_concurrency.saturating_mul(n),
-        total_runner_capacity: w.runner_capacity.saturating_mul(n),
-        worker_bound: one.worker_bound * n_f,
-        runner_bound: one.runner_bound * n_f,
         ceiling: one.ceiling * n_f,
         capping: one.capping,
         effective_concurrency: one.effective_concurrency * n_f,
@@ -290,13 +260,11 @@ pub fn slots_and_runners(workers: &[WorkerLimits], job: Job) -> Capacity {
             0.0
         }
     };
-    let worker_bound = c as f64 / s;
     // Per worker, min(c_w ÷ S, r_w ÷ C): a worker's spare runner capacity cannot serve another.
     let ceiling: f64 = workers
         .iter()
         .map(|w| (w.worker_concurrency as f64 / s).min(runner_bound_of(w.runner_capacity)))
         .sum();
-    let runner_bound = runner_bound_of(r);
     let mut bounds = vec![
         Bound {
             limit: Limit::WorkerConcurrency,
@@ -316,10 +284,6 @@ pub fn slots_and_runners(workers: &[WorkerLimits], job: Job) -> Capacity {
     bounds.sort_by(|a, b| a.per_s().total_cmp(&b.per_s()));
     let capping = capping_of(&bounds);
     Capacity {
-        total_worker_concurrency: c,
-        total_runner_capacity: r,
-        worker_bound,
-        runner_bound,
         ceiling,
         capping,
         effective_concurrency: ceiling * s,
@@ -384,7 +348,7 @@ pub fn predict_bound(cap: &Capacity, job: Job, x_max: f64, n: u32) -> Point {
 }
 
 fn point(cap: &Capacity, job: Job, n: u32, x: f64) -> Point {
-    let c = cap.total_worker_concurrency as f64;
+    let c = cap.slots() as f64;
     let nf = n as f64;
     let slots = nf.min(c);
     let response = if x > 0.0 { nf / x } else { f64::INFINITY };
@@ -411,7 +375,7 @@ pub fn predict_mva(cap: &Capacity, job: Job, x_max: f64, max_n: u32) -> Vec<Poin
     // time is delay (a model without bounds: the slots).
     let (servers, demand) = match cap.binding() {
         Some(b) if b.servers > 0.0 && b.demand_s > 0.0 => (b.servers as u32, b.demand_s),
-        _ => (cap.total_worker_concurrency.max(1), job.job_time()),
+        _ => (cap.slots().max(1), job.job_time()),
     };
     let delay = (job.service_time() - demand).max(0.0);
     let max_n = max_n.min(MAX_CURVE_IN_FLIGHT);

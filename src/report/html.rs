@@ -134,13 +134,13 @@ fn throughput_chart(s: &Summary, d: Option<&Diagnosis>, levels: &[Level]) -> Cha
                 mark: Mark::Dotted,
             });
             thr.hlines.push((
-                cap.worker_bound,
-                format!("worker-bound {:.2}", cap.worker_bound),
+                cap.worker_bound(),
+                format!("worker-bound {:.2}", cap.worker_bound()),
             ));
-            if cap.runner_bound.is_finite() {
+            if cap.runner_bound().is_finite() {
                 thr.hlines.push((
-                    cap.runner_bound,
-                    format!("runner-bound {:.2}", cap.runner_bound),
+                    cap.runner_bound(),
+                    format!("runner-bound {:.2}", cap.runner_bound()),
                 ));
             }
         }

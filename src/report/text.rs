@@ -51,8 +51,8 @@ pub fn diagnosis(d: &Diagnosis) -> String {
         let _ = writeln!(
             s,
             "  model: worker-bound {:.2} req/s, runner-bound {:.2} req/s → ceiling {:.2} req/s ({})",
-            c.worker_bound,
-            c.runner_bound,
+            c.worker_bound(),
+            c.runner_bound(),
             c.ceiling,
             c.capping.words()
         );
