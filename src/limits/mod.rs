@@ -1,13 +1,15 @@
 //! One file per limit kind, named as its variant and its type (`Limit::DbPool`, `db_pool.rs`,
 //! `DbPool`): each says its bound from the settings and the job, when it binds and its finding
 //! with the evidence, what raises it, and its setting lines in each config dialect. The verdict
-//! (`diagnose::verdict`), the plan (`recommend`) and the settings snippets (`report::dialect`)
-//! choose among the kinds through [`Kind`] and never name one; [`of`] is the one place a `Limit`
+//! (`diagnose::verdict`) and the plan (`recommend`, whose proposed changes in each dialect are
+//! [`proposal`]'s, which the snippets of `report::dialect` place) choose among the kinds
+//! through [`Kind`] and never name one; [`of`] is the one place a `Limit`
 //! becomes its file, so a new variant is answered there and in its own file; [`answering`] does
 //! the same for a verdict's `Capping`, whose two states that are no kind (both level, no runner)
 //! answer from `both.rs` and `no_runner.rs`. This file is that dispatch and the vocabulary of
-//! the trait; what several kinds share is `reading.rs` (a setting as evidence says it),
-//! `setting.rs` (a setting line per dialect) and `slots.rs` (the slot kinds' arithmetic).
+//! the trait; what several kinds share is `reading.rs` (a setting as evidence says it) and
+//! `slots.rs` (the slot kinds' arithmetic); a setting line's shape is the model's
+//! (`model::proposal`).
 
 pub mod both;
 pub mod cpu;
@@ -17,7 +19,6 @@ pub mod no_runner;
 pub mod production_limit;
 pub mod reading;
 pub mod runner_limit;
-pub mod setting;
 pub mod slots;
 pub mod worker_concurrency;
 
@@ -30,7 +31,7 @@ use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
 use crate::record::recommendation::PredictedBound;
 use crate::record::{Estimate, StageResult};
 
-pub use setting::{Dialect, Key, Process, SettingLine};
+pub use crate::model::proposal::{Dialect, Key, Process, Proposal, SettingLine};
 
 /// What the verdict step knows of the ceiling a run reached.
 pub struct Ceiling<'a> {
@@ -339,6 +340,12 @@ pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
     SET.iter()
         .flat_map(|l| of(*l).lines(plan, dialect))
         .collect()
+}
+
+/// A plan's proposed changes: every kind's setting lines in each dialect, made once, when the
+/// plan is made.
+pub fn proposal(plan: &Settings) -> Proposal {
+    Proposal::new(|d| (lines(plan, d), lines_beyond_headline(plan, d)))
 }
 
 /// The kinds whose settings a plan's first line says (workers × concurrency, runners × their

@@ -12,6 +12,7 @@ pub mod budget;
 mod capacity;
 pub mod drain;
 pub mod mix;
+pub mod proposal;
 pub mod provenance;
 pub mod settings;
 pub mod usl;

@@ -50,6 +50,11 @@ pub struct Recommendation {
     /// The diagnosis's doubt, when the verdict the plan rests on has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doubt: Option<String>,
+    /// The changes the plan proposes as setting lines in each dialect, made with the plan
+    /// (`limits::proposal`). Not written: `settings` is, and a saved run's plan is made again
+    /// by judging it (`recommend DIR`, `report DIR`).
+    #[serde(skip)]
+    pub proposal: crate::model::proposal::Proposal,
 }
 
 /// The runner's memory limit from what its Code tasks really use: tasks × per-task peak + base,

@@ -1,27 +1,27 @@
 //! A plan's settings in each config dialect: a docker-compose snippet, values for the two Helm
-//! charts, a strategic merge patch. The settings themselves are the limit kinds' lines
-//! (`limits::lines`); here they are placed in each dialect's document, beside the pairing every
-//! worker needs with its runner.
+//! charts, a strategic merge patch. The settings themselves are the plan's proposed changes
+//! (`Recommendation::proposal`, the limit kinds' lines made with the plan); here they are
+//! placed in each dialect's document, beside the pairing every worker needs with its runner.
 
-use crate::limits::{self, Dialect, Key, Process, SettingLine};
+use crate::model::proposal::{Dialect, Key, Process, SettingLine};
 use crate::record::recommendation::{MemoryPlan, PlanTarget, Recommendation};
 use std::fmt::Write as _;
 
 /// The settings of `r` in `dialect`, for the deployment `to` names (its services and
 /// containers; n8n's own names where it names none).
 pub fn settings(r: &Recommendation, dialect: Dialect, to: &PlanTarget) -> String {
-    let lines = limits::lines(&r.settings, dialect);
+    let lines = r.proposal.lines(dialect);
     if r.settings.is_regular() {
         return match dialect {
-            Dialect::Compose => compose_main(&lines),
-            Dialect::HelmOfficial | Dialect::HelmCommunity | Dialect::K8s => main_env(&lines),
+            Dialect::Compose => compose_main(lines),
+            Dialect::HelmOfficial | Dialect::HelmCommunity | Dialect::K8s => main_env(lines),
         };
     }
     match dialect {
-        Dialect::Compose => compose(r, &lines, to),
-        Dialect::HelmOfficial => helm_official(r, &lines),
-        Dialect::HelmCommunity => helm_community(r, &lines),
-        Dialect::K8s => k8s_patch(r, &lines, to),
+        Dialect::Compose => compose(r, lines, to),
+        Dialect::HelmOfficial => helm_official(r, lines),
+        Dialect::HelmCommunity => helm_community(r, lines),
+        Dialect::K8s => k8s_patch(r, lines, to),
     }
 }
 

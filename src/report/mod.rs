@@ -52,7 +52,7 @@ impl Format {
     }
 }
 
-pub use crate::limits::Dialect;
+pub use crate::model::proposal::Dialect;
 
 /// A command's result as every format renders it. Table and JSON always; SARIF and HTML where
 /// a result has them (listed in `FORMATS`).

@@ -1,6 +1,7 @@
 //! Diagnosis and recommendation in words, for the terminal.
 
 use crate::findings::Finding;
+use crate::model::proposal::{Dialect, Key, Process};
 use crate::record::diagnosis::{BreakPointKind, CpuSite};
 use crate::record::recommendation::MemoryPlan;
 use crate::record::recommendation::PredictedBound;
@@ -148,12 +149,12 @@ pub fn recommendation(r: &Recommendation) -> String {
         r.settings.worker_count(), r.settings.worker_concurrency_or_default(), r.settings.runners_per_worker_count(), r.settings.runner_limit_or_default(), r.settings.runner_capacity_or_default()
     );
     // Every other setting a limit kind proposes (the database pool's, on main and the workers).
-    for l in crate::limits::lines_beyond_headline(&r.settings, crate::limits::Dialect::Compose) {
-        if let crate::limits::Key::Env(var) = &l.key {
+    for l in r.proposal.beyond_headline(Dialect::Compose) {
+        if let Key::Env(var) = &l.key {
             let on = match l.on {
-                crate::limits::Process::Main => "main",
-                crate::limits::Process::Worker => "each worker",
-                crate::limits::Process::Runner => "each runner",
+                Process::Main => "main",
+                Process::Worker => "each worker",
+                Process::Runner => "each runner",
             };
             let _ = writeln!(s, "  {var}={} on {on}", l.value);
         }
