@@ -683,6 +683,34 @@ fn every_way_in_is_an_evidence_source_and_the_diagnosis_makes_no_stage() {
     }
 }
 
+/// A setting the run did not give is inferred by its kind (`Kind::infer`, through
+/// `limits::infer`), with its interval: no file of `src/diagnose/` writes a setting behind a
+/// limit kind's bound.
+#[test]
+fn each_kind_infers_its_own_setting_and_the_diagnosis_none() {
+    let fields = [
+        "worker_concurrency",
+        "runner_limit",
+        "db_pool_size",
+        "runners_per_worker",
+    ];
+    let mut found = Vec::new();
+    for p in sources() {
+        if !rel(&p).starts_with("diagnose/") || rel(&p).contains("/tests/") {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        for f in fields {
+            if text.contains(&format!(".{f} = Some")) {
+                found.push(format!("src/{}: {f}", rel(&p)));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
+    let verdict = code(&std::fs::read_to_string(root().join("src/diagnose/mod.rs")).unwrap());
+    assert!(verdict.contains("crate::limits::infer("));
+}
+
 /// "The capacity" is one thing: the deployment's, with every kind's bound (`limits::capacity`).
 /// The model's slots and runners, a run's measured ceiling and the search's ceiling found have
 /// names of their own.

@@ -106,7 +106,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         .as_ref()
         .zip(s_value)
         .map(|((x, level), s)| Ceiling::at_level(x, level, &levels, (s, overhead_s), &cpu));
-    verdict::infer_limits(&mut settings, &levels, ceiling.as_ref());
+    crate::limits::infer(&mut settings, &levels, ceiling.as_ref());
     crate::limits::read_run(&mut settings, stages, &levels);
     let capacity = crate::limits::capacity(&settings, overhead_s);
     let job = settings.job(overhead_s);

@@ -3,128 +3,17 @@
 //! Executions in progress at the ceiling are X × S (Little's law), runner tasks running X × C.
 //! Compared with the known limits: ≈ worker slots → worker concurrency; ≈ runner capacity →
 //! runner limit; below both → a third limit, CPU when CPU was measured (else "unmodelled", with
-//! the flags that would tell). A limit that is not known is inferred from one saturated level
-//! and marked inferred.
+//! the flags that would tell). A limit that is not known is inferred by its kind
+//! (`limits::infer`, before the verdict) and marked inferred.
 
 use super::floor;
 use crate::findings::{Finding, FindingId};
-use crate::limits::reading::{code_time, pct};
+use crate::limits::reading::pct;
 use crate::limits::{self, Named};
-use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Capacity, Capping, Holds, Job};
-use crate::record::diagnosis::Level;
 
 pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
-
-/// Slots taken as a level saw them: main's gauge, unless it counts half again more than Little's
-/// law at the slots allows (completions × n8n's slot time: executions cannot hold more slots
-/// than they spend time in) — a gauge counting jobs finished but not yet cleared from Bull's
-/// active list on a starved host. Below that the gauge stands: Little's figure from windows on
-/// a busy host reads a little low (counts and durations cut at different edges).
-fn slots_believed(l: &Level) -> Option<f64> {
-    // The readings taken while a job waited count every slot; the mean over all readings
-    // also counts moments the queue ran dry.
-    let gauge = l.slots_full.or(l.slots_taken)?;
-    match l.executions_in_slots {
-        Some(little) if gauge > 1.5 * little => Some(little),
-        _ => Some(gauge),
-    }
-}
-
-/// An inferred limit's interval, rounded outward to whole tasks or slots: a limit is a whole
-/// number, and a throughput interval of near-zero width (a long level's count) would otherwise
-/// exclude the integer the estimate rounds to.
-fn whole([lo, hi]: [f64; 2]) -> [f64; 2] {
-    [lo.floor(), hi.ceil()]
-}
-
-/// Fills unknown limits from the saturated level. Worker concurrency comes first from the
-/// queue gauges (slots taken while jobs waited in Redis); then whichever of the two is still
-/// unknown from X × S or X × C, when the other is known and not reached and no CPU binds.
-pub fn infer_limits(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
-    let workers = s.worker_count() as f64;
-    if s.worker_concurrency.is_none() {
-        let slots = levels
-            .iter()
-            .filter(|l| l.valid && l.waiting.unwrap_or(0.0) >= 1.0)
-            .filter_map(slots_believed)
-            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-        if let Some(per) = slots
-            .map(|v| (v / workers).round() as u32)
-            .filter(|p| *p > 0)
-        {
-            s.worker_concurrency = Some(Sourced::new(
-                per, Provenance::Inferred("inferred: slots taken (n8n_scaling_mode_queue_jobs_active) while jobs waited in Redis".into())));
-        }
-    }
-    let Some(c) = ceiling else { return };
-    if limits::measured_saturated(s, c) {
-        return;
-    }
-    let x = c.x.mean;
-    let code = code_time(s, c);
-    let in_progress = x * c.s;
-    let tasks = x * code;
-    // Saturated while no job waited in the queue: the worker had slots to spare, so something
-    // behind the slots queued the jobs — the runners, CPU aside. Worker concurrency is then at
-    // least the slots taken; the runner limit is what ran.
-    if s.worker_concurrency.is_none() && s.runner_limit.is_none() {
-        if let Some(taken) = c
-            .level
-            .slots_taken
-            .filter(|t| *t >= 1.0 && c.level.waiting.is_some_and(|w| w < 1.0))
-        {
-            // Every execution in n8n held a slot (none waited): at least the slots the gauge
-            // counted, or Little's law at the slots (n8n's execution histogram) when the gauge
-            // lags. Not the level's in-flight: on a busy host part of it sits in main's intake
-            // and response, outside any slot, so it can count slots that are not there.
-            // The gauge never counts more than there are (its mean's ceiling is a whole lower
-            // bound); Little's figure can read a little over, so it is rounded.
-            let little = c.level.executions_in_slots.unwrap_or(0.0);
-            let per = ((taken / workers).ceil())
-                .max((little / workers).round())
-                .max(1.0) as u32;
-            s.worker_concurrency = Some(Sourced::new(
-                per,
-                Provenance::Inferred(format!(
-                    "inferred: at least {per} — slots taken at {} while no job waited in the queue",
-                    c.level.words()
-                )),
-            ));
-        }
-    }
-    let rpw = s.runners_per_worker_count().max(1) as f64;
-    match (&s.worker_concurrency, &s.runner_limit) {
-        (Some(wc), None) if in_progress < MATCH * wc.value as f64 * workers && tasks >= 0.5 => {
-            let k = code / (workers * rpw);
-            s.runner_limit = Some(Sourced::inferred(
-                x * k,
-                whole([c.x.low * k, c.x.high * k]),
-                format!(
-                    "inferred from one saturated level ({}): {x:.2} req/s × Code time {code:.2} s = {tasks:.1} runner tasks",
-                    c.level.words()
-                ),
-            ));
-        }
-        (None, Some(r)) => {
-            let cap = r.value as f64 * rpw * workers;
-            if tasks < MATCH * cap && in_progress >= 0.5 {
-                let k = c.s / workers;
-                s.worker_concurrency = Some(Sourced::inferred(
-                    x * k,
-                    whole([c.x.low * k, c.x.high * k]),
-                    format!(
-                        "inferred from one saturated level ({}): {x:.2} req/s × S {:.2} s = {in_progress:.1} executions in progress",
-                        c.level.words(),
-                        c.s
-                    ),
-                ));
-            }
-        }
-        _ => {}
-    }
-}
 
 /// Decides the capping limit and writes its finding.
 pub fn decide(

@@ -143,6 +143,13 @@ pub trait Kind: Sync {
         let _ = (s, stages, levels);
     }
 
+    /// Its setting, when unknown, inferred from the run (the gauges, or one saturated level at
+    /// `ceiling` while the other setting is known and not reached), marked inferred with its
+    /// interval. Kinds infer in [`SET`]'s order: worker concurrency before the runner limit.
+    fn infer(&self, s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
+        let _ = (s, levels, ceiling);
+    }
+
     /// A failure of its resource the run counted that comes before any ceiling (connections
     /// refused): its finding, first, and the words that lead the verdict.
     fn leads(&self, stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<String> {
@@ -326,6 +333,13 @@ pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
         cap.effective_concurrency = cap.ceiling * job.service_time();
     }
     Some(cap)
+}
+
+/// Every unknown setting a kind can infer from the run, inferred ([`Kind::infer`]).
+pub fn infer(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
+    for l in SET {
+        of(l).infer(s, levels, ceiling);
+    }
 }
 
 /// What a run measured that every kind's bound needs, filled into the settings.

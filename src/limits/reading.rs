@@ -46,3 +46,39 @@ pub fn code_time(s: &Settings, ceiling: &Ceiling) -> f64 {
         (None, None) => (ceiling.s - ceiling.overhead_s).max(0.0),
     }
 }
+
+/// An inferred limit's interval, rounded outward to whole tasks or slots: a limit is a whole
+/// number, and a throughput interval of near-zero width (a long level's count) would otherwise
+/// exclude the integer the estimate rounds to.
+pub fn whole([lo, hi]: [f64; 2]) -> [f64; 2] {
+    [lo.floor(), hi.ceil()]
+}
+
+/// What one saturated level shows of the slots and runner tasks: none when a measured kind
+/// (CPU, main's intake) was saturated there — then it, not a setting, is what ran out.
+pub struct AtCeiling {
+    /// Throughput, executions/s.
+    pub x: f64,
+    /// Code time, s.
+    pub code: f64,
+    /// Executions in progress, X × S.
+    pub in_progress: f64,
+    /// Runner tasks running, X × C.
+    pub tasks: f64,
+}
+
+impl AtCeiling {
+    pub fn of(s: &Settings, c: &Ceiling) -> Option<AtCeiling> {
+        if super::measured_saturated(s, c) {
+            return None;
+        }
+        let x = c.x.mean;
+        let code = code_time(s, c);
+        Some(AtCeiling {
+            x,
+            code,
+            in_progress: x * c.s,
+            tasks: x * code,
+        })
+    }
+}

@@ -2,17 +2,42 @@
 //! to a worker's broker; one task held for the Code time C. Bound Σr ÷ C. With no runner
 //! attached (capacity 0) no Code task runs at all: `no_runner.rs`.
 
-use super::reading::{code_time, inferred, pct, reading, source_of};
+use super::reading::{code_time, inferred, pct, reading, source_of, whole, AtCeiling};
 use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
-use crate::model::settings::Settings;
+use crate::model::settings::{Settings, Sourced};
 use crate::model::{Bound, Job, Limit};
-use crate::record::diagnosis::Diagnosis;
+use crate::record::diagnosis::{Diagnosis, Level};
 
 pub struct RunnerLimit;
 
 impl Kind for RunnerLimit {
+    /// The runner limit, when unknown: from X × C at a saturated level, when worker
+    /// concurrency is known and not reached and Code ran.
+    fn infer(&self, s: &mut Settings, _: &[Level], ceiling: Option<&Ceiling>) {
+        let Some(c) = ceiling else { return };
+        let Some(at) = AtCeiling::of(s, c) else {
+            return;
+        };
+        let workers = s.worker_count() as f64;
+        let rpw = s.runners_per_worker_count().max(1) as f64;
+        let (x, code, tasks) = (at.x, at.code, at.tasks);
+        if let (Some(wc), None) = (&s.worker_concurrency, &s.runner_limit) {
+            if at.in_progress < super::MATCH * wc.value as f64 * workers && tasks >= 0.5 {
+                let k = code / (workers * rpw);
+                s.runner_limit = Some(Sourced::inferred(
+                    x * k,
+                    whole([c.x.low * k, c.x.high * k]),
+                    format!(
+                        "inferred from one saturated level ({}): {x:.2} req/s × Code time {code:.2} s = {tasks:.1} runner tasks",
+                        c.level.words()
+                    ),
+                ));
+            }
+        }
+    }
+
     fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
         super::model_bound(s, job, Limit::RunnerLimit)
     }

@@ -1,18 +1,89 @@
 //! Worker concurrency, the slots: `worker --concurrency` (n8n 2.x: `N8N_CONCURRENCY_PRODUCTION_LIMIT` when set
 //! on a worker overrides it), one slot held for the whole execution S. Bound Σc ÷ S.
 
-use super::reading::{inferred, pct, reading, source_of};
+use super::reading::{inferred, pct, reading, source_of, whole, AtCeiling};
 use super::slots::slot_most;
 use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
-use crate::model::settings::Settings;
+use crate::model::settings::{Provenance, Settings, Sourced};
 use crate::model::{Bound, Job, Limit};
-use crate::record::diagnosis::Diagnosis;
+use crate::record::diagnosis::{Diagnosis, Level};
 
 pub struct WorkerConcurrency;
 
 impl Kind for WorkerConcurrency {
+    /// Worker concurrency, when unknown: first from the queue gauges (slots taken while jobs
+    /// waited in Redis); then at a saturated level where no job waited while neither setting
+    /// is known (at least the slots taken); else from X × S when the runner limit is known and
+    /// not reached.
+    fn infer(&self, s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
+        let workers = s.worker_count() as f64;
+        if s.worker_concurrency.is_none() {
+            let slots = levels
+                .iter()
+                .filter(|l| l.valid && l.waiting.unwrap_or(0.0) >= 1.0)
+                .filter_map(slots_believed)
+                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+            if let Some(per) = slots
+                .map(|v| (v / workers).round() as u32)
+                .filter(|p| *p > 0)
+            {
+                s.worker_concurrency = Some(Sourced::new(
+                    per, Provenance::Inferred("inferred: slots taken (n8n_scaling_mode_queue_jobs_active) while jobs waited in Redis".into())));
+            }
+        }
+        let Some(c) = ceiling else { return };
+        let Some(at) = AtCeiling::of(s, c) else {
+            return;
+        };
+        // Saturated while no job waited in the queue: the worker had slots to spare, so something
+        // behind the slots queued the jobs — the runners, CPU aside. Worker concurrency is then at
+        // least the slots taken; the runner limit is what ran.
+        if s.worker_concurrency.is_none() && s.runner_limit.is_none() {
+            if let Some(taken) = c
+                .level
+                .slots_taken
+                .filter(|t| *t >= 1.0 && c.level.waiting.is_some_and(|w| w < 1.0))
+            {
+                // Every execution in n8n held a slot (none waited): at least the slots the gauge
+                // counted, or Little's law at the slots (n8n's execution histogram) when the gauge
+                // lags. Not the level's in-flight: on a busy host part of it sits in main's intake
+                // and response, outside any slot, so it can count slots that are not there.
+                // The gauge never counts more than there are (its mean's ceiling is a whole lower
+                // bound); Little's figure can read a little over, so it is rounded.
+                let little = c.level.executions_in_slots.unwrap_or(0.0);
+                let per = ((taken / workers).ceil())
+                    .max((little / workers).round())
+                    .max(1.0) as u32;
+                s.worker_concurrency = Some(Sourced::new(
+                    per,
+                    Provenance::Inferred(format!(
+                        "inferred: at least {per} — slots taken at {} while no job waited in the queue",
+                        c.level.words()
+                    )),
+                ));
+            }
+        }
+        let rpw = s.runners_per_worker_count().max(1) as f64;
+        if let (None, Some(r)) = (&s.worker_concurrency, &s.runner_limit) {
+            let cap = r.value as f64 * rpw * workers;
+            let (x, in_progress) = (at.x, at.in_progress);
+            if at.tasks < super::MATCH * cap && in_progress >= 0.5 {
+                let k = c.s / workers;
+                s.worker_concurrency = Some(Sourced::inferred(
+                    x * k,
+                    whole([c.x.low * k, c.x.high * k]),
+                    format!(
+                        "inferred from one saturated level ({}): {x:.2} req/s × S {:.2} s = {in_progress:.1} executions in progress",
+                        c.level.words(),
+                        c.s
+                    ),
+                ));
+            }
+        }
+    }
+
     fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
         super::model_bound(s, job, Limit::WorkerConcurrency)
     }
@@ -149,5 +220,20 @@ impl Kind for WorkerConcurrency {
                 plan.worker_concurrency_or_default(),
             )])
             .collect()
+    }
+}
+
+/// Slots taken as a level saw them: main's gauge, unless it counts half again more than Little's
+/// law at the slots allows (completions × n8n's slot time: executions cannot hold more slots
+/// than they spend time in) — a gauge counting jobs finished but not yet cleared from Bull's
+/// active list on a starved host. Below that the gauge stands: Little's figure from windows on
+/// a busy host reads a little low (counts and durations cut at different edges).
+fn slots_believed(l: &Level) -> Option<f64> {
+    // The readings taken while a job waited count every slot; the mean over all readings
+    // also counts moments the queue ran dry.
+    let gauge = l.slots_full.or(l.slots_taken)?;
+    match l.executions_in_slots {
+        Some(little) if gauge > 1.5 * little => Some(little),
+        _ => Some(gauge),
     }
 }
