@@ -10,7 +10,7 @@ use super::floor;
 use crate::findings::{Finding, FindingId};
 use crate::limits::reading::pct;
 use crate::limits::{self, Named};
-use crate::model::settings::{Settings, Sourced};
+use crate::model::settings::Settings;
 use crate::model::{Bound, Capacity, Capping, Holds, Job};
 
 pub use crate::limits::{Ceiling, Verdict, ABOVE, MATCH};
@@ -202,30 +202,18 @@ fn hedge(
     }
 }
 
+/// The settings the verdict lacks: the job time, and each kind's own.
 fn missing_settings(s: &Settings) -> Vec<&'static str> {
-    [
-        (
-            "job time (--job-time or sleep_ms in the body)",
-            s.job_time.is_none(),
-        ),
-        (
-            "worker concurrency (--worker-concurrency)",
-            s.worker_concurrency.is_none(),
-        ),
-        ("runner limit (--runner-limit)", s.runner_limit.is_none()),
-    ]
-    .iter()
-    .filter(|(_, m)| *m)
-    .map(|(n, _)| *n)
-    .collect()
+    let job = s
+        .job_time
+        .is_none()
+        .then_some("job time (--job-time or sleep_ms in the body)");
+    job.into_iter().chain(limits::unknown(s)).collect()
 }
 
+/// The measured ceiling is above what the settings allow: every reading behind the bounds is
+/// in doubt.
 fn settings_disagree(s: &Settings, cap: &Capacity, x: f64, u: f64) -> Finding {
-    let src = |o: &Option<Sourced<u32>>| {
-        o.as_ref()
-            .map(|v| format!("{} ({})", v.value, v.source))
-            .unwrap_or_else(|| "unknown".into())
-    };
     Finding::new(FindingId::SettingsDisagree,
         format!(
             "Measured ceiling {x:.2} req/s is above what the given settings allow ({:.2} req/s)",
@@ -233,9 +221,8 @@ fn settings_disagree(s: &Settings, cap: &Capacity, x: f64, u: f64) -> Finding {
         ),
     )
     .evidence(format!(
-        "worker concurrency {}, runner limit {}: {} of the limit in use",
-        src(&s.worker_concurrency),
-        src(&s.runner_limit),
+        "{}: {} of the limit in use",
+        limits::readings(s, cap).join(", "),
         pct(u)
     ))
     .figure("measured_per_s", x)

@@ -143,6 +143,13 @@ pub trait Kind: Sync {
         let _ = (s, stages, levels);
     }
 
+    /// Its setting's name and flag when the settings lack it and the verdict needs it to say
+    /// which limit caps (None: known, or not needed).
+    fn unknown(&self, s: &Settings) -> Option<&'static str> {
+        let _ = s;
+        None
+    }
+
     /// Its setting, when unknown, inferred from the run (the gauges, or one saturated level at
     /// `ceiling` while the other setting is known and not reached), marked inferred with its
     /// interval. Kinds infer in [`SET`]'s order: worker concurrency before the runner limit.
@@ -335,6 +342,20 @@ pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
     Some(cap)
 }
 
+/// The settings the verdict needs that are unknown, in [`SET`]'s order ([`Kind::unknown`]).
+pub fn unknown(s: &Settings) -> Vec<&'static str> {
+    SET.iter().filter_map(|l| of(*l).unknown(s)).collect()
+}
+
+/// The readings behind every bound of `cap` ([`Kind::readings`]), in [`SET`]'s order: what a
+/// measurement above them puts in doubt.
+pub fn readings(s: &Settings, cap: &Capacity) -> Vec<String> {
+    SET.iter()
+        .filter(|l| cap.bound_of(**l).is_some())
+        .flat_map(|l| of(*l).readings(s))
+        .collect()
+}
+
 /// Every unknown setting a kind can infer from the run, inferred ([`Kind::infer`]).
 pub fn infer(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
     for l in SET {
@@ -390,6 +411,32 @@ pub fn model_bound(s: &Settings, job: Job, limit: Limit) -> Option<Bound> {
 mod tests {
     use super::*;
     use crate::model::settings::{Provenance, Sourced};
+
+    /// What the verdict lacks and what a measurement above the bounds doubts are the kinds'
+    /// own: worker concurrency's and the runner limit's flags when unknown; every bound's
+    /// reading, the pool's among them, when known.
+    #[test]
+    fn the_unknown_settings_and_the_readings_in_doubt_are_each_kind_s() {
+        let mut s = Settings::default();
+        assert_eq!(
+            unknown(&s),
+            [
+                "worker concurrency (--worker-concurrency)",
+                "runner limit (--runner-limit)"
+            ]
+        );
+        let flag = |v: u32| Some(Sourced::new(v, Provenance::Flag("--x".into())));
+        s.worker_concurrency = flag(10);
+        assert_eq!(unknown(&s), ["runner limit (--runner-limit)"]);
+        s.runner_limit = flag(5);
+        s.job_time = Some(Sourced::new(1.0, Provenance::Flag("--job-time".into())));
+        s.code_time = Some(Sourced::new(0.5, Provenance::Flag("--code-time".into())));
+        assert!(unknown(&s).is_empty());
+        let cap = capacity(&s, 0.0).unwrap();
+        let r = readings(&s, &cap);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(r[0].starts_with("worker concurrency 10") && r[1].starts_with("runner limit 5"));
+    }
 
     /// A plan's lines beyond its first line are every kind's but the headline's: the database
     /// pool's on the workers, and none of worker concurrency's, the runners' or main's limit.

@@ -42,6 +42,12 @@ impl Kind for RunnerLimit {
         super::model_bound(s, job, Limit::RunnerLimit)
     }
 
+    fn unknown(&self, s: &Settings) -> Option<&'static str> {
+        s.runner_limit
+            .is_none()
+            .then_some("runner limit (--runner-limit)")
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         reading(&s.runner_limit, "runner limit")
             .into_iter()

@@ -88,6 +88,12 @@ impl Kind for WorkerConcurrency {
         super::model_bound(s, job, Limit::WorkerConcurrency)
     }
 
+    fn unknown(&self, s: &Settings) -> Option<&'static str> {
+        s.worker_concurrency
+            .is_none()
+            .then_some("worker concurrency (--worker-concurrency)")
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         reading(&s.worker_concurrency, "worker concurrency")
             .into_iter()
