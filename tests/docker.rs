@@ -106,6 +106,10 @@ impl Stack {
             cmd.push("-p".into());
             cmd.push("127.0.0.1::5678".into());
         }
+        // Main's intake costs no CPU unless the test gives it (the simulator's default is n8n's
+        // 27 ms, burnt for real): a later `-e` of the same name wins.
+        cmd.push("-e".into());
+        cmd.push("SIM_MAIN_CPU_MS=0".into());
         for (k, v) in env {
             cmd.push("-e".into());
             cmd.push(format!("{k}={v}"));
@@ -423,7 +427,14 @@ fn docker_socket_absent_is_one_clear_line_and_the_sweep_runs() {
     let port = free_port();
     let _sim = ChildGuard(
         Command::new(bin())
-            .args(["sim", "all", "--port", &port.to_string()])
+            .args([
+                "sim",
+                "all",
+                "--main-cpu-ms",
+                "0",
+                "--port",
+                &port.to_string(),
+            ])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap(),

@@ -228,7 +228,7 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
     let http = free_port();
     let _main = ChildGuard(
         Command::new(bin())
-            .args(["sim", "main", "--redis", &redis])
+            .args(["sim", "main", "--cpu-ms", "0", "--redis", &redis])
             .env("N8N_PORT", http.to_string())
             .env("N8N_LISTEN_ADDRESS", "127.0.0.1")
             .env("N8N_METRICS", "true")

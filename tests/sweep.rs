@@ -327,6 +327,8 @@ fn interrupt_keeps_what_was_measured_and_exits_130() {
                 &port.to_string(),
                 "--concurrency",
                 "5",
+                "--main-cpu-ms",
+                "0",
             ])
             .stdout(std::process::Stdio::null())
             .spawn()

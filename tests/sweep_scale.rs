@@ -267,6 +267,15 @@ async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
             .all(|l| l["reached"] == false || (starved && l["kind"] == "host_cpu")),
         "{shared:?}"
     );
+    // Nothing shared in the way, N workers hold within 10 % of N times one worker's ceiling.
+    if !starved {
+        for (n, c) in [(2.0, c2), (4.0, c4)] {
+            assert!(
+                c >= 0.9 * n * c1,
+                "{n} workers: {c}/s against {c1}/s for one"
+            );
+        }
+    }
     // scale.json holds what the output said.
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("scale.json")).unwrap()).unwrap();

@@ -685,10 +685,11 @@ pub struct SimMainArgs {
     /// Simulator only: ms main spends per execution outside worker slots.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
-    /// Simulator only: CPU ms main burns per execution on its one JavaScript thread (real n8n
-    /// 2.41: ≈ 27; `sim n8n` reads SIM_MAIN_CPU_MS).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
-    pub cpu_ms: u64,
+    /// Simulator only: CPU ms main burns per execution on its one JavaScript thread (default:
+    /// SIM_MAIN_CPU_MS, else 27 — what real n8n 2.41's main spent; 0 for a main that costs
+    /// nothing).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub cpu_ms: Option<u64>,
     /// Put the queue on this Redis (Bull's keys: bull:jobs:wait, bull:jobs:active), e.g.
     /// redis://127.0.0.1:6379.
     #[arg(long)]
@@ -706,10 +707,10 @@ pub struct SimWorkerArgs {
     /// Simulator only: ms each job holds its slot besides its own work.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
-    /// Simulator only: CPU ms each execution burns on the worker's one JavaScript thread (real
-    /// n8n: about 100 ms for webhook → Code → respond).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
-    pub cpu_ms: u64,
+    /// Simulator only: CPU ms each execution burns on the worker's one JavaScript thread
+    /// (default: SIM_WORKER_CPU_MS, else 0; real n8n: about 100 ms for webhook → Code → respond).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub cpu_ms: Option<u64>,
     /// Take jobs from this Redis (Bull's keys) instead of main's simulated queue.
     #[arg(long)]
     pub redis: Option<String>,
@@ -735,12 +736,14 @@ pub struct SimAllArgs {
     /// Simulator only: total fixed overhead per execution in ms (half on main, half in the slot).
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
-    /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
-    pub cpu_ms: u64,
-    /// Simulator only: CPU ms each execution burns on main's JavaScript thread (real n8n 2.41: ≈ 27).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
-    pub main_cpu_ms: u64,
+    /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread
+    /// (default: SIM_WORKER_CPU_MS, else 0).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub cpu_ms: Option<u64>,
+    /// Simulator only: CPU ms each execution burns on main's JavaScript thread (default:
+    /// SIM_MAIN_CPU_MS, else 27 — what real n8n 2.41's main spent).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub main_cpu_ms: Option<u64>,
     /// Put the queue on this Redis (Bull's keys).
     #[arg(long)]
     pub redis: Option<String>,

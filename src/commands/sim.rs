@@ -3,7 +3,8 @@
 
 use crate::cli::SimCommand;
 use crate::error::BadInput;
-use crate::sim::{self, config};
+use crate::sim;
+use crate::sim::config::{self, CpuVar};
 use crate::util::process_env;
 use crate::wire::resp::RedisUrl;
 use std::time::Duration;
@@ -15,7 +16,7 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
             let mut cfg =
                 config::MainConfig::from_env(&env, a.port, Duration::from_millis(a.overhead_ms))?;
             cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
-            cfg.cpu = Duration::from_millis(a.cpu_ms);
+            cfg.cpu = config::sim_cpu(&env, a.cpu_ms, CpuVar::Main)?;
             for w in &a.workflows {
                 cfg.workflows.add(w)?;
             }
@@ -28,7 +29,7 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
                 Duration::from_millis(a.overhead_ms),
             )?;
             cfg.redis = a.redis.as_deref().map(RedisUrl::parse).transpose()?;
-            cfg.cpu = Duration::from_millis(a.cpu_ms);
+            cfg.cpu = config::sim_cpu(&env, a.cpu_ms, CpuVar::Worker)?;
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
@@ -70,8 +71,8 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
                 queue_metrics_interval: m.queue_metrics_interval,
                 event_bus_metrics: m.event_bus_metrics,
                 overhead: Duration::from_millis(a.overhead_ms),
-                worker_cpu: Duration::from_millis(a.cpu_ms),
-                main_cpu: Duration::from_millis(a.main_cpu_ms),
+                worker_cpu: config::sim_cpu(&env, a.cpu_ms, CpuVar::Worker)?,
+                main_cpu: config::sim_cpu(&env, a.main_cpu_ms, CpuVar::Main)?,
                 redis: a.redis.as_deref().map(RedisUrl::parse).transpose()?,
                 workflows,
                 regular: a.executions_mode == crate::cli::ExecutionsModeArg::Regular,
@@ -97,15 +98,15 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
                 None => None,
             };
             let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
-            cfg.cpu = config::sim_cpu(&env, "SIM_WORKER_CPU_MS")?;
+            cfg.cpu = config::sim_cpu(&env, None, CpuVar::Worker)?;
             cfg.redis = sim_n8n_redis(&env, "worker").await?;
             sim::run_worker(cfg).await
         }
         None | Some("start") | Some("webhook") => {
             let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
-            cfg.cpu = config::sim_cpu(&env, "SIM_MAIN_CPU_MS")?;
+            cfg.cpu = config::sim_cpu(&env, None, CpuVar::Main)?;
             if let Some(r) = cfg.regular.as_mut() {
-                r.cpu = config::sim_cpu(&env, "SIM_WORKER_CPU_MS")?;
+                r.cpu = config::sim_cpu(&env, None, CpuVar::Worker)?;
             }
             // Regular mode has no queue: nothing to wait for.
             if cfg.regular.is_none() {

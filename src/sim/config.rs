@@ -49,12 +49,32 @@ impl MetricsConfig {
     }
 }
 
-/// The simulator's CPU per execution on one process's JavaScript thread from `var` (ms, 0 to
-/// 600 000; unset: none). `sim n8n` reads `SIM_MAIN_CPU_MS` on main and webhook processors (n8n
-/// 2.41's intake measured 27 ms) and `SIM_WORKER_CPU_MS` on workers and regular mode's main
-/// (about 100 ms for webhook → Code → respond), since a compose stack passes no flags.
-pub fn sim_cpu(env: Env, var: &str) -> Result<Duration, BadInput> {
-    let ms: u64 = env_parse(env, var, 0, "a number of milliseconds")?;
+/// What main's intake costs by default: n8n 2.41's main spent about 27 ms of CPU per webhook
+/// execution in our lab (`reference/n8n-facts-and-anchors.md`), about 37/s on its one thread.
+pub const MAIN_INTAKE_CPU_MS: u64 = 27;
+
+/// Where a process's CPU per execution comes from: its flag, else its variable, else its default.
+#[derive(Debug, Clone, Copy)]
+pub enum CpuVar {
+    /// `SIM_MAIN_CPU_MS` (main and webhook processors): [`MAIN_INTAKE_CPU_MS`] unset.
+    Main,
+    /// `SIM_WORKER_CPU_MS` (workers and regular mode's main): 0 unset (real n8n spends about
+    /// 100 ms for webhook → Code → respond; a default would cap every simulated worker at 10/s).
+    Worker,
+}
+
+/// The simulator's CPU per execution on one process's JavaScript thread: `flag` when given,
+/// else the role's variable (ms, 0 to 600 000), else its default — the variables for a compose
+/// stack, which passes no flags.
+pub fn sim_cpu(env: Env, flag: Option<u64>, var: CpuVar) -> Result<Duration, BadInput> {
+    if let Some(ms) = flag {
+        return Ok(Duration::from_millis(ms));
+    }
+    let (var, default) = match var {
+        CpuVar::Main => ("SIM_MAIN_CPU_MS", MAIN_INTAKE_CPU_MS),
+        CpuVar::Worker => ("SIM_WORKER_CPU_MS", 0),
+    };
+    let ms: u64 = env_parse(env, var, default, "a number of milliseconds")?;
     if ms > 600_000 {
         return Err(BadInput(format!(
             "{var}={ms}: give 0 to 600000 ms of CPU per execution"
@@ -505,6 +525,32 @@ mod tests {
         assert_eq!(w.task_request_timeout, Duration::from_secs(60));
         assert_eq!(w.broker_listen.port(), 5679);
         assert_eq!(w.health_listen.port(), 5678);
+    }
+
+    #[test]
+    fn main_s_intake_costs_n8n_s_cpu_unless_its_flag_or_variable_says_otherwise() {
+        let ms = |env: &dyn Fn(&str) -> Option<String>, flag, var| {
+            sim_cpu(env, flag, var).unwrap().as_millis()
+        };
+        let none = env_of(&[]);
+        assert_eq!(ms(&none, None, CpuVar::Main), 27);
+        assert_eq!(ms(&none, None, CpuVar::Worker), 0);
+        // An empty variable is unset, as n8n reads its own.
+        assert_eq!(
+            ms(&env_of(&[("SIM_MAIN_CPU_MS", " ")]), None, CpuVar::Main),
+            27
+        );
+        let set = env_of(&[("SIM_MAIN_CPU_MS", "0"), ("SIM_WORKER_CPU_MS", "90")]);
+        assert_eq!(ms(&set, None, CpuVar::Main), 0);
+        assert_eq!(ms(&set, None, CpuVar::Worker), 90);
+        // The flag wins over the variable.
+        assert_eq!(ms(&set, Some(80), CpuVar::Main), 80);
+        assert_eq!(ms(&set, Some(5), CpuVar::Worker), 5);
+        let over = env_of(&[("SIM_MAIN_CPU_MS", "600001")]);
+        assert!(sim_cpu(&over, None, CpuVar::Main)
+            .unwrap_err()
+            .0
+            .contains("SIM_MAIN_CPU_MS"));
     }
 
     #[test]

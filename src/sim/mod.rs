@@ -63,7 +63,8 @@ pub struct StackConfig {
     pub overhead: Duration,
     /// CPU burnt per execution on each worker's one JavaScript thread.
     pub worker_cpu: Duration,
-    /// CPU burnt per execution on main's JavaScript thread.
+    /// CPU burnt per execution on main's JavaScript thread (none unless given: `sim all` gives
+    /// n8n's `config::MAIN_INTAKE_CPU_MS`; the demo and tests state their own).
     pub main_cpu: Duration,
     /// Queue on this Redis (Bull's key names) instead of main's simulated queue.
     pub redis: Option<crate::wire::resp::RedisUrl>,
