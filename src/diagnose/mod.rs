@@ -188,7 +188,14 @@ fn observations(
     (inputs, settings): (&Inputs, &Settings),
     findings: &mut Vec<Finding>,
 ) {
-    observed::findings(levels, stages, (cpu, binding), &inputs.host, findings);
+    let regular = settings.is_regular();
+    observed::findings(
+        levels,
+        stages,
+        (cpu, binding, regular),
+        &inputs.host,
+        findings,
+    );
     findings.extend(at.and_then(|l| cpu::other_work(stages, l, cpu, &inputs.host)));
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), findings);
     ramp::findings(stages, levels, findings);

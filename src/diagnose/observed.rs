@@ -26,11 +26,12 @@ pub const FLAT: f64 = 0.05;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// `binding`: the CPU site the verdict already names (`cpu-limit-caps`), not repeated here.
+/// `binding`: the CPU site the verdict already names (`cpu-limit-caps`), not repeated here;
+/// `regular`: main runs the executions itself (`EXECUTIONS_MODE=regular`).
 pub fn findings(
     levels: &[Level],
     stages: &[StageResult],
-    (cpu, binding): (&[CpuUse], Option<&CpuUse>),
+    (cpu, binding, regular): (&[CpuUse], Option<&CpuUse>, bool),
     host: &crate::record::summary::Host,
     out: &mut Vec<Finding>,
 ) {
@@ -41,7 +42,7 @@ pub fn findings(
     version_skew(stages, out);
     connection_churn(stages, out);
     load_generator(stages, host, out);
-    cpu_saturated(cpu, binding, out);
+    cpu_saturated(cpu, binding, regular, out);
 }
 
 fn queue_backlog(levels: &[Level], stages: &[StageResult], out: &mut Vec<Finding>) {
@@ -380,7 +381,7 @@ fn load_generator(
 
 /// Saturated CPU sites, whatever caps: a process near its usable cores is where the next limit
 /// is (the verdict's `cpu-limit-caps` says when it already caps).
-fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, out: &mut Vec<Finding>) {
+fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, regular: bool, out: &mut Vec<Finding>) {
     let hot: Vec<&CpuUse> = cpu
         .iter()
         .filter(|u| u.saturated && binding.is_none_or(|b| b.name != u.name))
@@ -388,11 +389,26 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, out: &mut Vec<Finding
     if hot.is_empty() {
         return;
     }
+    // More workers spread a worker's or a runner's load, never main's: in queue mode every
+    // production webhook passes main's one thread first; in regular mode main runs them all.
+    const SPREAD: &str = "spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated";
+    let main = if regular {
+        "queue mode (EXECUTIONS_MODE=queue) moves the executions off main to workers, or give main a faster core"
+    } else {
+        crate::limits::main_intake::FIX
+    };
+    let is_main = |u: &&CpuUse| u.role == Some(Role::Main);
+    let fix = match (hot.iter().any(is_main), hot.iter().any(|u| !is_main(u))) {
+        (true, false) if regular => format!("main: {main}"),
+        (true, false) => format!("main: {main}; more workers will not relieve it"),
+        (true, true) => format!("main: {main}; the others: {SPREAD}"),
+        _ => SPREAD.to_string(),
+    };
     let mut f = Finding::new(FindingId::CpuBoundProcess,
         "A process (or the host) ran near its usable cores at the ceiling",
     )
     .why("A Node.js process (n8n main, worker or runner) uses one core for JavaScript: at 100 % it caps throughput whatever the concurrency settings, and latency grows with its event-loop lag.")
-    .fix("spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated");
+    .fix(fix);
     for u in hot {
         f = f
             .evidence(format!(
@@ -416,6 +432,44 @@ mod tests {
             n8n_version: version.map(String::from),
             ..Default::default()
         }
+    }
+
+    fn hot(role: Role, name: &str) -> CpuUse {
+        use crate::model::settings::{Provenance, Sourced};
+        CpuUse {
+            site: crate::record::diagnosis::CpuSite::Process,
+            role: Some(role),
+            name: name.into(),
+            cores_used: 0.97,
+            cpu_s_per_execution: 0.026,
+            usable_cores: Sourced::new(1.0, Provenance::Default("one thread".into())),
+            bound_per_s: 1.0 / 0.026,
+            saturated: true,
+            eventloop_lag_s: None,
+        }
+    }
+
+    /// A saturated main is not relieved by workers: in queue mode its change is webhook
+    /// processors (`n8n webhook`), in regular mode queue mode; a worker's is more workers.
+    #[test]
+    fn a_main_at_its_core_is_told_webhook_processors_not_more_workers() {
+        let fix = |cpu: &[CpuUse], regular| {
+            let mut out = Vec::new();
+            cpu_saturated(cpu, None, regular, &mut out);
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].figures.len(), cpu.len());
+            out[0].fix.clone().unwrap()
+        };
+        let main = hot(Role::Main, "n8n");
+        let worker = hot(Role::Worker, "n8n-worker");
+        let queue = fix(std::slice::from_ref(&main), false);
+        assert!(queue.contains("n8n webhook") && !queue.contains("more workers (each"));
+        let regular = fix(std::slice::from_ref(&main), true);
+        assert!(regular.contains("EXECUTIONS_MODE=queue") && !regular.contains("n8n webhook"));
+        let alone = fix(std::slice::from_ref(&worker), false);
+        assert!(alone.contains("more workers (each") && !alone.contains("n8n webhook"));
+        let both = fix(&[main, worker], false);
+        assert!(both.contains("n8n webhook") && both.contains("more workers (each"));
     }
 
     #[test]
