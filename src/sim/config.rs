@@ -50,7 +50,7 @@ impl MetricsConfig {
 }
 
 /// What main's intake costs by default: n8n 2.41's main spent about 27 ms of CPU per webhook
-/// execution in our lab (`reference/n8n-facts-and-anchors.md`), about 37/s on its one thread.
+/// execution in our lab (docs/sim.md), about 37/s on its one thread.
 pub const MAIN_INTAKE_CPU_MS: u64 = 27;
 
 /// Where a process's CPU per execution comes from: its flag, else its variable, else its default.
