@@ -389,21 +389,7 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, regular: bool, out: &
     if hot.is_empty() {
         return;
     }
-    // More workers spread a worker's or a runner's load, never main's: in queue mode every
-    // production webhook passes main's one thread first; in regular mode main runs them all.
-    const SPREAD: &str = "spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated";
-    let main = if regular {
-        "queue mode (EXECUTIONS_MODE=queue) moves the executions off main to workers, or give main a faster core"
-    } else {
-        crate::limits::main_intake::FIX
-    };
-    let is_main = |u: &&CpuUse| u.role == Some(Role::Main);
-    let fix = match (hot.iter().any(is_main), hot.iter().any(|u| !is_main(u))) {
-        (true, false) if regular => format!("main: {main}"),
-        (true, false) => format!("main: {main}; more workers will not relieve it"),
-        (true, true) => format!("main: {main}; the others: {SPREAD}"),
-        _ => SPREAD.to_string(),
-    };
+    let fix = relief(&hot, regular);
     let mut f = Finding::new(FindingId::CpuBoundProcess,
         "A process (or the host) ran near its usable cores at the ceiling",
     )
@@ -418,6 +404,46 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, regular: bool, out: &
             .figure(&format!("{}_cores", u.name), u.cores_used);
     }
     out.push(f);
+}
+
+/// What relieves each saturated site, one line per kind of server in the order seen: more
+/// workers spread a worker's or a runner's load (and the host's), never that of what every
+/// worker shares — main's intake (in regular mode, main runs every execution), the webhook
+/// processors, Redis, Postgres' server.
+fn relief(hot: &[&CpuUse], regular: bool) -> String {
+    use crate::record::scaling::SharedKind;
+    const SPREAD: &str = "spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated";
+    let of = |u: &CpuUse| -> (&'static str, &'static str) {
+        match u.role {
+            Some(Role::Main) if regular => (
+                "main",
+                "queue mode (EXECUTIONS_MODE=queue) moves the executions off main to workers, or give main a faster core",
+            ),
+            Some(Role::Main) => ("main", SharedKind::MainIntake.fix()),
+            Some(Role::Webhook) => (
+                "webhook processors",
+                "more webhook processors (`n8n webhook`) behind the load balancer, or faster cores; more workers will not help",
+            ),
+            Some(Role::Redis) => ("Redis", SharedKind::Redis.fix()),
+            Some(Role::Postgres) => ("Postgres", SharedKind::PostgresServer.fix()),
+            _ => ("workers, runners and the host", SPREAD),
+        }
+    };
+    let mut lines: Vec<(&str, &str)> = Vec::new();
+    for u in hot {
+        let l = of(u);
+        if !lines.contains(&l) {
+            lines.push(l);
+        }
+    }
+    match lines.as_slice() {
+        [(_, only)] if *only == SPREAD => SPREAD.to_string(),
+        _ => lines
+            .iter()
+            .map(|(who, what)| format!("{who}: {what}"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 #[cfg(test)]
@@ -464,6 +490,11 @@ mod tests {
         let worker = hot(Role::Worker, "n8n-worker");
         let queue = fix(std::slice::from_ref(&main), false);
         assert!(queue.contains("n8n webhook") && !queue.contains("more workers (each"));
+        // Redis and Postgres' server are shared too; a host of many processes is spread.
+        let redis = fix(&[hot(Role::Redis, "redis")], false);
+        assert!(redis.starts_with("Redis") && !redis.contains("more workers (each"));
+        let pg = fix(&[hot(Role::Postgres, "postgres")], false);
+        assert!(pg.contains("EXECUTIONS_DATA_PRUNE") && !pg.contains("more workers (each"));
         let regular = fix(std::slice::from_ref(&main), true);
         assert!(regular.contains("EXECUTIONS_MODE=queue") && !regular.contains("n8n webhook"));
         let alone = fix(std::slice::from_ref(&worker), false);

@@ -187,7 +187,10 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             bound_per_s: f.get("db_pool_bound_per_s"),
             reached: true,
             evidence: vec![f.title.clone()],
-            fix: f.fix.clone().unwrap_or_default(),
+            fix: f
+                .fix
+                .clone()
+                .unwrap_or_else(|| SharedKind::Postgres.fix().into()),
         });
     }
     let main = d
@@ -224,9 +227,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             bound_per_s: Some(m.bound_per_s),
             reached: m.saturated || lagging.is_some(),
             evidence,
-            fix: "add webhook processors (`n8n webhook`) behind the load balancer for production \
-                  webhooks, or give main a faster core; more workers will not help"
-                .into(),
+            fix: SharedKind::MainIntake.fix().into(),
         });
     }
     servers(d, &mut out);
@@ -244,9 +245,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             bound_per_s: Some(h.bound_per_s),
             reached: h.saturated || taken.is_some(),
             evidence,
-            fix: "put workers on more nodes (or a bigger host); workers sharing these cores \
-                  share their CPU, and other work on the host takes it from them"
-                .into(),
+            fix: SharedKind::HostCpu.fix().into(),
         });
     }
     out
@@ -255,22 +254,16 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
 /// The queue's Redis runs its commands on one thread; Postgres' server answers every process's
 /// pool: their CPU per execution (their containers') bounds every worker together.
 fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
-    for (role, kind, what, fix) in [
+    for (role, kind, what) in [
         (
             Role::Redis,
             SharedKind::Redis,
             "its commands run on one thread",
-            "give Redis a faster core (or its own node), keep other clients off the queue's \
-             Redis, and check the job data each execution writes to the queue; more workers \
-             will not help",
         ),
         (
             Role::Postgres,
             SharedKind::PostgresServer,
             "every process's pool draws on it",
-            "give Postgres more CPU (or a faster disk), prune execution data \
-             (EXECUTIONS_DATA_PRUNE, EXECUTIONS_DATA_SAVE_ON_SUCCESS=none); more workers will \
-             not help",
         ),
     ] {
         if let Some(u) = d.cpu.iter().find(|u| u.role == Some(role)) {
@@ -289,7 +282,7 @@ fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
                     u.cpu_s_per_execution * 1000.0,
                     u.bound_per_s
                 )],
-                fix: fix.into(),
+                fix: kind.fix().into(),
             });
         }
     }

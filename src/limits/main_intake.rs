@@ -12,6 +12,7 @@ use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
 use crate::record::recommendation::PredictedBound;
+use crate::record::scaling::SharedKind;
 use crate::record::Role;
 
 pub struct MainIntake;
@@ -78,9 +79,10 @@ impl Kind for MainIntake {
         let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
         let per = d.cpu_limit.as_ref().map(|u| u.cpu_s_per_execution);
         Err(NoPlan(format!(
-            "main's intake caps at {x:.2} req/s{}: no worker or runner setting raises it — {FIX}",
+            "main's intake caps at {x:.2} req/s{}: no worker or runner setting raises it — {}",
             per.map(|p| format!(" ({p:.3} CPU s per execution on main)"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            SharedKind::MainIntake.fix()
         )))
     }
 
@@ -89,10 +91,6 @@ impl Kind for MainIntake {
         Vec::new()
     }
 }
-
-/// What relieves main's intake: nothing of the workers'.
-pub const FIX: &str =
-    "add webhook processors (n8n webhook) behind the load balancer, or give main a faster core";
 
 /// Main's intake caps at `u`: its finding with main's cores and CPU per execution, and the
 /// verdict that more workers will not help.
@@ -112,7 +110,7 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
     .figure("cpu_s_per_execution", u.cpu_s_per_execution)
     .figure("main_intake_bound_per_s", u.bound_per_s)
     .why("Every production webhook passes main's one JavaScript thread before any worker sees it: more workers, slots or runners only wait behind it.")
-    .fix(FIX);
+    .fix(SharedKind::MainIntake.fix());
     if let Some(cap) = cap {
         f = f.evidence(format!(
             "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",

@@ -101,6 +101,35 @@ impl SharedKind {
             SharedKind::PostgresServer => "Postgres' server CPU",
         }
     }
+
+    /// What relieves the server, where no setting of the workers does (Postgres' connections
+    /// take the pool finding's change).
+    pub fn fix(self) -> &'static str {
+        match self {
+            SharedKind::MainIntake => {
+                "add webhook processors (`n8n webhook`) behind the load balancer for production \
+                 webhooks, or give main a faster core; more workers will not help"
+            }
+            SharedKind::HostCpu => {
+                "put workers on more nodes (or a bigger host); workers sharing these cores share \
+                 their CPU, and other work on the host takes it from them"
+            }
+            SharedKind::Postgres => {
+                "give every pool its connections within Postgres' max_connections (fewer per \
+                 pool, a larger max_connections, or a pooler such as PgBouncer)"
+            }
+            SharedKind::Redis => {
+                "give Redis a faster core (or its own node), keep other clients off the queue's \
+                 Redis, and check the job data each execution writes to the queue; more workers \
+                 will not help"
+            }
+            SharedKind::PostgresServer => {
+                "give Postgres more CPU (or a faster disk), prune execution data \
+                 (EXECUTIONS_DATA_PRUNE, EXECUTIONS_DATA_SAVE_ON_SUCCESS=none); more workers \
+                 will not help"
+            }
+        }
+    }
 }
 
 impl SharedLimit {
