@@ -5,6 +5,7 @@
 
 use crate::common::*;
 use crate::docker::{docker, Stack};
+use crate::sweep_scale::{ceiling, plan_past_main_adds_webhook_processors, shared};
 use std::process::Command;
 
 const TOKEN: &str = "runner-token-scale-5d4c3b2a";
@@ -215,14 +216,7 @@ async fn main_s_intake_stops_a_docker_scale_sweep_and_the_plan_adds_webhook_proc
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["scaling"];
-    let points = s["points"].as_array().unwrap();
-    let at = |n: u64| {
-        points
-            .iter()
-            .find(|p| p["workers"] == n)
-            .unwrap_or_else(|| panic!("no point at {n}: {s}"))
-    };
-    let c = |n: u64| at(n)["ceiling"][0].as_f64().unwrap();
+    let c = |n: u64| ceiling(&v, n);
     // Each count's ceiling is within what its slots hold (2 per worker ÷ 0.4 s), and the second
     // pair adds most of a worker: below main's bound the copies take their share.
     for n in [1u64, 2, 4] {
@@ -230,12 +224,7 @@ async fn main_s_intake_stops_a_docker_scale_sweep_and_the_plan_adds_webhook_proc
     }
     assert!(c(2) > 1.5 * c(1), "{} → {}", c(1), c(2));
     // Main's bound is its 80 ms (read from its CPU per execution), and caps 4 workers.
-    let main = s["shared"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["kind"] == "main_intake")
-        .unwrap_or_else(|| panic!("main's intake not among the shared limits: {s}"));
+    let main = shared(s, "main_intake");
     let bound = main["bound_per_s"].as_f64().unwrap();
     assert!(
         (1000.0 / 80.0 * 0.8..=1000.0 / 80.0 * 1.1).contains(&bound),
@@ -258,21 +247,10 @@ async fn main_s_intake_stops_a_docker_scale_sweep_and_the_plan_adds_webhook_proc
         !starved || host_taken,
         "main reached nothing on a quiet host: {s}"
     );
-    let eff4 = at(4)["efficiency"].as_f64().unwrap();
+    let eff4 = s["points"][2]["efficiency"].as_f64().unwrap();
+    assert_eq!(s["points"][2]["workers"], 4);
     assert!(eff4 < 0.6, "the step to 4 workers gained {eff4} of linear");
-    // The plan for 20/s (a 30/s ceiling at 2/3) refuses more workers and names webhook
-    // processors: at least as many as main's bound divides 30/s into.
-    let r = run_json(&[
-        "recommend",
-        out.to_str().unwrap(),
-        "--target-rate",
-        "20",
-        "--json",
-    ]);
-    let p = &r["plan"];
-    assert!(p["workers"].is_null(), "{p}");
-    let hooks = p["webhook_processors"].as_f64().unwrap();
-    assert!(hooks >= (30.0 / bound).ceil() - 1.0, "{p}");
+    plan_past_main_adds_webhook_processors(&out, bound);
     // The project is back at its one pair, nothing n8ncap made left.
     assert!(
         copies(&stack.project).is_empty(),

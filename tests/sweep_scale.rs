@@ -205,7 +205,7 @@ fn alive(pid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn ceiling(v: &serde_json::Value, workers: u64) -> f64 {
+pub(crate) fn ceiling(v: &serde_json::Value, workers: u64) -> f64 {
     v["scaling"]["points"]
         .as_array()
         .unwrap()
@@ -405,7 +405,7 @@ fn now() -> f64 {
         .as_secs_f64()
 }
 
-fn shared<'a>(v: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+pub(crate) fn shared<'a>(v: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
     v["shared"]
         .as_array()
         .unwrap()
@@ -485,8 +485,16 @@ async fn main_s_intake_stops_scale_out_in_a_sweep_and_in_its_prometheus_history(
     assert!(c4 <= bound * 1.1, "{c4} at 4 workers beyond main's {bound}");
     let eff4 = s["points"][2]["efficiency"].as_f64().unwrap();
     assert!(eff4 < 0.6, "the step to 4 workers gained {eff4} of linear");
-    // The plan for 20/s (a 30/s ceiling at 2/3) refuses more workers and names webhook
-    // processors: at least as many as main's bound divides 30/s into.
+    plan_past_main_adds_webhook_processors(&out, bound);
+
+    // The same load from Prometheus alone.
+    scraped_after(port, t1, 5).await;
+    history_agrees(&d.dir, port, (t0, t1), &v, starved);
+}
+
+/// The plan for 20/s (a 30/s ceiling at 2/3) from the scale sweep in `out` refuses more workers
+/// and names webhook processors: at least as many as main's `bound` divides 30/s into.
+pub(crate) fn plan_past_main_adds_webhook_processors(out: &Path, bound: f64) {
     let r = run_json(&[
         "recommend",
         out.to_str().unwrap(),
@@ -498,10 +506,6 @@ async fn main_s_intake_stops_scale_out_in_a_sweep_and_in_its_prometheus_history(
     assert!(p["workers"].is_null(), "{p}");
     let hooks = p["webhook_processors"].as_f64().unwrap();
     assert!(hooks >= (30.0 / bound).ceil() - 1.0, "{p}");
-
-    // The same load from Prometheus alone.
-    scraped_after(port, t1, 5).await;
-    history_agrees(&d.dir, port, (t0, t1), &v, starved);
 }
 
 /// `scale --prometheus` over the sweep's range: the same counts, ceilings and named limit. A
