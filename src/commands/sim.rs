@@ -33,11 +33,19 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
             sim::run_worker(cfg).await
         }
         SimCommand::Runner => sim::run_runner(config::RunnerConfig::from_env(&env)?).await,
-        // While it still waits for its Redis, `docker stop` ends it at once too.
-        SimCommand::N8n { args } => tokio::select! {
-            r = sim_n8n(args) => r,
-            _ = crate::util::stop_signal() => Ok(()),
-        },
+        // While it still waits for its Redis, `docker stop` ends it at once too; once it
+        // runs, the role answers the signal itself (a worker's shutdown waits for its jobs, as
+        // n8n's does: a select around the running role would end it 0.1 s after SIGTERM).
+        SimCommand::N8n { args } => {
+            let role = tokio::select! {
+                r = sim_n8n(args) => r?,
+                _ = crate::util::stop_signal() => return Ok(()),
+            };
+            match role {
+                N8nRole::Worker(cfg) => sim::run_worker(*cfg).await,
+                N8nRole::Main(cfg) => sim::run_main(*cfg).await,
+            }
+        }
         SimCommand::All(a) => {
             let w = config::WorkerConfig::from_env(&env, a.concurrency, Duration::ZERO)?;
             let port = match a.port {
@@ -84,8 +92,15 @@ pub(super) async fn run(s: SimCommand) -> anyhow::Result<()> {
     }
 }
 
-/// `sim n8n ARGS`: plays the n8n command line (main, or `worker`), its Redis found first.
-async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
+/// The role `sim n8n` plays, configured and with its Redis found, not yet started.
+enum N8nRole {
+    Worker(Box<config::WorkerConfig>),
+    Main(Box<config::MainConfig>),
+}
+
+/// `sim n8n ARGS`: the n8n command line (main, or `worker`) read into its role's settings, its
+/// Redis found first.
+async fn sim_n8n(args: Vec<String>) -> anyhow::Result<N8nRole> {
     let env = process_env;
     let overhead = Duration::from_millis(20);
     match args.first().map(String::as_str) {
@@ -100,7 +115,7 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
             let mut cfg = config::WorkerConfig::from_env(&env, conc, overhead)?;
             cfg.cpu = config::sim_cpu(&env, None, CpuVar::Worker)?;
             cfg.redis = sim_n8n_redis(&env, "worker").await?;
-            sim::run_worker(cfg).await
+            Ok(N8nRole::Worker(Box::new(cfg)))
         }
         None | Some("start") | Some("webhook") => {
             let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
@@ -112,7 +127,7 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<()> {
             if cfg.regular.is_none() {
                 cfg.redis = sim_n8n_redis(&env, "main").await?;
             }
-            sim::run_main(cfg).await
+            Ok(N8nRole::Main(Box::new(cfg)))
         }
         Some(other) => Err(BadInput(format!(
             "sim n8n: {other:?} is not an n8n command the simulator plays (worker, webhook, start)"

@@ -150,6 +150,10 @@ pub struct MainConfig {
     pub bull_prefix: String,
     /// `DB_TYPE=postgresdb`: the executions on a real PostgreSQL through this process's pool.
     pub db: Option<super::db::DbConfig>,
+    /// On main's own queue (no Redis): how long after a worker's connection closed the jobs it
+    /// held are failed — `QUEUE_WORKER_LOCK_DURATION` (their lease lapses) plus
+    /// `QUEUE_WORKER_STALLED_INTERVAL` (Bull's stalled check finds them), as on Redis.
+    pub stalled_after: Duration,
 }
 
 impl MainConfig {
@@ -182,6 +186,7 @@ impl MainConfig {
             redis: None,
             bull_prefix: bull_prefix(env),
             db: super::db::DbConfig::from_env(env)?,
+            stalled_after: ShutdownConfig::from_env(env)?.stalled_after(),
         })
     }
 }
@@ -332,6 +337,9 @@ pub struct WorkerConfig {
     pub shutdown: ShutdownConfig,
 }
 
+/// The share of the shutdown window a stopping worker's Code tasks get (n8n 2.41's task broker).
+pub const SHUTDOWN_TASK_BUDGET_RATIO: f64 = 0.8;
+
 /// A worker's stop as n8n 2.x does it, and Bull's lease on the jobs it holds (names and defaults
 /// from `@n8n/config`'s `scaling-mode.config.ts`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -360,6 +368,20 @@ impl Default for ShutdownConfig {
 }
 
 impl ShutdownConfig {
+    /// From a worker's death to its jobs' failure at most: the lease lapses, then the stalled
+    /// check that runs after it fails them.
+    pub fn stalled_after(&self) -> Duration {
+        self.lock + self.stalled
+    }
+
+    /// When a stopping worker's Code tasks are aborted: n8n's task broker caps every running
+    /// task's timeout at the signal + 0.8 × `N8N_GRACEFUL_SHUTDOWN_TIMEOUT`
+    /// (`SHUTDOWN_TASK_BUDGET_RATIO` in `task-broker-ws-server`; measured on n8n 2.41.1: a
+    /// 2.9 s job signalled 0.2 s after it began was failed at 2.64 s with a 3 s window).
+    pub fn task_budget(&self) -> Duration {
+        self.graceful.mul_f64(SHUTDOWN_TASK_BUDGET_RATIO)
+    }
+
     pub fn from_env(env: Env) -> Result<Self, BadInput> {
         let d = ShutdownConfig::default();
         let ms = |var: &str, default: Duration| -> Result<Duration, BadInput> {

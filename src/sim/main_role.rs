@@ -291,7 +291,17 @@ async fn webhook(
         if let Ok(mut w) = st.waiters.lock() {
             w.insert(id, tx);
         }
-        finish(&st, id, e.ok, e.duration_s, e.result, e.error);
+        finish(
+            &st,
+            id,
+            Ended {
+                ok: e.ok,
+                duration_s: e.duration_s,
+                result: e.result,
+                error: e.error,
+                uncounted: false,
+            },
+        );
         return answer(rx.await.ok(), intake.files, body.len());
     }
     let (tx, rx) = oneshot::channel();
@@ -418,19 +428,16 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
                     }
                 }
             }
-            QueueMsg::Done {
-                id,
-                ok,
-                duration_s,
-                result,
-                error,
-            } => {
+            done @ QueueMsg::Done { .. } => {
+                let Some((id, ended)) = Ended::of(done) else {
+                    continue;
+                };
                 if let Ok(mut held) = st.held.lock() {
                     if let Some(set) = held.get_mut(&conn) {
                         set.remove(&id);
                     }
                 }
-                finish(&st, id, ok, duration_s, result, error);
+                finish(&st, id, ended);
             }
             QueueMsg::Pause => {
                 if let Ok(mut q) = st.queue.lock() {
@@ -448,7 +455,8 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
             QueueMsg::Job { .. } => {}
         }
     }
-    // The worker went away: its free slots vanish and the jobs it held fail.
+    // The worker went away: its free slots vanish, and the jobs it held fail once their
+    // lease lapsed and the stalled check found them, as on Redis (n8n ≥ 2: never re-run).
     if let Ok(mut q) = st.queue.lock() {
         q.retain_right(|t| t.conn != conn);
     }
@@ -458,14 +466,21 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
         .ok()
         .and_then(|mut h| h.remove(&conn))
         .unwrap_or_default();
+    if lost.is_empty() {
+        return;
+    }
+    tokio::time::sleep(st.cfg.stalled_after).await;
     for id in lost {
         finish(
             &st,
             id,
-            false,
-            0.0,
-            None,
-            Some("the worker running this execution disconnected".into()),
+            Ended {
+                ok: false,
+                duration_s: 0.0,
+                result: None,
+                error: Some("job stalled more than maxStalledCount".into()),
+                uncounted: true,
+            },
         );
     }
 }
@@ -497,32 +512,63 @@ async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {
         let Some(payload) = items.get(2).and_then(|p| p.as_str()) else {
             continue;
         };
-        let Ok(QueueMsg::Done {
-            id,
-            ok,
-            duration_s,
-            result,
-            error,
-        }) = serde_json::from_str::<QueueMsg>(&payload)
+        let Some((id, ended)) = serde_json::from_str::<QueueMsg>(&payload)
+            .ok()
+            .and_then(Ended::of)
         else {
             continue;
         };
-        finish(&st, id, ok, duration_s, result, error);
+        finish(&st, id, ended);
     }
     eprintln!("n8ncap sim main: lost the Redis subscription");
 }
 
-fn finish(
-    st: &State,
-    id: u64,
+/// How a job ended, as main hears it.
+struct Ended {
     ok: bool,
     duration_s: f64,
     result: Option<serde_json::Value>,
     error: Option<String>,
-) {
+    /// Not one n8n's failed-jobs counter counts (see `QueueMsg::Done::uncounted`).
+    uncounted: bool,
+}
+
+impl Ended {
+    fn of(msg: QueueMsg) -> Option<(u64, Ended)> {
+        match msg {
+            QueueMsg::Done {
+                id,
+                ok,
+                duration_s,
+                result,
+                error,
+                uncounted,
+            } => Some((
+                id,
+                Ended {
+                    ok,
+                    duration_s,
+                    result,
+                    error,
+                    uncounted,
+                },
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn finish(st: &State, id: u64, e: Ended) {
+    let Ended {
+        ok,
+        duration_s,
+        result,
+        error,
+        uncounted,
+    } = e;
     if ok {
         st.completed.fetch_add(1, Ordering::Relaxed);
-    } else {
+    } else if !uncounted {
         st.failed.fetch_add(1, Ordering::Relaxed);
     }
     if let Ok(mut hists) = st.durations.lock() {

@@ -141,6 +141,7 @@ impl Stack {
                 redis: cfg.redis.clone(),
                 bull_prefix: "bull".into(),
                 db: cfg.db.clone(),
+                stalled_after: config::ShutdownConfig::default().stalled_after(),
             },
             &mut tasks,
         )
@@ -274,8 +275,9 @@ pub async fn run_worker(cfg: WorkerConfig) -> anyhow::Result<()> {
         _ = crate::util::stop_signal() => {
             let stopped = a.stop.shut_down().await;
             println!(
-                "n8ncap sim worker: stopped with {} executions running at the signal, {} left",
-                stopped.held, stopped.left
+                "n8ncap sim worker: stopped with {} executions running at the signal, {} Code \
+                 task(s) aborted, {} left",
+                stopped.held, stopped.aborted, stopped.left
             );
             Ok(())
         }

@@ -74,6 +74,11 @@ pub enum QueueMsg {
         result: Option<serde_json::Value>,
         #[serde(default)]
         error: Option<String>,
+        /// n8n's failed-jobs counter leaves it out: the execution ended in error while its
+        /// Bull job completed (a Code task aborted at shutdown), or the stalled check failed it
+        /// — measured on n8n 2.41.1, `n8n_scaling_mode_queue_jobs_failed` stayed 0 through both.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        uncounted: bool,
     },
 }
 

@@ -87,6 +87,11 @@ struct State {
     reporting: AtomicU64,
     /// The connection to main's simulated queue, to tell it the worker pauses.
     queue_tx: Mutex<Option<mpsc::UnboundedSender<QueueMsg>>>,
+    /// The task budget of a stopping worker ran out: every Code task still asked for or
+    /// running is aborted (true), as n8n's task broker does at 0.8 × the shutdown window.
+    abort_tasks: tokio::sync::watch::Sender<bool>,
+    /// Code tasks asked for and not yet ended (at a runner or waiting for one).
+    code_tasks: AtomicU64,
 }
 
 #[path = "worker_stop.rs"]
@@ -140,6 +145,8 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
         abandoned: AtomicBool::new(false),
         reporting: AtomicU64::new(0),
         queue_tx: Mutex::new(None),
+        abort_tasks: tokio::sync::watch::channel(false).0,
+        code_tasks: AtomicU64::new(0),
     });
     let s = st.clone();
     tasks.spawn(
@@ -419,7 +426,7 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         match (&st.db, r) {
             (Some(db), Ok(t)) => match db.finish_execution(id, t.ok).await {
                 Ok(()) => Ok(t),
-                Err(e) => Err(JobFailed(format!("database: {e}"))),
+                Err(e) => Err(JobFailed::counted(format!("database: {e}"))),
             },
             (_, r) => r,
         }
@@ -440,6 +447,7 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
                 "binary_bytes": spec.binary_bytes,
             })),
             error: None,
+            uncounted: false,
         },
         Ok(r) => QueueMsg::Done {
             id,
@@ -447,13 +455,15 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
             duration_s,
             result: None,
             error: r.error,
+            uncounted: false,
         },
         Err(e) => QueueMsg::Done {
             id,
             ok: false,
             duration_s,
             result: None,
-            error: Some(e.0),
+            error: Some(e.why),
+            uncounted: !e.counted,
         },
     }
 }
@@ -472,12 +482,41 @@ pub(crate) fn load_binary(bytes: u64) -> Vec<u8> {
     v
 }
 
-/// Why a simulated job failed: the text its HTTP 500 answer carries, as n8n's would.
+/// Why a simulated job failed: the text its HTTP 500 answer carries, as n8n's would, and
+/// whether n8n's failed-jobs counter counts it.
 #[derive(Debug)]
-struct JobFailed(String);
+struct JobFailed {
+    why: String,
+    counted: bool,
+}
 
-/// Asks the broker for a runner task and waits for its result.
+impl JobFailed {
+    fn counted(why: String) -> Self {
+        JobFailed { why, counted: true }
+    }
+}
+
+/// n8n's words for a Code task its stopping worker's broker aborted.
+pub const TASK_ABORTED: &str = "Task aborted because the n8n instance was shutting down";
+
+/// Asks the broker for a runner task and waits for its result — unless the worker is stopping
+/// and its task budget runs out first: then the task is aborted, as n8n's broker aborts it, and
+/// the execution ends in error (its Bull job completes: n8n's failed counter does not count it).
 async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskResult, JobFailed> {
+    st.code_tasks.fetch_add(1, Ordering::SeqCst);
+    let mut abort = st.abort_tasks.subscribe();
+    let r = tokio::select! {
+        r = task_at_runner(st, sleep_ms, alloc_mb) => r,
+        _ = abort.wait_for(|a| *a) => Err(JobFailed {
+            why: TASK_ABORTED.into(),
+            counted: false,
+        }),
+    };
+    st.code_tasks.fetch_sub(1, Ordering::SeqCst);
+    r
+}
+
+async fn task_at_runner(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskResult, JobFailed> {
     st.tasks_requested.fetch_add(1, Ordering::Relaxed);
     let id = st.next_task.fetch_add(1, Ordering::Relaxed);
     let (matched_tx, matched_rx) = oneshot::channel();
@@ -500,7 +539,7 @@ async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskRe
             .map(|mut b| !b.drain_left(|r| r.id != id).is_empty())
             .unwrap_or(true);
         if removed {
-            return Err(JobFailed(format!(
+            return Err(JobFailed::counted(format!(
                 "Task request timed out after {} seconds: the task was not matched to a runner \
                  (no runner connected, not ready, or at capacity)",
                 trim_secs(timeout)
@@ -509,7 +548,7 @@ async fn request_task(st: &State, sleep_ms: u64, alloc_mb: u64) -> Result<TaskRe
     }
     let r = result_rx
         .await
-        .map_err(|_| JobFailed("the runner running this task disconnected".into()))?;
+        .map_err(|_| JobFailed::counted("the runner running this task disconnected".into()))?;
     st.responses_received.fetch_add(1, Ordering::Relaxed);
     st.tasks_done.fetch_add(1, Ordering::Relaxed);
     let micros = u64::try_from(at_runner.elapsed().as_micros()).unwrap_or(u64::MAX);
