@@ -39,6 +39,11 @@ pub struct DrainArgs {
     /// Leave the stopped worker stopped (a scale-down that stays down).
     #[arg(long, requires = "project")]
     pub no_restart: bool,
+    /// How the worker is stopped: TERM (a scale-down: SIGTERM, SIGKILL after the grace) or KILL
+    /// (SIGKILL at once, through the Docker API: what an OOM kill or a too-short
+    /// terminationGracePeriodSeconds does). With --stop-cmd: the signal your command sends.
+    #[arg(long, value_enum, default_value = "term", ignore_case = true)]
+    pub signal: SignalArg,
     /// For any other deployment: the command that stops one worker the way a scale-down does
     /// (e.g. `kubectl delete pod n8n-worker-abc`); run with `sh -c`, its status and output kept.
     #[arg(long)]
@@ -56,12 +61,31 @@ pub struct DrainArgs {
     /// The request body (JSON).
     #[arg(long, default_value = "{}")]
     pub body: String,
-    /// How long a request waits for its answer before it counts as never answered.
-    #[arg(long, default_value = "60s")]
-    pub timeout: String,
+    /// How long a request waits for its answer before it counts as never answered (default:
+    /// long enough for n8n's answer to a killed worker's executions — the worker's
+    /// QUEUE_WORKER_LOCK_DURATION + 2 × QUEUE_WORKER_STALLED_INTERVAL + 5 s, 125 s with n8n's
+    /// defaults).
+    #[arg(long)]
+    pub timeout: Option<String>,
     /// Save the drain (drain.json) in this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `drain --signal`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalArg {
+    Term,
+    Kill,
+}
+
+impl From<SignalArg> for crate::model::drain::StopSignal {
+    fn from(s: SignalArg) -> Self {
+        match s {
+            SignalArg::Term => crate::model::drain::StopSignal::Term,
+            SignalArg::Kill => crate::model::drain::StopSignal::Kill,
+        }
+    }
 }

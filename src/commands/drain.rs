@@ -73,8 +73,42 @@ fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
 
 /// The stop, as chosen: the Docker API or the operator's command.
 enum Stopper {
-    Docker(Box<DockerStop>, Option<Sourced<f64>>, Sourced<u32>),
+    Docker(
+        Box<DockerStop>,
+        Option<Sourced<f64>>,
+        Sourced<u32>,
+        Box<Bull>,
+    ),
     Command(String),
+}
+
+/// The stopped worker's Bull lease and stalled-check interval, ms: when n8n answers what a
+/// killed worker held.
+struct Bull {
+    lock_ms: Sourced<f64>,
+    stalled_ms: Sourced<f64>,
+}
+
+impl Bull {
+    fn defaults() -> Bull {
+        let d = |v: f64| {
+            Sourced::new(
+                v,
+                Provenance::Default("n8n's default: the worker's own was not read".into()),
+            )
+        };
+        Bull {
+            lock_ms: d(crate::model::n8n_defaults::LOCK_DURATION_MS),
+            stalled_ms: d(crate::model::n8n_defaults::STALLED_INTERVAL_MS),
+        }
+    }
+
+    /// The request timeout that lets n8n's latest answer to a killed worker's executions in.
+    fn timeout(&self) -> Duration {
+        let latest =
+            crate::model::drain::stalled_answer_latest_s(self.lock_ms.value, self.stalled_ms.value);
+        Duration::from_secs_f64((latest + 5.0).min(crate::util::MAX_DURATION.as_secs_f64()))
+    }
 }
 
 async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
@@ -124,6 +158,15 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
         .times
         .as_ref()
         .and_then(|t| t.graceful_shutdown_s.clone());
+    let mut bull = Bull::defaults();
+    if let Some(t) = &node.times {
+        if let Some(l) = &t.lock_duration_ms {
+            bull.lock_ms = l.clone();
+        }
+        if let Some(st) = &t.stalled_interval_ms {
+            bull.stalled_ms = st.clone();
+        }
+    }
     let grace = match &a.grace {
         Some(g) => duration("--grace", g)?.as_secs() as i32,
         None => docker_stop::container_grace(&found.docker, node.name())
@@ -136,17 +179,24 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
             container: node.name().to_string(),
             grace_s: grace,
             restart: !a.no_restart,
+            signal: a.signal.into(),
         }),
         graceful,
         count,
+        Box::new(bull),
     ))
 }
 
-async fn command_stop(command: &str, load_start: Instant) -> StopRecord {
+async fn command_stop(
+    command: &str,
+    signal: crate::model::drain::StopSignal,
+    load_start: Instant,
+) -> StopRecord {
     let signal_s = load_start.elapsed().as_secs_f64();
     let ran = crate::load::scaleout::run_shell(command).await;
     StopRecord {
         how: "command".into(),
+        signal,
         what: command.to_string(),
         signal_s,
         exited_after_s: Some(ran.seconds),
@@ -169,8 +219,8 @@ async fn failed_counter(metrics: Option<&str>) -> Option<f64> {
         .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-/// The webhook with the body, checked before the stop is prepared.
-async fn target(a: &DrainArgs) -> anyhow::Result<crate::load::client::Target> {
+/// The webhook with the body and the request timeout (`--timeout`, else `default`).
+async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load::client::Target> {
     let body: serde_json::Value =
         serde_json::from_str(&a.body).map_err(|e| BadInput(format!("--body is not JSON: {e}")))?;
     let body = crate::load::body::build(&crate::load::body::BodySource {
@@ -181,7 +231,10 @@ async fn target(a: &DrainArgs) -> anyhow::Result<crate::load::client::Target> {
         base: std::path::Path::new("."),
         at: "--body",
     })?;
-    let timeout = duration("--timeout", &a.timeout)?;
+    let timeout = match &a.timeout {
+        Some(t) => duration("--timeout", t)?,
+        None => default,
+    };
     crate::load::client::Target::new(&a.url, "POST", &Default::default(), &body, timeout).await
 }
 
@@ -206,21 +259,29 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         ))
         .into());
     }
-    let target = target(&a).await?;
     // A bad --out fails before any request or stop.
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
     }
     let stopper = stopper(&a).await?;
-    let (workers, graceful) = match &stopper {
-        Stopper::Docker(_, g, n) => (Some(n.clone()), g.clone()),
+    let (workers, graceful, bull) = match &stopper {
+        Stopper::Docker(_, g, n, b) => (
+            Some(n.clone()),
+            g.clone(),
+            Bull {
+                lock_ms: b.lock_ms.clone(),
+                stalled_ms: b.stalled_ms.clone(),
+            },
+        ),
         Stopper::Command(_) => (
             a.workers
                 .map(|n| Sourced::new(n, Provenance::Flag("--workers".into()))),
             None,
+            Bull::defaults(),
         ),
     };
+    let target = target(&a, bull.timeout()).await?;
     let graceful = match &a.shutdown_timeout {
         Some(t) => Some(Sourced::new(
             duration("--shutdown-timeout", t)?.as_secs_f64(),
@@ -244,7 +305,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let stop = async {
         match &stopper {
             Stopper::Docker(d, ..) => d.run(load_start).await,
-            Stopper::Command(c) => command_stop(c, load_start).await,
+            Stopper::Command(c) => command_stop(c, a.signal.into(), load_start).await,
         }
     };
     let loaded = crate::load::drain::run(&target, &plan, stop, &interrupt).await;
@@ -266,6 +327,9 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         job_p99_s: known.p99,
         graceful_s: graceful,
         n8n_failed,
+        lock_ms: bull.lock_ms,
+        stalled_ms: bull.stalled_ms,
+        timeout_s: target.timeout.as_secs_f64(),
     };
     let d = crate::diagnose::drain::judge(inputs, &loaded.sent, loaded.dropped, stop);
     if let Some(dir) = &a.out {

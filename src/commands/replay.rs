@@ -45,10 +45,14 @@ pub(super) async fn run(a: ReplayArgs) -> anyhow::Result<i32> {
             ),
             format!("job time {job:.2} s ({})", a.run.display()),
             format!(
-                "shutdown window: the deployed worker's min(N8N_GRACEFUL_SHUTDOWN_TIMEOUT {:.0} s, terminationGracePeriodSeconds {:.0} s); the generated patch's {} s",
+                "time a removed worker's Code tasks have: min(0.8 × N8N_GRACEFUL_SHUTDOWN_TIMEOUT {:.0} s, terminationGracePeriodSeconds {:.0} s) deployed (n8n's task budget); the generated patch's {:.1} s",
                 plan.target.graceful_shutdown_s.value,
                 plan.target.termination_grace_s.value,
-                plan.graceful_shutdown_s.value.min(plan.termination_grace_s.value)
+                crate::model::drain::budget_s(
+                    crate::model::drain::StopSignal::Term,
+                    f64::from(plan.graceful_shutdown_s.value),
+                    Some(f64::from(plan.termination_grace_s.value))
+                )
             ),
             format!("pods serve {} s after they are asked for (--pod-start)", workload.pod_start_s),
         ],
@@ -69,15 +73,18 @@ fn policies(
     t: &crate::topology::Topology,
     plan: &crate::record::autoscaling::AutoscalerPlan,
 ) -> anyhow::Result<(Vec<Windowed>, Vec<String>)> {
-    let deployed_window = plan
-        .target
-        .graceful_shutdown_s
-        .value
-        .min(plan.target.termination_grace_s.value);
-    let generated_window = f64::from(
-        plan.graceful_shutdown_s
-            .value
-            .min(plan.termination_grace_s.value),
+    // What a removed worker's Code tasks have: n8n's task budget, 0.8 × the shutdown window,
+    // unless the pod's grace kills it first (`model::drain::budget_s`).
+    use crate::model::drain::{budget_s, StopSignal};
+    let deployed_window = budget_s(
+        StopSignal::Term,
+        plan.target.graceful_shutdown_s.value,
+        Some(plan.target.termination_grace_s.value),
+    );
+    let generated_window = budget_s(
+        StopSignal::Term,
+        f64::from(plan.graceful_shutdown_s.value),
+        Some(f64::from(plan.termination_grace_s.value)),
     );
     let mut policies = Vec::new();
     let mut not = Vec::new();

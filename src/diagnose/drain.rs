@@ -2,10 +2,14 @@
 //! ended, the time until answers came back to the offered rate, and the loss the time budget
 //! predicted (`model::drain`) beside the loss measured.
 
-use crate::model::drain::{loss_agrees, predict};
+use crate::model::drain::{
+    budget_s, killed_before_budget, loss_agrees, predict, stalled_answer_latest_s,
+    stalled_answer_s, StopSignal,
+};
+use crate::model::n8n_defaults::SHUTDOWN_TASK_SHARE;
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
-use crate::record::drain::{Drain, InFlight, Outcome, Second, Sent, StopRecord};
+use crate::record::drain::{Drain, DrainAdvice, InFlight, Outcome, Second, Sent, StopRecord};
 
 /// OK answers per second that count as back at the offered rate.
 const RECOVERED_SHARE: f64 = 0.9;
@@ -29,6 +33,12 @@ pub struct Inputs {
     pub graceful_s: Option<Sourced<f64>>,
     /// main's failed-jobs counter over the run.
     pub n8n_failed: Option<f64>,
+    /// The stopped worker's `QUEUE_WORKER_LOCK_DURATION` and `QUEUE_WORKER_STALLED_INTERVAL`,
+    /// ms (n8n's defaults when not read).
+    pub lock_ms: Sourced<f64>,
+    pub stalled_ms: Sourced<f64>,
+    /// How long each request waited for its answer, s.
+    pub timeout_s: f64,
 }
 
 fn ok(s: &Sent) -> bool {
@@ -50,20 +60,39 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
     });
     let (job_p50_s, job_p99_s) = job_times(&i, &before);
     let in_flight = in_flight_at(sent, signal);
+    let (lock_ms, stalled_ms) = (i.lock_ms.value, i.stalled_ms.value);
+    let stalled_answer = Some((
+        Sourced::new(
+            stalled_answer_s(lock_ms, stalled_ms),
+            Provenance::Inferred(format!(
+                "QUEUE_WORKER_LOCK_DURATION {:.0} ms ({}) + QUEUE_WORKER_STALLED_INTERVAL {:.0} ms ({})",
+                lock_ms,
+                i.lock_ms.source.words(),
+                stalled_ms,
+                i.stalled_ms.source.words()
+            )),
+        ),
+        stalled_answer_latest_s(lock_ms, stalled_ms),
+    ));
     let failed_after = sent.iter().filter(|s| s.sent_s >= signal && !ok(s)).count() as u64;
     let seconds = timeline(sent, i.duration_s);
     let settle = job_p99_s.as_ref().map(|j| j.value).unwrap_or(1.0);
     let recovered_after_s = recovery(&seconds, i.rate_per_s.value, signal, i.duration_s - settle);
     let window_s = window(&i, &stop);
-    let predicted = match (&job_p50_s, &window_s) {
-        (Some(j), Some(w)) => {
+    let budget = budget(&i, &stop);
+    let killed = stop.signal == StopSignal::Kill
+        || i.graceful_s
+            .as_ref()
+            .is_some_and(|g| killed_before_budget(StopSignal::Term, g.value, stop.grace_s));
+    let predicted = match (&job_p50_s, &budget) {
+        (Some(j), Some(b)) => {
             let per_worker = i.rate_per_s.value
                 / f64::from(i.workers.as_ref().map(|w| w.value).unwrap_or(1).max(1));
             Some(predict(
                 stop.held_logged.map(|h| h as f64),
                 per_worker,
                 j.value,
-                w.value,
+                b.value,
             ))
         }
         _ => None,
@@ -83,11 +112,18 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
         job_p50_s,
         job_p99_s,
         window_s,
+        budget_s: budget,
+        killed_before_budget: killed,
+        stalled_answer_s: stalled_answer,
+        timeout_s: Some(i.timeout_s),
         predicted,
         agrees,
+        advice: None,
+        graceful_s: i.graceful_s.as_ref().map(|g| g.value),
         verdict: String::new(),
         seconds,
     };
+    d.advice = advice(&d);
     d.verdict = verdict(&d);
     d
 }
@@ -130,11 +166,27 @@ pub fn in_flight_at(sent: &[Sent], signal: f64) -> InFlight {
         .filter(|s| s.sent_s < signal && s.ended_s.is_none_or(|e| e >= signal))
     {
         f.total += 1;
-        match s.outcome {
-            Outcome::Answered(c) if (200..300).contains(&c) => f.finished += 1,
-            Outcome::Answered(c) => *f.failed_by_status.entry(c).or_default() += 1,
-            Outcome::Broken => f.broken += 1,
-            Outcome::Unanswered => f.unanswered += 1,
+        let failed_at = match s.outcome {
+            Outcome::Answered(c) if (200..300).contains(&c) => {
+                f.finished += 1;
+                None
+            }
+            Outcome::Answered(c) => {
+                *f.failed_by_status.entry(c).or_default() += 1;
+                s.ended_s
+            }
+            Outcome::Broken => {
+                f.broken += 1;
+                s.ended_s
+            }
+            Outcome::Unanswered => {
+                f.unanswered += 1;
+                None
+            }
+        };
+        if let Some(e) = failed_at.filter(|e| e.is_finite()) {
+            let after = (e - signal).max(0.0);
+            f.last_failure_after_s = Some(f.last_failure_after_s.map_or(after, |l| l.max(after)));
         }
     }
     f
@@ -209,6 +261,39 @@ fn window(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
     }
 }
 
+/// The time the held Code tasks had ([`budget_s`]), with where it came from.
+fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
+    if stop.signal == StopSignal::Kill {
+        return Some(Sourced::new(
+            0.0,
+            Provenance::Flag("--signal KILL: the worker has no time to finish".into()),
+        ));
+    }
+    let graceful = i.graceful_s.clone()?;
+    let b = budget_s(StopSignal::Term, graceful.value, stop.grace_s);
+    Some(
+        if killed_before_budget(StopSignal::Term, graceful.value, stop.grace_s) {
+            Sourced::new(
+            b,
+            Provenance::Deployment(format!(
+                "the stop's grace ({b:.0} s, then SIGKILL), before n8n's task budget of {:.1} s (0.8 × N8N_GRACEFUL_SHUTDOWN_TIMEOUT {:.0} s)",
+                SHUTDOWN_TASK_SHARE * graceful.value,
+                graceful.value
+            )),
+        )
+        } else {
+            Sourced::new(
+                b,
+                Provenance::Inferred(format!(
+                    "n8n's task budget: 0.8 × N8N_GRACEFUL_SHUTDOWN_TIMEOUT {:.0} s ({})",
+                    graceful.value,
+                    graceful.source.words()
+                )),
+            )
+        },
+    )
+}
+
 fn verdict(d: &Drain) -> String {
     let f = &d.in_flight;
     let held = match d.stop.held_logged {
@@ -221,8 +306,12 @@ fn verdict(d: &Drain) -> String {
         .map(|(c, n)| format!("{n} × HTTP {c}"))
         .chain((f.broken > 0).then(|| format!("{} broken", f.broken)))
         .collect();
+    let how = match d.stop.signal {
+        StopSignal::Kill => "Killed",
+        StopSignal::Term => "Stopped",
+    };
     let mut v = format!(
-        "Stopped {} at {:.1} s: {held}of the {} requests in flight, {} finished, {} failed{}, {} never answered.",
+        "{how} {} at {:.1} s: {held}of the {} requests in flight, {} finished, {} failed{}, {} never answered.",
         d.stop.what,
         d.stop.signal_s,
         f.total,
@@ -231,36 +320,147 @@ fn verdict(d: &Drain) -> String {
         if statuses.is_empty() { String::new() } else { format!(" ({})", statuses.join(", ")) },
         f.unanswered
     );
-    if let (Some(p), Some(j), Some(w)) = (d.predicted, &d.job_p50_s, &d.window_s) {
-        let p99 = d.job_p99_s.as_ref().map(|j| j.value).unwrap_or(j.value);
-        v.push_str(&format!(
-            " Predicted {:.1} lost of {:.1} held: jobs of {:.2} s (p99 {p99:.2} s) against a {:.1} s window.",
-            p.lost, p.held, j.value, w.value
-        ));
-        match d.agrees {
-            Some(false) => v.push_str(&format!(
-                " The measured loss ({}) is not the predicted one: the stop did not go as the time budget says (a grace other than the one read, jobs longer than measured, or requests lost elsewhere).",
-                f.lost()
-            )),
-            _ if f.lost() == 0 && p99 <= w.value => {
-                v.push_str(" The window covers the p99 job: a scale-down loses nothing here.")
-            }
-            _ => {}
-        }
-        if f.lost() > 0 || p99 > w.value {
-            v.push_str(&format!(
-                " Raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above the p99 job ({:.0} s or more) and the stop's grace (terminationGracePeriodSeconds, compose stop_grace_period) above it.",
-                (p99 * 1.25).ceil()
-            ));
-        }
-    }
+    v.push_str(&when_failed(d));
+    v.push_str(&predicted_and_advice(d));
     match d.recovered_after_s {
         Some(r) => v.push_str(&format!(
             " Answers were back at the offered {:.1}/s {r:.1} s after the signal.",
             d.rate_per_s.value
         )),
+        None if recovery_span(d) < RECOVERY_WINDOW_S as f64 => v.push_str(&format!(
+            " The run left too little time after the signal to tell whether answers came back to the offered rate (under {RECOVERY_WINDOW_S} s of load after it)."
+        )),
         None => v.push_str(" Answers did not come back to the offered rate within the run."),
     }
+    v
+}
+
+/// Seconds of load after the signal that a recovery could be seen in.
+fn recovery_span(d: &Drain) -> f64 {
+    let settle = d.job_p99_s.as_ref().map(|j| j.value).unwrap_or(1.0);
+    d.duration_s - settle - d.stop.signal_s.floor()
+}
+
+/// When the failures were answered, and what set that time; whether answers may still come.
+fn when_failed(d: &Drain) -> String {
+    let f = &d.in_flight;
+    let killed = killed(d);
+    let mut v = String::new();
+    if let Some(t) = f.last_failure_after_s {
+        v.push_str(&format!(
+            " The last failure was answered {t:.1} s after the signal"
+        ));
+        match (&d.stalled_answer_s, &d.budget_s) {
+            (Some((s, _)), _) if killed => v.push_str(&format!(
+                ": a killed worker's executions are failed by Bull's stalled check, about {:.0} s after the kill ({}).",
+                s.value,
+                s.source.words()
+            )),
+            (_, Some(b)) => v.push_str(&format!(
+                ": n8n aborts a stopping worker's Code tasks when its task budget runs out, {:.1} s after the signal ({}).",
+                b.value,
+                b.source.words()
+            )),
+            _ => v.push('.'),
+        }
+    }
+    if let (Some((_, latest)), Some(timeout)) = (&d.stalled_answer_s, d.timeout_s) {
+        if f.unanswered > 0 && timeout < *latest {
+            v.push_str(&format!(
+                " Answers may still come after the {timeout:.0} s each request waited: n8n answers the executions a killed (or window-outlasting) worker held up to {latest:.0} s later, after Bull's stalled check (give --timeout above it)."
+            ));
+        }
+    }
+    v
+}
+
+/// The stop kills before the task budget ran out: by `--signal KILL` or a grace shorter than it.
+fn killed(d: &Drain) -> bool {
+    d.killed_before_budget
+}
+
+/// What to change, from the prediction and what the stop itself showed.
+fn advice(d: &Drain) -> Option<DrainAdvice> {
+    let f = &d.in_flight;
+    let (Some(_), Some(j), Some(b)) = (d.predicted, &d.job_p50_s, &d.budget_s) else {
+        return None;
+    };
+    let p99 = d.job_p99_s.as_ref().map(|j| j.value).unwrap_or(j.value);
+    let window_s = d.window_s.as_ref().map(|w| w.value).unwrap_or(0.0);
+    let graceful_s = d.graceful_s.unwrap_or(window_s);
+    Some(if d.stop.signal == StopSignal::Kill {
+        DrainAdvice::AvoidKill {
+            window_s: graceful_s,
+        }
+    } else if d.agrees == Some(false) {
+        match d.stop.exited_after_s {
+            Some(e) if f.lost() > 0 && p99 <= b.value => {
+                DrainAdvice::LookAtExit { exited_after_s: e }
+            }
+            _ => DrainAdvice::Unexplained,
+        }
+    } else if d.killed_before_budget {
+        DrainAdvice::RaiseGrace {
+            grace_s: b.value,
+            window_s: graceful_s,
+        }
+    } else if p99 > b.value {
+        DrainAdvice::RaiseWindow {
+            from_s: graceful_s,
+            to_s: (p99 / SHUTDOWN_TASK_SHARE).ceil().max(graceful_s + 1.0),
+        }
+    } else {
+        DrainAdvice::None
+    })
+}
+
+/// The prediction beside the measurement, and the advice in words.
+fn predicted_and_advice(d: &Drain) -> String {
+    let f = &d.in_flight;
+    let (Some(p), Some(j), Some(b), Some(a)) = (d.predicted, &d.job_p50_s, &d.budget_s, d.advice)
+    else {
+        return String::new();
+    };
+    let p99 = d.job_p99_s.as_ref().map(|j| j.value).unwrap_or(j.value);
+    let mut v = if d.stop.signal == StopSignal::Kill {
+        format!(
+            " Predicted {:.1} lost of {:.1} held: a kill loses every execution the worker holds.",
+            p.lost, p.held
+        )
+    } else {
+        format!(
+            " Predicted {:.1} lost of {:.1} held: jobs of {:.2} s (p99 {p99:.2} s) against {:.1} s for their Code tasks ({}).",
+            p.lost,
+            p.held,
+            j.value,
+            b.value,
+            b.source.words()
+        )
+    };
+    if d.agrees == Some(false) {
+        v.push_str(&format!(
+            " The measured loss ({}) is not the predicted one",
+            f.lost()
+        ));
+    }
+    v.push_str(&match a {
+        DrainAdvice::None => " The task budget covers the p99 job: a scale-down loses nothing here.".into(),
+        DrainAdvice::RaiseWindow { from_s, to_s } => format!(
+            " Raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT from {from_s:.0} s to {to_s:.0} s or more (n8n gives a Code task 0.8 of it: {:.1} s ≥ the p99 job) and the stop's grace (terminationGracePeriodSeconds, compose stop_grace_period) above it.",
+            SHUTDOWN_TASK_SHARE * to_s
+        ),
+        DrainAdvice::RaiseGrace { grace_s, window_s } => format!(
+            " The stop's grace ({grace_s:.0} s) killed the worker before n8n's task budget ran out: raise it (terminationGracePeriodSeconds, compose stop_grace_period) above N8N_GRACEFUL_SHUTDOWN_TIMEOUT ({window_s:.0} s)."
+        ),
+        DrainAdvice::AvoidKill { window_s } => format!(
+            " Keep scale-downs to SIGTERM: the orchestrator's grace (terminationGracePeriodSeconds, compose stop_grace_period) above N8N_GRACEFUL_SHUTDOWN_TIMEOUT ({window_s:.0} s), and memory limits an execution cannot reach (an OOM kill is a kill)."
+        ),
+        DrainAdvice::LookAtExit { exited_after_s } => format!(
+            ": the task budget covers the p99 job, yet the worker exited {exited_after_s:.1} s after the signal{} — look at what ended it before its window (a supervisor or grace shorter than the one read, an OOM kill, a process that does not wait for its jobs); N8N_GRACEFUL_SHUTDOWN_TIMEOUT is not the fix here.",
+            d.stop.exit_code.map_or(String::new(), |c| format!(" with exit code {c}"))
+        ),
+        DrainAdvice::Unexplained => ": the stop did not go as the time budget says (a grace other than the one read, jobs longer than measured, or requests lost elsewhere).".into(),
+    });
     v
 }
 
@@ -319,41 +519,137 @@ mod tests {
         assert_eq!(recovery(&s, 10.0, 10.0, 29.0), None);
     }
 
-    #[test]
-    fn docker_s_grace_cuts_the_window_when_it_is_shorter() {
-        let i = Inputs {
+    fn inputs(graceful_s: f64, job_s: f64) -> Inputs {
+        Inputs {
             target: "t".into(),
             rate_per_s: Sourced::new(4.0, Provenance::Flag("--rate".into())),
             duration_s: 20.0,
             warmup_s: 2.0,
             workers: Some(Sourced::new(2, Provenance::Flag("--workers".into()))),
-            job_p50_s: Some(Sourced::new(3.0, Provenance::Flag("--job-time".into()))),
+            job_p50_s: Some(Sourced::new(job_s, Provenance::Flag("--job-time".into()))),
             job_p99_s: None,
             graceful_s: Some(Sourced::new(
-                30.0,
+                graceful_s,
                 Provenance::Default("n8n default".into()),
             )),
             n8n_failed: None,
-        };
-        let stop = StopRecord {
+            lock_ms: Sourced::new(60_000.0, Provenance::Default("n8n default".into())),
+            stalled_ms: Sourced::new(30_000.0, Provenance::Default("n8n default".into())),
+            timeout_s: 60.0,
+        }
+    }
+
+    fn stop(signal: StopSignal, grace_s: Option<f64>, held: Option<u64>) -> StopRecord {
+        StopRecord {
             how: "docker".into(),
+            signal,
             what: "w".into(),
             signal_s: 8.0,
             exited_after_s: Some(1.0),
             exit_code: Some(137),
-            grace_s: Some(1.0),
-            held_logged: None,
+            grace_s,
+            held_logged: held,
             detail: None,
             restarted_s: None,
-        };
-        let d = judge(i, &[], 0, stop);
+        }
+    }
+
+    #[test]
+    fn docker_s_grace_cuts_the_window_when_it_is_shorter() {
+        let d = judge(
+            inputs(30.0, 3.0),
+            &[],
+            0,
+            stop(StopSignal::Term, Some(1.0), None),
+        );
         assert_eq!(d.window_s.as_ref().unwrap().value, 1.0);
-        // 2/s per worker × 3 s = 6 held; 2/3 of them outlast a 1 s window.
+        assert_eq!(d.budget_s.as_ref().unwrap().value, 1.0);
+        assert!(d.killed_before_budget);
+        // 2/s per worker × 3 s = 6 held; 2/3 of them outlast a 1 s grace.
         let p = d.predicted.unwrap();
         assert!(
             (p.held - 6.0).abs() < 1e-9 && (p.lost - 4.0).abs() < 1e-9,
             "{p:?}"
         );
         assert_eq!(d.agrees, Some(false));
+    }
+
+    /// n8n 2.41.1 with a 3 s window: a Code task gets 2.4 s, so 2.9 s jobs lose a share and
+    /// the advice is a window whose 0.8 covers them (4 s), above the 3 s set.
+    #[test]
+    fn the_task_budget_is_four_fifths_of_the_window_and_the_advice_covers_the_p99_with_it() {
+        let d = judge(
+            inputs(3.0, 2.9),
+            &[],
+            0,
+            stop(StopSignal::Term, Some(10.0), Some(3)),
+        );
+        assert!((d.budget_s.as_ref().unwrap().value - 2.4).abs() < 1e-9);
+        assert!(!d.killed_before_budget);
+        let p = d.predicted.unwrap();
+        assert!((p.lost - 3.0 * (1.0 - 2.4 / 2.9)).abs() < 1e-9, "{p:?}");
+        assert_eq!(
+            d.advice,
+            Some(DrainAdvice::RaiseWindow {
+                from_s: 3.0,
+                to_s: 4.0
+            })
+        );
+        // 2.0 s jobs fit the budget: nothing lost, nothing to change.
+        let d = judge(
+            inputs(3.0, 2.0),
+            &[],
+            0,
+            stop(StopSignal::Term, Some(10.0), Some(3)),
+        );
+        assert_eq!(d.predicted.unwrap().lost, 0.0);
+        assert_eq!(d.advice, Some(DrainAdvice::None));
+    }
+
+    /// A kill: every held execution lost, answered by the stalled check about 95 s later (n8n
+    /// 2.41.1); with a 60 s timeout those answers are not seen, and the drain says they may come.
+    #[test]
+    fn a_kill_loses_every_held_execution_and_says_when_n8n_answers_them() {
+        let sent = [
+            sent(7.0, Some(8.5), Outcome::Answered(200)),
+            sent(7.5, Some(102.0), Outcome::Answered(500)),
+            sent(7.6, Some(103.3), Outcome::Answered(500)),
+            sent(7.8, None, Outcome::Unanswered),
+        ];
+        let mut i = inputs(3.0, 6.0);
+        i.rate_per_s.value = 1.0;
+        let d = judge(i, &sent, 0, stop(StopSignal::Kill, None, None));
+        assert_eq!(d.budget_s.as_ref().unwrap().value, 0.0);
+        // 0.5/s per worker × 6 s = 3 held, all lost: as measured.
+        let p = d.predicted.unwrap();
+        assert_eq!((p.held, p.lost), (3.0, 3.0));
+        assert_eq!(d.in_flight.lost(), 3);
+        assert_eq!(d.agrees, Some(true));
+        assert_eq!(d.in_flight.last_failure_after_s, Some(103.3 - 8.0));
+        let (s, latest) = d.stalled_answer_s.clone().unwrap();
+        assert_eq!((s.value, latest), (90.0, 120.0));
+        assert_eq!(d.advice, Some(DrainAdvice::AvoidKill { window_s: 3.0 }));
+        assert_eq!(d.timeout_s, Some(60.0));
+    }
+
+    /// A worker that exits at once though its window covers the jobs: the advice follows the
+    /// exit, never a window below the one already set.
+    #[test]
+    fn a_loss_the_window_does_not_explain_points_at_the_exit_not_the_window() {
+        let sent: Vec<Sent> = (0..4)
+            .map(|k| sent(7.0 + 0.2 * k as f64, None, Outcome::Unanswered))
+            .collect();
+        let mut st = stop(StopSignal::Term, Some(10.0), Some(4));
+        st.exited_after_s = Some(0.1);
+        st.exit_code = Some(0);
+        let d = judge(inputs(3.0, 1.0), &sent, 0, st);
+        assert_eq!(d.predicted.unwrap().lost, 0.0);
+        assert_eq!(d.agrees, Some(false));
+        assert_eq!(
+            d.advice,
+            Some(DrainAdvice::LookAtExit {
+                exited_after_s: 0.1
+            })
+        );
     }
 }

@@ -36,6 +36,10 @@ pub mod n8n_defaults {
     /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: how long a worker's shutdown waits for its
     /// running executions.
     pub const GRACEFUL_SHUTDOWN_S: f64 = 30.0;
+    /// `QUEUE_WORKER_LOCK_DURATION`, ms: Bull's lease on a running job (scaling-mode config).
+    pub const LOCK_DURATION_MS: f64 = 60_000.0;
+    /// `QUEUE_WORKER_STALLED_INTERVAL`, ms: how often Bull looks for jobs whose lease lapsed.
+    pub const STALLED_INTERVAL_MS: f64 = 30_000.0;
     /// `N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: a runner's own shutdown window.
     pub const RUNNER_GRACEFUL_SHUTDOWN_S: f64 = 30.0;
     /// At shutdown a running Code task is re-armed to end by this share of

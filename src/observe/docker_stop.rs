@@ -1,11 +1,15 @@
 //! `n8ncap drain`'s stop, through the Docker API: one worker stopped as a scale-down stops it
-//! (SIGTERM, SIGKILL after the grace), the jobs it said it held read back from its log, and the
-//! worker started again once it exited, so the project keeps the workers it had. With
-//! `observe::docker_scale`, the places n8ncap changes a deployment.
+//! (SIGTERM, SIGKILL after the grace) or killed at once (SIGKILL: an OOM kill, a grace of 0),
+//! the jobs it said it held read back from its log, and the worker started again once it
+//! exited, so the project keeps the workers it had. With `observe::docker_scale`, the places
+//! n8ncap changes a deployment.
 
 use super::docker_scale::{inspect, start_running};
+use crate::model::drain::StopSignal;
 use crate::record::drain::StopRecord;
-use bollard::query_parameters::{LogsOptionsBuilder, StopContainerOptionsBuilder};
+use bollard::query_parameters::{
+    KillContainerOptionsBuilder, LogsOptionsBuilder, StopContainerOptionsBuilder,
+};
 use bollard::Docker;
 use futures_util::StreamExt;
 use std::time::Instant;
@@ -19,7 +23,11 @@ pub struct DockerStop {
     pub container: String,
     pub grace_s: i32,
     pub restart: bool,
+    pub signal: StopSignal,
 }
+
+/// How long a killed container may take to be seen exited.
+const KILL_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The container's own stop grace (`stop_grace_period` in compose, `--stop-timeout`), if set.
 pub async fn container_grace(docker: &Docker, name: &str) -> Option<i32> {
@@ -38,17 +46,20 @@ impl DockerStop {
             .map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX))
             .unwrap_or(0);
         let signal = Instant::now();
-        let opts = StopContainerOptionsBuilder::default()
-            .t(self.grace_s)
-            .build();
-        let stopped = self
-            .docker
-            .stop_container(&self.container, Some(opts))
-            .await;
+        let stopped = match self.signal {
+            StopSignal::Term => {
+                let opts = StopContainerOptionsBuilder::default()
+                    .t(self.grace_s)
+                    .build();
+                self.docker
+                    .stop_container(&self.container, Some(opts))
+                    .await
+                    .map_err(|e| format!("stopping {}: {e}", self.container))
+            }
+            StopSignal::Kill => self.kill().await,
+        };
         let exited_after_s = signal.elapsed().as_secs_f64();
-        let mut detail = stopped
-            .err()
-            .map(|e| format!("stopping {}: {e}", self.container));
+        let mut detail = stopped.err();
         let exit_code = match inspect(&self.docker, &self.container).await {
             Ok(i) => i.state.and_then(|s| s.exit_code),
             Err(e) => {
@@ -66,14 +77,45 @@ impl DockerStop {
         }
         StopRecord {
             how: "docker".into(),
+            signal: self.signal,
             what: self.container.clone(),
             signal_s: signal.duration_since(load_start).as_secs_f64(),
             exited_after_s: Some(exited_after_s),
             exit_code,
-            grace_s: Some(f64::from(self.grace_s)),
+            grace_s: (self.signal == StopSignal::Term).then_some(f64::from(self.grace_s)),
             held_logged,
             detail,
             restarted_s,
+        }
+    }
+
+    /// SIGKILL through the Docker API, then waits until the container is seen exited.
+    async fn kill(&self) -> Result<(), String> {
+        let opts = KillContainerOptionsBuilder::default()
+            .signal("SIGKILL")
+            .build();
+        self.docker
+            .kill_container(&self.container, Some(opts))
+            .await
+            .map_err(|e| format!("killing {}: {e}", self.container))?;
+        let deadline = Instant::now() + KILL_LIMIT;
+        loop {
+            let running = inspect(&self.docker, &self.container)
+                .await
+                .map_err(|e| format!("{e:#}"))?
+                .state
+                .and_then(|s| s.running);
+            if running != Some(true) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} still runs {} s after SIGKILL",
+                    self.container,
+                    KILL_LIMIT.as_secs()
+                ));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
 

@@ -3,7 +3,7 @@
 //! the time until completions came back to the offered rate, and the loss the time budget
 //! predicted beside the loss measured.
 
-use crate::model::drain::DrainPrediction;
+use crate::model::drain::{DrainPrediction, StopSignal};
 use crate::model::settings::Sourced;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,8 +32,12 @@ pub enum Outcome {
 /// How the worker was stopped and what the stop reported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StopRecord {
-    /// "docker" (SIGTERM through the Docker API, SIGKILL after the grace) or "command".
+    /// "docker" (SIGTERM through the Docker API, SIGKILL after the grace; or SIGKILL at once)
+    /// or "command".
     pub how: String,
+    /// The signal the stop sends first (with `--stop-cmd`: the one the operator says it sends).
+    #[serde(default = "term")]
+    pub signal: StopSignal,
     /// The container stopped, or the command run (`--stop-cmd`).
     pub what: String,
     /// Seconds from the load's start to the signal.
@@ -54,6 +58,10 @@ pub struct StopRecord {
     pub restarted_s: Option<f64>,
 }
 
+fn term() -> StopSignal {
+    StopSignal::Term
+}
+
 /// The requests in flight at the signal, by how they ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InFlight {
@@ -66,6 +74,10 @@ pub struct InFlight {
     pub broken: u64,
     /// Never answered.
     pub unanswered: u64,
+    /// Seconds from the signal to the last failed answer (a non-2xx status, or a broken
+    /// connection) among them: when n8n answered what the stop cost.
+    #[serde(default)]
+    pub last_failure_after_s: Option<f64>,
 }
 
 impl InFlight {
@@ -75,6 +87,27 @@ impl InFlight {
     pub fn lost(&self) -> u64 {
         self.failed() + self.unanswered
     }
+}
+
+/// What a drain advises, from what it measured (never a value the deployment already has).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DrainAdvice {
+    /// Nothing to change: the task budget covers the p99 job.
+    None,
+    /// `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` to at least this many seconds (its 0.8 covers the p99
+    /// job), and the stop's grace above it.
+    RaiseWindow { from_s: f64, to_s: f64 },
+    /// The stop's grace killed the worker before its task budget: raise it above the window.
+    RaiseGrace { grace_s: f64, window_s: f64 },
+    /// A kill loses every held execution: keep scale-downs to SIGTERM with a grace above the
+    /// window.
+    AvoidKill { window_s: f64 },
+    /// The loss is not the window's: the worker exited this soon after the signal although the
+    /// budget covers the p99 job — look at what ended it.
+    LookAtExit { exited_after_s: f64 },
+    /// Measured and predicted disagree and the stop shows no reason.
+    Unexplained,
 }
 
 /// Completions in one second of the run.
@@ -111,11 +144,33 @@ pub struct Drain {
     /// The job time the prediction used (p50, p99), s, with their source.
     pub job_p50_s: Option<Sourced<f64>>,
     pub job_p99_s: Option<Sourced<f64>>,
+    /// The stopped worker's `N8N_GRACEFUL_SHUTDOWN_TIMEOUT`, s, as read (or assumed).
+    #[serde(default)]
+    pub graceful_s: Option<f64>,
     /// The window the jobs had: min(`N8N_GRACEFUL_SHUTDOWN_TIMEOUT`, Docker's grace), s.
     pub window_s: Option<Sourced<f64>>,
+    /// The time the held Code tasks had: 0.8 × `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` (n8n's task
+    /// budget), cut by a kill at the stop's grace; 0 for a kill.
+    #[serde(default)]
+    pub budget_s: Option<Sourced<f64>>,
+    /// The worker was killed before its task budget ran out (`--signal KILL`, or a stop grace
+    /// shorter than the budget): what it held is answered only by Bull's stalled check.
+    #[serde(default)]
+    pub killed_before_budget: bool,
+    /// When n8n answers the executions a killed worker held: Bull's lease
+    /// (`QUEUE_WORKER_LOCK_DURATION`) and its stalled check (`QUEUE_WORKER_STALLED_INTERVAL`),
+    /// s from the kill, earliest and latest.
+    #[serde(default)]
+    pub stalled_answer_s: Option<(Sourced<f64>, f64)>,
+    /// How long each request waited for its answer, s.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
     pub predicted: Option<DrainPrediction>,
     /// The measured loss is the predicted one within a count's chance.
     pub agrees: Option<bool>,
+    /// What to change, when the prediction could be made.
+    #[serde(default)]
+    pub advice: Option<DrainAdvice>,
     pub verdict: String,
     pub seconds: Vec<Second>,
 }

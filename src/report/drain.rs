@@ -20,9 +20,15 @@ pub fn table(d: &Drain) -> String {
     row(
         "stopped",
         format!("{} at {:.1} s", d.stop.what, d.stop.signal_s),
-        match d.stop.grace_s {
-            Some(g) => format!("SIGTERM through the Docker API, SIGKILL after {g:.0} s"),
-            None => "the stop command".into(),
+        match (d.stop.grace_s, d.stop.signal, d.stop.how.as_str()) {
+            (_, crate::model::drain::StopSignal::Kill, "docker") => {
+                "SIGKILL through the Docker API".into()
+            }
+            (Some(g), _, _) => format!("SIGTERM through the Docker API, SIGKILL after {g:.0} s"),
+            (_, crate::model::drain::StopSignal::Kill, _) => {
+                "the stop command (it kills, --signal KILL)".into()
+            }
+            (None, _, _) => "the stop command".into(),
         },
     );
     if let Some(e) = d.stop.exited_after_s {
@@ -50,6 +56,13 @@ pub fn table(d: &Drain) -> String {
         ),
         "this load's requests".into(),
     );
+    if let Some(t) = f.last_failure_after_s {
+        row(
+            "last failure answered",
+            format!("{t:.1} s after the signal"),
+            "the requests in flight that failed".into(),
+        );
+    }
     if let Some(n) = d.n8n_failed {
         row(
             "n8n's failed executions",
@@ -57,11 +70,18 @@ pub fn table(d: &Drain) -> String {
             "main's n8n_scaling_mode_queue_jobs_failed over the run".into(),
         );
     }
-    if let (Some(p), Some(w)) = (d.predicted, &d.window_s) {
+    if let (Some(p), Some(b)) = (d.predicted, &d.budget_s) {
         row(
             "predicted",
             format!("{:.1} lost of {:.1} held", p.lost, p.held),
-            format!("window {:.1} s: {}", w.value, w.source.words()),
+            format!("Code tasks had {:.1} s: {}", b.value, b.source.words()),
+        );
+    }
+    if let Some((s, latest)) = &d.stalled_answer_s {
+        row(
+            "a killed worker's jobs answered",
+            format!("{:.0}–{latest:.0} s after the kill", s.value),
+            s.source.words(),
         );
     }
     if let Some(j) = &d.job_p50_s {

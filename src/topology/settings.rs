@@ -217,6 +217,9 @@ pub struct TimeSettings {
     /// Workers: Bull's job lock and how often it is renewed, ms.
     pub lock_duration_ms: Option<Sourced<f64>>,
     pub lock_renew_ms: Option<Sourced<f64>>,
+    /// Workers: how often Bull's stalled check runs, ms (`QUEUE_WORKER_STALLED_INTERVAL`).
+    #[serde(default)]
+    pub stalled_interval_ms: Option<Sourced<f64>>,
     /// Where Code runs (a runner, an n8n process with its internal runner): the task timeout,
     /// s; `set` false when it is n8n's default (which n8n 3.0 lowers).
     pub task_timeout_s: Option<Sourced<f64>>,
@@ -225,8 +228,9 @@ pub struct TimeSettings {
 
 /// n8n 2.x's defaults for [`TimeSettings`].
 pub const GRACEFUL_SHUTDOWN_S: f64 = n8n_defaults::GRACEFUL_SHUTDOWN_S;
-pub const LOCK_DURATION_MS: f64 = 60_000.0;
+pub const LOCK_DURATION_MS: f64 = n8n_defaults::LOCK_DURATION_MS;
 pub const LOCK_RENEW_MS: f64 = 10_000.0;
+pub const STALLED_INTERVAL_MS: f64 = n8n_defaults::STALLED_INTERVAL_MS;
 pub const TASK_TIMEOUT_S: f64 = n8n_defaults::TASK_TIMEOUT_S;
 pub const TASK_TIMEOUT_3_S: f64 = n8n_defaults::TASK_TIMEOUT_3_S;
 
@@ -290,6 +294,8 @@ fn time_settings(
         lock_duration_ms: worker
             .then(|| read("QUEUE_WORKER_LOCK_DURATION", LOCK_DURATION_MS, 0.001)),
         lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS, 0.001)),
+        stalled_interval_ms: worker
+            .then(|| read("QUEUE_WORKER_STALLED_INTERVAL", STALLED_INTERVAL_MS, 0.001)),
         task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", task_default, 1.0)),
         task_timeout_set: get("N8N_RUNNERS_TASK_TIMEOUT").is_some(),
     };
