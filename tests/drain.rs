@@ -1,22 +1,27 @@
-//! `n8ncap drain` against simulated workers that stop as n8n 2.x does (no job taken after
-//! SIGTERM, the running ones waited for up to N8N_GRACEFUL_SHUTDOWN_TIMEOUT, the rest failed).
+//! `n8ncap drain` against simulated workers that stop as n8n 2.41 does (no job taken after
+//! SIGTERM, Code tasks aborted when the task budget — 0.8 × N8N_GRACEFUL_SHUTDOWN_TIMEOUT —
+//! runs out and answered HTTP 500 then; a killed worker's jobs failed by Bull's stalled check).
 //! The lost-job cases run 6 s jobs against a 1 s window on workers of 8 slots: at the signal
-//! the stopped worker holds about 6 jobs spread over their 6 s, so some are always left:
-//! through the Docker API on a compose-like project, and with --stop-cmd on processes whose
-//! queue is a real Redis and whose executions are in a real PostgreSQL (the jobs left found by
-//! Bull's stalled check on the other worker). The
-//! loss measured is held to the jobs the stopped worker said it left, and to the prediction.
+//! the stopped worker holds about 6 jobs spread over their 6 s, so some always outlast the
+//! budget: through the Docker API on a compose-like project, and killed with --stop-cmd on
+//! processes whose queue is a real Redis and whose executions are in a real PostgreSQL. The
+//! loss measured is held to the tasks the stopped worker said it aborted, and to the
+//! prediction. `drain_compose.rs` runs the real n8n's three stops on the compose stack.
 
 use crate::common::*;
 use crate::docker::{docker, Stack};
 use std::process::Command;
 
-/// The count in the simulator's "… with K executions still running: they fail" line.
-fn left_in(log: &str) -> u64 {
+/// The count in the simulator's "Task aborted because …: K task(s)" line (0 without one).
+pub(crate) fn aborted_in(log: &str) -> u64 {
     log.lines()
         .find_map(|l| {
-            let (_, rest) = l.split_once(") passed with ")?;
-            rest.split_whitespace().next()?.parse().ok()
+            let rest = l.strip_prefix(n8ncap::sim::worker::TASK_ABORTED)?;
+            rest.trim_start_matches(": ")
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
         })
         .unwrap_or(0)
 }
@@ -71,7 +76,7 @@ async fn ready_two_workers(tag: &str, graceful: &'static str) -> (Stack, String,
     (stack, port, worker)
 }
 
-fn drain(args: &[&str]) -> serde_json::Value {
+pub(crate) fn drain(args: &[&str]) -> serde_json::Value {
     let o = Command::new(bin())
         .arg("drain")
         .args(args)
@@ -87,7 +92,7 @@ fn drain(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn lost(d: &serde_json::Value) -> u64 {
+pub(crate) fn lost(d: &serde_json::Value) -> u64 {
     let f = &d["in_flight"];
     let by_status: u64 = f["failed_by_status"]
         .as_object()
@@ -142,8 +147,18 @@ async fn jobs_shorter_than_the_shutdown_window_are_not_lost() {
     );
 }
 
+/// The statuses the requests in flight failed with.
+fn failed_statuses(d: &serde_json::Value) -> Vec<String> {
+    d["in_flight"]["failed_by_status"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
+async fn code_tasks_past_the_task_budget_fail_with_http_500_when_it_runs_out() {
     if !have_docker() {
         return;
     }
@@ -171,27 +186,46 @@ async fn jobs_longer_than_the_window_are_lost_as_the_worker_left_them() {
         &format!("http://127.0.0.1:{port}/metrics"),
     ]);
     let log = docker(&["logs", &worker]);
-    let left = left_in(&log);
-    assert!(left >= 1, "the worker left no job: {log}\n{d}");
-    // What the drain counted is what the worker failed, and what n8n counted as failed.
-    assert_eq!(lost(&d), left, "{log}\n{d}");
-    assert_eq!(d["n8n_failed"].as_f64(), Some(left as f64), "{d}");
+    let aborted = aborted_in(&log);
+    assert!(aborted >= 1, "the worker aborted no task: {log}\n{d}");
+    // What the drain counted is what the worker aborted, each answered HTTP 500 — none left
+    // unanswered, and none in n8n's failed counter (measured on n8n 2.41.1: it stays 0).
+    assert_eq!(lost(&d), aborted, "{log}\n{d}");
+    assert_eq!(failed_statuses(&d), vec!["500".to_string()], "{d}");
+    assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
+    assert_eq!(d["n8n_failed"].as_f64(), Some(0.0), "{d}");
+    // Answered by the task budget, not by a stalled check (90 s on main's queue by default).
+    let last = d["in_flight"]["last_failure_after_s"].as_f64().unwrap();
+    assert!(
+        last < d["stalled_answer_s"][0]["value"].as_f64().unwrap(),
+        "{d}"
+    );
     // The held count read back from the worker's log ("Waiting for N active executions").
     let held = d["stop"]["held_logged"]
         .as_u64()
         .expect("held from the log");
-    assert!(held >= left, "{d}");
-    // The prediction from that count: 6 s jobs against a 1 s window lose five sixths.
+    assert!(held >= aborted, "{d}");
+    // The prediction from that count: 6 s jobs whose Code gets 0.8 of a 1 s window.
+    assert_eq!(d["budget_s"]["value"], 0.8, "{d}");
     let p = d["predicted"]["lost"].as_f64().unwrap();
-    assert!(
-        (p - held as f64 * (1.0 - 1.0 / d["job_p50_s"]["value"].as_f64().unwrap())).abs() < 1e-6
-    );
+    let job = d["job_p50_s"]["value"].as_f64().unwrap();
+    assert!((p - held as f64 * (1.0 - 0.8 / job)).abs() < 1e-6, "{d}");
     assert_eq!(d["window_s"]["value"], 1.0);
+    // The advice: a window whose 0.8 covers the p99 job, above the 1 s set.
+    assert_eq!(d["advice"]["kind"], "raise_window", "{d}");
+    let to = d["advice"]["to_s"].as_f64().unwrap();
+    assert!(
+        0.8 * to >= d["job_p99_s"]["value"].as_f64().unwrap() && to > 1.0,
+        "{d}"
+    );
 }
 
-/// Real Redis for the queue and real PostgreSQL for the executions (each process's pool).
+/// Real Redis for the queue and real PostgreSQL for the executions (each process's pool): a
+/// worker killed (SIGKILL, as an OOM kill) loses every job it held, and the other worker's
+/// stalled check fails them once their lease lapsed — answered HTTP 500, never re-run, not in
+/// n8n's failed counter, as n8n 2.41.1 did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() {
+async fn on_redis_the_jobs_a_killed_worker_held_fail_by_bull_s_stalled_check() {
     if !have_command("redis-server", "--version", "apt-get install redis-server") {
         return;
     }
@@ -284,7 +318,7 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
     let pid = workers[0].0.id();
     // Until it exited: it stays this process's zombie until reaped, which `kill -0` still finds.
     let stop = format!(
-        "kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done"
+        "kill -KILL {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done"
     );
     let d = drain(&[
         "--url",
@@ -301,6 +335,8 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
         "2s",
         "--stop-cmd",
         &stop,
+        "--signal",
+        "KILL",
         "--workers",
         "2",
         "--shutdown-timeout",
@@ -310,14 +346,19 @@ async fn on_redis_the_jobs_a_stopped_worker_left_fail_by_bull_s_stalled_check() 
         "--metrics",
         &format!("http://127.0.0.1:{http}/metrics"),
     ]);
-    let log = std::fs::read_to_string(dir.join("w0.log")).unwrap();
-    let left = left_in(&log);
-    assert!(left >= 1, "the worker left no job: {log}\n{d}");
-    assert_eq!(lost(&d), left, "{log}\n{d}");
-    // Failed by the other worker's stalled check, not left unanswered.
+    // Every failure an HTTP 500 from the other worker's stalled check, none left unanswered,
+    // none counted by n8n's failed counter.
+    assert!(lost(&d) >= 1, "{d}");
+    assert_eq!(failed_statuses(&d), vec!["500".to_string()], "{d}");
     assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
-    assert_eq!(d["n8n_failed"].as_f64(), Some(left as f64), "{d}");
-    assert!(d["predicted"]["lost"].as_f64().unwrap() > 0.0, "{d}");
+    assert_eq!(d["n8n_failed"].as_f64(), Some(0.0), "{d}");
+    // Not before the lease (2 s here) lapsed: the stalled check, not the task budget.
+    let last = d["in_flight"]["last_failure_after_s"].as_f64().unwrap();
+    assert!(last >= 2.0, "{d}");
+    assert_eq!(d["killed_before_budget"], true, "{d}");
+    // A kill loses every held execution: predicted lost = predicted held.
+    assert_eq!(d["predicted"]["lost"], d["predicted"]["held"], "{d}");
+    assert_eq!(d["advice"]["kind"], "avoid_kill", "{d}");
     // Every execution main wrote before it was queued: the finished ones saved by their worker.
     assert!(d["in_flight"]["finished"].as_u64().unwrap() >= 1, "{d}");
     drop(pg);

@@ -27,6 +27,8 @@ mod docker_scale;
 mod docs;
 #[path = "drain.rs"]
 mod drain;
+#[path = "drain_compose.rs"]
+mod drain_compose;
 #[path = "fuzz.rs"]
 mod fuzz;
 #[path = "grafana.rs"]

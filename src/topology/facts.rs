@@ -48,6 +48,7 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "QUEUE_BULL_REDIS_CLUSTER_NODES",
     "QUEUE_WORKER_LOCK_DURATION",
     "QUEUE_WORKER_LOCK_RENEW_TIME",
+    "QUEUE_WORKER_STALLED_INTERVAL",
     // PgBouncer's knobs, as bitnami's and PgBouncer's images read them and as edoburu's does.
     "PGBOUNCER_MAX_CLIENT_CONN",
     "PGBOUNCER_DEFAULT_POOL_SIZE",
