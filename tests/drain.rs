@@ -12,18 +12,9 @@ use crate::common::*;
 use crate::docker::{docker, Stack};
 use std::process::Command;
 
-/// The count in the simulator's "Task aborted because …: K task(s)" line (0 without one).
+/// The Code tasks a worker's log says it aborted at shutdown (n8n's line, one per task).
 pub(crate) fn aborted_in(log: &str) -> u64 {
-    log.lines()
-        .find_map(|l| {
-            let rest = l.strip_prefix(n8ncap::sim::worker::TASK_ABORTED)?;
-            rest.trim_start_matches(": ")
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
+    n8ncap::observe::docker_stop::aborted_in_log(log)
 }
 
 /// `tag` names the project and its image: tests side by side must not share them.

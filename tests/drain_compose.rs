@@ -1,4 +1,4 @@
-//! The three stops measured on a real n8n 2.41.1 (../shared/reference, "second lab": two
+//! The three stops measured on a real n8n 2.41.1 (the project's second n8n lab; its logs are `fixtures/n8n-real/worker-sigterm-*.log`: two
 //! workers of concurrency 5, runner limit 5, `N8N_GRACEFUL_SHUTDOWN_TIMEOUT=3`), replayed on the
 //! simulator's compose stack — the project's images (`examples/compose/simulated/build.sh`), a
 //! real Redis, docker-compose — with `n8ncap drain` through the Docker API:
@@ -231,6 +231,11 @@ async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
     let d = row(&project, &worker, port, "1", 6000, "TERM");
     let log = docker(&["logs", &worker]);
     let aborted = aborted_in(&log);
+    assert_eq!(
+        d["stop"]["aborted_logged"].as_u64(),
+        Some(aborted),
+        "{log}\n{d}"
+    );
     assert_eq!(lost(&d), aborted, "{log}\n{d}");
     assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
     assert_eq!(d["n8n_failed"].as_f64(), Some(0.0), "{d}");

@@ -203,6 +203,7 @@ async fn command_stop(
         exit_code: ran.exit_code.map(i64::from),
         grace_s: None,
         held_logged: crate::observe::docker_stop::held_in_log(&ran.output),
+        aborted_logged: None,
         detail: Some(match ran.failure {
             Some(f) => format!("{f}: {}", ran.output),
             None => ran.output,
@@ -238,6 +239,43 @@ async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load:
     crate::load::client::Target::new(&a.url, "POST", &Default::default(), &body, timeout).await
 }
 
+/// The workers sharing the load, the stopped worker's shutdown window, its Bull settings.
+type Worker = (Option<Sourced<u32>>, Option<Sourced<f64>>, Bull);
+
+/// What is known of the worker stopped: the workers sharing the load, its shutdown window and
+/// its Bull lease and check interval — read through Docker, else the flags, else n8n's defaults.
+fn the_worker(a: &DrainArgs, stopper: &Stopper) -> anyhow::Result<Worker> {
+    let (workers, graceful, bull) = match stopper {
+        Stopper::Docker(_, g, n, b) => (
+            Some(n.clone()),
+            g.clone(),
+            Bull {
+                lock_ms: b.lock_ms.clone(),
+                stalled_ms: b.stalled_ms.clone(),
+            },
+        ),
+        Stopper::Command(_) => (
+            a.workers
+                .map(|n| Sourced::new(n, Provenance::Flag("--workers".into()))),
+            None,
+            Bull::defaults(),
+        ),
+    };
+    let graceful = match &a.shutdown_timeout {
+        Some(t) => Some(Sourced::new(
+            duration("--shutdown-timeout", t)?.as_secs_f64(),
+            Provenance::Flag("--shutdown-timeout".into()),
+        )),
+        None => graceful.or(Some(Sourced::new(
+            crate::model::n8n_defaults::GRACEFUL_SHUTDOWN_S,
+            Provenance::Assumed(
+                "n8n's default N8N_GRACEFUL_SHUTDOWN_TIMEOUT: the worker's own was not read".into(),
+            ),
+        ))),
+    };
+    Ok((workers, graceful, bull))
+}
+
 pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let interrupt = crate::util::Interrupt::install();
     let format = a.output.format::<View>("drain")?;
@@ -265,35 +303,8 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
             .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
     }
     let stopper = stopper(&a).await?;
-    let (workers, graceful, bull) = match &stopper {
-        Stopper::Docker(_, g, n, b) => (
-            Some(n.clone()),
-            g.clone(),
-            Bull {
-                lock_ms: b.lock_ms.clone(),
-                stalled_ms: b.stalled_ms.clone(),
-            },
-        ),
-        Stopper::Command(_) => (
-            a.workers
-                .map(|n| Sourced::new(n, Provenance::Flag("--workers".into()))),
-            None,
-            Bull::defaults(),
-        ),
-    };
+    let (workers, graceful, bull) = the_worker(&a, &stopper)?;
     let target = target(&a, bull.timeout()).await?;
-    let graceful = match &a.shutdown_timeout {
-        Some(t) => Some(Sourced::new(
-            duration("--shutdown-timeout", t)?.as_secs_f64(),
-            Provenance::Flag("--shutdown-timeout".into()),
-        )),
-        None => graceful.or(Some(Sourced::new(
-            crate::model::n8n_defaults::GRACEFUL_SHUTDOWN_S,
-            Provenance::Assumed(
-                "n8n's default N8N_GRACEFUL_SHUTDOWN_TIMEOUT: the worker's own was not read".into(),
-            ),
-        ))),
-    };
     let failed_before = failed_counter(a.metrics.as_deref()).await;
     let plan = crate::load::drain::Plan {
         rate_per_s: known.rate.value,

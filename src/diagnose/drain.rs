@@ -296,9 +296,12 @@ fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
 
 fn verdict(d: &Drain) -> String {
     let f = &d.in_flight;
-    let held = match d.stop.held_logged {
-        Some(h) => format!("it said it held {h} executions; "),
-        None => String::new(),
+    let held = match (d.stop.held_logged, d.stop.aborted_logged) {
+        (Some(h), Some(a)) if a > 0 => format!(
+            "it said it held {h} executions and aborted {a} Code task(s) when its task budget ran out; "
+        ),
+        (Some(h), _) => format!("it said it held {h} executions; "),
+        _ => String::new(),
     };
     let statuses: Vec<String> = f
         .failed_by_status
@@ -549,6 +552,7 @@ mod tests {
             exit_code: Some(137),
             grace_s,
             held_logged: held,
+            aborted_logged: None,
             detail: None,
             restarted_s: None,
         }

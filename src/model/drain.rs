@@ -4,7 +4,7 @@
 //! `[0, J)`, so with a job time near constant the share whose rest outlasts the time it is given
 //! `B` is `max(0, 1 − B ÷ J)`. n8n ≥ 2.0 fails those for good (no stalled retry).
 //!
-//! What `B` is, as n8n 2.41.1 was measured to stop (../shared/reference, "second lab"): on
+//! What `B` is, as n8n 2.41.1 was measured to stop (docs/sim.md, "A worker's stop"; the logs in `fixtures/n8n-real/`): on
 //! SIGTERM a Code task gets the *task budget*, 0.8 × `N8N_GRACEFUL_SHUTDOWN_TIMEOUT` (then the
 //! broker aborts it and main answers HTTP 500 at once); a kill — SIGKILL, an OOM kill, an
 //! orchestrator's grace that ends before the budget — gives none: every held execution is lost,

@@ -56,7 +56,7 @@ impl DockerStop {
                     .await
                     .map_err(|e| format!("stopping {}: {e}", self.container))
             }
-            StopSignal::Kill => self.kill().await,
+            StopSignal::Kill => self.kill().await.map_err(|e| format!("{e:#}")),
         };
         let exited_after_s = signal.elapsed().as_secs_f64();
         let mut detail = stopped.err();
@@ -67,7 +67,7 @@ impl DockerStop {
                 None
             }
         };
-        let held_logged = self.held_logged(since).await;
+        let (held_logged, aborted_logged) = self.logged(since).await;
         let mut restarted_s = None;
         if self.restart && detail.is_none() {
             match start_running(&self.docker, &self.container).await {
@@ -84,44 +84,45 @@ impl DockerStop {
             exit_code,
             grace_s: (self.signal == StopSignal::Term).then_some(f64::from(self.grace_s)),
             held_logged,
+            aborted_logged: Some(aborted_logged),
             detail,
             restarted_s,
         }
     }
 
     /// SIGKILL through the Docker API, then waits until the container is seen exited.
-    async fn kill(&self) -> Result<(), String> {
+    async fn kill(&self) -> anyhow::Result<()> {
         let opts = KillContainerOptionsBuilder::default()
             .signal("SIGKILL")
             .build();
         self.docker
             .kill_container(&self.container, Some(opts))
             .await
-            .map_err(|e| format!("killing {}: {e}", self.container))?;
+            .map_err(|e| anyhow::anyhow!("killing {}: {e}", self.container))?;
         let deadline = Instant::now() + KILL_LIMIT;
         loop {
             let running = inspect(&self.docker, &self.container)
-                .await
-                .map_err(|e| format!("{e:#}"))?
+                .await?
                 .state
                 .and_then(|s| s.running);
             if running != Some(true) {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!(
+                anyhow::bail!(
                     "{} still runs {} s after SIGKILL",
                     self.container,
                     KILL_LIMIT.as_secs()
-                ));
+                );
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
 
-    /// n8n's "Waiting for N active executions to finish..." after the signal: N, the jobs it
-    /// held; None when the log has no such line (none held, or a log level that hides it).
-    async fn held_logged(&self, since: i32) -> Option<u64> {
+    /// What the worker logged after the signal: the jobs it held (n8n's "Waiting for N active
+    /// executions to finish..."; None without that line — none held, or a log level that hides
+    /// it) and the Code tasks its broker aborted when the task budget ran out.
+    async fn logged(&self, since: i32) -> (Option<u64>, u64) {
         let opts = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
@@ -135,8 +136,17 @@ impl DockerStop {
                 break;
             }
         }
-        held_in_log(&text)
+        (held_in_log(&text), aborted_in_log(&text))
     }
+}
+
+/// n8n 2.41's line for each Code task a stopping worker's broker aborted
+/// (`fixtures/n8n-real/worker-sigterm-6s-jobs-3s-window.log`).
+const TASK_ABORTED: &str = "Task aborted because the n8n instance was shutting down";
+
+/// The Code tasks a log says were aborted at shutdown: one line each.
+pub fn aborted_in_log(text: &str) -> u64 {
+    text.lines().filter(|l| l.contains(TASK_ABORTED)).count() as u64
 }
 
 /// The first "Waiting for N active executions to finish" in a log.
@@ -155,6 +165,21 @@ pub fn held_in_log(text: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// Pinned to a real n8n 2.41.1 worker's log from SIGTERM to exit (3 s window): 6 s jobs, 3
+    /// held and 2 Code tasks aborted; 1 s jobs, 3 held and none aborted.
+    #[test]
+    fn the_held_and_aborted_counts_are_read_from_a_real_n8n_log() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/n8n-real");
+        let long =
+            std::fs::read_to_string(root.join("worker-sigterm-6s-jobs-3s-window.log")).unwrap();
+        assert_eq!(super::held_in_log(&long), Some(3));
+        assert_eq!(super::aborted_in_log(&long), 2);
+        let short =
+            std::fs::read_to_string(root.join("worker-sigterm-1s-jobs-3s-window.log")).unwrap();
+        assert_eq!(super::held_in_log(&short), Some(3));
+        assert_eq!(super::aborted_in_log(&short), 0);
+    }
+
     #[test]
     fn the_held_count_is_read_from_n8n_s_log_line() {
         let log = "Stopping n8n...\n2026-12-04T10:00:00.000Z | info | Waiting for 7 active executions to finish... {\"scopes\":[\"scaling\"]}\nWaiting for 3 active executions to finish...\n";

@@ -51,6 +51,11 @@ pub struct StopRecord {
     /// Jobs the worker said it held at the signal (n8n's log "Waiting for N active executions
     /// to finish"; 0 when it exited without that line, None when its logs were not read).
     pub held_logged: Option<u64>,
+    /// Code tasks the worker said its broker aborted when the task budget ran out (n8n's "Task
+    /// aborted because the n8n instance was shutting down", one line each; None when its logs
+    /// were not read).
+    #[serde(default)]
+    pub aborted_logged: Option<u64>,
     /// The command's output, cut, or what failed.
     pub detail: Option<String>,
     /// Seconds from the load's start to the worker running again (Docker: started again after

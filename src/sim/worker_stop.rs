@@ -67,8 +67,9 @@ impl Stop {
             }
             if now >= budget && !*st.abort_tasks.borrow() {
                 aborted = st.code_tasks.load(Ordering::SeqCst);
-                if aborted > 0 {
-                    println!("{TASK_ABORTED}: {aborted} task(s)");
+                // n8n logs one line per aborted task.
+                for _ in 0..aborted {
+                    println!("{TASK_ABORTED}");
                 }
                 let _ = st.abort_tasks.send(true);
             }
