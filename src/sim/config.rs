@@ -337,6 +337,18 @@ pub struct WorkerConfig {
     pub shutdown: ShutdownConfig,
 }
 
+/// `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD` (ms, default 10 000): how long an n8n process keeps
+/// trying to reach a lost Redis before it exits (`RedisClientService`'s `maxTimeout`).
+pub fn redis_timeout_threshold(env: Env) -> Result<Duration, BadInput> {
+    let ms: f64 = env_parse(
+        env,
+        "QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD",
+        10_000.0,
+        "milliseconds",
+    )?;
+    positive_secs("QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD", ms / 1000.0)
+}
+
 /// The share of the shutdown window a stopping worker's Code tasks get (n8n 2.41's task broker).
 pub const SHUTDOWN_TASK_BUDGET_RATIO: f64 = 0.8;
 

@@ -191,7 +191,11 @@ async fn refresh_snapshot(st: &State) {
                 w.as_int().unwrap_or(0).max(0) as u64,
                 a.as_int().unwrap_or(0).max(0) as u64,
             ),
-            _ => return,
+            _ => {
+                // Gone: the next enqueue opens it again.
+                *guard = None;
+                return;
+            }
         }
     } else {
         (
@@ -486,23 +490,55 @@ async fn worker_conn(st: Arc<State>, stream: tokio::net::TcpStream) {
 }
 
 /// Bull's layout: the job's data in the hash `bull:jobs:<id>`, its id pushed on `bull:jobs:wait`.
+/// With Redis gone the request waits for it, as n8n's Redis client queues its commands while it
+/// reconnects: answered once Redis is back, never when the process exits first.
 async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()> {
     let key = bull::key(&st.cfg.bull_prefix, &id.to_string());
     let wait = bull::key(&st.cfg.bull_prefix, "wait");
     let data = serde_json::to_string(spec)?;
-    let mut guard = st.redis.lock().await;
-    let c = guard
-        .as_mut()
-        .ok_or_else(|| anyhow::anyhow!("no Redis connection"))?;
-    c.cmd(&["HSET", &key, "data", &data]).await?;
-    c.cmd(&["LPUSH", &wait, &id.to_string()]).await?;
-    Ok(())
+    let Some(url) = st.cfg.redis.clone() else {
+        anyhow::bail!("no Redis configured");
+    };
+    loop {
+        {
+            let mut guard = st.redis.lock().await;
+            if guard.is_none() {
+                *guard = Conn::open(&url).await.ok();
+            }
+            if let Some(c) = guard.as_mut() {
+                if c.cmd(&["HSET", &key, "data", &data]).await.is_ok()
+                    && c.cmd(&["LPUSH", &wait, &id.to_string()]).await.is_ok()
+                {
+                    return Ok(());
+                }
+                *guard = None;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
-async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {
+/// The outcomes channel, subscribed again whenever the connection drops.
+async fn redis_outcomes(st: Arc<State>, first: Conn) {
+    let mut next = Some(first);
+    loop {
+        let sub = match next.take() {
+            Some(c) => Some(c),
+            None => match st.cfg.redis.as_ref() {
+                Some(url) => Conn::open(url).await.ok(),
+                None => return,
+            },
+        };
+        if let Some(sub) = sub {
+            outcomes_on(&st, sub).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+async fn outcomes_on(st: &Arc<State>, mut sub: Conn) {
     let channel = bull::outcome_channel(&st.cfg.bull_prefix);
     if sub.cmd(&["SUBSCRIBE", &channel]).await.is_err() {
-        eprintln!("n8ncap sim main: cannot subscribe to {channel} on Redis");
         return;
     }
     while let Ok(v) = sub.read().await {
@@ -518,9 +554,8 @@ async fn redis_outcomes(st: Arc<State>, mut sub: Conn) {
         else {
             continue;
         };
-        finish(&st, id, ended);
+        finish(st, id, ended);
     }
-    eprintln!("n8ncap sim main: lost the Redis subscription");
 }
 
 /// How a job ended, as main hears it.

@@ -12,6 +12,7 @@ pub mod db;
 pub mod intake;
 pub mod main_role;
 pub mod process;
+pub mod redis_watch;
 pub mod regular;
 pub mod rendezvous;
 pub mod runner;
@@ -237,9 +238,30 @@ pub async fn fetch_runner_tasks(url: &str) -> anyhow::Result<(u64, f64)> {
     Ok((done, seconds))
 }
 
+/// A process of its own on Redis holds it as n8n does: it exits (code 1) once Redis was
+/// unreachable past `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD` ([`redis_watch`]).
+fn watch_redis(
+    url: Option<&crate::wire::resp::RedisUrl>,
+    role: &'static str,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<()> {
+    let Some(url) = url.cloned() else {
+        return Ok(());
+    };
+    let threshold = config::redis_timeout_threshold(&crate::util::process_env)?;
+    tasks.spawn(async move {
+        redis_watch::until_lost(url, threshold, role).await;
+        std::process::exit(1);
+    });
+    Ok(())
+}
+
 /// `n8ncap sim main`: runs until interrupted.
 pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
+    if cfg.regular.is_none() {
+        watch_redis(cfg.redis.as_ref(), "main", &mut tasks)?;
+    }
     let regular = cfg.regular.clone();
     let a = main_role::start(cfg, &mut tasks).await?;
     println!(
@@ -257,6 +279,7 @@ pub async fn run_main(cfg: MainConfig) -> anyhow::Result<()> {
 /// `n8ncap sim worker`: runs until interrupted.
 pub async fn run_worker(cfg: WorkerConfig) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
+    watch_redis(cfg.redis.as_ref(), "worker", &mut tasks)?;
     let (conc, mode, limit) = (cfg.concurrency, cfg.runners_mode, cfg.internal_runner_limit);
     let a = worker::start(cfg, &mut tasks).await?;
     println!(
@@ -302,6 +325,10 @@ pub async fn run_runner(cfg: RunnerConfig) -> anyhow::Result<()> {
 
 /// `n8ncap sim all`: a whole stack in one process.
 pub async fn run_all(cfg: StackConfig) -> anyhow::Result<()> {
+    let mut watch = JoinSet::new();
+    if !cfg.regular {
+        watch_redis(cfg.redis.as_ref(), "all", &mut watch)?;
+    }
     let stack = Stack::start(cfg).await?;
     let c = &stack.config;
     if c.regular {

@@ -340,13 +340,25 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl, named: bool) {
             };
             st.may_report().await;
             let payload = serde_json::to_string(&done).unwrap_or_default();
-            let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
-                && c.cmd(&["DEL", &key, &lock]).await.is_ok()
-                && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
-            st.reported();
-            if !ok {
-                break;
+            // With Redis gone the outcome waits for it (n8n's client queues its commands while
+            // it reconnects); the process exits first if Redis stays away past the threshold.
+            loop {
+                let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
+                    && c.cmd(&["DEL", &key, &lock]).await.is_ok()
+                    && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
+                if ok {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if let Ok(mut fresh) = Conn::open(&url).await {
+                    if named {
+                        let name = super::bull::worker_name(&prefix);
+                        let _ = fresh.cmd(&["CLIENT", "SETNAME", &name]).await;
+                    }
+                    c = fresh;
+                }
             }
+            st.reported();
         }
         st.queue_connected.store(false, Ordering::Relaxed);
     }
