@@ -222,6 +222,7 @@ fn merge_extends_env_file_and_interpolation_follow_compose() {
 services:
   base-n8n:
     image: n8nio/n8n:${VERSION}
+    restart: unless-stopped
     environment:
       - EXECUTIONS_MODE=queue
       - N8N_METRICS=true

@@ -23,10 +23,12 @@ fn stack(worker: &str, runner: &str) -> String {
 services:
   n8n:
     image: n8nio/n8n:2.41.1
+    restart: always
     environment:
       <<: *env
   n8n-worker:
     image: n8nio/n8n:2.41.1
+    restart: always
     command: worker --concurrency=10
     environment:
       <<: *env
@@ -80,7 +82,7 @@ fn compose_files_compose_refuses_are_refused_naming_the_place() {
         (
             "conc.yml",
             stack("", "").replace("--concurrency=10", "--concurrency=-5"),
-            vec!["conc.yml:16", "n8n-worker", "--concurrency"],
+            vec!["conc.yml:17", "n8n-worker", "--concurrency"],
         ),
         (
             "mem.yml",
@@ -90,7 +92,7 @@ fn compose_files_compose_refuses_are_refused_naming_the_place() {
         (
             "envfile.yml",
             stack("    env_file: missing.env", ""),
-            vec!["envfile.yml:16", "n8n-worker", "missing.env"],
+            vec!["envfile.yml:17", "n8n-worker", "missing.env"],
         ),
         (
             "replicas.yml",

@@ -137,7 +137,7 @@ fn a_pool_mode_pgbouncer_does_not_have_is_said_and_read_as_session() {
 fn inspect_and_audit_count_runners_against_replicas_the_same_way() {
     let f = written(
         "replicas.yml",
-        "x-env: &env\n  EXECUTIONS_MODE: queue\n  N8N_RUNNERS_MODE: external\n  N8N_RUNNERS_BROKER_LISTEN_ADDRESS: 0.0.0.0\n  N8N_METRICS: \"true\"\n  N8N_METRICS_INCLUDE_QUEUE_METRICS: \"true\"\n  OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS: \"true\"\nservices:\n  n8n:\n    image: docker.n8n.io/n8nio/n8n:2.41.1\n    environment:\n      <<: *env\n  n8n-worker:\n    image: docker.n8n.io/n8nio/n8n:2.41.1\n    command: worker --concurrency=10\n    deploy:\n      replicas: 3\n    environment:\n      <<: *env\n  n8n-worker-runner:\n    image: n8nio/runners:2.41.1\n    mem_limit: 1g\n    environment:\n      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679\n      N8N_RUNNERS_MAX_CONCURRENCY: \"3\"\n",
+        "x-env: &env\n  EXECUTIONS_MODE: queue\n  N8N_RUNNERS_MODE: external\n  N8N_RUNNERS_BROKER_LISTEN_ADDRESS: 0.0.0.0\n  N8N_METRICS: \"true\"\n  N8N_METRICS_INCLUDE_QUEUE_METRICS: \"true\"\n  OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS: \"true\"\nservices:\n  n8n:\n    image: docker.n8n.io/n8nio/n8n:2.41.1\n    restart: always\n    environment:\n      <<: *env\n  n8n-worker:\n    image: docker.n8n.io/n8nio/n8n:2.41.1\n    restart: always\n    command: worker --concurrency=10\n    deploy:\n      replicas: 3\n    environment:\n      <<: *env\n  n8n-worker-runner:\n    image: n8nio/runners:2.41.1\n    mem_limit: 1g\n    environment:\n      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679\n      N8N_RUNNERS_MAX_CONCURRENCY: \"3\"\n",
     );
     let (_, v, err) = audit_json(&f);
     let mut ids: Vec<String> = v["findings"]

@@ -68,7 +68,7 @@ fn each_rule_fixture_adds_its_rule_to_the_clean_base() {
         assert_eq!(audit_ids(&file), want, "{file}");
         n += 1;
     }
-    assert_eq!(n, 19);
+    assert_eq!(n, 20);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod autoscaling;
 mod database;
 mod kubernetes;
+mod outage;
 mod time_budget;
 mod upgrade;
 
@@ -156,6 +157,7 @@ pub fn audit_for(
     version_skew(&c, &mut out);
     database::rules(&c, &mut out);
     kubernetes::rules(&c, &mut out);
+    outage::rules(&c, &mut out);
     if let Some(u) = opts.upgrade {
         upgrade::rules(&c, u, &mut out);
     }

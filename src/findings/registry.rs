@@ -221,6 +221,15 @@ registry! {
     RunnerLimitBelowWorkerConcurrency = "runner-limit-below-worker-concurrency", Audit, Warning,
         "runner capacity below worker concurrency caps Code-heavy throughput",
         "raise N8N_RUNNERS_MAX_CONCURRENCY (or runners per worker) to at least the worker's concurrency";
+    N8nWithoutRestartPolicy = "n8n-without-restart-policy", Audit, Error,
+        "an n8n process in queue mode with no restart policy: a Redis outage past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD ends it for good",
+        "set restart: always (or unless-stopped, on-failure) on every n8n service, as n8n's own compose examples do";
+    RedisWithoutRestartPolicy = "redis-without-restart-policy", Audit, Warning,
+        "the queue's Redis is one container with no restart policy: once it stops, nothing brings it back",
+        "set restart: always (or unless-stopped) on the Redis service";
+    RedisTimeoutThreshold = "redis-timeout-threshold", Audit, Info,
+        "how long n8n's processes outlive a Redis outage (QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD) against what restarts Redis",
+        "keep Redis' restart or failover under the threshold, or raise the threshold above it";
     RunnerWithoutMemoryLimit = "runner-without-memory-limit", Audit, Warning,
         "a runner has no memory limit; Code-node memory lands there",
         "set a memory limit on every runner";

@@ -40,6 +40,10 @@ pub mod n8n_defaults {
     pub const LOCK_DURATION_MS: f64 = 60_000.0;
     /// `QUEUE_WORKER_STALLED_INTERVAL`, ms: how often Bull looks for jobs whose lease lapsed.
     pub const STALLED_INTERVAL_MS: f64 = 30_000.0;
+    /// `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD`, ms: how long an n8n process tries a lost Redis
+    /// before it exits (`RedisClientService`; measured on 2.41.1: main and workers exited 10 s
+    /// after Redis stopped).
+    pub const REDIS_TIMEOUT_THRESHOLD_MS: f64 = 10_000.0;
     /// `N8N_RUNNERS_GRACEFUL_SHUTDOWN_TIMEOUT`, seconds: a runner's own shutdown window.
     pub const RUNNER_GRACEFUL_SHUTDOWN_S: f64 = 30.0;
     /// At shutdown a running Code task is re-armed to end by this share of

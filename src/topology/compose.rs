@@ -674,6 +674,7 @@ fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, 
         Some(m) => Some(m),
         None => memory("mem_limit", svc.get("mem_limit"))?,
     };
+    f.restart = restart_of(svc);
     f.hostnames.push(name.to_string());
     for key in ["container_name", "hostname"] {
         if let Some(h) = svc.get(key).map(scalar).filter(|h| !h.is_empty()) {
@@ -690,12 +691,57 @@ fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, 
     Ok(f)
 }
 
+/// The service's restart policy: Swarm's `deploy.restart_policy` (its `condition`, `any` when
+/// not written) wins where it is present, as `docker stack deploy` reads it; else `restart`.
+fn restart_of(svc: &Value) -> Option<super::facts::RestartPolicy> {
+    use super::facts::RestartPolicy;
+    match svc.pointer("/deploy/restart_policy") {
+        Some(Value::Object(p)) => Some(match p.get("condition") {
+            Some(c) if !c.is_null() => {
+                RestartPolicy::new(&scalar(c), "deploy.restart_policy.condition")
+            }
+            _ => RestartPolicy::new("any", "deploy.restart_policy (condition not written: any)"),
+        }),
+        _ => match svc.get("restart") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(RestartPolicy::new(&scalar(v), "restart")),
+        },
+    }
+}
+
 /// Most replicas a service may declare (beyond it, a typing error).
 const MAX_REPLICAS: u32 = 10_000;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Compose's `restart`, and Swarm's `deploy.restart_policy` where present (its condition
+    /// `any` when not written), as what starts an exited n8n again.
+    #[test]
+    fn a_restart_policy_is_read_as_compose_and_swarm_write_it() {
+        let svc = |y: &str| -> Value { serde_saphyr::from_str(y).unwrap() };
+        let r = |y: &str| restart_of(&svc(y)).map(|p| (p.written, p.restarts));
+        assert_eq!(r("image: x"), None);
+        assert_eq!(r("restart: always"), Some(("always".into(), true)));
+        assert_eq!(
+            r("restart: unless-stopped"),
+            Some(("unless-stopped".into(), true))
+        );
+        assert_eq!(
+            r("restart: on-failure:3"),
+            Some(("on-failure:3".into(), true))
+        );
+        assert_eq!(r("restart: \"no\""), Some(("no".into(), false)));
+        assert_eq!(
+            r("restart: always\ndeploy: {restart_policy: {condition: none}}"),
+            Some(("none".into(), false))
+        );
+        assert_eq!(
+            r("deploy: {restart_policy: {max_attempts: 3}}"),
+            Some(("any".into(), true))
+        );
+    }
 
     #[test]
     fn interpolation_follows_compose() {

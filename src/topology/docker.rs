@@ -56,6 +56,18 @@ pub fn facts(info: &ContainerInspectResponse) -> Facts {
             }
         }
     }
+    f.restart = info
+        .host_config
+        .as_ref()
+        .and_then(|h| h.restart_policy.as_ref())
+        .and_then(|p| p.name.as_ref())
+        .map(|n| {
+            let written = n.to_string();
+            super::facts::RestartPolicy::new(
+                if written.is_empty() { "no" } else { &written },
+                "HostConfig.RestartPolicy",
+            )
+        });
     f.memory_limit_bytes = info
         .host_config
         .as_ref()

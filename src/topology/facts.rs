@@ -49,6 +49,7 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "QUEUE_WORKER_LOCK_DURATION",
     "QUEUE_WORKER_LOCK_RENEW_TIME",
     "QUEUE_WORKER_STALLED_INTERVAL",
+    "QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD",
     // PgBouncer's knobs, as bitnami's and PgBouncer's images read them and as edoburu's does.
     "PGBOUNCER_MAX_CLIENT_CONN",
     "PGBOUNCER_DEFAULT_POOL_SIZE",
@@ -128,6 +129,45 @@ pub struct Facts {
     /// Live containers: their state as Docker inspects it (OOM kill, exit code, restarts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<crate::record::lifecycle::ContainerState>,
+    /// What starts the process again when it exits, when the input says (None: nothing
+    /// written — Compose's and Docker's default is not to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartPolicy>,
+}
+
+/// A container's restart policy as its input writes it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// The value as written (`always`, `unless-stopped`, `on-failure:3`, `no`; Swarm's `any`,
+    /// `on-failure`, `none`; Kubernetes' `Always`).
+    pub written: String,
+    /// Where it is written (`restart`, `deploy.restart_policy.condition`,
+    /// `HostConfig.RestartPolicy`, the pod's `restartPolicy`).
+    pub at: String,
+    /// Whether an exited process is started again (a crash, at least: `on-failure` counts).
+    pub restarts: bool,
+}
+
+impl RestartPolicy {
+    /// Compose's and Docker's `restart` (`no`, `always`, `unless-stopped`, `on-failure[:N]`),
+    /// Swarm's `condition` (`none`, `on-failure`, `any`) and Kubernetes' `restartPolicy`.
+    pub fn new(written: &str, at: &str) -> RestartPolicy {
+        let w = written.trim();
+        let base = w
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        RestartPolicy {
+            written: crate::util::escape_control(w).into_owned(),
+            at: at.to_string(),
+            restarts: matches!(
+                base.as_str(),
+                "always" | "unless-stopped" | "on-failure" | "any" | "onfailure"
+            ),
+        }
+    }
 }
 
 /// A container of a Kubernetes workload, as the rendered manifests describe it.
@@ -240,6 +280,10 @@ pub struct Probe {
     pub kind: ProbeKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_path: Option<String>,
+    /// Seconds after which failing probes act: `failureThreshold` (3) × `periodSeconds` (10),
+    /// Kubernetes' defaults where not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acts_after_s: Option<f64>,
 }
 
 /// Secrets the audit compares across services, by fingerprint only.

@@ -274,9 +274,18 @@ fn probes(c: &Value) -> Vec<Probe> {
     ProbeKind::ALL
         .iter()
         .filter_map(|k| {
-            c.get(k.field()).map(|p| Probe {
-                kind: *k,
-                http_path: s(p, "/httpGet/path").map(str::to_string),
+            c.get(k.field()).map(|p| {
+                let num = |f: &str, d: f64| {
+                    p.get(f)
+                        .and_then(Value::as_f64)
+                        .filter(|v| v.is_finite() && *v >= 0.0)
+                        .unwrap_or(d)
+                };
+                Probe {
+                    kind: *k,
+                    http_path: s(p, "/httpGet/path").map(str::to_string),
+                    acts_after_s: Some(num("failureThreshold", 3.0) * num("periodSeconds", 10.0)),
+                }
             })
         })
         .collect()
@@ -368,6 +377,12 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
             .and_then(parse_quantity_bytes);
         f.cpu_limit_cores = limits.and_then(|l| l.get("cpu")).and_then(parse_cpu);
         let probes = probes(c);
+        // A Deployment's or StatefulSet's pods restart their containers (restartPolicy Always,
+        // the only value those accept).
+        f.restart = Some(super::facts::RestartPolicy::new(
+            "Always",
+            &format!("the pod's restartPolicy ({kind} {name})"),
+        ));
         f.k8s = Some(K8sFacts {
             workload_kind: kind.to_string(),
             workload: name.clone(),

@@ -220,6 +220,10 @@ pub struct TimeSettings {
     /// Workers: how often Bull's stalled check runs, ms (`QUEUE_WORKER_STALLED_INTERVAL`).
     #[serde(default)]
     pub stalled_interval_ms: Option<Sourced<f64>>,
+    /// n8n processes: how long a lost Redis is tried before the process exits, ms
+    /// (`QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD`).
+    #[serde(default)]
+    pub redis_timeout_ms: Option<Sourced<f64>>,
     /// Where Code runs (a runner, an n8n process with its internal runner): the task timeout,
     /// s; `set` false when it is n8n's default (which n8n 3.0 lowers).
     pub task_timeout_s: Option<Sourced<f64>>,
@@ -231,6 +235,7 @@ pub const GRACEFUL_SHUTDOWN_S: f64 = n8n_defaults::GRACEFUL_SHUTDOWN_S;
 pub const LOCK_DURATION_MS: f64 = n8n_defaults::LOCK_DURATION_MS;
 pub const LOCK_RENEW_MS: f64 = 10_000.0;
 pub const STALLED_INTERVAL_MS: f64 = n8n_defaults::STALLED_INTERVAL_MS;
+pub const REDIS_TIMEOUT_MS: f64 = n8n_defaults::REDIS_TIMEOUT_THRESHOLD_MS;
 pub const TASK_TIMEOUT_S: f64 = n8n_defaults::TASK_TIMEOUT_S;
 pub const TASK_TIMEOUT_3_S: f64 = n8n_defaults::TASK_TIMEOUT_3_S;
 
@@ -296,6 +301,13 @@ fn time_settings(
         lock_renew_ms: worker.then(|| read("QUEUE_WORKER_LOCK_RENEW_TIME", LOCK_RENEW_MS, 0.001)),
         stalled_interval_ms: worker
             .then(|| read("QUEUE_WORKER_STALLED_INTERVAL", STALLED_INTERVAL_MS, 0.001)),
+        redis_timeout_ms: n8n.then(|| {
+            read(
+                "QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD",
+                REDIS_TIMEOUT_MS,
+                0.001,
+            )
+        }),
         task_timeout_s: code_here.then(|| read("N8N_RUNNERS_TASK_TIMEOUT", task_default, 1.0)),
         task_timeout_set: get("N8N_RUNNERS_TASK_TIMEOUT").is_some(),
     };
