@@ -59,6 +59,8 @@ mod k6;
 mod k8s;
 #[path = "metrics_real.rs"]
 mod metrics_real;
+#[path = "outage.rs"]
+mod outage;
 #[path = "pasted_plan.rs"]
 mod pasted_plan;
 #[path = "postgres.rs"]

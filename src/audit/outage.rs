@@ -62,7 +62,7 @@ fn n8n_restart(n: &Node, out: &mut Vec<Finding>) {
     }
     out.push(
         finding(
-            FindingId::N8nWithoutRestartPolicy,
+            FindingId::ProcessWithoutRestartPolicy,
             n.name(),
             format!(
                 "{}: nothing restarts this {} ({}) — once Redis is unreachable for {} it exits and stays down",

@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod drain;
+mod outage;
 mod replay;
 pub use drain::DrainArgs;
+pub use outage::OutageArgs;
 pub use replay::ReplayArgs;
 
 #[derive(Parser, Debug)]
@@ -98,6 +100,12 @@ pub enum Command {
     /// requests it held counted by how they ended, the time until answers came back, and the
     /// loss the time budget predicted beside it.
     Drain(Box<DrainArgs>),
+    /// What a Redis outage costs: a steady load while the queue's Redis is stopped for
+    /// --outage and started again (through the Docker API, or --stop-cmd/--start-cmd); the
+    /// requests in flight by how they ended, the n8n processes that exited (n8n exits once
+    /// Redis is gone past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD), whether and when answers came
+    /// back, and the loss the threshold predicts. Redis is always started again.
+    Outage(Box<OutageArgs>),
     /// Would this autoscaler have kept up? Recorded arrivals replayed through the deployed
     /// ScaledObject or HPA and through the one n8ncap generates from the run, side by side:
     /// the backlog and queue wait over time with their peaks, the replicas, and the executions

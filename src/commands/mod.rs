@@ -11,6 +11,7 @@ mod exporter;
 mod grafana;
 mod history;
 mod inspect;
+mod outage;
 mod recommend;
 mod replay;
 mod report;
@@ -58,6 +59,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Compare(a) => compare::run(a),
         Command::Scale(a) => scale::run(a).await,
         Command::Drain(a) => drain::run(*a).await,
+        Command::Outage(a) => outage::run(*a).await,
         Command::Replay(a) => replay::run(*a).await,
         Command::Sim(s) => {
             sim::run(s).await?;

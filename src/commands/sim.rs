@@ -139,8 +139,10 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<N8nRole> {
 /// `sim n8n` plays the n8n command line in a compose stack: when QUEUE_BULL_REDIS_HOST names a
 /// real Redis (it answers PING), the queue lives there under Bull's keys, as in n8n; when it
 /// names the simulator's main (the stacks without a Redis service), main serves the queue. The
-/// Redis may start after this container: an unreachable host is retried for 20 s. Each
-/// decision is logged with the address.
+/// Redis may start after this container: an unreachable host is retried every half second, and
+/// once it was for `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD` (10 s) the process exits with n8n's
+/// words, as n8n does (a restart policy starts it again; main's own host serves the queue at
+/// once). Each decision is logged with the address.
 async fn sim_n8n_redis(
     env: &dyn Fn(&str) -> Option<String>,
     role: &str,
@@ -151,7 +153,8 @@ async fn sim_n8n_redis(
     };
     let port: u16 = crate::util::env_parse(env, "QUEUE_BULL_REDIS_PORT", 6379, "a port number")?;
     let db: u32 = crate::util::env_parse(env, "QUEUE_BULL_REDIS_DB", 0, "a database number")?;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let threshold = config::redis_timeout_threshold(env)?;
+    let deadline = std::time::Instant::now() + threshold;
     let mut said = false;
     loop {
         match probe(&host, port).await {
@@ -181,16 +184,13 @@ async fn sim_n8n_redis(
                 return Ok(None);
             }
             Probe::Unreachable | Probe::Silent if std::time::Instant::now() >= deadline => {
-                eprintln!(
-                    "n8ncap sim n8n {role}: nothing answers at {host}:{port} after 20 s: the \
-                     queue is the simulator's own{}",
-                    if role == "main" {
-                        ", served here"
-                    } else {
-                        "; retrying main's queue"
-                    }
+                let s = format!("{}s", threshold.as_secs_f64().round());
+                eprintln!("Unable to connect to Redis after trying to connect for {s}");
+                eprintln!("Exiting process due to Redis connection error");
+                anyhow::bail!(
+                    "sim n8n {role}: nothing answered at QUEUE_BULL_REDIS_HOST {host}:{port} for \
+                     QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD ({s})"
                 );
-                return Ok(None);
             }
             Probe::Unreachable | Probe::Silent => {
                 if !said {

@@ -192,7 +192,7 @@ pub fn in_flight_at(sent: &[Sent], signal: f64) -> InFlight {
     f
 }
 
-fn timeline(sent: &[Sent], duration_s: f64) -> Vec<Second> {
+pub fn timeline(sent: &[Sent], duration_s: f64) -> Vec<Second> {
     let last = sent
         .iter()
         .filter_map(|s| s.ended_s)

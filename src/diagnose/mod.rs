@@ -16,6 +16,7 @@ pub mod levels;
 pub mod lifecycle;
 pub mod mix;
 pub mod observed;
+pub mod outage;
 pub mod ramp;
 pub mod regular;
 pub mod replay;

@@ -221,7 +221,7 @@ registry! {
     RunnerLimitBelowWorkerConcurrency = "runner-limit-below-worker-concurrency", Audit, Warning,
         "runner capacity below worker concurrency caps Code-heavy throughput",
         "raise N8N_RUNNERS_MAX_CONCURRENCY (or runners per worker) to at least the worker's concurrency";
-    N8nWithoutRestartPolicy = "n8n-without-restart-policy", Audit, Error,
+    ProcessWithoutRestartPolicy = "process-without-restart-policy", Audit, Error,
         "an n8n process in queue mode with no restart policy: a Redis outage past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD ends it for good",
         "set restart: always (or unless-stopped, on-failure) on every n8n service, as n8n's own compose examples do";
     RedisWithoutRestartPolicy = "redis-without-restart-policy", Audit, Warning,
@@ -455,7 +455,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 51);
+        assert_eq!(FindingId::audit_rules().count(), 54);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

@@ -4,6 +4,7 @@
 
 pub mod bull;
 pub mod docker;
+pub mod docker_outage;
 pub mod docker_scale;
 pub mod docker_stop;
 mod events;

@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod history;
 pub mod lifecycle;
 pub mod observation;
+pub mod outage;
 pub mod recommendation;
 pub mod role;
 pub mod scaling;

@@ -14,6 +14,7 @@ pub mod html;
 pub mod inspect;
 pub mod json;
 pub mod markdown;
+pub mod outage;
 pub mod replay;
 pub mod sarif;
 pub mod scale;

@@ -240,6 +240,18 @@ impl Rendered for Drain<'_> {
     }
 }
 
+/// `outage`'s result: the requests in flight by outcome, the processes that exited, the
+/// recovery, the prediction.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Outage<'a>(pub &'a crate::record::outage::Outage);
+
+impl Rendered for Outage<'_> {
+    fn table(&self) -> String {
+        super::outage::table(self.0)
+    }
+}
+
 /// `replay`'s result: each autoscaler over the same arrivals, side by side.
 #[derive(Serialize)]
 #[serde(transparent)]

@@ -518,6 +518,40 @@ async fn redis_enqueue(st: &State, id: u64, spec: &JobSpec) -> anyhow::Result<()
     }
 }
 
+/// The outcomes published while main was not subscribed (Redis away, or main reconnecting):
+/// read from the jobs' hashes of the executions still waiting.
+async fn catch_up(st: &Arc<State>) {
+    let ids: Vec<u64> = st
+        .waiters
+        .lock()
+        .map(|w| w.keys().copied().collect())
+        .unwrap_or_default();
+    let Some(url) = st.cfg.redis.clone() else {
+        return;
+    };
+    let mut guard = st.redis.lock().await;
+    if guard.is_none() {
+        *guard = Conn::open(&url).await.ok();
+    }
+    let Some(c) = guard.as_mut() else { return };
+    for id in ids {
+        let key = bull::key(&st.cfg.bull_prefix, &id.to_string());
+        let Ok(v) = c.cmd(&["HGET", &key, "outcome"]).await else {
+            *guard = None;
+            return;
+        };
+        let Some(ended) = v
+            .as_str()
+            .and_then(|p| serde_json::from_str::<QueueMsg>(&p).ok())
+            .and_then(Ended::of)
+        else {
+            continue;
+        };
+        let _ = c.cmd(&["DEL", &key]).await;
+        finish_waiting(st, ended.0, ended.1);
+    }
+}
+
 /// The outcomes channel, subscribed again whenever the connection drops.
 async fn redis_outcomes(st: Arc<State>, first: Conn) {
     let mut next = Some(first);
@@ -541,6 +575,7 @@ async fn outcomes_on(st: &Arc<State>, mut sub: Conn) {
     if sub.cmd(&["SUBSCRIBE", &channel]).await.is_err() {
         return;
     }
+    catch_up(st).await;
     while let Ok(v) = sub.read().await {
         let redis::Value::Array(items) = v else {
             continue;
@@ -554,7 +589,21 @@ async fn outcomes_on(st: &Arc<State>, mut sub: Conn) {
         else {
             continue;
         };
-        finish(st, id, ended);
+        // Taken: the job's hash goes (a main that never hears of it leaves it, as Bull keeps
+        // a completed job it was not told to remove).
+        if let Some(url) = st.cfg.redis.as_ref() {
+            let key = bull::key(&st.cfg.bull_prefix, &id.to_string());
+            let mut guard = st.redis.lock().await;
+            if guard.is_none() {
+                *guard = Conn::open(url).await.ok();
+            }
+            if let Some(c) = guard.as_mut() {
+                if c.cmd(&["DEL", &key]).await.is_err() {
+                    *guard = None;
+                }
+            }
+        }
+        finish_waiting(st, id, ended);
     }
 }
 
@@ -590,6 +639,19 @@ impl Ended {
             )),
             _ => None,
         }
+    }
+}
+
+/// [`finish`] for an execution still waiting: on Redis an outcome can arrive twice (published,
+/// and read back from the job's hash after a resubscription).
+fn finish_waiting(st: &State, id: u64, e: Ended) {
+    let waiting = st
+        .waiters
+        .lock()
+        .map(|w| w.contains_key(&id))
+        .unwrap_or(false);
+    if waiting {
+        finish(st, id, e);
     }
 }
 

@@ -340,27 +340,42 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl, named: bool) {
             };
             st.may_report().await;
             let payload = serde_json::to_string(&done).unwrap_or_default();
-            // With Redis gone the outcome waits for it (n8n's client queues its commands while
-            // it reconnects); the process exits first if Redis stays away past the threshold.
-            loop {
-                let ok = c.cmd(&["LREM", &active, "1", &id]).await.is_ok()
-                    && c.cmd(&["DEL", &key, &lock]).await.is_ok()
-                    && c.cmd(&["PUBLISH", &channel, &payload]).await.is_ok();
-                if ok {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                if let Ok(mut fresh) = Conn::open(&url).await {
-                    if named {
-                        let name = super::bull::worker_name(&prefix);
-                        let _ = fresh.cmd(&["CLIENT", "SETNAME", &name]).await;
-                    }
-                    c = fresh;
-                }
-            }
+            let keys = [active.as_str(), id.as_str(), lock.as_str(), key.as_str()];
+            let named = named.then_some(prefix.as_str());
+            report(&mut c, &url, named, keys, &channel, &payload).await;
             st.reported();
         }
         st.queue_connected.store(false, Ordering::Relaxed);
+    }
+}
+
+/// A job's end on Redis: out of the active list, its lease gone, its outcome in its hash (as
+/// Bull keeps a return value: a main resubscribing finds it) and published; with Redis gone it
+/// waits for it (n8n's client queues its commands). `named`: Bull's worker name's prefix.
+async fn report(
+    c: &mut Conn,
+    url: &RedisUrl,
+    named: Option<&str>,
+    [active, id, lock, key]: [&str; 4],
+    channel: &str,
+    payload: &str,
+) {
+    loop {
+        let ok = c.cmd(&["LREM", active, "1", id]).await.is_ok()
+            && c.cmd(&["DEL", lock]).await.is_ok()
+            && c.cmd(&["HSET", key, "outcome", payload]).await.is_ok()
+            && c.cmd(&["PUBLISH", channel, payload]).await.is_ok();
+        if ok {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Ok(mut fresh) = Conn::open(url).await {
+            if let Some(prefix) = named {
+                let name = super::bull::worker_name(prefix);
+                let _ = fresh.cmd(&["CLIENT", "SETNAME", &name]).await;
+            }
+            *c = fresh;
+        }
     }
 }
 

@@ -161,7 +161,9 @@ pub(super) async fn stalled_check(st: Arc<State>, url: RedisUrl) {
                 uncounted: true,
             };
             let payload = serde_json::to_string(&done).unwrap_or_default();
-            let _ = c.cmd(&["DEL", &bull::key(&prefix, id)]).await;
+            let _ = c
+                .cmd(&["HSET", &bull::key(&prefix, id), "outcome", &payload])
+                .await;
             let _ = c.cmd(&["PUBLISH", &channel, &payload]).await;
         }
         suspects = lapsed;

@@ -1,0 +1,141 @@
+//! `n8ncap outage`'s side of the Docker API: the project's Redis stopped and started again, and
+//! the n8n processes read back afterwards — their state, exit code, restarts, restart policy
+//! and n8n's last line about Redis in their log. With `observe::docker_scale` and
+//! `observe::docker_stop`, the places n8ncap changes a deployment; this one always starts again
+//! what it stopped.
+
+use super::docker_scale::{inspect, start_running};
+use crate::record::outage::ProcessAfter;
+use bollard::query_parameters::{LogsOptionsBuilder, StopContainerOptionsBuilder};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+/// The project's Redis container and the n8n processes to read back.
+pub struct DockerOutage {
+    pub docker: Docker,
+    pub redis: String,
+    /// n8n's containers and their roles (main, worker, webhook).
+    pub n8n: Vec<(String, String)>,
+}
+
+/// Seconds Redis is given to stop by itself (it saves and exits on SIGTERM).
+const REDIS_GRACE_S: i32 = 10;
+
+impl DockerOutage {
+    /// Stops Redis (SIGTERM, SIGKILL after 10 s).
+    pub async fn stop(&self) -> anyhow::Result<()> {
+        let opts = StopContainerOptionsBuilder::default()
+            .t(REDIS_GRACE_S)
+            .build();
+        self.docker
+            .stop_container(&self.redis, Some(opts))
+            .await
+            .map_err(|e| anyhow::anyhow!("stopping {}: {e}", self.redis))
+    }
+
+    /// Starts Redis again and waits until Docker reports it running.
+    pub async fn start(&self) -> anyhow::Result<()> {
+        start_running(&self.docker, &self.redis).await
+    }
+
+    /// Each n8n container's restart count now, to count the restarts of the run.
+    pub async fn restarts_now(&self) -> Vec<i64> {
+        let mut out = Vec::new();
+        for (name, _) in &self.n8n {
+            let n = inspect(&self.docker, name)
+                .await
+                .ok()
+                .and_then(|i| i.restart_count)
+                .unwrap_or(0);
+            out.push(n);
+        }
+        out
+    }
+
+    /// The n8n processes after the run, against their restart counts before it.
+    pub async fn after(&self, before: &[i64], since: i64) -> Vec<ProcessAfter> {
+        let mut out = Vec::new();
+        for (i, (name, role)) in self.n8n.iter().enumerate() {
+            let info = inspect(&self.docker, name).await.ok();
+            let state = info
+                .as_ref()
+                .and_then(|i| i.state.clone())
+                .unwrap_or_default();
+            let restarts = info
+                .as_ref()
+                .and_then(|i| i.restart_count)
+                .unwrap_or(0)
+                .saturating_sub(before.get(i).copied().unwrap_or(0))
+                .max(0) as u64;
+            let policy = info
+                .as_ref()
+                .and_then(|i| i.host_config.as_ref())
+                .and_then(|h| h.restart_policy.as_ref())
+                .and_then(|p| p.name.as_ref())
+                .map(|n| n.to_string())
+                .filter(|n| !n.is_empty() && n != "no");
+            let running = state.running == Some(true);
+            let redis_line = self.redis_line(name, since).await;
+            let exited_by_redis = redis_line.as_deref().is_some_and(|l| l.contains(EXITING));
+            out.push(ProcessAfter {
+                name: name.clone(),
+                role: role.clone(),
+                exited: !running || restarts > 0 || exited_by_redis,
+                exit_code: state.exit_code.filter(|_| !running || restarts > 0),
+                running,
+                restarts,
+                restart_policy: policy,
+                redis_line,
+            });
+        }
+        out
+    }
+
+    /// n8n's last line about its Redis connection since `since` (Unix seconds).
+    async fn redis_line(&self, name: &str, since: i64) -> Option<String> {
+        let opts = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .since(i32::try_from(since.saturating_sub(1)).unwrap_or(0))
+            .build();
+        let mut logs = self.docker.logs(name, Some(opts));
+        let mut text = String::new();
+        while let Some(Ok(chunk)) = logs.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+            if text.len() > 1 << 20 {
+                break;
+            }
+        }
+        redis_line_in(&text)
+    }
+}
+
+/// n8n's words when it gives Redis up (`RedisClientService`).
+pub const EXITING: &str = "Exiting process due to Redis connection error";
+
+/// The last line of a log about n8n's Redis connection: its exit, its attempts, its recovery.
+pub fn redis_line_in(text: &str) -> Option<String> {
+    let words = [
+        EXITING,
+        "Unable to connect to Redis",
+        "Lost Redis connection",
+        "Recovered Redis connection",
+    ];
+    text.lines()
+        .rev()
+        .find(|l| words.iter().any(|w| l.contains(w)))
+        .map(|l| crate::util::escape_control(&crate::util::truncate(l.trim(), 300)).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn n8n_s_last_word_on_redis_is_found() {
+        let log = "Lost Redis connection. Trying to reconnect in 1s... (9s/10s)\nUnable to connect to Redis after trying to connect for 10s\nExiting process due to Redis connection error\n";
+        assert_eq!(
+            super::redis_line_in(log).as_deref(),
+            Some("Exiting process due to Redis connection error")
+        );
+        assert_eq!(super::redis_line_in("Editor is now accessible"), None);
+    }
+}

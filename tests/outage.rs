@@ -1,0 +1,254 @@
+//! `n8ncap outage` on the simulator's compose stack (the project's images, a real Redis,
+//! docker-compose), as a real n8n 2.41.1 lived through a Redis outage: its processes retry a
+//! lost Redis every second and exit once it was gone past `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD`
+//! (scaled here to 3 s for n8n's 10 s); the webhooks in flight get no answer; only a restart
+//! policy brings n8n back. Without restart policies a short outage (1 s) costs nothing and a
+//! long one (6 s) ends main and the worker for good; with `restart: always` answers come back.
+
+use crate::common::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The projects and the images, removed at the end (also on failure).
+struct Down {
+    projects: Vec<(String, PathBuf)>,
+    tag: String,
+}
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        for (project, file) in &self.projects {
+            let _ = Command::new("docker-compose")
+                .args(["-p", project, "-f"])
+                .arg(file)
+                .args(["down", "-t", "1"])
+                .output();
+        }
+        for image in ["n8n", "runners", "redis"] {
+            let _ = Command::new("docker")
+                .args(["rmi", "-f", &format!("n8ncap-sim/{image}:{}", self.tag)])
+                .output();
+        }
+    }
+}
+
+/// Redis, main, a worker and its runner; `restart` on every service when given.
+fn compose_file(tag: &str, port: u16, restart: Option<&str>) -> String {
+    let r = restart.map_or(String::new(), |r| format!("    restart: {r}\n"));
+    format!(
+        r#"x-n8n-env: &n8n-env
+  EXECUTIONS_MODE: queue
+  QUEUE_BULL_REDIS_HOST: redis
+  QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD: "3000"
+  N8N_RUNNERS_MODE: external
+  N8N_RUNNERS_AUTH_TOKEN: outage-not-a-secret
+  N8N_RUNNERS_BROKER_LISTEN_ADDRESS: 0.0.0.0
+  N8N_METRICS: "true"
+  SIM_MAIN_CPU_MS: "0"
+services:
+  redis:
+    image: n8ncap-sim/redis:{tag}
+{r}  n8n:
+    image: n8ncap-sim/n8n:{tag}
+{r}    depends_on: [redis]
+    ports:
+      - "127.0.0.1:{port}:5678"
+    environment:
+      <<: *n8n-env
+  n8n-worker:
+    image: n8ncap-sim/n8n:{tag}
+{r}    command: worker --concurrency=5
+    depends_on: [redis]
+    environment:
+      <<: *n8n-env
+  n8n-worker-runner:
+    image: n8ncap-sim/runners:{tag}
+{r}    environment:
+      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679
+      N8N_RUNNERS_AUTH_TOKEN: outage-not-a-secret
+      N8N_RUNNERS_MAX_CONCURRENCY: "5"
+"#
+    )
+}
+
+async fn up(project: &str, file: &PathBuf, port: u16) {
+    let up = Command::new("docker-compose")
+        .args(["-p", project, "-f"])
+        .arg(file)
+        .args(["up", "-d"])
+        .output()
+        .unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    wait_answering(port).await;
+}
+
+/// Until the webhook answers 200 (main and the worker on Redis, the runner attached).
+async fn wait_answering(port: u16) {
+    let url = format!("http://127.0.0.1:{port}/webhook/load");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let ok = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-m",
+                "5",
+                "-X",
+                "POST",
+            ])
+            .args([
+                "-H",
+                "content-type: application/json",
+                "-d",
+                r#"{"sleep_ms":10}"#,
+            ])
+            .arg(&url)
+            .output()
+            .map(|o| o.stdout == b"200")
+            .unwrap_or(false);
+        if ok {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} never answered 200"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+fn outage(project: &str, port: u16, outage: &str, duration: &str) -> serde_json::Value {
+    let o = Command::new(bin())
+        .args([
+            "outage",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+        ])
+        .args(["--rate", "4", "--body", r#"{"sleep_ms":2000}"#])
+        .args([
+            "--duration",
+            duration,
+            "--stop-after",
+            "4s",
+            "--outage",
+            outage,
+        ])
+        .args(["--timeout", "8s", "--project", project, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn processes(o: &serde_json::Value) -> Vec<&serde_json::Value> {
+    o["processes"].as_array().unwrap().iter().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
+    if !have_docker()
+        || !have_command(
+            "docker-compose",
+            "version",
+            "apt-get install docker-compose",
+        )
+        || !have_command("redis-server", "--version", "apt-get install redis-server")
+        || !have_command("curl", "--version", "apt-get install curl")
+    {
+        return;
+    }
+    let id = std::process::id();
+    let tag = format!("otg{id}");
+    let dir = scratch().join(format!("n8ncap-outage-{id}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (bare, kept) = (format!("n8ncap-otg{id}"), format!("n8ncap-otgr{id}"));
+    let (bare_file, kept_file) = (dir.join("bare.yml"), dir.join("kept.yml"));
+    let (bare_port, kept_port) = (free_port(), free_port());
+    std::fs::write(&bare_file, compose_file(&tag, bare_port, None)).unwrap();
+    std::fs::write(&kept_file, compose_file(&tag, kept_port, Some("always"))).unwrap();
+    let _down = Down {
+        projects: vec![
+            (bare.clone(), bare_file.clone()),
+            (kept.clone(), kept_file.clone()),
+        ],
+        tag: tag.clone(),
+    };
+    let built = Command::new("bash")
+        .arg(root().join("examples/compose/simulated/build.sh"))
+        .arg(bin())
+        .env("TAG", &tag)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+
+    // No restart policy, 1 s of outage: n8n outlives it, nothing in flight is lost.
+    up(&bare, &bare_file, bare_port).await;
+    let o = outage(&bare, bare_port, "1s", "12s");
+    assert_eq!(o["threshold_s"]["value"], 3.0, "{o}");
+    assert_eq!(o["predicted_exit"], false, "{o}");
+    assert_eq!(processes(&o).len(), 2, "{o}");
+    assert!(
+        processes(&o)
+            .iter()
+            .all(|p| p["exited"] == false && p["running"] == true),
+        "{o}"
+    );
+    assert_eq!(o["in_flight"]["unanswered"], 0, "{o}");
+    assert_eq!(o["in_flight"]["finished"], o["in_flight"]["total"], "{o}");
+    assert!(o["first_ok_after_start_s"].as_f64().is_some(), "{o}");
+
+    // No restart policy, 6 s of outage: main and the worker exit with n8n's words and stay
+    // down; what was in flight gets no answer, and nothing is answered after Redis is back.
+    let o = outage(&bare, bare_port, "6s", "16s");
+    assert_eq!(o["predicted_exit"], true, "{o}");
+    for p in processes(&o) {
+        assert_eq!(p["exited"], true, "{o}");
+        assert_eq!(p["running"], false, "{o}");
+        assert_eq!(p["exit_code"], 1, "{o}");
+        assert_eq!(
+            p["redis_line"], "Exiting process due to Redis connection error",
+            "{o}"
+        );
+    }
+    let f = &o["in_flight"];
+    assert_eq!(f["finished"], 0, "{o}");
+    assert_eq!(o["predicted_lost"], f["total"], "{o}");
+    assert_eq!(o["after_ok"], 0, "{o}");
+    assert!(o["first_ok_after_start_s"].is_null(), "{o}");
+    assert!(o["recovered_after_start_s"].is_null(), "{o}");
+    // Redis itself was started again.
+    assert!(o["stop"]["started_s"].as_f64().is_some(), "{o}");
+
+    // restart: always, 6 s of outage: the processes exit and are started again; answers come
+    // back once Redis is.
+    up(&kept, &kept_file, kept_port).await;
+    let o = outage(&kept, kept_port, "6s", "24s");
+    for p in processes(&o) {
+        assert_eq!(p["exited"], true, "{o}");
+        assert_eq!(p["running"], true, "{o}");
+        assert!(p["restarts"].as_u64().unwrap() >= 1, "{o}");
+    }
+    assert_eq!(o["in_flight"]["finished"], 0, "{o}");
+    assert!(o["after_ok"].as_u64().unwrap() >= 1, "{o}");
+    assert!(o["first_ok_after_start_s"].as_f64().is_some(), "{o}");
+}
