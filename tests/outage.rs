@@ -239,6 +239,58 @@ async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
     // Redis itself was started again.
     assert!(o["stop"]["started_s"].as_f64().is_some(), "{o}");
 
+    // A sweep that loses its target: Redis stopped during its second stage; main and the worker
+    // exit with n8n's words, and the diagnosis puts that first, keeping the first stage.
+    up(&bare, &bare_file, bare_port).await;
+    let stopper = {
+        let bare = bare.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(9));
+            let _ = Command::new("docker")
+                .args(["stop", "-t", "1", &format!("{bare}_redis_1")])
+                .output();
+        })
+    };
+    let out = dir.join("sweep");
+    let s = Command::new(bin())
+        .args(["sweep", "--project", &bare, "--url"])
+        .arg(format!("http://127.0.0.1:{bare_port}/webhook/load"))
+        .args([
+            "--body",
+            r#"{"sleep_ms":300}"#,
+            "--vus",
+            "2,4",
+            "--stage-duration",
+            "8s",
+        ])
+        .args(["--warmup", "1s", "--timeout", "6s", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    stopper.join().unwrap();
+    let d = Command::new(bin())
+        .args(["diagnose", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{}\n{}",
+            String::from_utf8_lossy(&s.stderr),
+            String::from_utf8_lossy(&d.stderr)
+        )
+    });
+    let findings = v["diagnosis"]["findings"].as_array().unwrap();
+    assert_eq!(findings[0]["id"], "redis-connection-lost", "{v}");
+    assert!(
+        findings.iter().any(|f| f["subject"]
+            .as_str()
+            .is_some_and(|s| s.contains("n8n-worker"))
+            && f["id"] == "redis-connection-lost"),
+        "{v}"
+    );
+    // The first stage, before the outage, kept its measurement.
+    assert_eq!(v["stages"][0]["valid"], true, "{v}");
+
     // restart: always, 6 s of outage: the processes exit and are started again; answers come
     // back once Redis is.
     up(&kept, &kept_file, kept_port).await;

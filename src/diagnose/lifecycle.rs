@@ -58,6 +58,7 @@ pub fn deaths(stages: &[StageResult], settings: &Settings) -> Vec<ContainerDeath
                 at_s: first.map_or(0.0, |e| e.at_s),
                 exit_code: c.events.iter().find_map(|e| e.exit_code),
                 came_back: came_back(stages, s.index, &c.name),
+                redis_lost: c.events.iter().any(|e| e.redis_lost),
                 memory_limit_bytes: c.memory_limit_bytes,
                 memory_last_bytes: c.memory_last_bytes,
                 memory_peak_bytes: c.memory_peak_bytes,
@@ -69,7 +70,7 @@ pub fn deaths(stages: &[StageResult], settings: &Settings) -> Vec<ContainerDeath
             });
         }
     }
-    out.sort_by_key(|d| (d.kind, d.stage));
+    out.sort_by_key(|d| (!d.redis_lost, d.kind, d.stage));
     out
 }
 
@@ -213,8 +214,27 @@ impl DeathKind {
     }
 }
 
+/// The sentence the verdict starts with when an n8n process gave Redis up.
+fn redis_prefix(d: &ContainerDeath) -> String {
+    let after = if d.came_back {
+        "a restart policy started it again; the stages it missed are left out"
+    } else {
+        "nothing started it again (no restart policy): from then on nothing was answered"
+    };
+    format!(
+        "{} {} exited in stage {} at {:.1} s because Redis was gone for longer than QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD (10 s by default; n8n's \"Exiting process due to Redis connection error\"): the requests it held got no answer, and {after}. The stages before it were measured on the whole stack. ",
+        capitalised(d.role.word()),
+        d.name,
+        d.stage + 1,
+        d.at_s
+    )
+}
+
 /// The sentence the verdict starts with when a capacity component died.
 pub fn verdict_prefix(deaths: &[ContainerDeath], timeout_s: f64) -> Option<String> {
+    if let Some(d) = deaths.iter().find(|d| d.redis_lost) {
+        return Some(redis_prefix(d));
+    }
     let d = deaths.iter().find(|d| capacity_role(d.role))?;
     let role = capitalised(d.role.word());
     let of = match (&d.attached_to, d.role) {
@@ -459,6 +479,7 @@ pub fn findings(
     for d in deaths {
         let f = match d.kind {
             DeathKind::OomKilled => oom(d, memory, timeout),
+            _ if d.redis_lost => redis_lost(d),
             DeathKind::Exited => exited(d),
             DeathKind::Restarted => restarted(d),
         };
@@ -589,6 +610,32 @@ fn exited(d: &ContainerDeath) -> Finding {
     .with_severity(sev)
 }
 
+fn redis_lost(d: &ContainerDeath) -> Finding {
+    Finding::new(
+        FindingId::RedisConnectionLost,
+        format!(
+            "{} {} gave Redis up and exited in stage {} at {:.1} s{}",
+            capitalised(d.role.word()),
+            d.name,
+            d.stage + 1,
+            d.at_s,
+            if d.came_back {
+                " and was started again"
+            } else {
+                " and stayed down"
+            }
+        ),
+    )
+    .evidence("its log ends with n8n's \"Exiting process due to Redis connection error\"".to_string())
+    .evidence(format!(
+        "exit code {}",
+        d.exit_code.map_or("?".into(), |c| c.to_string())
+    ))
+    .why("n8n retries a lost Redis every second and exits once it has tried for longer than QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD (10 000 ms): the webhooks it held get no answer, and nothing is answered until something starts it again.")
+    .fix("find why Redis went away (its logs, its memory, its host) and keep it up; set restart: always on every n8n service; n8ncap outage measures what an outage of a given length costs")
+    .with_severity(Severity::Error)
+}
+
 fn restarted(d: &ContainerDeath) -> Finding {
     Finding::new(FindingId::ContainerRestarted,
         format!(
@@ -632,7 +679,46 @@ mod tests {
             action,
             exit_code,
             oom_killed: action == LifecycleAction::Die && exit_code == Some(137),
+            redis_lost: false,
         }
+    }
+
+    /// Main gives Redis up in stage 2 (n8n's words in its log) while a runner was OOM-killed
+    /// earlier: the Redis loss leads the verdict and the findings, and the stage before it
+    /// keeps its measurement.
+    #[test]
+    fn a_process_that_gave_redis_up_leads_the_verdict() {
+        let mut first = closed(0, 4, 3.9);
+        first.containers = vec![container("n8n", Role::Main)];
+        let mut second = closed(1, 8, 2.0);
+        let mut main = container("n8n", Role::Main);
+        main.events = vec![LifecycleEvent {
+            redis_lost: true,
+            ..event(3.0, LifecycleAction::Die, Some(1))
+        }];
+        main.exited = true;
+        main.down_at_end = true;
+        let mut r = container("r", Role::Runner);
+        r.events = vec![event(1.0, LifecycleAction::Die, Some(137))];
+        r.exited = true;
+        r.oom_killed = true;
+        r.down_at_end = true;
+        second.containers = vec![main, r];
+        let set = settings(1.0, Some(10), Some(10));
+        let stages = [first, second];
+        let d = deaths(&stages, &set);
+        assert_eq!(d.len(), 2);
+        assert!(d[0].redis_lost && d[0].role == Role::Main && !d[0].came_back);
+        assert_eq!((d[0].stage, d[0].exit_code), (1, Some(1)));
+        assert!(verdict_prefix(&d, 60.0).is_some());
+        let mut out = Vec::new();
+        findings(&d, None, None, &mut out);
+        assert_eq!(out[0].id, "redis-connection-lost");
+        assert_eq!(out[0].get("stage"), Some(2.0));
+        let mut levels = crate::diagnose::levels::group(&stages);
+        mark_levels(&mut levels, &d, &stages);
+        assert!(levels[0].valid && levels[0].stack_changed.is_none());
+        assert!(levels[1].stack_changed.is_some());
     }
 
     /// Stage 1 at 4 in flight: runner `r` of worker `w` (limit 5, 512 MiB) killed at 2 s.

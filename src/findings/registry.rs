@@ -164,6 +164,9 @@ registry! {
     ContainerExited = "container-exited", Run, Error,
         "a container exited during the run: what it held was lost",
         "read its logs (docker logs) for why it ended";
+    RedisConnectionLost = "redis-connection-lost", Run, Error,
+        "an n8n process exited because Redis was gone past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD: what it held got no answer",
+        "keep Redis up (a restart policy, a replica); a restart policy on every n8n service brings them back";
     ContainerRestarted = "container-restarted", Run, Warning,
         "a container restarted during the run",
         "find why it restarted (docker logs, docker inspect State); re-run the stage once it stays up";

@@ -110,6 +110,30 @@ impl DockerOutage {
     }
 }
 
+/// Whether a container's last log lines are n8n giving Redis up.
+pub async fn exited_for_redis(docker: &Docker, id: &str) -> bool {
+    let opts = LogsOptionsBuilder::default()
+        .stdout(true)
+        .stderr(true)
+        .tail("20")
+        .build();
+    let read = async {
+        let mut logs = docker.logs(id, Some(opts));
+        let mut text = String::new();
+        while let Some(Ok(chunk)) = logs.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+            if text.len() > 1 << 16 {
+                break;
+            }
+        }
+        text
+    };
+    let text = tokio::time::timeout(std::time::Duration::from_secs(5), read)
+        .await
+        .unwrap_or_default();
+    redis_line_in(&text).is_some_and(|l| l.contains(EXITING))
+}
+
 /// n8n's words when it gives Redis up (`RedisClientService`).
 pub const EXITING: &str = "Exiting process due to Redis connection error";
 

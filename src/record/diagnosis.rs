@@ -241,6 +241,9 @@ pub struct ContainerDeath {
     pub exit_code: Option<i64>,
     /// It was running again by the end of the run.
     pub came_back: bool,
+    /// It exited with n8n's "Exiting process due to Redis connection error".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redis_lost: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u64>,
     /// The last and the highest memory reading before the death, and the reading before load.

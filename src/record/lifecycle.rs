@@ -65,6 +65,10 @@ pub struct LifecycleEvent {
     /// `die`: Docker's `State.OOMKilled` read right after.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub oom_killed: bool,
+    /// `die`: the process's log ends with n8n's "Exiting process due to Redis connection
+    /// error" — it lost Redis for longer than `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redis_lost: bool,
 }
 
 /// A container's state as `docker inspect` gives it.

@@ -55,12 +55,15 @@ pub(super) async fn follow_lifecycle(
         } else {
             (false, ev.exit_code)
         };
-        let Ok(mut st) = state.lock() else { return };
         if books.recorded >= MAX_LIFECYCLE_EVENTS {
             continue;
         }
         books.recorded += 1;
-        record_lifecycle(&mut st, c, ev, oom_killed, exit_code);
+        // Why it died, when n8n said so: its last lines about Redis.
+        let redis_lost = ev.action == LifecycleAction::Die
+            && crate::observe::docker_outage::exited_for_redis(&d, &c.id).await;
+        let Ok(mut st) = state.lock() else { return };
+        record_lifecycle(&mut st, c, ev, (oom_killed, redis_lost), exit_code);
     }
 }
 
@@ -68,7 +71,7 @@ pub(super) fn record_lifecycle(
     st: &mut State,
     c: &WatchedContainer,
     ev: docker::Lifecycle,
-    oom_killed: bool,
+    (oom_killed, redis_lost): (bool, bool),
     exit_code: Option<i64>,
 ) {
     match ev.action {
@@ -106,5 +109,6 @@ pub(super) fn record_lifecycle(
         action: ev.action,
         exit_code,
         oom_killed,
+        redis_lost,
     });
 }
