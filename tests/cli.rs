@@ -4,7 +4,7 @@
 use crate::common::*;
 
 /// Every subcommand `--help` lists, in its order.
-const SUBCOMMANDS: [&str; 17] = [
+const SUBCOMMANDS: [&str; 18] = [
     "demo",
     "sweep",
     "inspect",
@@ -17,6 +17,7 @@ const SUBCOMMANDS: [&str; 17] = [
     "compare",
     "scale",
     "drain",
+    "outage",
     "replay",
     "sim",
     "completions",

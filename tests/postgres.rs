@@ -377,3 +377,83 @@ async fn audit_reads_the_live_postgres_for_the_connection_budget_and_never_shows
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("PG_DSN_UNSET"));
 }
+
+/// A Postgres out of connections, audited through a DSN alone (a deployment of plain
+/// processes, no compose file): max_connections 8, 3 reserved, 5 held by a non-superuser role.
+/// Its own refusal (53300) is the finding, not bad input; a superuser (a reserved slot) reads
+/// who holds them; once released, the DSN alone reports what is open against what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
+    let Some(pg) = start_postgres(8).await else {
+        return;
+    };
+    let superuser = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (admin, conn) = tokio_postgres::connect(&superuser, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    admin
+        .batch_execute("CREATE ROLE n8n LOGIN PASSWORD 'NOT-SHOWN-5e1b'")
+        .await
+        .unwrap();
+    let n8n = format!(
+        "host=127.0.0.1 port={} user=n8n dbname=n8n password=NOT-SHOWN-5e1b application_name=n8n-worker",
+        pg.port
+    );
+    // The admin holds one of the 8; 4 more as n8n fill the 5 non-reserved slots.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let (c, conn) = tokio_postgres::connect(&n8n, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        held.push((c, tokio::spawn(conn)));
+    }
+    let audit = |dsn: &str| {
+        let out = std::process::Command::new(bin())
+            .args(["audit", "--json", "--postgres-env", "PG_DSN"])
+            .env("PG_DSN", dsn)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("NOT-SHOWN"), "{text}");
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{text}"));
+        let ids: Vec<String> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect();
+        (out.status.code(), ids, v)
+    };
+    // As n8n's role: refused for want of a slot — the finding, exit 1, not exit 2.
+    let (code, ids, v) = audit(&n8n);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(ids, vec!["postgres-out-of-connections"], "{v}");
+    // As a superuser (a reserved slot): every non-reserved slot is open, who holds them said.
+    let (code, ids, v) = audit(&superuser);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(ids, vec!["postgres-out-of-connections"], "{v}");
+    let f = &v["findings"][0];
+    assert_eq!(f["figures"]["connections_available"], 5.0, "{f}");
+    assert!(
+        f["figures"]["connections_open"].as_f64().unwrap() >= 5.0,
+        "{f}"
+    );
+    // Released: the DSN alone says what is open against what is left.
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (code, ids, v) = audit(&n8n);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(ids, vec!["postgres-connections"], "{v}");
+    let open = v["findings"][0]["figures"]["connections_open"]
+        .as_f64()
+        .unwrap();
+    assert!((1.0..5.0).contains(&open), "{v}");
+    drop(admin);
+    drop(pg);
+}

@@ -12,6 +12,7 @@ use crate::model::n8n_defaults;
 use crate::topology::{Node, Role};
 
 pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
+    live_postgres(c, out);
     budget(c, out);
     pool_below_concurrency(c, out);
     webhook_default_pool(c, out);
@@ -120,7 +121,8 @@ fn ping_timeout_default(c: &Ctx, out: &mut Vec<Finding>) {
 /// it, else the Postgres service of the input; its name and where it was read.
 fn postgres_side<'a>(c: &'a Ctx, users: &[&&'a Node]) -> Option<(&'a str, Postgres, String)> {
     let node = c.t.nodes.iter().find(|n| n.role == Role::Postgres);
-    match (c.postgres, node) {
+    // A Postgres that refused n8ncap's connection told no figures: its finding is said apart.
+    match (c.postgres.filter(|p| p.refused.is_none()), node) {
         (Some(live), _) => Some((
             node.map_or(users.first().map_or("postgres", |n| n.name()), |p| p.name()),
             Postgres {
@@ -239,6 +241,55 @@ fn budget(c: &Ctx, out: &mut Vec<Finding>) {
             .figure("connections_available", available as f64),
         c,
     ));
+}
+
+/// The live Postgres on its own: out of connections now (it refused n8ncap's connection with
+/// SQLSTATE 53300, or every slot but the reserved ones is open), else — for an audit of the
+/// database alone, a deployment of plain processes — what is open against what it allows.
+fn live_postgres(c: &Ctx, out: &mut Vec<Finding>) {
+    let Some(live) = c.postgres else {
+        return;
+    };
+    let p = Postgres {
+        max_connections: live.max_connections,
+        reserved: Some(live.reserved),
+    };
+    if let Some(why) = &live.refused {
+        out.push(
+            finding(FindingId::PostgresOutOfConnections, "postgres", format!(
+                "Postgres at {} refused a connection now: {why}",
+                live.at
+            ))
+            .evidence("n8ncap's own connection, with the DSN given, was refused for want of a slot".to_string())
+            .why("Every n8n process that needs a new connection is refused the same way: executions fail (HTTP 500 \"Error in workflow\", or 200 without data when the last write was refused), n8n logs \"Problem with execution … remaining connection slots are reserved\", and executions are left running or new in its table. No response names Postgres.")
+            .fix("read it with a role that has a reserved slot (a superuser) to see who holds the connections (pg_stat_activity by application_name); then lower DB_POSTGRESDB_POOL_SIZE × processes under max_connections − superuser_reserved_connections, raise max_connections, or put PgBouncer (transaction mode) in front"),
+        );
+        return;
+    }
+    let (open, available) = (live.open(), p.available());
+    if open >= available {
+        out.push(live_evidence(
+            finding(FindingId::PostgresOutOfConnections, "postgres", format!(
+                "Postgres at {}: {open} connections open, every one of the {available} that max_connections {} − superuser_reserved_connections {} leaves",
+                live.at, live.max_connections, live.reserved
+            ))
+            .figure("connections_available", available as f64)
+            .why("The next process that needs a connection is refused (SQLSTATE 53300): its execution fails, and no response names Postgres.")
+            .fix("lower DB_POSTGRESDB_POOL_SIZE × processes under what Postgres leaves, raise max_connections, or put PgBouncer (transaction mode) in front"),
+            c,
+        ));
+    } else if c.n8n.is_empty() {
+        out.push(live_evidence(
+            finding(FindingId::PostgresConnections, "postgres", format!(
+                "Postgres at {}: {open} of the {available} connections max_connections {} − superuser_reserved_connections {} leaves are open",
+                live.at, live.max_connections, live.reserved
+            ))
+            .figure("connections_available", available as f64)
+            .why("Every n8n process (main, webhook processors, each worker) opens up to DB_POSTGRESDB_POOL_SIZE (2 by default) connections: their sum at the autoscalers' maxima must fit what Postgres leaves.")
+            .fix("compare Σ DB_POSTGRESDB_POOL_SIZE × processes with the connections available; give the deployment (-f, --live) for n8ncap to add them up"),
+            c,
+        ));
+    }
 }
 
 /// What the live Postgres showed open and waiting, when it was read.

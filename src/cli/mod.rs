@@ -386,7 +386,9 @@ pub struct AuditArgs {
     pub run: Option<PathBuf>,
     /// Name of an environment variable holding a Postgres DSN (host=… user=… dbname=… or
     /// postgres://…): the connection budget against the live max_connections, with the
-    /// connections open now by application (read-only; the DSN is never shown).
+    /// connections open now by application (read-only; the DSN is never shown). Alone (no -f,
+    /// no --live) it audits the database of any deployment; a Postgres out of connections
+    /// (SQLSTATE 53300) is a finding, not an error.
     #[arg(long, value_name = "VAR", conflicts_with = "postgres_file")]
     pub postgres_env: Option<String>,
     /// A file whose first line is that DSN.

@@ -41,6 +41,10 @@ pub(super) async fn run(a: AuditArgs) -> anyhow::Result<i32> {
             ),
             &opts,
         )
+    } else if let (true, Some(pg)) = (a.files.is_empty(), &opts.postgres) {
+        // A DSN alone: the database of a deployment n8ncap cannot read (plain processes).
+        let input = format!("Postgres at {}", pg.at);
+        audit::audit_for(Vec::new(), &Default::default(), input, &opts)
     } else {
         let (services, input) = crate::topology::load_files(&a.files)?;
         let locations = services

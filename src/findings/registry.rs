@@ -227,6 +227,12 @@ registry! {
     ProcessWithoutRestartPolicy = "process-without-restart-policy", Audit, Error,
         "an n8n process in queue mode with no restart policy: a Redis outage past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD ends it for good",
         "set restart: always (or unless-stopped, on-failure) on every n8n service, as n8n's own compose examples do";
+    PostgresOutOfConnections = "postgres-out-of-connections", Live, Error,
+        "the live Postgres is out of connections now: it refused n8ncap's, or every slot but the reserved ones is open",
+        "find who holds them (pg_stat_activity by application); lower the pools × processes, raise max_connections, or put PgBouncer in front";
+    PostgresConnections = "postgres-connections", Live, Info,
+        "the live Postgres's connections open against what max_connections leaves (a DSN audited on its own)",
+        "keep Σ DB_POSTGRESDB_POOL_SIZE × processes within what Postgres leaves";
     RedisWithoutRestartPolicy = "redis-without-restart-policy", Audit, Warning,
         "the queue's Redis is one container with no restart policy: once it stops, nothing brings it back",
         "set restart: always (or unless-stopped) on the Redis service";
@@ -458,7 +464,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 54);
+        assert_eq!(FindingId::audit_rules().count(), 56);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);
@@ -467,7 +473,7 @@ mod tests {
             FindingId::WorkerWithoutRunner.in_run() && FindingId::WorkerWithoutRunner.in_audit()
         );
         let live: Vec<_> = FindingId::ALL.iter().filter(|f| f.live_only()).collect();
-        assert_eq!(live.len(), 2);
+        assert_eq!(live.len(), 4);
         assert_eq!(FindingId::RunnerLimitCaps.audit_index(), None);
     }
 

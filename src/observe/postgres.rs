@@ -23,12 +23,16 @@ async fn within<T>(
 ) -> Result<T, BadInput> {
     match tokio::time::timeout(DEADLINE, fut).await {
         Ok(r) => r.map_err(|e| words(at, what, e)),
-        Err(_) => Err(BadInput(format!(
-            "Postgres at {at}: {what}: no answer within {} s (the server took the connection and \
-             went silent: is this port a Postgres, and is it alive?)",
-            DEADLINE.as_secs()
-        ))),
+        Err(_) => Err(silent(at, what)),
     }
+}
+
+fn silent(at: &str, what: &str) -> BadInput {
+    BadInput(format!(
+        "Postgres at {at}: {what}: no answer within {} s (the server took the connection and \
+         went silent: is this port a Postgres, and is it alive?)",
+        DEADLINE.as_secs()
+    ))
 }
 
 /// A `postgres://` URL whose user or password holds a raw `@` is refused before it is parsed:
@@ -193,7 +197,28 @@ async fn activity(client: &tokio_postgres::Client, at: &str) -> Result<Activity,
 /// Connects read-only and reads the connection figures.
 pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
     let (cfg, at) = config(dsn)?;
-    let (client, conn) = within(&at, "cannot connect", cfg.connect(tokio_postgres::NoTls)).await?;
+    // Out of connections is what the audit was asked about, not bad input: said as a fact.
+    let (client, conn) = match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls))
+        .await
+    {
+        Err(_) => return Err(silent(&at, "cannot connect")),
+        Ok(Err(e)) if e.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS) => {
+            let message = e
+                .as_db_error()
+                .map(|d| format!("{} ({})", d.message(), d.code().code()))
+                .unwrap_or_else(|| "too many connections (53300)".into());
+            return Ok(PostgresFacts {
+                at,
+                max_connections: 0,
+                reserved: 0,
+                by_application: Vec::new(),
+                waiting: Vec::new(),
+                refused: Some(crate::util::escape_control(&message).into_owned()),
+            });
+        }
+        Ok(Err(e)) => return Err(words(&at, "cannot connect", e)),
+        Ok(Ok(c)) => c,
+    };
     let task = tokio::spawn(conn);
     let read = async {
         let mut settings = Vec::new();
@@ -219,5 +244,6 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
         reserved: settings[1],
         by_application,
         waiting,
+        refused: None,
     })
 }

@@ -353,6 +353,9 @@ pub struct PostgresFacts {
     pub by_application: Vec<(String, String, u32)>,
     /// Connections waiting now, by wait event type.
     pub waiting: Vec<(String, u32)>,
+    /// Postgres refused n8ncap's own connection for want of slots (SQLSTATE 53300): its
+    /// message; the figures above are then unknown (0).
+    pub refused: Option<String>,
 }
 
 impl PostgresFacts {
