@@ -655,5 +655,4 @@ fn restarted(d: &ContainerDeath) -> Finding {
 }
 
 #[cfg(test)]
-#[path = "lifecycle_tests.rs"]
 mod tests;
