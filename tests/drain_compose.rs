@@ -13,37 +13,10 @@
 //! check interval are scaled down (4 s and 2 s for n8n's 60 s and 30 s) so the kill's answers
 //! come within the test.
 
+use crate::common::compose::{container_of, SimStacks};
 use crate::common::*;
 use crate::docker::docker;
 use crate::drain::{aborted_in, drain, lost};
-use std::path::PathBuf;
-use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The project and its images, removed at the end (also on failure).
-struct Down {
-    project: String,
-    file: PathBuf,
-    tag: String,
-}
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = Command::new("docker-compose")
-            .args(["-p", &self.project, "-f"])
-            .arg(&self.file)
-            .args(["down", "-t", "1"])
-            .output();
-        for image in ["n8n", "runners", "redis"] {
-            let _ = Command::new("docker")
-                .args(["rmi", "-f", &format!("n8ncap-sim/{image}:{}", self.tag)])
-                .output();
-        }
-    }
-}
 
 /// n8n's queue-mode layout with two workers of 5 slots, each with its runner of 5 tasks.
 fn compose_file(tag: &str, port: u16) -> String {
@@ -98,14 +71,7 @@ services:
 /// Both workers answer `/healthz/readiness` (their queue connected) at their container address.
 async fn workers_ready(project: &str) {
     for w in ["n8n-worker-1", "n8n-worker-2"] {
-        let id = docker(&[
-            "ps",
-            "-q",
-            "--filter",
-            &format!("label=com.docker.compose.project={project}"),
-            "--filter",
-            &format!("label=com.docker.compose.service={w}"),
-        ]);
+        let id = container_of(project, w);
         let ip = docker(&[
             "inspect",
             "-f",
@@ -178,44 +144,11 @@ async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
     let file = dir.join("docker-compose.yml");
     let port = free_port();
     std::fs::write(&file, compose_file(&tag, port)).unwrap();
-    let _down = Down {
-        project: project.clone(),
-        file: file.clone(),
-        tag: tag.clone(),
-    };
-    let built = Command::new("bash")
-        .arg(root().join("examples/compose/simulated/build.sh"))
-        .arg(bin())
-        .env("TAG", &tag)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let up = Command::new("docker-compose")
-        .args(["-p", &project, "-f"])
-        .arg(&file)
-        .args(["up", "-d"])
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let mut stacks = SimStacks::build(&tag);
+    stacks.up(&project, &file);
     wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
     workers_ready(&project).await;
-    let worker = docker(&[
-        "ps",
-        "--format",
-        "{{.Names}}",
-        "--filter",
-        &format!("label=com.docker.compose.project={project}"),
-        "--filter",
-        "label=com.docker.compose.service=n8n-worker-1",
-    ]);
+    let worker = container_of(&project, "n8n-worker-1");
 
     // SIGTERM, 1 s jobs at 6/s: every request in flight finishes.
     let d = row(&project, &worker, port, "6", 1000, "TERM");

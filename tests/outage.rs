@@ -5,36 +5,9 @@
 //! policy brings n8n back. Without restart policies a short outage (1 s) costs nothing and a
 //! long one (6 s) ends main and the worker for good; with `restart: always` answers come back.
 
+use crate::common::compose::SimStacks;
 use crate::common::*;
-use std::path::PathBuf;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The projects and the images, removed at the end (also on failure).
-struct Down {
-    projects: Vec<(String, PathBuf)>,
-    tag: String,
-}
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        for (project, file) in &self.projects {
-            let _ = Command::new("docker-compose")
-                .args(["-p", project, "-f"])
-                .arg(file)
-                .args(["down", "-t", "1"])
-                .output();
-        }
-        for image in ["n8n", "runners", "redis"] {
-            let _ = Command::new("docker")
-                .args(["rmi", "-f", &format!("n8ncap-sim/{image}:{}", self.tag)])
-                .output();
-        }
-    }
-}
 
 /// Redis, main, a worker and its runner; `restart` on every service when given.
 fn compose_file(tag: &str, port: u16, restart: Option<&str>) -> String {
@@ -75,18 +48,8 @@ services:
     )
 }
 
-async fn up(project: &str, file: &PathBuf, port: u16) {
-    let up = Command::new("docker-compose")
-        .args(["-p", project, "-f"])
-        .arg(file)
-        .args(["up", "-d"])
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+async fn up(stacks: &mut SimStacks, project: &str, file: &std::path::Path, port: u16) {
+    stacks.up(project, file);
     wait_answering(port).await;
 }
 
@@ -182,27 +145,10 @@ async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
     let (bare_port, kept_port) = (free_port(), free_port());
     std::fs::write(&bare_file, compose_file(&tag, bare_port, None)).unwrap();
     std::fs::write(&kept_file, compose_file(&tag, kept_port, Some("always"))).unwrap();
-    let _down = Down {
-        projects: vec![
-            (bare.clone(), bare_file.clone()),
-            (kept.clone(), kept_file.clone()),
-        ],
-        tag: tag.clone(),
-    };
-    let built = Command::new("bash")
-        .arg(root().join("examples/compose/simulated/build.sh"))
-        .arg(bin())
-        .env("TAG", &tag)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let mut stacks = SimStacks::build(&tag);
 
     // No restart policy, 1 s of outage: n8n outlives it, nothing in flight is lost.
-    up(&bare, &bare_file, bare_port).await;
+    up(&mut stacks, &bare, &bare_file, bare_port).await;
     let o = outage(&bare, bare_port, "1s", "12s");
     assert_eq!(o["threshold_s"]["value"], 3.0, "{o}");
     assert_eq!(o["predicted_exit"], false, "{o}");
@@ -241,7 +187,7 @@ async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
 
     // A sweep that loses its target: Redis stopped during its second stage; main and the worker
     // exit with n8n's words, and the diagnosis puts that first, keeping the first stage.
-    up(&bare, &bare_file, bare_port).await;
+    up(&mut stacks, &bare, &bare_file, bare_port).await;
     let stopper = {
         let bare = bare.clone();
         std::thread::spawn(move || {
@@ -293,7 +239,7 @@ async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
 
     // restart: always, 6 s of outage: the processes exit and are started again; answers come
     // back once Redis is.
-    up(&kept, &kept_file, kept_port).await;
+    up(&mut stacks, &kept, &kept_file, kept_port).await;
     let o = outage(&kept, kept_port, "6s", "24s");
     for p in processes(&o) {
         assert_eq!(p["exited"], true, "{o}");

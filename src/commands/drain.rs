@@ -222,21 +222,11 @@ async fn failed_counter(metrics: Option<&str>) -> Option<f64> {
 
 /// The webhook with the body and the request timeout (`--timeout`, else `default`).
 async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load::client::Target> {
-    let body: serde_json::Value =
-        serde_json::from_str(&a.body).map_err(|e| BadInput(format!("--body is not JSON: {e}")))?;
-    let body = crate::load::body::build(&crate::load::body::BodySource {
-        json: Some(&body),
-        file: None,
-        files: &[],
-        fields: &Default::default(),
-        base: std::path::Path::new("."),
-        at: "--body",
-    })?;
     let timeout = match &a.timeout {
         Some(t) => duration("--timeout", t)?,
         None => default,
     };
-    crate::load::client::Target::new(&a.url, "POST", &Default::default(), &body, timeout).await
+    crate::load::drain::post_target(&a.url, &a.body, timeout).await
 }
 
 /// The workers sharing the load, the stopped worker's shutdown window, its Bull settings.

@@ -138,21 +138,11 @@ async fn outager(a: &OutageArgs) -> anyhow::Result<(Outager, Option<Sourced<f64>
 
 /// The webhook with the body and the timeout, checked before anything is stopped.
 async fn target(a: &OutageArgs) -> anyhow::Result<crate::load::client::Target> {
-    let body: serde_json::Value =
-        serde_json::from_str(&a.body).map_err(|e| BadInput(format!("--body is not JSON: {e}")))?;
-    let body = crate::load::body::build(&crate::load::body::BodySource {
-        json: Some(&body),
-        file: None,
-        files: &[],
-        fields: &Default::default(),
-        base: std::path::Path::new("."),
-        at: "--body",
-    })?;
     let timeout = duration("--timeout", &a.timeout)?;
     if timeout.is_zero() {
         return Err(BadInput("--timeout must be above 0".into()).into());
     }
-    crate::load::client::Target::new(&a.url, "POST", &Default::default(), &body, timeout).await
+    crate::load::drain::post_target(&a.url, &a.body, timeout).await
 }
 
 /// The arguments' times: the load, the stop, the outage; checked against each other.

@@ -107,6 +107,25 @@ where
     }
 }
 
+/// The webhook a steady load POSTs to: `body` (`--body`, JSON) and each request's `timeout`.
+pub async fn post_target(
+    url: &str,
+    body: &str,
+    timeout: Duration,
+) -> anyhow::Result<super::client::Target> {
+    let body: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| crate::error::BadInput(format!("--body is not JSON: {e}")))?;
+    let body = super::body::build(&super::body::BodySource {
+        json: Some(&body),
+        file: None,
+        files: &[],
+        fields: &Default::default(),
+        base: std::path::Path::new("."),
+        at: "--body",
+    })?;
+    super::client::Target::new(url, "POST", &Default::default(), &body, timeout).await
+}
+
 /// One request on a pooled connection, logged with its times and how it ended.
 async fn one(
     target: &Target,

@@ -2,6 +2,7 @@
 //! test, and a one-stage closed sweep.
 #![allow(dead_code)]
 
+pub mod compose;
 pub mod hostile;
 
 use n8ncap::load::profile::{LoadModel, Profile, StageSpec};
