@@ -199,8 +199,15 @@ mod tests {
     }
 
     /// main (its own queue, metrics on) and one worker of 4 slots with a 1 s window and, with
-    /// `runner`, an external runner of 4 tasks: main's port and the worker.
-    async fn stack(tasks: &mut JoinSet<()>, runner: bool) -> (u16, WorkerAddrs) {
+    /// `runner`, an external runner of 4 tasks: main's port and the worker. The worker's tasks
+    /// go to `worker_tasks` (dropping them kills it); main fails a lost worker's jobs after
+    /// `stalled_after`.
+    async fn stack_with(
+        tasks: &mut JoinSet<()>,
+        worker_tasks: &mut JoinSet<()>,
+        runner: bool,
+        stalled_after: Duration,
+    ) -> (u16, WorkerAddrs) {
         let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
         let metrics = MetricsConfig {
             enabled: true,
@@ -222,7 +229,7 @@ mod tests {
                 redis: None,
                 bull_prefix: "bull".into(),
                 db: None,
-                stalled_after: ShutdownConfig::default().stalled_after(),
+                stalled_after,
             },
             tasks,
         )
@@ -252,7 +259,7 @@ mod tests {
                     ..ShutdownConfig::default()
                 },
             },
-            tasks,
+            worker_tasks,
         )
         .await
         .unwrap();
@@ -263,9 +270,22 @@ mod tests {
                 max_concurrency: 4,
                 auth_token: String::new(),
             };
-            tasks.spawn(runner::run(rc));
+            worker_tasks.spawn(runner::run(rc));
         }
         (main.http.port(), worker)
+    }
+
+    async fn stack(tasks: &mut JoinSet<()>, runner: bool) -> (u16, WorkerAddrs) {
+        let mut worker_tasks = JoinSet::new();
+        let r = stack_with(
+            tasks,
+            &mut worker_tasks,
+            runner,
+            ShutdownConfig::default().stalled_after(),
+        )
+        .await;
+        tasks.spawn(async move { while worker_tasks.join_next().await.is_some() {} });
+        r
     }
 
     /// Sends one request per job time and waits until the worker runs all of them.
@@ -383,5 +403,49 @@ mod tests {
         // The counters were refreshed after the jobs ended: the completed ones are there.
         assert_eq!(counter("completed"), Some(2.0), "{text}");
         assert_eq!(counter("failed"), Some(0.0), "{text}");
+    }
+
+    /// A worker killed on main's own queue: its jobs are failed as Bull's stalled check fails a
+    /// killed worker's on Redis — after the lease and the check interval (here 300 ms), with
+    /// HTTP 500, and not in n8n's failed counter — never at once, never re-run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_killed_worker_s_jobs_fail_after_the_stalled_check_on_main_s_queue() {
+        let mut tasks = JoinSet::new();
+        let mut worker_tasks = JoinSet::new();
+        let (port, worker) = stack_with(
+            &mut tasks,
+            &mut worker_tasks,
+            true,
+            Duration::from_millis(300),
+        )
+        .await;
+        let sent = load(port, &worker, &[(3000, true), (3000, true)]).await;
+        let killed = Instant::now();
+        // Its tasks and its state gone: the connection to main closes, as a killed process's.
+        drop(worker_tasks);
+        drop(worker);
+        let answered = answers(sent).await;
+        assert_eq!(
+            answered
+                .iter()
+                .filter(|a| matches!(a, Some((500, _))))
+                .count(),
+            2,
+            "{answered:?}"
+        );
+        // Not before the stalled check could have run.
+        assert!(killed.elapsed() >= Duration::from_millis(300));
+        let (_, metrics) = crate::wire::http::http_get(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap();
+        let text = String::from_utf8_lossy(&metrics);
+        assert!(
+            text.lines()
+                .any(|l| l == "n8n_scaling_mode_queue_jobs_failed 0"),
+            "{text}"
+        );
     }
 }
