@@ -37,6 +37,8 @@ mod grafana;
 mod history;
 #[path = "hostile.rs"]
 mod hostile;
+#[path = "hostile_actuators.rs"]
+mod hostile_actuators;
 #[path = "hostile_compare.rs"]
 mod hostile_compare;
 #[path = "hostile_files.rs"]

@@ -628,8 +628,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "COMMAND", requires = "restore_workers")]
     pub scale_cmd: Option<String>,
     /// Scale sweep: the worker count to return to when the sweep ends, is stopped or fails (the
-    /// count running now).
-    #[arg(long, value_name = "N")]
+    /// count running now; 0–1000, as --workers).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub restore_workers: Option<u32>,
     /// Scale sweep: wait this long after the command returned, before the load (new workers
     /// connect to Redis and their runners to them), e.g. 10s.

@@ -226,6 +226,12 @@ async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load:
         Some(t) => duration("--timeout", t)?,
         None => default,
     };
+    if timeout.is_zero() {
+        return Err(BadInput(
+            "--timeout must be above 0: each request needs time for its answer".into(),
+        )
+        .into());
+    }
     crate::load::drain::post_target(&a.url, &a.body, timeout).await
 }
 
@@ -339,6 +345,8 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     crate::report::emit(&View(&d), format)?;
     Ok(if loaded.interrupted {
         interrupt.exit_code()
+    } else if d.stop_failed.is_some() {
+        error::EXIT_FAILED
     } else {
         error::EXIT_OK
     })

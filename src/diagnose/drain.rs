@@ -80,6 +80,7 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
     let recovered_after_s = recovery(&seconds, i.rate_per_s.value, signal, i.duration_s - settle);
     let window_s = window(&i, &stop);
     let budget = budget(&i, &stop);
+    let failed = stop_failed(&stop);
     let killed = stop.signal == StopSignal::Kill
         || i.graceful_s
             .as_ref()
@@ -119,11 +120,17 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
         predicted,
         agrees,
         advice: None,
+        stop_failed: failed,
         graceful_s: i.graceful_s.as_ref().map(|g| g.value),
         verdict: String::new(),
         seconds,
     };
-    d.advice = advice(&d);
+    if d.stop_failed.is_none() {
+        d.advice = advice(&d);
+    } else {
+        d.predicted = None;
+        d.agrees = None;
+    }
     d.verdict = verdict(&d);
     d
 }
@@ -261,6 +268,23 @@ fn window(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
     }
 }
 
+/// Why the stop did not happen as asked: a stop command that did not succeed, or Docker's error
+/// stopping the container.
+fn stop_failed(stop: &StopRecord) -> Option<String> {
+    match stop.how.as_str() {
+        "command" if stop.exit_code != Some(0) => Some(match stop.exit_code {
+            Some(c) => format!("the stop command exited with status {c}"),
+            None => "the stop command did not finish (ended by a signal, or its deadline)".into(),
+        }),
+        "docker" => stop
+            .detail
+            .as_deref()
+            .filter(|d| d.starts_with("stopping") || d.starts_with("killing"))
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
 /// The time the held Code tasks had ([`budget_s`]), with where it came from.
 fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
     if stop.signal == StopSignal::Kill {
@@ -296,6 +320,16 @@ fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
 
 fn verdict(d: &Drain) -> String {
     let f = &d.in_flight;
+    if let Some(why) = &d.stop_failed {
+        return format!(
+            "The stop did not happen as asked ({why}): of the {} requests in flight at {:.1} s, {} finished, {} failed, {} never answered — not what a scale-down costs. Fix the stop and run the drain again.",
+            f.total,
+            d.stop.signal_s,
+            f.finished,
+            f.failed(),
+            f.unanswered
+        );
+    }
     let held = match (d.stop.held_logged, d.stop.aborted_logged) {
         (Some(h), Some(a)) if a > 0 => format!(
             "it said it held {h} executions and aborted {a} Code task(s) when its task budget ran out; "

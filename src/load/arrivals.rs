@@ -178,9 +178,12 @@ pub fn read(path: &Path) -> Result<Arrivals, BadInput> {
         })?;
         return from_history(&h, &history.display().to_string());
     }
+    // The kind is read from the first bytes of a regular file only: a FIFO's open would wait
+    // for a writer for ever.
     let mut head = Vec::new();
-    if let Ok(f) = std::fs::File::open(path) {
+    {
         use std::io::Read;
+        let f = crate::util::open_regular_file(path, "an arrival curve")?;
         let _ = f.take(64).read_to_end(&mut head);
     }
     let gzip = head.starts_with(&[0x1f, 0x8b]);

@@ -176,6 +176,10 @@ pub struct Drain {
     /// What to change, when the prediction could be made.
     #[serde(default)]
     pub advice: Option<DrainAdvice>,
+    /// The stop did not happen as asked (the command's status, Docker's error): what follows
+    /// is not a scale-down's cost, and nothing is predicted or advised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_failed: Option<String>,
     pub verdict: String,
     pub seconds: Vec<Second>,
 }
