@@ -127,3 +127,51 @@ fn a_stop_that_failed_is_not_reported_as_a_clean_scale_down() {
     );
     assert!(v["advice"].is_null() && v["predicted"].is_null(), "{v}");
 }
+
+/// A password holding `/`, `#`, `?` or a space never reaches an error message, whatever flag
+/// carries the URL (the userinfo hidden before the URL is parsed).
+#[test]
+fn a_password_with_url_punctuation_is_never_printed() {
+    let cases: [&[&str]; 4] = [
+        &[
+            "sweep",
+            "--url",
+            "http://u:se#cret9@127.0.0.1:9/webhook/load",
+            "--vus",
+            "1",
+        ],
+        &[
+            "drain",
+            "--url",
+            "http://u:se?cret9@127.0.0.1:9/webhook/load",
+            "--rate",
+            "1",
+            "--stop-cmd",
+            "true",
+        ],
+        &[
+            "sweep",
+            "--url",
+            "http://127.0.0.1:9/webhook/load",
+            "--metrics",
+            "main=http://a:se cret9@127.0.0.1:1/metrics",
+            "--vus",
+            "1",
+        ],
+        &[
+            "sweep",
+            "--url",
+            "http://127.0.0.1:9/webhook/load",
+            "--redis",
+            "redis://:se/cret9@127.0.0.1:1:2",
+            "--vus",
+            "1",
+        ],
+    ];
+    for args in cases {
+        let out = run(args);
+        let text = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(!text.contains("cret9"), "{args:?}: {text}");
+    }
+}

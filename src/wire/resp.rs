@@ -4,7 +4,7 @@
 //! live with them, not here.
 
 use crate::error::BadInput;
-use crate::wire::url::{redact, truncate};
+use crate::wire::url::truncate;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -32,7 +32,7 @@ impl RedisUrl {
         let bad = || {
             BadInput(format!(
                 "{} is not a Redis URL: write redis://HOST:PORT[/DB] or redis://:PASSWORD@HOST:PORT",
-                redact(text)
+                crate::wire::url::redact_url(text)
             ))
         };
         let rest = text.strip_prefix("redis://").ok_or_else(bad)?;

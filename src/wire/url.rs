@@ -20,7 +20,7 @@ pub struct HttpUrl {
 impl HttpUrl {
     /// Parses `text`; `what` names the flag or field in the error ("--url", "--metrics").
     pub fn parse(text: &str, what: &str) -> Result<HttpUrl, BadInput> {
-        let shown = redact(text);
+        let shown = redact_url(text);
         let bad = |why: &str| {
             BadInput(format!(
                 "{what} {shown:?}: {why} (write e.g. http://127.0.0.1:5678/webhook/load)"
@@ -156,27 +156,65 @@ fn redact_bare(text: &str) -> String {
     out
 }
 
+/// Where the userinfo of the URL text `after` (what follows `://`) ends: its last `@` within
+/// the first `limit` bytes, when the text before the first `/`, `?`, `#` or space holds an `@`,
+/// or a `:` that is no port (`user:pa/ss@host`: a password may hold `/`, `?`, `#` or spaces).
+/// An `@` of a path (`http://h/x@y`) is no userinfo.
+fn userinfo_end(after: &str, limit: usize) -> Option<usize> {
+    let end = after
+        .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+        .unwrap_or(after.len());
+    let authority = &after[..end];
+    if let Some(at) = authority.rfind('@') {
+        let later = after[..limit].rfind('@').filter(|l| *l > at);
+        return Some(later.unwrap_or(at));
+    }
+    let not_a_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()));
+    not_a_port.then(|| after[..limit].rfind('@')).flatten()
+}
+
 fn redact_schemes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {
         let (head, after) = rest.split_at(i + 3);
         out.push_str(head);
-        let end = after
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+        let word_end = after
+            .find(|c: char| c.is_whitespace() || c == '"')
             .unwrap_or(after.len());
-        let authority = &after[..end];
-        match authority.rfind('@') {
+        match userinfo_end(after, word_end) {
             Some(at) => {
                 out.push_str("***");
-                out.push_str(&authority[at..]);
+                rest = &after[at..];
             }
-            None => out.push_str(authority),
+            None => {
+                let end = after
+                    .find(|c: char| {
+                        c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"'
+                    })
+                    .unwrap_or(after.len());
+                out.push_str(&after[..end]);
+                rest = &after[end..];
+            }
         }
-        rest = &after[end..];
     }
     out.push_str(rest);
     out
+}
+
+/// One URL with its userinfo hidden whatever it holds (`/`, `#`, `?`, spaces, `@`): everything
+/// between the scheme's `://` and the text's last `@`. For a URL given on its own (a flag's
+/// value), before it is parsed.
+pub fn redact_url(text: &str) -> String {
+    match text.split_once("://") {
+        Some((scheme, rest)) => match userinfo_end(rest, rest.len()) {
+            Some(at) => format!("{scheme}://***{}", &rest[at..]),
+            None => redact(text),
+        },
+        None => redact(text),
+    }
 }
 
 pub use crate::util::truncate;
@@ -254,6 +292,29 @@ mod tests {
             assert_eq!(redact(given), shown);
         }
         assert_eq!(redact("ops@example.com"), "ops@example.com");
+        // A password holding `/`, `#`, `?` or a space (hardening round 5): hidden whole, in
+        // text and in a URL given alone, before it is parsed.
+        for (given, shown) in [
+            ("http://u:pa/ss@h:1/x", "http://***@h:1/x"),
+            ("http://u:se#cret@h:1/x", "http://***@h:1/x"),
+            ("http://u:p?q@h/x", "http://***@h/x"),
+            ("redis://:pa/ss@r:6379/0", "redis://***@r:6379/0"),
+            ("http://h:5678/webhook/a@b", "http://h:5678/webhook/a@b"),
+        ] {
+            assert_eq!(redact(given), shown);
+            assert_eq!(redact_url(given), shown);
+        }
+        assert_eq!(redact_url("http://a:b c@h:1/m"), "http://***@h:1/m");
+        for url in [
+            "http://u:se#cret@h:9/x",
+            "http://u:p?q@h:9/x",
+            "http://a:b c@h:1/m",
+        ] {
+            let err = HttpUrl::parse(url, "--url").unwrap_err();
+            for secret in ["se#cret", "p?q", "b c"] {
+                assert!(!err.0.contains(secret), "{}", err.0);
+            }
+        }
         assert_eq!(truncate("ééé", 2), "éé…");
         assert_eq!(truncate("ab", 2), "ab");
     }
