@@ -172,11 +172,14 @@ async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
         Some(aborted),
         "{log}\n{d}"
     );
-    assert_eq!(lost(&d), aborted, "{log}\n{d}");
+    // A request sent between the drain's signal and the container's SIGTERM (the Docker API's
+    // delay, long on a busy host) may still be taken and aborted: it counts after the signal.
+    let after = d["failed_after"].as_u64().unwrap();
+    assert_eq!(lost(&d) + after, aborted, "{log}\n{d}");
     assert_eq!(d["in_flight"]["unanswered"], 0, "{d}");
     assert_eq!(d["n8n_failed"].as_f64(), Some(0.0), "{d}");
     assert!(d["stop"]["held_logged"].as_u64().unwrap() >= aborted, "{d}");
-    if aborted > 0 {
+    if lost(&d) > 0 {
         assert_eq!(statuses(&d), vec!["500".to_string()], "{d}");
         let last = d["in_flight"]["last_failure_after_s"].as_f64().unwrap();
         assert!(
