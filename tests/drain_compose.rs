@@ -159,7 +159,10 @@ async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
     // 2.1–3.3 s after SIGTERM): not the 0.1 s the container's process once took.
     assert!(d["stop"]["exited_after_s"].as_f64().unwrap() >= 2.0, "{d}");
     assert_eq!(d["window_s"]["value"], 3.0, "{d}");
-    assert_eq!(d["advice"]["kind"], "none", "{d}");
+    // The advice follows the p99 the drain measured (on a busy host the answers queue behind
+    // the slots): nothing to change exactly when that p99 fits the 2.4 s budget.
+    let p99 = d["job_p99_s"]["value"].as_f64().unwrap();
+    assert_eq!(d["advice"]["kind"] == "none", p99 <= 2.4, "{d}");
     workers_ready(&project).await;
 
     // SIGTERM, 6 s jobs at 1/s: the Code tasks still running 2.4 s after the signal are
@@ -182,8 +185,11 @@ async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
     if lost(&d) > 0 {
         assert_eq!(statuses(&d), vec!["500".to_string()], "{d}");
         let last = d["in_flight"]["last_failure_after_s"].as_f64().unwrap();
+        // At the budget (2.4 s after the signal; never before it, as the container's SIGTERM
+        // comes after drain's), and before the 3 s window's end could have left the jobs to the
+        // stalled check (its lease alone is 4 s): n8n 2.41.1 answered at 2.4 s.
         assert!(
-            (last - 2.4).abs() <= 1.0,
+            (2.1..=4.0).contains(&last),
             "answered {last} s after the signal: {d}"
         );
     }

@@ -5,6 +5,9 @@
 
 use crate::error::BadInput;
 use crate::wire::url::truncate;
+
+/// How long a connection to Redis may take to be accepted.
+const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -100,9 +103,21 @@ pub struct Conn {
 
 impl Conn {
     pub async fn open(url: &RedisUrl) -> anyhow::Result<Conn> {
-        let stream = TcpStream::connect((url.host.as_str(), url.port))
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot reach Redis at {}: {e}", url.shown()))?;
+        // A connect that hangs (an address that drops SYNs) is given up after a deadline, not
+        // the OS's minutes: the callers retry.
+        let stream = tokio::time::timeout(
+            CONNECT_DEADLINE,
+            TcpStream::connect((url.host.as_str(), url.port)),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "cannot reach Redis at {}: no answer to the connection within {} s",
+                url.shown(),
+                CONNECT_DEADLINE.as_secs()
+            )
+        })?
+        .map_err(|e| anyhow::anyhow!("cannot reach Redis at {}: {e}", url.shown()))?;
         let _ = stream.set_nodelay(true);
         let mut c = Conn {
             stream: BufReader::new(stream),
