@@ -41,20 +41,16 @@ pub struct Inputs {
     pub timeout_s: f64,
 }
 
-fn ok(s: &Sent) -> bool {
-    matches!(s.outcome, Outcome::Answered(c) if (200..300).contains(&c))
-}
-
 pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain {
     let signal = stop.signal_s;
     let span = (signal - i.warmup_s).max(0.0);
     let before: Vec<&Sent> = sent
         .iter()
-        .filter(|s| s.sent_s >= i.warmup_s && s.ended_s.is_some_and(|e| e < signal) && ok(s))
+        .filter(|s| s.sent_s >= i.warmup_s && s.ended_s.is_some_and(|e| e < signal) && s.ok())
         .collect();
     let before_per_s = (span >= 1.0).then(|| {
         sent.iter()
-            .filter(|s| ok(s) && s.ended_s.is_some_and(|e| e >= i.warmup_s && e < signal))
+            .filter(|s| s.ok() && s.ended_s.is_some_and(|e| e >= i.warmup_s && e < signal))
             .count() as f64
             / span
     });
@@ -74,7 +70,10 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
         ),
         stalled_answer_latest_s(lock_ms, stalled_ms),
     ));
-    let failed_after = sent.iter().filter(|s| s.sent_s >= signal && !ok(s)).count() as u64;
+    let failed_after = sent
+        .iter()
+        .filter(|s| s.sent_s >= signal && !s.ok())
+        .count() as u64;
     let seconds = timeline(sent, i.duration_s);
     let settle = job_p99_s.as_ref().map(|j| j.value).unwrap_or(1.0);
     let recovered_after_s = recovery(&seconds, i.rate_per_s.value, signal, i.duration_s - settle);
@@ -218,7 +217,7 @@ pub fn timeline(sent: &[Sent], duration_s: f64) -> Vec<Second> {
             b.sent += 1;
         }
         if let Some(b) = s.ended_s.and_then(|e| out.get_mut(e.max(0.0) as usize)) {
-            if ok(s) {
+            if s.ok() {
                 b.finished += 1;
             } else {
                 b.failed += 1;
@@ -506,11 +505,7 @@ mod tests {
     use super::*;
 
     fn sent(sent_s: f64, ended_s: Option<f64>, outcome: Outcome) -> Sent {
-        Sent {
-            sent_s,
-            ended_s,
-            outcome,
-        }
+        Sent::new(sent_s, ended_s, outcome)
     }
 
     #[test]

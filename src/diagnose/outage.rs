@@ -7,7 +7,7 @@
 
 use super::drain::{in_flight_at, recovery, timeline};
 use crate::model::settings::Sourced;
-use crate::record::drain::{Outcome, Sent};
+use crate::record::drain::Sent;
 use crate::record::outage::{Outage, ProcessAfter, RedisStop};
 
 /// What the outage knew before the load.
@@ -18,10 +18,6 @@ pub struct Inputs {
     pub duration_s: f64,
     pub outage_s: f64,
     pub threshold_s: Sourced<f64>,
-}
-
-fn ok(s: &Sent) -> bool {
-    matches!(s.outcome, Outcome::Answered(c) if (200..300).contains(&c))
 }
 
 pub fn judge(
@@ -35,10 +31,10 @@ pub fn judge(
     let down = stop.down_s.unwrap_or(stop.stopped_s);
     let in_flight = in_flight_at(sent, down);
     let after: Vec<&Sent> = sent.iter().filter(|s| s.sent_s >= down).collect();
-    let after_ok = after.iter().filter(|s| ok(s)).count() as u64;
+    let after_ok = after.iter().filter(|s| s.ok()).count() as u64;
     let first_ok_after_start_s = stop.started_s.and_then(|start| {
         sent.iter()
-            .filter(|s| s.sent_s >= start && ok(s))
+            .filter(|s| s.sent_s >= start && s.ok())
             .filter_map(|s| s.ended_s)
             .map(|e| e - start)
             .min_by(f64::total_cmp)
@@ -160,13 +156,10 @@ fn verdict(o: &Outage) -> String {
 mod tests {
     use super::*;
     use crate::model::provenance::Provenance;
+    use crate::record::drain::Outcome;
 
     fn sent(sent_s: f64, ended_s: Option<f64>, outcome: Outcome) -> Sent {
-        Sent {
-            sent_s,
-            ended_s,
-            outcome,
-        }
+        Sent::new(sent_s, ended_s, outcome)
     }
 
     fn process(exited: bool, running: bool, policy: Option<&str>) -> ProcessAfter {

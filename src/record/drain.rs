@@ -17,6 +17,21 @@ pub struct Sent {
     pub outcome: Outcome,
 }
 
+impl Sent {
+    pub fn new(sent_s: f64, ended_s: Option<f64>, outcome: Outcome) -> Sent {
+        Sent {
+            sent_s,
+            ended_s,
+            outcome,
+        }
+    }
+
+    /// Answered 2xx.
+    pub fn ok(&self) -> bool {
+        matches!(self.outcome, Outcome::Answered(c) if (200..300).contains(&c))
+    }
+}
+
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "status")]
@@ -113,6 +128,19 @@ pub enum DrainAdvice {
     LookAtExit { exited_after_s: f64 },
     /// Measured and predicted disagree and the stop shows no reason.
     Unexplained,
+}
+
+impl InFlight {
+    /// "N: F finished, L failed, U never answered", as the tables show it.
+    pub fn words(&self) -> String {
+        format!(
+            "{}: {} finished, {} failed, {} never answered",
+            self.total,
+            self.finished,
+            self.failed(),
+            self.unanswered
+        )
+    }
 }
 
 /// Completions in one second of the run.

@@ -81,13 +81,7 @@ fn outcome_rows(d: &Drain, rows: &mut Rows) {
     row(
         rows,
         "in flight at the signal",
-        format!(
-            "{}: {} finished, {} failed, {} never answered",
-            f.total,
-            f.finished,
-            f.failed(),
-            f.unanswered
-        ),
+        f.words(),
         "this load's requests".into(),
     );
     if let Some(t) = f.last_failure_after_s {

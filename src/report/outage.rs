@@ -34,13 +34,7 @@ pub fn table(o: &Outage) -> String {
     );
     row(
         "in flight at the stop",
-        format!(
-            "{}: {} finished, {} failed, {} never answered",
-            f.total,
-            f.finished,
-            f.failed(),
-            f.unanswered
-        ),
+        f.words(),
         "this load's requests".into(),
     );
     row(

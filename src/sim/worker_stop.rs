@@ -310,6 +310,23 @@ mod tests {
         sent
     }
 
+    /// Main's `n8n_scaling_mode_queue_jobs_completed` and `_failed`, as scraped now.
+    async fn queue_counters(port: u16) -> (Option<f64>, Option<f64>) {
+        let (_, metrics) = crate::wire::http::http_get(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap();
+        let text = String::from_utf8_lossy(&metrics);
+        let counter = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("n8n_scaling_mode_queue_jobs_{name} ")))
+                .map(|v| v.trim().parse::<f64>().unwrap())
+        };
+        (counter("completed"), counter("failed"))
+    }
+
     async fn answers(mut sent: JoinSet<Option<(u16, String)>>) -> Vec<Option<(u16, String)>> {
         let mut out = Vec::new();
         while let Some(a) = sent.join_next().await {
@@ -388,21 +405,8 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(body).unwrap();
             assert_eq!(v["message"], "Error in workflow");
         }
-        let (_, metrics) = crate::wire::http::http_get(
-            &format!("http://127.0.0.1:{port}/metrics"),
-            Duration::from_secs(2),
-        )
-        .await
-        .unwrap();
-        let text = String::from_utf8_lossy(&metrics);
-        let counter = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("n8n_scaling_mode_queue_jobs_{name} ")))
-                .map(|v| v.trim().parse::<f64>().unwrap())
-        };
         // The counters were refreshed after the jobs ended: the completed ones are there.
-        assert_eq!(counter("completed"), Some(2.0), "{text}");
-        assert_eq!(counter("failed"), Some(0.0), "{text}");
+        assert_eq!(queue_counters(port).await, (Some(2.0), Some(0.0)));
     }
 
     /// A worker killed on main's own queue: its jobs are failed as Bull's stalled check fails a
@@ -435,17 +439,6 @@ mod tests {
         );
         // Not before the stalled check could have run.
         assert!(killed.elapsed() >= Duration::from_millis(300));
-        let (_, metrics) = crate::wire::http::http_get(
-            &format!("http://127.0.0.1:{port}/metrics"),
-            Duration::from_secs(2),
-        )
-        .await
-        .unwrap();
-        let text = String::from_utf8_lossy(&metrics);
-        assert!(
-            text.lines()
-                .any(|l| l == "n8n_scaling_mode_queue_jobs_failed 0"),
-            "{text}"
-        );
+        assert_eq!(queue_counters(port).await.1, Some(0.0));
     }
 }
