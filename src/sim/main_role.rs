@@ -547,7 +547,6 @@ async fn catch_up(st: &Arc<State>) {
         else {
             continue;
         };
-        let _ = c.cmd(&["DEL", &key]).await;
         finish_waiting(st, ended.0, ended.1);
     }
 }
@@ -589,20 +588,7 @@ async fn outcomes_on(st: &Arc<State>, mut sub: Conn) {
         else {
             continue;
         };
-        // Taken: the job's hash goes (a main that never hears of it leaves it, as Bull keeps
-        // a completed job it was not told to remove).
-        if let Some(url) = st.cfg.redis.as_ref() {
-            let key = bull::key(&st.cfg.bull_prefix, &id.to_string());
-            let mut guard = st.redis.lock().await;
-            if guard.is_none() {
-                *guard = Conn::open(url).await.ok();
-            }
-            if let Some(c) = guard.as_mut() {
-                if c.cmd(&["DEL", &key]).await.is_err() {
-                    *guard = None;
-                }
-            }
-        }
+        // The job's hash expires by itself (the worker set its age): nothing to do here.
         finish_waiting(st, id, ended);
     }
 }

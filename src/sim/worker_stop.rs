@@ -161,9 +161,9 @@ pub(super) async fn stalled_check(st: Arc<State>, url: RedisUrl) {
                 uncounted: true,
             };
             let payload = serde_json::to_string(&done).unwrap_or_default();
-            let _ = c
-                .cmd(&["HSET", &bull::key(&prefix, id), "outcome", &payload])
-                .await;
+            let key = bull::key(&prefix, id);
+            let _ = c.cmd(&["HSET", &key, "outcome", &payload]).await;
+            let _ = c.cmd(&["EXPIRE", &key, super::OUTCOME_KEPT_S]).await;
             let _ = c.cmd(&["PUBLISH", &channel, &payload]).await;
         }
         suspects = lapsed;
