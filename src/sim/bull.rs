@@ -45,3 +45,7 @@ mod tests {
         assert_eq!(super::key("bull", "42"), "bull:jobs:42");
     }
 }
+
+/// How long a finished job's hash is kept for a main that was away (Bull's `removeOnComplete`
+/// with an age): main never has to delete it on its per-execution path.
+pub const OUTCOME_KEPT_S: &str = "300";

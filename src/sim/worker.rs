@@ -352,10 +352,6 @@ async fn redis_slot(st: Arc<State>, url: RedisUrl, named: bool) {
 /// A job's end on Redis: out of the active list, its lease gone, its outcome in its hash (as
 /// Bull keeps a return value: a main resubscribing finds it) and published; with Redis gone it
 /// waits for it (n8n's client queues its commands). `named`: Bull's worker name's prefix.
-/// How long a finished job's hash is kept for a main that was away (Bull's `removeOnComplete`
-/// with an age): main never has to delete it on its per-execution path.
-pub(super) const OUTCOME_KEPT_S: &str = "300";
-
 async fn report(
     c: &mut Conn,
     url: &RedisUrl,
@@ -368,7 +364,7 @@ async fn report(
         let ok = c.cmd(&["LREM", active, "1", id]).await.is_ok()
             && c.cmd(&["DEL", lock]).await.is_ok()
             && c.cmd(&["HSET", key, "outcome", payload]).await.is_ok()
-            && c.cmd(&["EXPIRE", key, OUTCOME_KEPT_S]).await.is_ok()
+            && c.cmd(&["EXPIRE", key, bull::OUTCOME_KEPT_S]).await.is_ok()
             && c.cmd(&["PUBLISH", channel, payload]).await.is_ok();
         if ok {
             return;

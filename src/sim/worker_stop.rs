@@ -163,7 +163,7 @@ pub(super) async fn stalled_check(st: Arc<State>, url: RedisUrl) {
             let payload = serde_json::to_string(&done).unwrap_or_default();
             let key = bull::key(&prefix, id);
             let _ = c.cmd(&["HSET", &key, "outcome", &payload]).await;
-            let _ = c.cmd(&["EXPIRE", &key, super::OUTCOME_KEPT_S]).await;
+            let _ = c.cmd(&["EXPIRE", &key, bull::OUTCOME_KEPT_S]).await;
             let _ = c.cmd(&["PUBLISH", &channel, &payload]).await;
         }
         suspects = lapsed;
