@@ -36,6 +36,10 @@ pub fn outcome_channel(prefix: &str) -> String {
     key(prefix, "n8ncap-outcomes")
 }
 
+/// How long a finished job's hash is kept for a main that was away (Bull's `removeOnComplete`
+/// with an age): main never has to delete it on its per-execution path.
+pub const OUTCOME_KEPT_S: &str = "300";
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -45,7 +49,3 @@ mod tests {
         assert_eq!(super::key("bull", "42"), "bull:jobs:42");
     }
 }
-
-/// How long a finished job's hash is kept for a main that was away (Bull's `removeOnComplete`
-/// with an age): main never has to delete it on its per-execution path.
-pub const OUTCOME_KEPT_S: &str = "300";
