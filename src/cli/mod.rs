@@ -616,6 +616,14 @@ pub struct SweepArgs {
     /// QUEUE_BULL_PREFIX of the deployment (for --redis).
     #[arg(long, default_value = "bull")]
     pub bull_prefix: String,
+    /// Read Postgres beside the load through the DSN in this variable (host=… user=… dbname=…
+    /// or postgres://…; read-only, never shown): its connections every interval and, at the
+    /// end, the run's executions left running in n8n's table.
+    #[arg(long, value_name = "VAR", conflicts_with = "postgres_file")]
+    pub postgres_env: Option<String>,
+    /// A file whose first line is that DSN.
+    #[arg(long, value_name = "FILE")]
+    pub postgres_file: Option<PathBuf>,
     /// n8n's N8N_METRICS_QUEUE_METRICS_INTERVAL in seconds, to flag stages shorter than it.
     #[arg(long, default_value_t = 20.0)]
     pub queue_metrics_interval: f64,

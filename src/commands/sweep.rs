@@ -8,6 +8,7 @@ use crate::model::settings::Settings;
 use crate::observe::watch::Endpoint;
 use crate::record::dir::ResultsDir;
 use crate::record::evidence::Source;
+use crate::record::Role;
 use crate::report::views::{Run, RunJson};
 use crate::report::Format;
 use crate::wire::resp::RedisUrl;
@@ -74,6 +75,11 @@ pub(super) async fn sweep_once(
         scrape_interval,
         redis,
     } = Watch::from_args(a)?;
+    // The DSN is read and tried before any load: one that does not parse or answer is said now.
+    let dsn = crate::observe::postgres::dsn(a.postgres_env.as_deref(), a.postgres_file.as_deref())?;
+    if let Some(d) = &dsn {
+        crate::observe::postgres::read(d).await?;
+    }
     let (out_dir, out, preflight) = checked_out(a, &profile).await?;
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
@@ -92,6 +98,15 @@ pub(super) async fn sweep_once(
         None => flags,
     };
     let host = crate::observe::host_facts(&profile.request.url, docker_cores);
+    // n8n's processes and Postgres, whose logs name what n8n's answers do not.
+    let logged = docker.as_ref().map(|w| {
+        let n8n = [Role::Main, Role::Worker, Role::Webhook, Role::Postgres];
+        let list = w.containers.iter().filter(|c| n8n.contains(&c.role));
+        (
+            w.docker.clone(),
+            list.map(|c| (c.id.clone(), c.name.clone())).collect(),
+        )
+    });
     let observer = crate::observe::watch::observer(
         metrics,
         docker.map(|w| (w.docker, w.containers)),
@@ -100,6 +115,15 @@ pub(super) async fn sweep_once(
         out.as_ref().and_then(|o| o.timeline().ok()),
     )
     .await;
+    let observer = crate::observe::db_watch::wrap(
+        observer,
+        crate::observe::db_watch::DbSources {
+            docker: logged,
+            dsn: dsn.clone(),
+            interval: scrape_interval,
+        },
+    );
+    let started = std::time::SystemTime::now();
     let profile_model = profile.model;
     announce(&profile, &planned, a);
     let opts = SweepOptions {
@@ -124,6 +148,9 @@ pub(super) async fn sweep_once(
         false => Ending::Completed,
     };
     summary.preflight = preflight;
+    if let Some(d) = &dsn {
+        summary.executions_left = Some(left_behind(d, started).await);
+    }
     let (diagnosis, rec) = super::analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {
         crate::record::dir::write_atomic(
@@ -304,4 +331,33 @@ fn results_dir(a: &SweepArgs) -> anyhow::Result<(Option<std::path::PathBuf>, Opt
         .map(|d| ResultsDir::create(d, a.force))
         .transpose()?;
     Ok((out_dir, out))
+}
+
+/// The run's executions left `new` or `running` in n8n's table: counted once what was in flight
+/// had its answer; a Postgres still out of connections is tried again for a few seconds.
+async fn left_behind(
+    dsn: &str,
+    started: std::time::SystemTime,
+) -> crate::record::db::ExecutionsLeft {
+    let since = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let mut last = None;
+    for attempt in 0..4 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        }
+        match crate::observe::postgres::executions_left(dsn, since, "").await {
+            Ok(l) if l.not_counted.is_none() => return l,
+            Ok(l) => last = Some(l),
+            Err(e) => {
+                last = Some(crate::record::db::ExecutionsLeft {
+                    since_unix: since,
+                    not_counted: Some(e.0),
+                    ..Default::default()
+                })
+            }
+        }
+    }
+    last.unwrap_or_default()
 }

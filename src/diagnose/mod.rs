@@ -120,7 +120,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &mut findings,
     );
     let v = crate::limits::no_runner::when_no_runner_takes(v, &findings);
-    let v = leads_first(v, stages, &mut findings);
+    let v = leads_first(v, stages, &settings, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
@@ -203,14 +203,27 @@ fn observations(
 }
 
 /// A resource that refused work (Postgres' connections) leads the verdict, its finding first.
-fn leads_first(v: Verdict, stages: &[StageResult], findings: &mut Vec<Finding>) -> Verdict {
-    crate::limits::SET
+/// Failures nothing watched explains are said to be n8n's generic ones, with what names them.
+fn leads_first(
+    v: Verdict,
+    stages: &[StageResult],
+    settings: &Settings,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let v = crate::limits::SET
         .iter()
-        .filter_map(|l| crate::limits::of(*l).leads(stages, findings))
+        .filter_map(|l| crate::limits::of(*l).leads(stages, settings, findings))
         .fold(v, |v, lead| Verdict {
             text: format!("{lead} {}", v.text),
             ..v
-        })
+        });
+    match crate::limits::db_refused::unnamed(stages, findings) {
+        Some(words) => Verdict {
+            text: v.text + &words,
+            ..v
+        },
+        None => v,
+    }
 }
 
 /// Containers that died: their findings, the verdict prefixed with them, and their findings

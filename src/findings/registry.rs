@@ -81,6 +81,12 @@ registry! {
     PostgresConnectionsExhausted = "postgres-connections-exhausted", Run, Error,
         "Postgres refused connections (SQLSTATE 53300, too many clients): the processes' pools together exceed max_connections",
         "keep Σ DB_POSTGRESDB_POOL_SIZE × processes (at their autoscaler maxima) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front";
+    FailuresWithoutCause = "failures-without-cause", Run, Warning,
+        "answers failed with n8n's generic HTTP 500 and nothing watched names why (n8n's answers never name the cause)",
+        "sweep again with --docker (n8n's logs) or --postgres-env (Postgres' connections), or read n8n's logs for \"Problem with execution\"";
+    ExecutionsLeftRunning = "executions-left-running", Run, Warning,
+        "executions of the run stay new or running in n8n's table: the write that would have ended them was refused",
+        "find them (status new or running, created during the run) and stop them in n8n's executions list, or mark them crashed in SQL; then fix what refused the write";
     LimitsInseparable = "limits-inseparable", Run, Info,
         "worker concurrency and runner capacity are equal: the run cannot tell which of the two caps",
         "raise both together (runner capacity ≥ worker concurrency), then sweep again";

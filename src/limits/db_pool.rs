@@ -155,45 +155,14 @@ impl Kind for DbPool {
         });
     }
 
-    /// Responses that failed because Postgres refused a connection, per stage: the pools
-    /// together ask more than `max_connections` allows.
-    fn leads(&self, stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<String> {
-        let refused: Vec<(&StageResult, u64)> = stages
-            .iter()
-            .map(|st| (st, st.errors.db_refused))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        let total: u64 = refused.iter().map(|(_, n)| n).sum();
-        if total == 0 {
-            return None;
-        }
-        let requests: u64 = refused.iter().map(|(st, _)| st.requests).sum();
-        let mut f = Finding::new(
-            FindingId::PostgresConnectionsExhausted,
-            format!(
-                "Postgres refused connections: {total} response(s) failed with SQLSTATE 53300 (too many clients)"
-            ),
-        )
-        .figure("refused_responses", total as f64)
-        .figure("requests_in_those_stages", requests as f64);
-        for (st, n) in &refused {
-            f = f.evidence(format!(
-                "stage {} ({}): {n} of {} responses refused ({})",
-                st.index,
-                st.level().words(),
-                st.requests,
-                pct(*n as f64 / st.requests.max(1) as f64)
-            ));
-        }
-        findings.insert(
-            0,
-            f.why("Each n8n process opens up to DB_POSTGRESDB_POOL_SIZE connections; past max_connections Postgres refuses the next one and the execution that needed it fails, while the database itself is idle.")
-                .fix("keep Σ DB_POSTGRESDB_POOL_SIZE × processes (main, webhook processors, every worker at its autoscaler maximum) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front"),
-        );
-        Some(format!(
-            "Postgres refused connections ({total} of {requests} responses in {} stage(s) failed with 53300, too many clients): the pools together exceed max_connections.",
-            refused.len()
-        ))
+    /// Postgres out of connections, from any evidence that names it (`db_refused`).
+    fn leads(
+        &self,
+        stages: &[StageResult],
+        s: &Settings,
+        findings: &mut Vec<Finding>,
+    ) -> Option<String> {
+        super::db_refused::leads(stages, s, findings)
     }
 
     /// The ping timeout above the acquire p99 measured (n8n's ping waits in the pool's queue),

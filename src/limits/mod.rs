@@ -14,6 +14,7 @@
 pub mod both;
 pub mod cpu;
 pub mod db_pool;
+pub mod db_refused;
 pub mod main_intake;
 pub mod no_runner;
 pub mod production_limit;
@@ -159,8 +160,13 @@ pub trait Kind: Sync {
 
     /// A failure of its resource the run counted that comes before any ceiling (connections
     /// refused): its finding, first, and the words that lead the verdict.
-    fn leads(&self, stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<String> {
-        let _ = (stages, findings);
+    fn leads(
+        &self,
+        stages: &[StageResult],
+        s: &Settings,
+        findings: &mut Vec<Finding>,
+    ) -> Option<String> {
+        let _ = (stages, s, findings);
         None
     }
 

@@ -160,7 +160,12 @@ impl Agg {
                     a.errors.db_refused += 1;
                 }
             }
-            Ok(_) => a.ok += 1,
+            Ok((_, body)) => {
+                a.ok += 1;
+                if crate::record::stage::names_no_data(body) {
+                    a.errors.no_data += 1;
+                }
+            }
             Err(Failure::ConnectRefused) => a.errors.connect_refused += 1,
             Err(Failure::ConnectOther) => a.errors.connect_other += 1,
             Err(Failure::Tls) => a.errors.tls += 1,
@@ -450,6 +455,7 @@ impl ErrorCounts {
         self.io += o.io;
         self.check_failed += o.check_failed;
         self.db_refused += o.db_refused;
+        self.no_data += o.no_data;
         for (k, v) in &o.http_status {
             *self.http_status.entry(*k).or_insert(0) += v;
         }

@@ -3,6 +3,7 @@
 //! It measures and records; it does not judge.
 
 pub mod bull;
+pub mod db_watch;
 pub mod docker;
 pub mod docker_outage;
 pub mod docker_scale;

@@ -247,3 +247,67 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
         refused: None,
     })
 }
+
+/// n8n's executions created since `since_unix` and left `new` or `running` (`execution_entity`,
+/// n8n's table and columns; `table_prefix` is `DB_TABLE_PREFIX`). Read-only; a Postgres that
+/// refuses the connection, or a database without the table, is said in `not_counted`.
+pub async fn executions_left(
+    dsn: &str,
+    since_unix: f64,
+    table_prefix: &str,
+) -> Result<crate::record::db::ExecutionsLeft, BadInput> {
+    let mut left = crate::record::db::ExecutionsLeft {
+        since_unix,
+        ..Default::default()
+    };
+    if !table_prefix
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(BadInput(format!(
+            "DB_TABLE_PREFIX {table_prefix:?}: letters, digits and _ only"
+        )));
+    }
+    let (cfg, at) = config(dsn)?;
+    let (client, conn) =
+        match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls)).await {
+            Err(_) => return Err(silent(&at, "cannot connect")),
+            Ok(Err(e)) => {
+                left.not_counted = Some(words(&at, "cannot connect", e).0);
+                return Ok(left);
+            }
+            Ok(Ok(c)) => c,
+        };
+    let task = tokio::spawn(conn);
+    let sql = format!(
+        "SELECT status, count(*)::int8 FROM {table_prefix}execution_entity \
+         WHERE \"createdAt\" >= to_timestamp($1::float8) AND status IN ('new', 'running') \
+         GROUP BY status"
+    );
+    let got = within(
+        &at,
+        "counting the executions left",
+        client.query(&sql, &[&since_unix]),
+    )
+    .await;
+    drop(client);
+    task.abort();
+    match got {
+        Ok(rows) => {
+            for r in rows {
+                let (status, n): (String, i64) = match (r.try_get(0), r.try_get(1)) {
+                    (Ok(s), Ok(n)) => (s, n),
+                    _ => continue,
+                };
+                let n = n.max(0) as u64;
+                match status.as_str() {
+                    "new" => left.new = n,
+                    "running" => left.running = n,
+                    _ => {}
+                }
+            }
+        }
+        Err(e) => left.not_counted = Some(e.0),
+    }
+    Ok(left)
+}

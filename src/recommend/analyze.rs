@@ -25,7 +25,10 @@ pub fn analyze(
         host: summary.host.clone().unwrap_or_default(),
         mix,
     };
-    let d = judge::diagnose(&summary.stages, &inputs);
+    let mut d = judge::diagnose(&summary.stages, &inputs);
+    d.findings.extend(crate::limits::db_refused::left_behind(
+        summary.executions_left.as_ref(),
+    ));
     let rec = super::recommend(&d, None);
     summary.diagnosis = Some(d.clone());
     summary.recommendation = rec.as_ref().ok().cloned();

@@ -12,6 +12,8 @@ pub struct StageObservation {
     pub queue: Option<QueueObserved>,
     pub endpoints: Vec<EndpointObserved>,
     pub containers: Vec<ContainerObserved>,
+    /// The database's side, when container logs or a DSN were watched.
+    pub database: Option<super::db::DatabaseObserved>,
 }
 
 impl StageObservation {
@@ -20,6 +22,7 @@ impl StageObservation {
         result.endpoints = self.endpoints;
         result.containers = self.containers;
         result.memory_by_role = self.memory_by_role;
+        result.database = self.database;
     }
 }
 

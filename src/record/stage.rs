@@ -5,7 +5,7 @@
 use super::role::Role;
 use serde::{Deserialize, Serialize};
 
-pub use super::db::{names_db_refusal, DbPoolObserved};
+pub use super::db::{names_db_refusal, names_no_data, DatabaseObserved, DbPoolObserved};
 use std::collections::BTreeMap;
 
 /// The load model, decided first: it says what a result measures (processing or intake).
@@ -163,6 +163,11 @@ pub struct ErrorCounts {
     /// "too many clients"): counted among `http_status` too.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub db_refused: u64,
+    /// Good-status answers carrying n8n's "Workflow executed successfully but the last node did
+    /// not return any data": counted among the good ones (a workflow may answer so), and what
+    /// a real n8n answers when main cannot read the execution's data back from its database.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub no_data: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -413,6 +418,10 @@ pub struct StageResult {
     /// time or several requests per iteration, Little's law holds for iterations, not requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<IterationFigures>,
+    /// The database beside the pools: n8n's log lines naming Postgres' refusal (Docker) and
+    /// Postgres' own connections (a DSN), when either was watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<DatabaseObserved>,
 }
 
 /// Iterations of a k6 level: started per second in the window, and their mean duration.
@@ -545,6 +554,7 @@ impl StageResult {
             flow: None,
             throughput_ci: None,
             iterations: None,
+            database: None,
             history: None,
         }
     }

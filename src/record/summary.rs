@@ -129,6 +129,9 @@ pub struct Summary {
     /// Several k6 outputs read as this one run, and what was done to each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedFile>,
+    /// The run's executions left `new` or `running` in n8n's table, counted through a DSN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executions_left: Option<super::db::ExecutionsLeft>,
 }
 
 /// One of several k6 outputs read as one run: how far its clock ran ahead of the first file's
@@ -189,6 +192,7 @@ impl Summary {
             memory_plan: None,
             preflight: Vec::new(),
             merged_from: Vec::new(),
+            executions_left: None,
         }
     }
 }

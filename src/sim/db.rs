@@ -7,8 +7,11 @@
 //! (n8n's `PrometheusDbPoolMetricsService`: the gauges `db_pool_connections_active`, `_idle`,
 //! `_max`, `db_pool_requests_pending`, `db_pool_connected`, the counter
 //! `db_pool_disconnections_total` and the histogram `db_pool_acquire_seconds` with n8n's
-//! buckets). When Postgres refuses a connection (SQLSTATE 53300, "too many clients"), the
-//! execution fails with Postgres' own message, as n8n's does. The password is never printed.
+//! buckets). The tables are n8n's (`execution_entity`, `execution_data`, with n8n's column
+//! names). When Postgres refuses a connection (SQLSTATE 53300) the simulator fails as n8n
+//! 2.41.1 was measured to (`super::db_fail`): Postgres' message in the logs and in the
+//! execution's data, never in a response; the execution left `new` or `running` when the write
+//! that would have ended it was refused. The password is never printed.
 
 use crate::error::BadInput;
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -142,23 +145,32 @@ impl Db {
                 cfg.database
             )
         })?;
-        c.batch_execute(
+        // n8n's own tables and columns (`execution_entity`, `execution_data`), so that what a
+        // run leaves behind is found with the query that finds it on a real n8n.
+        for create in [
             "CREATE TABLE IF NOT EXISTS execution_entity (
                  id BIGINT PRIMARY KEY,
-                 status TEXT NOT NULL,
-                 data TEXT,
-                 started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-                 stopped_at TIMESTAMPTZ)",
-        )
-        .await
-        .or_else(|e| {
-            // Two processes creating it at once: the other one won.
-            if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })?;
+                 finished BOOLEAN NOT NULL DEFAULT false,
+                 mode VARCHAR NOT NULL DEFAULT 'webhook',
+                 status VARCHAR NOT NULL,
+                 \"workflowId\" VARCHAR NOT NULL DEFAULT 'sim',
+                 \"createdAt\" TIMESTAMPTZ NOT NULL DEFAULT now(),
+                 \"startedAt\" TIMESTAMPTZ,
+                 \"stoppedAt\" TIMESTAMPTZ)",
+            "CREATE TABLE IF NOT EXISTS execution_data (
+                 \"executionId\" BIGINT PRIMARY KEY,
+                 \"workflowData\" TEXT NOT NULL DEFAULT '{}',
+                 data TEXT NOT NULL DEFAULT '')",
+        ] {
+            c.batch_execute(create).await.or_else(|e| {
+                // Two processes creating it at once: the other one won.
+                if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
+        }
         Ok(db)
     }
 
@@ -194,12 +206,47 @@ impl Db {
         }
     }
 
-    /// Main at intake: the execution is written before it is queued.
+    /// The highest execution id written so far: main numbers its executions after it, as
+    /// Postgres' sequence does.
+    pub async fn last_execution_id(&self) -> Result<u64, DbError> {
+        let c = self.get().await?;
+        let row = c
+            .query_one(
+                "SELECT coalesce(max(id), 0)::int8 FROM execution_entity",
+                &[],
+            )
+            .await
+            .map_err(|e| words(&e))?;
+        Ok(row.try_get::<_, i64>(0).map_err(|e| words(&e))?.max(0) as u64)
+    }
+
+    /// Main at intake: the execution is written (`new`) before it is queued.
     pub async fn insert_execution(&self, id: u64) -> Result<(), DbError> {
         let c = self.get().await?;
+        let id = id as i64;
         c.execute(
             "INSERT INTO execution_entity (id, status) VALUES ($1, 'new')
-             ON CONFLICT (id) DO UPDATE SET status = 'new', stopped_at = NULL",
+             ON CONFLICT (id) DO UPDATE SET status = 'new', finished = false,
+                 \"createdAt\" = now(), \"startedAt\" = NULL, \"stoppedAt\" = NULL",
+            &[&id],
+        )
+        .await
+        .map_err(|e| words(&e))?;
+        c.execute(
+            "INSERT INTO execution_data (\"executionId\") VALUES ($1)
+             ON CONFLICT (\"executionId\") DO UPDATE SET data = ''",
+            &[&id],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| words(&e))
+    }
+
+    /// The worker as it begins: the execution is `running`. Refused, it stays `new` for good.
+    pub async fn start_execution(&self, id: u64) -> Result<(), DbError> {
+        let c = self.get().await?;
+        c.execute(
+            "UPDATE execution_entity SET status = 'running', \"startedAt\" = now() WHERE id = $1",
             &[&(id as i64)],
         )
         .await
@@ -207,9 +254,10 @@ impl Db {
         .map_err(|e| words(&e))
     }
 
-    /// The worker: reads the execution, and writes its result; the connection is held for the
-    /// configured cost per execution (inside the write, as a slow statement holds it).
-    pub async fn finish_execution(&self, id: u64, ok: bool) -> Result<(), DbError> {
+    /// The worker: reads the execution, and writes its result and its data; the connection is
+    /// held for the configured cost per execution (inside the write, as a slow statement holds
+    /// it). Refused, the execution stays `running` for good, as n8n's do.
+    pub async fn finish_execution(&self, id: u64, ok: bool, data: &str) -> Result<(), DbError> {
         let c = self.get().await?;
         let id = id as i64;
         c.query_opt("SELECT status FROM execution_entity WHERE id = $1", &[&id])
@@ -222,8 +270,26 @@ impl Db {
                 .map_err(|e| words(&e))?;
         }
         c.execute(
-            "UPDATE execution_entity SET status = $2, stopped_at = now() WHERE id = $1",
-            &[&id, &(if ok { "success" } else { "error" })],
+            "UPDATE execution_entity SET status = $2, finished = $3, \"stoppedAt\" = now() WHERE id = $1",
+            &[&id, &(if ok { "success" } else { "error" }), &ok],
+        )
+        .await
+        .map_err(|e| words(&e))?;
+        c.execute(
+            "UPDATE execution_data SET data = $2 WHERE \"executionId\" = $1",
+            &[&id, &data],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| words(&e))
+    }
+
+    /// Main, to answer the webhook with the last node's data: the execution's data read back.
+    pub async fn read_result(&self, id: u64) -> Result<(), DbError> {
+        let c = self.get().await?;
+        c.query_opt(
+            "SELECT data FROM execution_data WHERE \"executionId\" = $1",
+            &[&(id as i64)],
         )
         .await
         .map(|_| ())
@@ -303,14 +369,14 @@ impl Db {
     }
 }
 
-/// A database error in Postgres' own words (its SQLSTATE first when it sent one), never the
+/// A database error in Postgres' own words (its message, as n8n's error carries it), never the
 /// connection string.
 fn words(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
             if let Some(db) = pg.as_db_error() {
-                return format!("{} ({})", db.message(), db.code().code());
+                return db.message().to_string();
             }
         }
         cur = err.source();

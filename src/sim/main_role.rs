@@ -118,12 +118,22 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
         Some(d) => Some(super::db::Db::connect(d, "main").await?),
         None => None,
     };
+    // Executions are numbered after the database's last, as its sequence would.
+    let first_id = match &db {
+        Some(db) => {
+            db.last_execution_id()
+                .await
+                .map_err(|e| anyhow::anyhow!("the database: {e}"))?
+                + 1
+        }
+        None => 1,
+    };
     let state = Arc::new(State {
         db,
         queue: Mutex::new(Rendezvous::default()),
         waiters: Mutex::new(HashMap::new()),
         held: Mutex::new(HashMap::new()),
-        next_id: AtomicU64::new(1),
+        next_id: AtomicU64::new(first_id),
         next_conn: AtomicU64::new(1),
         completed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -282,10 +292,11 @@ async fn webhook(
     // The execution is written before it runs or is queued: without a connection it fails.
     if let Some(db) = &st.db {
         if let Err(e) = db.insert_execution(id).await {
-            st.failed.fetch_add(1, Ordering::Relaxed);
+            // No job was queued: n8n's failed-jobs counter does not see it, the log does.
+            super::db_fail::log_problem(id, &e);
             return json(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                &j!({"code": 0, "message": "Error in workflow", "hint": format!("database: {e}")}),
+                &j!({"message": super::db_fail::ERROR_IN_WORKFLOW}),
             );
         }
     }
@@ -306,7 +317,7 @@ async fn webhook(
                 uncounted: false,
             },
         );
-        return answer(rx.await.ok(), intake.files, body.len());
+        return answer(&st, id, rx.await.ok(), (intake.files, body.len())).await;
     }
     let (tx, rx) = oneshot::channel();
     if let Ok(mut w) = st.waiters.lock() {
@@ -325,15 +336,26 @@ async fn webhook(
     } else {
         enqueue(&st, QueuedJob { id, spec });
     }
-    answer(rx.await.ok(), intake.files, body.len())
+    answer(&st, id, rx.await.ok(), (intake.files, body.len())).await
 }
 
-/// The respond node's answer: the workflow's result, with what the upload carried.
-fn answer(outcome: Option<Outcome>, files: u64, body_bytes: usize) -> Resp {
+/// The respond node's answer: the workflow's result (read back from the database, as n8n's
+/// main does), with what the upload carried; no answer names the database.
+async fn answer(
+    st: &State,
+    id: u64,
+    outcome: Option<Outcome>,
+    (files, body_bytes): (u64, usize),
+) -> Resp {
     match outcome {
         Some(Outcome {
             ok: true, result, ..
         }) => {
+            if let Some(db) = &st.db {
+                if db.read_result(id).await.is_err() {
+                    return json(StatusCode::OK, &j!({"message": super::db_fail::NO_DATA}));
+                }
+            }
             let mut v = result.unwrap_or_else(|| j!({"ok": true}));
             if let (true, Some(o)) = (files > 0, v.as_object_mut()) {
                 o.insert("files".into(), j!(files));
@@ -341,10 +363,15 @@ fn answer(outcome: Option<Outcome>, files: u64, body_bytes: usize) -> Resp {
             }
             json(StatusCode::OK, &v)
         }
-        Some(Outcome { error, .. }) => json(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &j!({"code": 0, "message": "Error in workflow", "hint": error}),
-        ),
+        Some(Outcome { error, .. }) => {
+            if let Some(words) = super::db_fail::db_words(error.as_deref()) {
+                super::db_fail::log_problem(id, words);
+            }
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &j!({"message": super::db_fail::ERROR_IN_WORKFLOW}),
+            )
+        }
         None => json(
             StatusCode::INTERNAL_SERVER_ERROR,
             &j!({"code": 0, "message": "Execution was lost"}),

@@ -9,6 +9,7 @@ pub mod bull;
 pub mod config;
 pub mod cpu;
 pub mod db;
+pub mod db_fail;
 pub mod intake;
 pub mod main_role;
 pub mod process;

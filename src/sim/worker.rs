@@ -7,6 +7,7 @@
 
 use super::bull;
 use super::config::{RunnerConfig, RunnersMode, WorkerConfig};
+use super::db_fail::JobFailed;
 use super::process::{write_default_metrics, LagMonitor};
 use super::rendezvous::Rendezvous;
 use super::runner;
@@ -429,6 +430,12 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         if !st.cfg.overhead.is_zero() {
             tokio::time::sleep(st.cfg.overhead).await;
         }
+        // The execution marked running: refused, it stays `new` and the job fails.
+        if let Some(db) = &st.db {
+            db.start_execution(id)
+                .await
+                .map_err(|e| JobFailed::db(id, &e))?;
+        }
         // Loading the execution and running the workflow's own JavaScript: one thread, queued.
         st.js.run(st.cfg.cpu).await;
         // Binary data read back from its store: held in the worker while the job runs.
@@ -452,10 +459,17 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         // Saving the result, inside the slot as n8n's worker does: a connection from the pool
         // for the execution's database time.
         match (&st.db, r) {
-            (Some(db), Ok(t)) => match db.finish_execution(id, t.ok).await {
-                Ok(()) => Ok(t),
-                Err(e) => Err(JobFailed::counted(format!("database: {e}"))),
-            },
+            (Some(db), Ok(t)) => {
+                let data = if t.ok {
+                    "{}"
+                } else {
+                    t.error.as_deref().unwrap_or("")
+                };
+                match db.finish_execution(id, t.ok, data).await {
+                    Ok(()) => Ok(t),
+                    Err(e) => Err(JobFailed::db(id, &e)),
+                }
+            }
             (_, r) => r,
         }
     }
@@ -508,20 +522,6 @@ pub(crate) fn load_binary(bytes: u64) -> Vec<u8> {
         *b = 1;
     }
     v
-}
-
-/// Why a simulated job failed: the text its HTTP 500 answer carries, as n8n's would, and
-/// whether n8n's failed-jobs counter counts it.
-#[derive(Debug)]
-struct JobFailed {
-    why: String,
-    counted: bool,
-}
-
-impl JobFailed {
-    fn counted(why: String) -> Self {
-        JobFailed { why, counted: true }
-    }
 }
 
 /// n8n's words for a Code task its stopping worker's broker aborted.

@@ -218,6 +218,7 @@ pub(super) fn stage_result(
         flow: None,
         throughput_ci: None,
         iterations: None,
+        database: None,
         history: None,
     }
 }

@@ -212,6 +212,7 @@ impl Observer for Watcher {
             })
             .collect();
         StageObservation {
+            database: None,
             memory_by_role,
             queue,
             endpoints,
