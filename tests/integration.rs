@@ -67,6 +67,8 @@ mod outage;
 mod pasted_plan;
 #[path = "postgres.rs"]
 mod postgres;
+#[path = "postgres_refused.rs"]
+mod postgres_refused;
 #[path = "redis.rs"]
 mod redis;
 #[path = "report.rs"]

@@ -146,6 +146,16 @@ pub fn db(port: u16, pool: u32, cost_ms: u64) -> DbConfig {
 /// A stack of `workers` × concurrency 10 with its executions on `db`, swept closed at `vus`
 /// with main's and each worker's /metrics watched (every 250 ms).
 async fn sweep_db(db: DbConfig, workers: u32, vus: &[u32]) -> (Summary, Served) {
+    sweep_db_watched(db, workers, vus, None).await
+}
+
+/// As [`sweep_db`], with Postgres read through `dsn` beside the load when given.
+async fn sweep_db_watched(
+    db: DbConfig,
+    workers: u32,
+    vus: &[u32],
+    dsn: Option<String>,
+) -> (Summary, Served) {
     let stack = Stack::start(StackConfig {
         workers,
         worker_concurrency: 10,
@@ -167,6 +177,14 @@ async fn sweep_db(db: DbConfig, workers: u32, vus: &[u32]) -> (Summary, Served) 
     let observer =
         n8ncap::observe::watch::observer(endpoints, None, None, Duration::from_millis(250), None)
             .await;
+    let observer = n8ncap::observe::db_watch::wrap(
+        observer,
+        n8ncap::observe::db_watch::DbSources {
+            docker: None,
+            dsn,
+            interval: Duration::from_millis(250),
+        },
+    );
     let profile = closed_profile(
         &stack.webhook_url,
         vus,
@@ -312,9 +330,30 @@ async fn pools_past_max_connections_are_refused_and_lead_the_verdict() {
     let Some(pg) = start_postgres(8).await else {
         return;
     };
-    let (s, _) = sweep_db(db(pg.port, 3, 20), 3, &[30]).await;
-    let refused: u64 = s.stages.iter().map(|st| st.errors.db_refused).sum();
-    assert!(refused > 0, "no 53300 counted");
+    let dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (s, _) = sweep_db_watched(db(pg.port, 3, 20), 3, &[30], Some(dsn)).await;
+    // No answer names Postgres: its refusals are seen in Postgres itself.
+    let in_bodies: u64 = s.stages.iter().map(|st| st.errors.db_refused).sum();
+    assert_eq!(in_bodies, 0);
+    let failed: u64 = s
+        .stages
+        .iter()
+        .map(|st| st.errors.http_status.get(&500).copied().unwrap_or(0))
+        .sum();
+    assert!(failed > 0, "nothing failed");
+    let pg_seen = s.stages[0]
+        .database
+        .as_ref()
+        .unwrap()
+        .postgres
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (pg_seen.max_connections, pg_seen.reserved),
+        (8, 3),
+        "{pg_seen:?}"
+    );
+    assert!(pg_seen.exhausted(), "{pg_seen:?}");
     let d = diagnose(&s.stages, &inputs(given(3)));
     assert_eq!(
         d.findings[0].id.as_str(),
@@ -322,7 +361,8 @@ async fn pools_past_max_connections_are_refused_and_lead_the_verdict() {
         "{:?}",
         d.findings.iter().map(|f| f.id.as_str()).collect::<Vec<_>>()
     );
-    assert_eq!(d.findings[0].figures["refused_responses"], refused as f64);
+    assert_eq!(d.findings[0].figures["failed_responses"], failed as f64);
+    assert_eq!(d.findings[0].figures["usable_connections"], 5.0);
     assert!(
         d.verdict.starts_with("Postgres refused connections"),
         "{}",

@@ -632,15 +632,36 @@ async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
     let db = crate::postgres::db_env(pg.port, 3, 300);
     let d = Deployment::start_env("scale-pg", 4, 0, &db).await;
     let out = d.dir.join("run");
-    let (code, v) = d.sweep("1,2,4", &out, None);
+    // Postgres read through a DSN beside the load: no answer of n8n's names it.
+    let o = d
+        .sweep_command("1,2,4", &out, None)
+        .args(["--postgres-env", "PG_DSN"])
+        .env(
+            "PG_DSN",
+            format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port),
+        )
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let code = o.status.code().unwrap_or(-1);
     assert!(matches!(code, 0 | 99), "{v}");
     // Postgres refused connections at 4 workers, and only there.
-    let refused = |n: u32| -> u64 {
+    let named = |n: u32| -> bool {
         let s = n8ncap::record::dir::load_summary(&out.join(format!("w{n}"))).unwrap();
-        s.stages.iter().map(|st| st.errors.db_refused).sum()
+        assert_eq!(
+            s.stages.iter().map(|st| st.errors.db_refused).sum::<u64>(),
+            0,
+            "an answer named Postgres"
+        );
+        s.diagnosis
+            .unwrap()
+            .findings
+            .iter()
+            .any(|f| f.id.as_str() == "postgres-connections-exhausted")
     };
-    assert_eq!(refused(1), 0);
-    assert!(refused(4) > 0, "no 53300 at 4 workers");
+    assert!(!named(1));
+    assert!(named(4), "Postgres not named at 4 workers");
     let s = &v["scaling"];
     let first = s["shared"]
         .as_array()
