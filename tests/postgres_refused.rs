@@ -1,4 +1,4 @@
-//! Postgres out of connections as a real n8n 2.41.1 showed it (`../shared/reference`: main and
+//! Postgres out of connections as a real n8n 2.41.1 showed it (the project's reference facts: main and
 //! two workers with `DB_POSTGRESDB_POOL_SIZE=10`, connecting as a non-superuser, against
 //! `max_connections=20` with 3 reserved; 0 ms Code jobs): the callers get HTTP 500 `{"message":
 //! "Error in workflow"}` and HTTP 200 "…did not return any data", **no answer names Postgres**,

@@ -76,10 +76,7 @@ pub(super) async fn sweep_once(
         redis,
     } = Watch::from_args(a)?;
     // The DSN is read and tried before any load: one that does not parse or answer is said now.
-    let dsn = crate::observe::postgres::dsn(a.postgres_env.as_deref(), a.postgres_file.as_deref())?;
-    if let Some(d) = &dsn {
-        crate::observe::postgres::read(d).await?;
-    }
+    let dsn = checked_dsn(a).await?;
     let (out_dir, out, preflight) = checked_out(a, &profile).await?;
     let docker = if a.docker || a.project.is_some() {
         super::docker_watch(a.project.as_deref())
@@ -98,31 +95,13 @@ pub(super) async fn sweep_once(
         None => flags,
     };
     let host = crate::observe::host_facts(&profile.request.url, docker_cores);
-    // n8n's processes and Postgres, whose logs name what n8n's answers do not.
-    let logged = docker.as_ref().map(|w| {
-        let n8n = [Role::Main, Role::Worker, Role::Webhook, Role::Postgres];
-        let list = w.containers.iter().filter(|c| n8n.contains(&c.role));
-        (
-            w.docker.clone(),
-            list.map(|c| (c.id.clone(), c.name.clone())).collect(),
-        )
-    });
-    let observer = crate::observe::watch::observer(
-        metrics,
+    let observer = observers(
+        (metrics, redis, scrape_interval),
         docker.map(|w| (w.docker, w.containers)),
-        redis,
-        scrape_interval,
+        dsn.clone(),
         out.as_ref().and_then(|o| o.timeline().ok()),
     )
     .await;
-    let observer = crate::observe::db_watch::wrap(
-        observer,
-        crate::observe::db_watch::DbSources {
-            docker: logged,
-            dsn: dsn.clone(),
-            interval: scrape_interval,
-        },
-    );
     let started = std::time::SystemTime::now();
     let profile_model = profile.model;
     announce(&profile, &planned, a);
@@ -360,4 +339,46 @@ async fn left_behind(
         }
     }
     last.unwrap_or_default()
+}
+
+/// The sweep's observers: n8n's metrics, Redis and the containers, and beside them the
+/// database — the logs of n8n's processes and Postgres' containers, whose lines name what n8n's
+/// answers do not, and Postgres itself through the DSN.
+async fn observers(
+    (metrics, redis, interval): (Vec<Endpoint>, Option<(RedisUrl, String)>, Duration),
+    docker: Option<(
+        bollard::Docker,
+        Vec<crate::observe::watch::WatchedContainer>,
+    )>,
+    dsn: Option<String>,
+    timeline: Option<std::fs::File>,
+) -> Option<Box<dyn crate::record::observation::Observer>> {
+    let logged = docker.as_ref().map(|(d, containers)| {
+        let n8n = [Role::Main, Role::Worker, Role::Webhook, Role::Postgres];
+        let list = containers.iter().filter(|c| n8n.contains(&c.role));
+        (
+            d.clone(),
+            list.map(|c| (c.id.clone(), c.name.clone())).collect(),
+        )
+    });
+    let observer =
+        crate::observe::watch::observer(metrics, docker, redis, interval, timeline).await;
+    crate::observe::db_watch::wrap(
+        observer,
+        crate::observe::db_watch::DbSources {
+            docker: logged,
+            dsn,
+            interval,
+        },
+    )
+}
+
+/// The DSN of `--postgres-env`/`--postgres-file`, read once: one that does not parse or answer
+/// is bad input before any load (a Postgres out of connections is not: that is what is watched).
+async fn checked_dsn(a: &SweepArgs) -> Result<Option<String>, BadInput> {
+    let dsn = crate::observe::postgres::dsn(a.postgres_env.as_deref(), a.postgres_file.as_deref())?;
+    if let Some(d) = &dsn {
+        crate::observe::postgres::read(d).await?;
+    }
+    Ok(dsn)
 }

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod cpu;
 pub mod drain;
+pub mod failures;
 pub mod floor;
 pub mod history;
 pub mod levels;
@@ -217,7 +218,7 @@ fn leads_first(
             text: format!("{lead} {}", v.text),
             ..v
         });
-    match crate::limits::db_refused::unnamed(stages, findings) {
+    match failures::unnamed(stages, findings) {
         Some(words) => Verdict {
             text: v.text + &words,
             ..v

@@ -15,6 +15,7 @@ use crate::findings::{Finding, FindingId};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{n8n_defaults, Bound, Holds, Job, Limit};
+use crate::record::db::PostgresSampled;
 use crate::record::diagnosis::{Diagnosis, Level};
 use crate::record::{Role, StageResult};
 
@@ -162,7 +163,7 @@ impl Kind for DbPool {
         s: &Settings,
         findings: &mut Vec<Finding>,
     ) -> Option<String> {
-        super::db_refused::leads(stages, s, findings)
+        refused_leads(stages, s, findings)
     }
 
     /// The ping timeout above the acquire p99 measured (n8n's ping waits in the pool's queue),
@@ -341,4 +342,236 @@ impl Kind for DbPool {
         };
         vec![SettingLine::new(on, key, pool)]
     }
+}
+
+// Postgres out of connections, from what is really there. A real n8n 2.41.1 whose pools asked
+// more than `max_connections − superuser_reserved_connections` answered its callers HTTP 500
+// `{"message":"Error in workflow"}` and HTTP 200 "…the last node did not return any data": no
+// answer names Postgres. The cause shows in n8n's logs ("Problem with execution N: remaining
+// connection slots are reserved … Aborting.", read through the Docker API), in Postgres itself
+// (every usable slot open, a new client refused: read through a DSN), and in a body that carries
+// Postgres' words (a proxy or another tool's answer). Any of them names the cause; the verdict
+// leads with it and its budget, and still judges the stages that stayed valid.
+
+/// What one stage shows of Postgres refusing connections.
+#[derive(Default)]
+struct Seen {
+    /// Answers whose body carries Postgres' refusal.
+    bodies: u64,
+    /// n8n's (or Postgres') log lines naming the refusal; n8n's "Problem with execution"
+    /// lines among the logs.
+    lines: u64,
+    problems: u64,
+    /// Rounds whose own connection Postgres refused; the stage's Postgres at its limit.
+    pg_refused: u32,
+    pg_full: bool,
+    /// Answers that failed (HTTP ≥ 500, or a broken connection) and good-status answers
+    /// without the last node's data.
+    failed: u64,
+    no_data: u64,
+}
+
+impl Seen {
+    fn of(st: &StageResult) -> Seen {
+        let failed = st
+            .errors
+            .http_status
+            .iter()
+            .filter(|(s, _)| **s >= 500)
+            .map(|(_, n)| n)
+            .sum::<u64>();
+        let mut seen = Seen {
+            bodies: st.errors.db_refused,
+            failed,
+            no_data: st.errors.no_data,
+            ..Seen::default()
+        };
+        if let Some(db) = &st.database {
+            seen.lines = db.refusal_lines;
+            // n8n's "Problem with execution" names its cause in the same line; without a
+            // refusal in the stage's logs it is another problem's.
+            seen.problems = if db.refusal_lines > 0 {
+                db.problem_lines
+            } else {
+                0
+            };
+            if let Some(pg) = &db.postgres {
+                seen.pg_refused = pg.refused;
+                seen.pg_full = pg.exhausted();
+            }
+        }
+        seen
+    }
+
+    /// Postgres is named: by its words (a body, a log line), by refusing n8ncap's own
+    /// connection, or by every slot open while answers failed.
+    fn names_postgres(&self) -> bool {
+        self.bodies > 0
+            || self.lines > 0
+            || self.pg_refused > 0
+            || (self.pg_full && self.failed + self.no_data > 0)
+    }
+}
+
+/// The busiest Postgres reading of the run.
+fn busiest(stages: &[StageResult]) -> Option<&PostgresSampled> {
+    stages
+        .iter()
+        .filter_map(|st| st.database.as_ref()?.postgres.as_ref())
+        .filter(|p| p.samples > 0)
+        .max_by_key(|p| p.open_max)
+}
+
+/// Each naming stage's figures, one line as logged, and who held Postgres' connections.
+fn stage_evidence(
+    mut f: Finding,
+    stages: &[StageResult],
+    named: &[(&StageResult, Seen)],
+) -> Finding {
+    for (st, n) in named {
+        f = f.evidence(format!(
+            "stage {} ({}): {} of {} answers failed ({}), {} answered 200 without the last node's data; {} log line(s) name the refusal, {} \"Problem with execution … Aborting.\"{}",
+            st.index,
+            st.level().words(),
+            n.failed.max(n.bodies),
+            st.requests,
+            pct(n.failed.max(n.bodies) as f64 / st.requests.max(1) as f64),
+            n.no_data,
+            n.lines,
+            n.problems,
+            if n.pg_refused > 0 || n.pg_full {
+                format!("; Postgres at its limit ({} refusal(s) of n8ncap's connection)", n.pg_refused)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(example) = stages
+        .iter()
+        .filter_map(|st| st.database.as_ref()?.example.as_deref())
+        .next()
+    {
+        f = f.evidence(format!("as logged: {example}"));
+    }
+    if let Some(pg) = busiest(stages).filter(|p| !p.by_application.is_empty()) {
+        let by: Vec<String> = pg
+            .by_application
+            .iter()
+            .take(8)
+            .map(|(a, n)| format!("{} {n}", if a.is_empty() { "(unnamed)" } else { a }))
+            .collect();
+        f = f.evidence(format!(
+            "connections by application at the busiest reading: {}",
+            by.join(", ")
+        ));
+    }
+    f
+}
+
+/// Σ pools × processes against the usable slots, as far as they are known.
+fn budget(stages: &[StageResult], s: &Settings) -> (String, Vec<(&'static str, f64)>) {
+    let mut figures = Vec::new();
+    let mut words = Vec::new();
+    let processes = s.worker_count() + 1;
+    if let Some(pool) = &s.db_pool_size {
+        let asked = pool.value.saturating_mul(processes);
+        figures.push(("pool_size", pool.value as f64));
+        figures.push(("processes", processes as f64));
+        figures.push(("connections_asked", asked as f64));
+        words.push(format!(
+            "DB_POSTGRESDB_POOL_SIZE {} ({}) × {processes} process(es) (main and {} worker(s)) = up to {asked} connections",
+            pool.value,
+            pool.source,
+            s.worker_count()
+        ));
+    }
+    if let Some(pg) = busiest(stages) {
+        if let Some(usable) = pg.usable() {
+            figures.push(("max_connections", pg.max_connections as f64));
+            figures.push(("reserved_connections", pg.reserved as f64));
+            figures.push(("usable_connections", usable as f64));
+            figures.push(("open_at_most", pg.open_max as f64));
+            words.push(format!(
+                "Postgres allows {usable} (max_connections {} − {} reserved); {} were open at the busiest reading",
+                pg.max_connections, pg.reserved, pg.open_max
+            ));
+        }
+    }
+    let text = if words.is_empty() {
+        "the pools together exceed max_connections − superuser_reserved_connections".into()
+    } else {
+        words.join(" against ")
+    };
+    (text, figures)
+}
+
+/// Postgres out of connections, when anything named it: its finding first, and the words that
+/// lead the verdict.
+fn refused_leads(
+    stages: &[StageResult],
+    s: &Settings,
+    findings: &mut Vec<Finding>,
+) -> Option<String> {
+    let named: Vec<(&StageResult, Seen)> = stages
+        .iter()
+        .map(|st| (st, Seen::of(st)))
+        .filter(|(_, seen)| seen.names_postgres())
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let sum = |f: fn(&Seen) -> u64| named.iter().map(|(_, n)| f(n)).sum::<u64>();
+    let (bodies, lines, problems) = (sum(|n| n.bodies), sum(|n| n.lines), sum(|n| n.problems));
+    let (failed, no_data) = (sum(|n| n.failed), sum(|n| n.no_data));
+    let pg_refused = sum(|n| n.pg_refused as u64);
+    let requests: u64 = named.iter().map(|(st, _)| st.requests).sum();
+    let mut how = Vec::new();
+    if lines > 0 {
+        how.push(format!(
+            "{lines} line(s) of the logs name Postgres' refusal"
+        ));
+    }
+    if pg_refused > 0 {
+        how.push(format!(
+            "Postgres refused n8ncap's own connection {pg_refused} time(s)"
+        ));
+    }
+    if bodies > 0 {
+        how.push(format!("{bodies} answer(s) carry SQLSTATE 53300"));
+    }
+    if how.is_empty() {
+        how.push("every usable slot of Postgres was open while answers failed".into());
+    }
+    let (budget, budget_figures) = budget(stages, s);
+    let mut f = Finding::new(
+        FindingId::PostgresConnectionsExhausted,
+        format!(
+            "Postgres refused connections: {} of {requests} answers failed in {} stage(s) ({})",
+            failed.max(bodies),
+            named.len(),
+            how.join("; ")
+        ),
+    )
+    .figure("refused_responses", bodies as f64)
+    .figure("failed_responses", failed as f64)
+    .figure("no_data_responses", no_data as f64)
+    .figure("log_refusal_lines", lines as f64)
+    .figure("log_problem_lines", problems as f64)
+    .figure("postgres_refused_rounds", pg_refused as f64)
+    .figure("requests_in_those_stages", requests as f64);
+    for (k, v) in budget_figures {
+        f = f.figure(k, v);
+    }
+    f = stage_evidence(f, stages, &named);
+    findings.insert(
+        0,
+        f.why("Each n8n process opens up to DB_POSTGRESDB_POOL_SIZE connections; past max_connections − superuser_reserved_connections Postgres refuses the next one (SQLSTATE 53300) and the execution that needed it fails — its caller gets n8n's generic HTTP 500 \"Error in workflow\" (or a 200 without the last node's data), never Postgres' words, and the execution may stay `running` in n8n's list for good.")
+            .fix("keep Σ DB_POSTGRESDB_POOL_SIZE × processes (main, webhook processors, every worker at its autoscaler maximum) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front"),
+    );
+    Some(format!(
+        "Postgres refused connections ({} of {requests} answers failed in {} stage(s); {}): {budget}.",
+        failed.max(bodies),
+        named.len(),
+        how.join("; ")
+    ))
 }

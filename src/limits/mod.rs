@@ -14,7 +14,6 @@
 pub mod both;
 pub mod cpu;
 pub mod db_pool;
-pub mod db_refused;
 pub mod main_intake;
 pub mod no_runner;
 pub mod production_limit;

@@ -26,7 +26,7 @@ pub fn analyze(
         mix,
     };
     let mut d = judge::diagnose(&summary.stages, &inputs);
-    d.findings.extend(crate::limits::db_refused::left_behind(
+    d.findings.extend(crate::diagnose::failures::left_behind(
         summary.executions_left.as_ref(),
     ));
     let rec = super::recommend(&d, None);

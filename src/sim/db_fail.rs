@@ -1,5 +1,5 @@
-//! How a simulated n8n fails when its database refuses it, as n8n 2.41.1 was measured to
-//! (`../shared/reference`, "Postgres out of connections"): the caller of a failed execution gets
+//! How a simulated n8n fails when its database refuses it, as n8n 2.41.1 was measured to (the
+//! project's reference facts, "Postgres out of connections"; docs/sim.md): the caller of a failed execution gets
 //! HTTP 500 `{"message":"Error in workflow"}`, the caller of one whose last node's data main
 //! could not read back gets HTTP 200 with n8n's "did not return any data" message — **no answer
 //! names Postgres** — while main's and the workers' logs say "Problem with execution N:
