@@ -296,3 +296,209 @@ async fn out_of_connections_n8n_answers_generically_and_the_sweep_names_postgres
     drop(admin);
     drop(pg);
 }
+
+/// The same cause named from n8n's own log through the Docker API, with no DSN: a simulated n8n
+/// in a container (host network, to reach the test's PostgreSQL on loopback) whose pools cannot
+/// grow because every other non-reserved slot is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_names_postgres_from_n8n_s_logs_through_the_docker_api() {
+    if !have_docker() {
+        return;
+    }
+    let Some(pg) = start_postgres(12).await else {
+        return;
+    };
+    let superuser = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (admin, conn) = tokio_postgres::connect(&superuser, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE n8n LOGIN PASSWORD '{PASSWORD}'; ALTER DATABASE n8n OWNER TO n8n; \
+             GRANT ALL ON SCHEMA public TO n8n"
+        ))
+        .await
+        .unwrap();
+    let project = format!("pglogs{}", std::process::id());
+    let image = format!("n8ncap-sim-pglogs:{}", std::process::id());
+    build_image(&image, &["/n8ncap"]);
+    let port = free_port();
+    let name = format!("{project}-n8n");
+    let env = [
+        "DB_TYPE=postgresdb".to_string(),
+        "DB_POSTGRESDB_HOST=127.0.0.1".into(),
+        format!("DB_POSTGRESDB_PORT={}", pg.port),
+        "DB_POSTGRESDB_USER=n8n".into(),
+        format!("DB_POSTGRESDB_PASSWORD={PASSWORD}"),
+        "DB_POSTGRESDB_POOL_SIZE=5".into(),
+        "SIM_MAIN_CPU_MS=0".into(),
+        "N8N_LISTEN_ADDRESS=127.0.0.1".into(),
+        format!("QUEUE_BULL_REDIS_PORT={}", free_port()),
+    ];
+    let mut args: Vec<String> = [
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--network",
+        "host",
+        "--label",
+        &format!("com.docker.compose.project={project}"),
+        "--label",
+        "com.docker.compose.service=n8n",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for e in &env {
+        args.push("-e".into());
+        args.push(e.clone());
+    }
+    args.push(image.clone());
+    args.extend(
+        [
+            "sim",
+            "all",
+            "--port",
+            &port.to_string(),
+            "--workers",
+            "1",
+            "--concurrency",
+            "10",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let run = Command::new("docker").args(&args).output().unwrap();
+    struct Gone(String, String);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = Command::new("docker").args(["rm", "-f", &self.0]).output();
+            let _ = Command::new("docker").args(["rmi", "-f", &self.1]).output();
+        }
+    }
+    let _gone = Gone(name.clone(), image.clone());
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let metrics = format!("http://127.0.0.1:{port}/metrics");
+    let mut up = false;
+    for _ in 0..200 {
+        if n8ncap::wire::http::http_get(&metrics, Duration::from_secs(1))
+            .await
+            .is_ok_and(|(s, _)| s == 200)
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let logs = || {
+        let o = Command::new("docker")
+            .args(["logs", &name])
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(up, "the container never answered: {}", logs());
+    // Every other non-reserved slot (12 less 3 reserved, less what the container opened) held.
+    let n8n = format!(
+        "host=127.0.0.1 port={} user=n8n dbname=n8n password={PASSWORD}",
+        pg.port
+    );
+    let mut held = Vec::new();
+    while let Ok((c, conn)) = tokio_postgres::connect(&n8n, tokio_postgres::NoTls).await {
+        held.push((c, tokio::spawn(conn)));
+        assert!(held.len() <= 12, "Postgres never refused");
+    }
+    // A worker that cannot connect at start exits with Postgres' words, as n8n's did.
+    let dir = fresh_dir("pg-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let late = dir.join("late-worker.log");
+    let mut worker = spawn_logged(
+        &["sim", "worker"],
+        &[
+            ("DB_TYPE", "postgresdb".to_string()),
+            ("DB_POSTGRESDB_HOST", "127.0.0.1".into()),
+            ("DB_POSTGRESDB_PORT", pg.port.to_string()),
+            ("DB_POSTGRESDB_USER", "n8n".into()),
+            ("DB_POSTGRESDB_PASSWORD", PASSWORD.into()),
+            ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".into()),
+            ("QUEUE_BULL_REDIS_PORT", free_port().to_string()),
+            ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
+            ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
+        ],
+        &late,
+    );
+    let mut exited = None;
+    for _ in 0..300 {
+        if let Some(st) = worker.0.try_wait().unwrap() {
+            exited = Some(st);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let said = std::fs::read_to_string(&late).unwrap_or_default();
+    let st = exited.unwrap_or_else(|| panic!("the worker did not exit: {said}"));
+    assert!(!st.success(), "{said}");
+    assert!(
+        said.contains("remaining connection slots are reserved"),
+        "{said}"
+    );
+    assert!(!said.contains(PASSWORD), "{said}");
+    let dir = dir.join("run");
+    let o = Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &format!("http://127.0.0.1:{port}/webhook/load"),
+            "--vus",
+            "20",
+            "--warmup",
+            "1s",
+            "--stage-duration",
+            "4s",
+            "--body",
+            r#"{"sleep_ms":0}"#,
+            "--project",
+            &project,
+            "--out",
+            dir.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!text.contains(PASSWORD), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let f = &v["diagnosis"]["findings"][0];
+    assert_eq!(f["id"], "postgres-connections-exhausted", "{v}\n{}", logs());
+    assert!(
+        f["figures"]["log_refusal_lines"].as_f64().unwrap() > 0.0,
+        "{f}"
+    );
+    assert!(
+        f["figures"]["log_problem_lines"].as_f64().unwrap() > 0.0,
+        "{f}"
+    );
+    assert_eq!(f["figures"]["postgres_refused_rounds"], 0.0, "{f}");
+    let saved = n8ncap::record::dir::load_summary(&dir).unwrap();
+    let db = saved.stages[0].database.as_ref().unwrap();
+    assert!(db.logs_read && db.postgres.is_none(), "{db:?}");
+    assert_eq!(db.logged_by, vec![name.clone()]);
+    drop(held);
+    drop(admin);
+    drop(pg);
+}
