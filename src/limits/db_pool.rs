@@ -500,7 +500,7 @@ fn budget(stages: &[StageResult], s: &Settings) -> (String, Vec<(&'static str, f
     let text = if words.is_empty() {
         "the pools together exceed max_connections − superuser_reserved_connections".into()
     } else {
-        words.join(" against ")
+        words.join("; ")
     };
     (text, figures)
 }
