@@ -35,6 +35,8 @@ mod fuzz;
 mod grafana;
 #[path = "history.rs"]
 mod history;
+#[path = "host_cpu.rs"]
+mod host_cpu;
 #[path = "hostile.rs"]
 mod hostile;
 #[path = "hostile_actuators.rs"]

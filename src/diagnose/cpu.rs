@@ -191,9 +191,27 @@ fn site_use(
     }
 }
 
+/// The cores the work's processes used on the host at every stage, from /proc (the target on
+/// this machine): n8n's processes, Postgres, Redis and the load; None unless every stage read it.
+fn placed_on_host(used: &[&StageResult]) -> Option<f64> {
+    let per_stage: Vec<f64> = used
+        .iter()
+        .filter(|s| !s.host_processes.is_empty())
+        .map(|s| {
+            s.host_processes
+                .iter()
+                .filter(|g| g.stack)
+                .map(|g| g.cores)
+                .sum()
+        })
+        .collect();
+    (!per_stage.is_empty() && per_stage.len() == used.len()).then(|| mean(&per_stage))
+}
+
 fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Option<CpuUse> {
     let cores = host.cores.as_ref()?;
-    if procs.is_empty() {
+    let placed = placed_on_host(used);
+    if procs.is_empty() && placed.is_none() {
         return None;
     }
     let mut total: f64 = procs.iter().map(|p| p.cores_used).sum();
@@ -206,6 +224,11 @@ fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Opt
                 .collect::<Vec<_>>(),
         );
         name.push_str(" and n8ncap itself");
+    }
+    // All the CPU the work needs, not only the processes a sweep was given.
+    if let Some(p) = placed.filter(|p| *p > total) {
+        total = p;
+        name = "host: the deployment's processes (n8n, its Postgres and Redis) and the load, read from /proc".into();
     }
     Some(site_use(
         CpuSite::Host,
@@ -249,22 +272,56 @@ pub fn other_work(
     if other < OTHER_WORK_CORES || other < OTHER_WORK_SHARE * cores.value {
         return None;
     }
-    Some(
-        crate::findings::Finding::new(
-            crate::findings::FindingId::HostShared,
-            format!(
-                "{other:.1} of {:.0} cores were used by processes outside the stack at {}: the ceiling measured may be the contention's",
-                cores.value,
-                level.words()
-            ),
-        )
-        .evidence(format!(
-            "the host was {:.2} cores busy (/proc/stat); the stack's processes and n8ncap used {stack:.2}",
-            mean(&busy)
-        ))
-        .figure("other_cores", other)
-        .figure("host_cores", cores.value)
-        .figure("stack_cores", stack)
-        .why("CPU taken by other work (a build, another load, another tenant) slows the stack without being its limit: no setting of n8n's raises it, and a CPU per execution read from the host's total would call it n8n's."),
+    let f = crate::findings::Finding::new(
+        crate::findings::FindingId::HostShared,
+        format!(
+            "{other:.1} of {:.0} cores were used by processes outside the stack at {}: the ceiling measured may be the contention's",
+            cores.value,
+            level.words()
+        ),
     )
+    .evidence(format!(
+        "the host was {:.2} cores busy (/proc/stat); the stack's processes and n8ncap used {stack:.2}",
+        mean(&busy)
+    ))
+    .figure("other_cores", other)
+    .figure("host_cores", cores.value)
+    .figure("stack_cores", stack)
+    .why("CPU taken by other work (a build, another load, another tenant) slows the stack without being its limit: no setting of n8n's raises it, and a CPU per execution read from the host's total would call it n8n's.");
+    Some(match outside(&used, mean(&busy)) {
+        Some(words) => f.evidence(words),
+        None => f,
+    })
+}
+
+/// What /proc placed outside the work at every stage, by program, and what it could not place
+/// (processes that ended within the stage, interrupts): said, never called the stack's.
+fn outside(used: &[&StageResult], busy: f64) -> Option<String> {
+    if used.iter().any(|s| s.host_processes.is_empty()) {
+        return None;
+    }
+    let mut by: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut all = 0.0;
+    for s in used {
+        for g in &s.host_processes {
+            all += g.cores / used.len() as f64;
+            if !g.stack {
+                *by.entry(g.group.as_str()).or_default() += g.cores / used.len() as f64;
+            }
+        }
+    }
+    let mut named: Vec<(&str, f64)> = by.into_iter().filter(|(_, c)| *c >= 0.05).collect();
+    named.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut words: Vec<String> = named
+        .iter()
+        .take(5)
+        .map(|(g, c)| format!("{g} {c:.2}"))
+        .collect();
+    let unplaced = busy - all;
+    if unplaced >= 0.1 {
+        words.push(format!(
+            "{unplaced:.2} not placed on any process (processes that ended within the stage, the kernel's interrupts)"
+        ));
+    }
+    (!words.is_empty()).then(|| format!("outside the work, by /proc: {}", words.join(", ")))
 }

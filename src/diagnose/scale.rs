@@ -236,8 +236,11 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
     let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
     if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
         let mut evidence = vec![format!(
-            "the host's processes used {:.2} of {:.1} cores ({})",
-            h.cores_used, h.usable_cores.value, h.usable_cores.source
+            "{} used {:.2} of {:.1} cores ({})",
+            h.name.strip_prefix("host: ").unwrap_or(&h.name),
+            h.cores_used,
+            h.usable_cores.value,
+            h.usable_cores.source
         )];
         evidence.extend(taken.map(|f| f.title.clone()));
         out.push(SharedLimit {

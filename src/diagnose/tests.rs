@@ -11,6 +11,7 @@ use crate::record::stage::{ContainerObserved, EndpointObserved, Latency, QueueOb
 use crate::record::{LoadLevel, LoadModel, Role};
 
 mod failures;
+mod host;
 use failures::failing;
 
 /// A valid closed stage at `vus` in flight with throughput `x` and mean response N ÷ X.

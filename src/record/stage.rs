@@ -422,6 +422,26 @@ pub struct StageResult {
     /// Postgres' own connections (a DSN), when either was watched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<DatabaseObserved>,
+    /// The target on this machine: what every process of the host spent over the stage, from
+    /// /proc, grouped by what it is (n8n's roles, Postgres, Redis, the load, anything else).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_processes: Vec<HostProcessCpu>,
+}
+
+/// A group of the host's processes over a stage (/proc): n8n's workers, Postgres' backends,
+/// n8ncap itself, or another program by its name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostProcessCpu {
+    /// What they are: "n8n worker", "postgres", "n8ncap (the load)", or a program's name.
+    pub group: String,
+    /// n8n's role, for n8n's processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Part of the work: n8n, its Postgres and Redis, and the load generator; else other work.
+    pub stack: bool,
+    pub processes: u32,
+    /// Cores used, mean over the stage.
+    pub cores: f64,
 }
 
 /// Iterations of a k6 level: started per second in the window, and their mean duration.
@@ -555,6 +575,7 @@ impl StageResult {
             throughput_ci: None,
             iterations: None,
             database: None,
+            host_processes: Vec::new(),
             history: None,
         }
     }

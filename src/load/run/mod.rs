@@ -239,6 +239,8 @@ struct Sweep {
     names: Vec<ScenarioNames>,
     /// The target is on loopback: this machine is n8n's host, so its busy CPU is recorded.
     target_is_local: bool,
+    /// The target's port when it is on this machine: its deployment's processes are read.
+    local_port: Option<u16>,
     /// Open model: arrivals of the last stage still unanswered when it was read (the drain
     /// ran out): the next stage starts with them in n8n's backlog.
     inherited: u64,
@@ -411,8 +413,11 @@ impl Sweep {
         summary.settings = opts.settings.clone();
         summary.host = opts.host.clone();
         let total_time = stages.iter().map(|(s, _)| s.duration).sum();
-        let target_is_local = crate::wire::url::HttpUrl::parse(&profile.request.url, "URL")
-            .is_ok_and(|u| u.is_loopback());
+        let local_port = crate::wire::url::HttpUrl::parse(&profile.request.url, "URL")
+            .ok()
+            .filter(|u| u.is_loopback())
+            .map(|u| u.port);
+        let target_is_local = local_port.is_some();
         Ok(Sweep {
             opts,
             stages,
@@ -426,6 +431,7 @@ impl Sweep {
             check_names,
             names,
             target_is_local,
+            local_port,
             inherited: 0,
         })
     }
@@ -449,6 +455,10 @@ impl Sweep {
         let stage_start = Instant::now();
         let cpu_start = crate::util::own_cpu_seconds();
         let host_start = crate::util::host_busy_cpu_seconds();
+        // On n8n's own host, every process read: the host's CPU placed on what spent it.
+        let procs_start = self
+            .local_port
+            .map(|port| (port, crate::load::host_cpu::snapshot()));
         let rec = self.recorder(stage_start, stage.warmup);
         self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
@@ -518,6 +528,9 @@ impl Sweep {
             wall,
             self.target_is_local,
         );
+        if let Some((port, s)) = &procs_start {
+            result.host_processes = crate::load::host_cpu::since(s, *port);
+        }
         if self.opts.progress {
             stage_ended(index, &result);
         }

@@ -219,6 +219,7 @@ pub(super) fn stage_result(
         throughput_ci: None,
         iterations: None,
         database: None,
+        host_processes: Vec::new(),
         history: None,
     }
 }
