@@ -124,9 +124,14 @@ impl Kind for DbPool {
         // fewer), so Little's law at the pool reads D = pool ÷ X exactly. Below that a gauge
         // read once per scrape can alias with steady job times (always busy, or always idle,
         // at the same phase), so those levels are used only when no level filled the pool.
+        // A wait queue as long as the pool on average means the pool was full whenever it was
+        // read with a request waiting: a gauge that reads fewer in use mixes instants between a
+        // connection's return and its handover.
         let full: Vec<f64> = read
             .iter()
-            .filter(|(_, active, max, pending)| *pending >= 0.5 && *active >= 0.75 * max)
+            .filter(|(_, active, max, pending)| {
+                *pending >= 0.5 && (*active >= 0.75 * max || *pending >= *max)
+            })
             .map(|(d, active, max, _)| d * max / active)
             .collect();
         let at_full = !full.is_empty();
