@@ -251,6 +251,23 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
             fix: SharedKind::HostCpu.fix().into(),
         });
     }
+    // History: every job slower at load with the slots full — the host's CPU (or another shared
+    // resource) stopped the count, whatever the slots allowed.
+    if let Some(g) = d.findings.iter().find(|f| f.id == FindingId::JobTimeGrows) {
+        match out.iter_mut().find(|l| l.kind == SharedKind::HostCpu) {
+            Some(l) => {
+                l.reached = true;
+                l.evidence.push(g.title.clone());
+            }
+            None => out.push(SharedLimit {
+                kind: SharedKind::HostCpu,
+                bound_per_s: g.get("throughput_per_s"),
+                reached: true,
+                evidence: g.evidence.clone(),
+                fix: SharedKind::HostCpu.fix().into(),
+            }),
+        }
+    }
     out
 }
 

@@ -81,6 +81,9 @@ registry! {
     PostgresConnectionsExhausted = "postgres-connections-exhausted", Run, Error,
         "Postgres refused connections (SQLSTATE 53300, too many clients): the processes' pools together exceed max_connections",
         "keep Σ DB_POSTGRESDB_POOL_SIZE × processes (at their autoscaler maxima) within max_connections − superuser_reserved_connections: lower the pools, raise max_connections, or put PgBouncer (transaction mode) in front";
+    JobTimeGrows = "job-time-grows", Run, Warning,
+        "every job slowed under load while the slots were full: a shared resource (the host's CPU, the database), not a lower slot limit",
+        "compare n8n's processes' cores with the host's; near them, spread the workers over more hosts or cores";
     FailuresWithoutCause = "failures-without-cause", Run, Warning,
         "answers failed with n8n's generic HTTP 500 and nothing watched names why (n8n's answers never name the cause)",
         "sweep again with --docker (n8n's logs) or --postgres-env (Postgres' connections), or read n8n's logs for \"Problem with execution\"";

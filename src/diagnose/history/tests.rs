@@ -283,3 +283,76 @@ fn little_s_law_at_the_slots_allows_the_gauge_s_lag_and_names_a_gauge_that_is_wr
     // Four windows where the law holds.
     assert_eq!(slots_bind(&[(8.0, 4.0, 4.0, 0.5); 4]), (true, false));
 }
+
+#[test]
+fn jobs_slower_at_load_with_full_slots_are_a_shared_resource_not_a_lower_runner_limit() {
+    // The second lab: 3 workers × 5 slots on 2 cores, 0.42 s jobs alone, 0.55 s at 27.2/s while
+    // n8n's processes used about 1.7 cores together.
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (27.2 * k, 15.0, 6.0, 0.55)).collect();
+    let mut h = history(4, 0.42, &busy);
+    for w in h.windows.iter_mut().filter(|w| w.throughput_per_s > 1.0) {
+        w.cpu = (1..=3)
+            .map(|i| ProcessCpu {
+                process: format!("w:{i} (n8n-worker)"),
+                role: Role::Worker,
+                cores: 0.47,
+                rss_max_bytes: None,
+                eventloop_lag_max_s: None,
+                db_pool: None,
+            })
+            .chain(std::iter::once(ProcessCpu {
+                process: "main".into(),
+                role: Role::Main,
+                cores: 0.3,
+                rss_max_bytes: None,
+                eventloop_lag_max_s: None,
+                db_pool: None,
+            }))
+            .collect();
+    }
+    let flags = Settings {
+        workers: Some(Sourced::new(3, Provenance::Flag("--workers".into()))),
+        worker_concurrency: Some(Sourced::new(
+            5,
+            Provenance::Flag("--worker-concurrency".into()),
+        )),
+        ..Settings::default()
+    };
+    let (d, _) = judge(&mut h, flags, None);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::JobTimeGrows)
+        .unwrap_or_else(|| panic!("{:?}: {}", ids(&d), d.verdict));
+    assert!(
+        (f.get("job_time_quiet_s").unwrap() - 0.42).abs() < 0.01,
+        "{f:?}"
+    );
+    assert!(
+        (f.get("job_time_load_s").unwrap() - 0.55).abs() < 0.01,
+        "{f:?}"
+    );
+    assert!(f.get("n8n_cores_at_load").unwrap() > 1.5, "{f:?}");
+    assert_ne!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
+    assert!(d.verdict.contains("shared resource"), "{}", d.verdict);
+}
+
+#[test]
+fn a_steady_job_time_at_load_is_no_contention() {
+    // 4 slots, 0.5 s alone and at load: the slots, not a shared resource.
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (8.0 * k, 4.0, 8.0, 0.5)).collect();
+    let mut h = history(4, 0.5, &busy);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert!(!ids(&d).contains(&FindingId::JobTimeGrows), "{:?}", ids(&d));
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::WorkerConcurrency.into()),
+        "{}",
+        d.verdict
+    );
+}

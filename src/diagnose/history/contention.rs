@@ -1,0 +1,149 @@
+//! Contention in history: the job time n8n's histogram measured where nothing waited against
+//! the slot time at load, while the slots were full. A real n8n 2.41.1 scaled to 3 workers on a
+//! 2-core host held 27.2/s: every job slowed from 0.42 to 0.55 s as n8n's processes together
+//! used about 1.7 of the 2 cores, so the 15 slots filled although no configured limit was
+//! reached. Read with the quiet job time, that ceiling looks like a lower runner limit (X × C
+//! = 11.4 tasks "inferred"); it is a shared resource — the host's CPU when the processes'
+//! cores add up to it. Nothing here knows the host's cores (n8n exposes none; node_exporter's
+//! `node_cpu_seconds_total` is not read), so the words say what would tell.
+
+use crate::findings::{Finding, FindingId, Severity};
+use crate::model::settings::Provenance;
+use crate::model::WAITED_JOBS as WAITED;
+use crate::record::diagnosis::Diagnosis;
+use crate::record::StageResult;
+
+/// Growth of the slot time past the quiet job time that counts as contention (beyond the
+/// histogram's own spread at a steady load).
+pub const GROWTH: f64 = 1.15;
+
+/// n8n's processes' cores together at load from which a slower job is contention.
+pub const BUSY_CORES: f64 = 1.0;
+
+/// An event loop lagging this much (and three times its quiet lag) waits for CPU.
+pub const LAGGED_S: f64 = 0.010;
+
+/// n8n's processes' cores (the sum of every scraped process's CPU) and event-loop lag (the
+/// highest mean) in a stage.
+fn processes(st: &StageResult) -> (f64, f64) {
+    let cores = st
+        .endpoints
+        .iter()
+        .filter(|e| e.samples > 0)
+        .map(|e| e.cpu_percent_mean / 100.0)
+        .filter(|c| c.is_finite() && *c >= 0.0)
+        .sum();
+    let lag = st
+        .endpoints
+        .iter()
+        .filter(|e| e.samples > 0 && e.eventloop_lag_mean_s.is_finite())
+        .map(|e| e.eventloop_lag_mean_s)
+        .fold(0.0, f64::max);
+    (cores, lag)
+}
+
+/// Weighted (by windows) means over stages: throughput, slot time, cores, lag.
+fn pooled(stages: &[&StageResult]) -> Option<(f64, f64, f64, f64)> {
+    let mut acc = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for st in stages {
+        let h = st.history.as_ref()?;
+        let w = h.windows.max(1) as f64;
+        let slot = h.slot_time_s?;
+        let (cores, lag) = processes(st);
+        acc = (
+            acc.0 + w * st.throughput_rps,
+            acc.1 + w * slot,
+            acc.2 + w * cores,
+            acc.3 + w * lag,
+            acc.4 + w,
+        );
+    }
+    (acc.4 > 0.0).then(|| (acc.0 / acc.4, acc.1 / acc.4, acc.2 / acc.4, acc.3 / acc.4))
+}
+
+/// The job time's growth under load while the slots were full: its finding, and the verdict's
+/// words when the verdict named a slot limit it had to infer (that inference read the quiet job
+/// time as the job time at load).
+pub fn grows(stages: &[StageResult], d: &Diagnosis) -> Option<(Finding, Option<String>)> {
+    let quiet = d
+        .service_time
+        .as_ref()
+        .filter(|s| matches!(s.source, Provenance::Measured(_)) && s.value > 0.0)?
+        .value;
+    let full: Vec<&StageResult> = stages
+        .iter()
+        .filter(|st| st.queue.as_ref().is_some_and(|q| q.waiting_mean >= WAITED))
+        .collect();
+    let calm: Vec<&StageResult> = stages
+        .iter()
+        .filter(|st| st.queue.as_ref().is_some_and(|q| q.waiting_mean < WAITED))
+        .filter(|st| st.throughput_rps > 0.0)
+        .collect();
+    let (x, slot, cores, lag) = pooled(&full)?;
+    let growth = slot / quiet;
+    if !(growth.is_finite() && growth >= GROWTH && x > 0.0) {
+        return None;
+    }
+    let at_calm = pooled(&calm);
+    // A runner limit below the slots also lengthens the slot time (executions wait for a task
+    // inside their slot), with little CPU: the growth is contention only where the processes
+    // worked hard — a core or more together — or their event loops lagged far more than alone.
+    let lag_grew = at_calm.is_some_and(|c| lag >= LAGGED_S && lag >= 3.0 * c.3);
+    if cores < BUSY_CORES && !lag_grew {
+        return None;
+    }
+    let mut f = Finding::new(
+        FindingId::JobTimeGrows,
+        format!(
+            "Every job slowed under load: {quiet:.3} s where nothing waited, {slot:.3} s while the slots were full (+{:.0} %): a shared resource — the host's CPU when n8n's processes' cores add up to it — fills the slots, not a lower limit",
+            (growth - 1.0) * 100.0
+        ),
+    )
+    .figure("job_time_quiet_s", quiet)
+    .figure("job_time_load_s", slot)
+    .figure("growth", growth)
+    .figure("throughput_per_s", x)
+    .figure("n8n_cores_at_load", cores)
+    .evidence(format!(
+        "job time side by side: {quiet:.3} s quiet (n8n_workflow_execution_duration_seconds where nothing waited), {slot:.3} s at {x:.2}/s with jobs waiting"
+    ))
+    .evidence(format!(
+        "n8n's scraped processes used {cores:.2} cores together at load ({:.1} ms of CPU per execution){}",
+        cores / x * 1000.0,
+        at_calm
+            .map(|(xc, _, cc, _)| format!(", {cc:.2} at {xc:.2}/s quietly"))
+            .unwrap_or_default()
+    ))
+    .with_severity(Severity::Warning)
+    .why("A job slower at load than alone, with its slots full, is a resource every job shares — the host's cores (Node processes, Postgres, Redis on one machine), Postgres, or an external call — not a runner limit or worker concurrency: no slot setting raises it.")
+    .fix("compare n8n's processes' cores with the host's (node_exporter's node_cpu_seconds_total, or the machine's cores): near them, the host's CPU caps — spread the workers over more hosts or cores; else look at the database and the workflow's external calls");
+    if lag > 0.0 {
+        let lag_calm = at_calm.map_or(0.0, |c| c.3);
+        f = f.figure("eventloop_lag_load_s", lag).evidence(format!(
+            "event-loop lag {:.1} ms at load against {:.1} ms quietly (the highest process's mean)",
+            lag * 1000.0,
+            lag_calm * 1000.0
+        ));
+    }
+    // A slot limit the verdict inferred from the quiet job time is this growth, read wrong.
+    let inferred = |s: &Option<crate::model::settings::Sourced<u32>>| {
+        s.as_ref()
+            .is_some_and(|v| matches!(v.source, Provenance::Inferred(_)))
+    };
+    // A verdict that needed a slot setting inferred (from the quiet job time) or named none.
+    let misread = d.capping_limit.is_none()
+        || inferred(&d.settings.runner_limit)
+        || inferred(&d.settings.worker_concurrency);
+    let runner_known = d
+        .settings
+        .runner_limit
+        .as_ref()
+        .is_some_and(|r| !matches!(r.source, Provenance::Inferred(_)));
+    let words = misread.then(|| {
+        format!(
+            "The job time grew from {quiet:.3} s quietly to {slot:.3} s at load while the slots filled, and n8n's processes used {cores:.2} cores together: a shared resource (the host's CPU when that is near its cores) caps throughput at {x:.2}/s, not a lower runner limit or worker concurrency{}.",
+            if runner_known { "" } else { " (a runner limit below the slots would lengthen the slots too: give --runner-limit to rule it out)" }
+        )
+    });
+    Some((f, words))
+}
