@@ -193,6 +193,8 @@ fn a_saved_sweep_is_diagnosed_again_with_settings_from_flags() {
                 "3",
                 "--main-cpu-ms",
                 "0",
+                "--cpu-ms",
+                "0",
             ])
             // n8n's default refresh (20 s) is longer than these stages.
             .env("N8N_METRICS_QUEUE_METRICS_INTERVAL", "1")

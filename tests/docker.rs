@@ -106,10 +106,13 @@ impl Stack {
             cmd.push("-p".into());
             cmd.push("127.0.0.1::5678".into());
         }
-        // Main's intake costs no CPU unless the test gives it (the simulator's default is n8n's
-        // 27 ms, burnt for real): a later `-e` of the same name wins.
+        // Main's intake and the workers' executions cost no CPU unless the test gives them (the
+        // simulator's defaults are n8n 2.41.1's 13 and 50 ms, burnt for real): a later `-e` of
+        // the same name wins.
         cmd.push("-e".into());
         cmd.push("SIM_MAIN_CPU_MS=0".into());
+        cmd.push("-e".into());
+        cmd.push("SIM_WORKER_CPU_MS=0".into());
         for (k, v) in env {
             cmd.push("-e".into());
             cmd.push(format!("{k}={v}"));
@@ -431,6 +434,8 @@ fn docker_socket_absent_is_one_clear_line_and_the_sweep_runs() {
                 "sim",
                 "all",
                 "--main-cpu-ms",
+                "0",
+                "--cpu-ms",
                 "0",
                 "--port",
                 &port.to_string(),

@@ -22,6 +22,7 @@ fn spawn_logged(args: &[&str], env: &[(&str, String)], log: &std::path::Path) ->
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("SIM_MAIN_CPU_MS", "0")
+        .env("SIM_WORKER_CPU_MS", "0")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap());
     for (k, v) in env {

@@ -329,6 +329,8 @@ fn interrupt_keeps_what_was_measured_and_exits_130() {
                 "5",
                 "--main-cpu-ms",
                 "0",
+                "--cpu-ms",
+                "0",
             ])
             .stdout(std::process::Stdio::null())
             .spawn()

@@ -90,13 +90,6 @@ pub fn judge(ev: &Evidence, flags: &Settings, timeout_s: Option<f64>) -> Diagnos
     let Some(h) = &ev.windows else {
         return d;
     };
-    // Jobs slower at load than quietly with their slots full: a shared resource, which a slot
-    // limit inferred from the quiet job time only seemed to be.
-    let grown = contention::grows(stages, &d);
-    if let Some(words) = grown.as_ref().and_then(|(_, w)| w.clone()) {
-        d.verdict = format!("{words} (Read with the quiet job time: {})", d.verdict);
-        d.capping_limit = None;
-    }
     let busy = h.windows.iter().filter(|w| w.busy).count();
     d.verdict = format!(
         "From Prometheus history ({busy} busy window(s) of {:.0} s in {}–{}): {}",
@@ -122,7 +115,6 @@ pub fn judge(ev: &Evidence, flags: &Settings, timeout_s: Option<f64>) -> Diagnos
         d.verdict.push(' ');
         d.verdict.push_str(&more);
     }
-    extra.extend(grown.map(|(f, _)| f));
     extra.append(&mut d.findings);
     extra.sort_by_key(|f| std::cmp::Reverse(f.severity));
     d.findings = extra;
@@ -392,6 +384,6 @@ fn resets_and_gaps(h: &History, out: &mut Vec<Finding>) {
     }
 }
 
-mod contention;
+pub(crate) mod contention;
 #[cfg(test)]
 mod tests;

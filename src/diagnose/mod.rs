@@ -122,6 +122,22 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     );
     let v = crate::limits::no_runner::when_no_runner_takes(v, &findings);
     let v = leads_first(v, stages, &settings, &mut findings);
+    // History: jobs slower at load than quietly with their slots full are a shared resource,
+    // which a slot limit inferred from the quiet job time only seemed to be.
+    let v = match history::contention::grows(stages, service_time.as_ref(), v.limit, &settings) {
+        Some((f, words)) => {
+            findings.push(f);
+            match words {
+                Some(w) => Verdict {
+                    limit: None,
+                    text: format!("{w} (Read with the quiet job time: {})", v.text),
+                    ..v
+                },
+                None => v,
+            }
+        }
+        None => v,
+    };
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }

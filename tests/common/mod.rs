@@ -153,15 +153,17 @@ pub fn spawn_sim_main_with(
     spawn_role(&["sim", "main", "--cpu-ms", &cpu_ms.to_string()], &env)
 }
 
-/// A simulator role as a process with only `env` (and PATH). Its main's intake costs no CPU
-/// unless `env` gives `SIM_MAIN_CPU_MS` (the simulator's default is n8n's 27 ms, burnt for
-/// real: a test states the cost its stack has).
+/// A simulator role as a process with only `env` (and PATH). Its main's intake and its workers'
+/// executions cost no CPU unless `env` gives `SIM_MAIN_CPU_MS` / `SIM_WORKER_CPU_MS` (the
+/// simulator's defaults are n8n 2.41.1's 13 and 50 ms, burnt for real: a test states the cost
+/// its stack has).
 pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
     let mut cmd = Command::new(bin());
     cmd.args(args)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("SIM_MAIN_CPU_MS", "0")
+        .env("SIM_WORKER_CPU_MS", "0")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     for (k, v) in env {

@@ -10,7 +10,8 @@
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::settings::Provenance;
 use crate::model::WAITED_JOBS as WAITED;
-use crate::record::diagnosis::Diagnosis;
+use crate::model::settings::{Settings, Sourced};
+use crate::model::Capping;
 use crate::record::StageResult;
 
 /// Growth of the slot time past the quiet job time that counts as contention (beyond the
@@ -64,10 +65,13 @@ fn pooled(stages: &[&StageResult]) -> Option<(f64, f64, f64, f64)> {
 /// The job time's growth under load while the slots were full: its finding, and the verdict's
 /// words when the verdict named a slot limit it had to infer (that inference read the quiet job
 /// time as the job time at load).
-pub fn grows(stages: &[StageResult], d: &Diagnosis) -> Option<(Finding, Option<String>)> {
-    let quiet = d
-        .service_time
-        .as_ref()
+pub fn grows(
+    stages: &[StageResult],
+    service_time: Option<&Sourced<f64>>,
+    capping: Option<Capping>,
+    settings: &Settings,
+) -> Option<(Finding, Option<String>)> {
+    let quiet = service_time
         .filter(|s| matches!(s.source, Provenance::Measured(_)) && s.value > 0.0)?
         .value;
     let full: Vec<&StageResult> = stages
@@ -126,16 +130,15 @@ pub fn grows(stages: &[StageResult], d: &Diagnosis) -> Option<(Finding, Option<S
         ));
     }
     // A slot limit the verdict inferred from the quiet job time is this growth, read wrong.
-    let inferred = |s: &Option<crate::model::settings::Sourced<u32>>| {
+    let inferred = |s: &Option<Sourced<u32>>| {
         s.as_ref()
             .is_some_and(|v| matches!(v.source, Provenance::Inferred(_)))
     };
     // A verdict that needed a slot setting inferred (from the quiet job time) or named none.
-    let misread = d.capping_limit.is_none()
-        || inferred(&d.settings.runner_limit)
-        || inferred(&d.settings.worker_concurrency);
-    let runner_known = d
-        .settings
+    let misread = capping.is_none()
+        || inferred(&settings.runner_limit)
+        || inferred(&settings.worker_concurrency);
+    let runner_known = settings
         .runner_limit
         .as_ref()
         .is_some_and(|r| !matches!(r.source, Provenance::Inferred(_)));
