@@ -22,7 +22,7 @@ for i in $(seq 1 ${#HEALTH[@]}); do
         QUEUE_HEALTH_CHECK_PORT="$h" N8N_WORKER_SERVER_ADDRESS=127.0.0.1 \
         N8N_RUNNERS_MODE=external N8N_RUNNERS_BROKER_PORT="$b" \
         N8N_RUNNERS_BROKER_LISTEN_ADDRESS=127.0.0.1 N8N_RUNNERS_AUTH_TOKEN=t N8N_METRICS=true \
-        ${WORKER_ENV:-} setsid "$BIN" sim worker --concurrency ${CONCURRENCY:-2} >"$STATE/w$i.log" 2>&1 < /dev/null &
+        SIM_WORKER_CPU_MS=0 ${WORKER_ENV:-} setsid "$BIN" sim worker --concurrency ${CONCURRENCY:-2} >"$STATE/w$i.log" 2>&1 < /dev/null &
       echo $! > "$STATE/w$i.pid"
       env -i PATH="$PATH" N8N_RUNNERS_TASK_BROKER_URI="http://127.0.0.1:$b" \
         N8N_RUNNERS_MAX_CONCURRENCY=5 N8N_RUNNERS_AUTH_TOKEN=t \
@@ -676,4 +676,107 @@ async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
         s["verdict"]
     );
     drop(pg);
+}
+
+/// The second lab's scale-out on one 2-core host, on the simulator at n8n 2.41.1's CPU costs (a
+/// worker 50 ms, main 13 ms per execution): workers of 5 slots and 5 runner tasks, 0.4 s jobs,
+/// 1 to 3 workers swept with only main's metrics given. Real n8n: 11.6, 21.6, 27.2/s, the host's
+/// CPU full at 3. The sweep must place the CPU on the workers it was not given and name the
+/// host with a bound near where it saturated — or, beside other work, name that work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workers_on_two_cores_meet_the_host_s_cpu_placed_on_the_workers() {
+    if !have_command("curl", "--version", "apt install curl") {
+        return;
+    }
+    let cost = [("SIM_WORKER_CPU_MS", "50".to_string())];
+    let mut d = Deployment::start_env("scale-host", 3, 13, &cost).await;
+    d.env.push(("CONCURRENCY".into(), "5".into()));
+    // The first worker was started before CONCURRENCY was set: start the pairs again.
+    assert!(d.script().arg("0").status().unwrap().success());
+    assert!(d.script().arg("1").status().unwrap().success());
+    let out = d.dir.join("run");
+    let cmd = format!("bash {} {{workers}}", d.dir.join("scale.sh").display());
+    let o = std::process::Command::new(bin())
+        .args([
+            "sweep",
+            "--url",
+            &d.webhook,
+            "--vus",
+            "40",
+            "--warmup",
+            "2s",
+            "--stage-duration",
+            "8s",
+            "--body",
+            r#"{"sleep_ms":400}"#,
+            "--metrics",
+            &format!("main={}", d.metrics),
+            "--worker-concurrency",
+            "5",
+            "--runner-limit",
+            "5",
+            "--workers",
+            "1,2,3",
+            "--scale-cmd",
+            &cmd,
+            "--restore-workers",
+            "1",
+            "--scale-settle",
+            "3s",
+            "--queue-metrics-interval",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ])
+        .envs(d.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let top = n8ncap::record::dir::load_summary(&out.join("w3")).unwrap();
+    let st = top.stages.last().unwrap();
+    let workers = st
+        .host_processes
+        .iter()
+        .find(|g| g.group == "n8n worker")
+        .unwrap_or_else(|| panic!("{:?}", st.host_processes));
+    // Three worker processes, no metrics of theirs given: placed by /proc, linked by their
+    // connection to main's queue, at about 50 ms per execution.
+    assert!(workers.stack && workers.processes == 3, "{workers:?}");
+    let x = st.throughput_rps;
+    assert!(
+        within(workers.cores, 0.050 * x, 0.35),
+        "{workers:?} at {x}/s"
+    );
+    let d3 = top.diagnosis.as_ref().unwrap();
+    let host = d3
+        .cpu
+        .iter()
+        .find(|u| u.site == n8ncap::record::diagnosis::CpuSite::Host)
+        .unwrap_or_else(|| panic!("{:?}: {}", d3.cpu, d3.verdict));
+    let other = d3
+        .findings
+        .iter()
+        .find(|f| f.id == "host-shared")
+        .and_then(|f| f.get("other_cores"));
+    match other {
+        // A quiet machine: the host is the work's, named, its bound near the ceiling at 3.
+        None => {
+            let at_3 = d3.measured_ceiling.as_ref().unwrap().mean;
+            assert!(
+                within(host.bound_per_s, at_3, 0.30),
+                "{} vs {at_3}: {}",
+                host.bound_per_s,
+                d3.verdict
+            );
+            let s = &v["scaling"];
+            let named = shared(s, "host_cpu");
+            assert_eq!(named["reached"], true, "{s}");
+            // Measured here once (quiet): 20.3/s at 2 workers and 28.3/s at 3 (the real lab:
+            // 21.6 and 27.2); the bend is not asserted, the host's bound and its naming are.
+        }
+        // Beside other work: it is named as other work, and the workers stay the work's.
+        Some(o) => assert!(o > 0.25, "{o}"),
+    }
 }

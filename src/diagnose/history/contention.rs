@@ -9,9 +9,9 @@
 
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::settings::Provenance;
-use crate::model::WAITED_JOBS as WAITED;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::Capping;
+use crate::model::WAITED_JOBS as WAITED;
 use crate::record::StageResult;
 
 /// Growth of the slot time past the quiet job time that counts as contention (beyond the
