@@ -480,6 +480,7 @@ fn per_worker(top: Option<&Diagnosis>) -> PerWorker {
 mod tests {
     use super::super::tests::{closed, run, settings};
     use super::*;
+    use crate::findings::Finding;
     use crate::model::settings::{Provenance, Sourced};
     use crate::record::stage::EndpointObserved;
 
@@ -508,6 +509,32 @@ mod tests {
             })
             .collect();
         judge(&runs, target).unwrap()
+    }
+
+    /// A history whose jobs slowed under load with full slots (`job-time-grows`) at the top
+    /// count: the host's CPU is the shared limit reached, not "no shared limit".
+    #[test]
+    fn jobs_slower_at_the_top_count_are_the_host_s_cpu_reached() {
+        let mut ds: Vec<(u32, Diagnosis)> = [(1, 11.6), (2, 21.6), (3, 27.2)]
+            .iter()
+            .map(|&(n, x)| (n, at(n, x)))
+            .collect();
+        ds[2].1.findings.push(
+            Finding::new(FindingId::JobTimeGrows, "every job slowed under load")
+                .figure("throughput_per_s", 27.2)
+                .evidence("job time side by side: 0.420 s quiet, 0.550 s at 27.20/s"),
+        );
+        let s = judged(&ds, None);
+        let host = s
+            .shared
+            .iter()
+            .find(|l| l.kind == SharedKind::HostCpu)
+            .unwrap_or_else(|| panic!("{:?}", s.shared));
+        assert!(host.reached, "{host:?}");
+        assert!(
+            host.evidence.iter().any(|e| e.contains("0.550 s")),
+            "{host:?}"
+        );
     }
 
     /// Main's one core at 25 ms per execution caps near 40/s: 1, 2, 4 workers grow with
