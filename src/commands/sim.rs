@@ -117,9 +117,13 @@ async fn sim_n8n(args: Vec<String>) -> anyhow::Result<N8nRole> {
             cfg.redis = sim_n8n_redis(&env, "worker").await?;
             Ok(N8nRole::Worker(Box::new(cfg)))
         }
-        None | Some("start") | Some("webhook") => {
+        role @ (None | Some("start") | Some("webhook")) => {
             let mut cfg = config::MainConfig::from_env(&env, None, overhead)?;
-            cfg.cpu = config::sim_cpu(&env, None, CpuVar::Main)?;
+            let intake = match role {
+                Some("webhook") => CpuVar::Webhook,
+                _ => CpuVar::Main,
+            };
+            cfg.cpu = config::sim_cpu(&env, None, intake)?;
             if let Some(r) = cfg.regular.as_mut() {
                 r.cpu = config::sim_cpu(&env, None, CpuVar::Worker)?;
             }

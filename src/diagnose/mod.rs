@@ -122,22 +122,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     );
     let v = crate::limits::no_runner::when_no_runner_takes(v, &findings);
     let v = leads_first(v, stages, &settings, &mut findings);
-    // History: jobs slower at load than quietly with their slots full are a shared resource,
-    // which a slot limit inferred from the quiet job time only seemed to be.
-    let v = match history::contention::grows(stages, service_time.as_ref(), v.limit, &settings) {
-        Some((f, words)) => {
-            findings.push(f);
-            match words {
-                Some(w) => Verdict {
-                    limit: None,
-                    text: format!("{w} (Read with the quiet job time: {})", v.text),
-                    ..v
-                },
-                None => v,
-            }
-        }
-        None => v,
-    };
+    let v = contended(v, stages, (service_time.as_ref(), &settings), &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
@@ -237,6 +222,29 @@ fn leads_first(
     match failures::unnamed(stages, findings) {
         Some(words) => Verdict {
             text: v.text + &words,
+            ..v
+        },
+        None => v,
+    }
+}
+
+/// History: jobs slower at load than quietly with their slots full are a shared resource,
+/// which a slot limit inferred from the quiet job time only seemed to be.
+fn contended(
+    v: Verdict,
+    stages: &[StageResult],
+    (service_time, settings): (Option<&Sourced<f64>>, &Settings),
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    let Some((f, words)) = history::contention::grows(stages, service_time, v.limit, settings)
+    else {
+        return v;
+    };
+    findings.push(f);
+    match words {
+        Some(w) => Verdict {
+            limit: None,
+            text: format!("{w} (Read with the quiet job time: {})", v.text),
             ..v
         },
         None => v,
