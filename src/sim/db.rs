@@ -242,24 +242,20 @@ impl Db {
         .map_err(|e| words(&e))
     }
 
-    /// The worker as it begins: the execution is `running`. Refused, it stays `new` for good.
-    pub async fn start_execution(&self, id: u64) -> Result<(), DbError> {
-        let c = self.get().await?;
-        c.execute(
-            "UPDATE execution_entity SET status = 'running', \"startedAt\" = now() WHERE id = $1",
-            &[&(id as i64)],
-        )
-        .await
-        .map(|_| ())
-        .map_err(|e| words(&e))
-    }
-
-    /// The worker: reads the execution, and writes its result and its data; the connection is
-    /// held for the configured cost per execution (inside the write, as a slow statement holds
-    /// it). Refused, the execution stays `running` for good, as n8n's do.
+    /// The worker: marks the execution `running`, reads it, and writes its result and its data,
+    /// on one connection held for the configured cost per execution (inside the write, as a slow
+    /// statement holds it). Refused that connection, the execution stays `new` for good (n8n's
+    /// separate writes left most of theirs `running`; one hold keeps the database time per
+    /// execution what `SIM_DB_COST_MS` says).
     pub async fn finish_execution(&self, id: u64, ok: bool, data: &str) -> Result<(), DbError> {
         let c = self.get().await?;
         let id = id as i64;
+        c.execute(
+            "UPDATE execution_entity SET status = 'running', \"startedAt\" = now() WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .map_err(|e| words(&e))?;
         c.query_opt("SELECT status FROM execution_entity WHERE id = $1", &[&id])
             .await
             .map_err(|e| words(&e))?;

@@ -430,12 +430,6 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
         if !st.cfg.overhead.is_zero() {
             tokio::time::sleep(st.cfg.overhead).await;
         }
-        // The execution marked running: refused, it stays `new` and the job fails.
-        if let Some(db) = &st.db {
-            db.start_execution(id)
-                .await
-                .map_err(|e| JobFailed::db(id, &e))?;
-        }
         // Loading the execution and running the workflow's own JavaScript: one thread, queued.
         st.js.run(st.cfg.cpu).await;
         // Binary data read back from its store: held in the worker while the job runs.
