@@ -163,8 +163,11 @@ impl Db {
                  data TEXT NOT NULL DEFAULT '')",
         ] {
             c.batch_execute(create).await.or_else(|e| {
-                // Two processes creating it at once: the other one won.
-                if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                // Two processes creating it at once: the other one won (Postgres says so as a
+                // unique violation on its catalog, or as a table that already exists).
+                use tokio_postgres::error::SqlState;
+                let raced = [SqlState::UNIQUE_VIOLATION, SqlState::DUPLICATE_TABLE];
+                if e.code().is_some_and(|c| raced.contains(c)) {
                     Ok(())
                 } else {
                     Err(e)
