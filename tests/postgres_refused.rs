@@ -17,18 +17,7 @@ const PASSWORD: &str = "NOT-SHOWN-c41d";
 
 /// A simulator role as a process whose standard error goes to `log`.
 fn spawn_logged(args: &[&str], env: &[(&str, String)], log: &std::path::Path) -> ChildGuard {
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SIM_MAIN_CPU_MS", "0")
-        .env("SIM_WORKER_CPU_MS", "0")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    ChildGuard(cmd.spawn().expect("spawn n8ncap"))
+    spawn_role_logged(args, env, Stdio::from(std::fs::File::create(log).unwrap()))
 }
 
 /// One webhook call: its status and body (None when no answer came within 30 s).

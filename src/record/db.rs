@@ -133,9 +133,13 @@ pub fn db_line(line: &str) -> (bool, bool) {
     (refusal, problem)
 }
 
-/// Whether a good-status answer's body is n8n's "the last node did not return any data".
+/// Whether a good-status answer's body is n8n's "the last node did not return any data" — a
+/// short JSON message: a longer body (a workflow's own data) is not it and is not scanned (this
+/// runs on every good answer of the load).
 pub fn names_no_data(body: &[u8]) -> bool {
     let w = b"did not return any data";
-    let probe = &body[..body.len().min(4096)];
-    probe.windows(w.len()).any(|x| x == w)
+    body.len() <= NO_DATA_MAX && body.windows(w.len()).any(|x| x == w)
 }
+
+/// n8n's no-data answer is about 90 bytes.
+const NO_DATA_MAX: usize = 256;

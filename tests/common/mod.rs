@@ -158,6 +158,11 @@ pub fn spawn_sim_main_with(
 /// simulator's defaults are n8n 2.41.1's 13 and 50 ms, burnt for real: a test states the cost
 /// its stack has).
 pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
+    spawn_role_logged(args, env, Stdio::null())
+}
+
+/// The same, its standard error (where n8n's lines go) to `stderr`.
+pub fn spawn_role_logged(args: &[&str], env: &[(&str, String)], stderr: Stdio) -> ChildGuard {
     let mut cmd = Command::new(bin());
     cmd.args(args)
         .env_clear()
@@ -165,7 +170,7 @@ pub fn spawn_role(args: &[&str], env: &[(&str, String)]) -> ChildGuard {
         .env("SIM_MAIN_CPU_MS", "0")
         .env("SIM_WORKER_CPU_MS", "0")
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(stderr);
     for (k, v) in env {
         cmd.env(k, v);
     }
