@@ -30,6 +30,19 @@ outputs() {
       run "recommend-${dl}_$t" recommend "$d" --format "$dl"
     done
   done
+  # What is sized from a run's operating point: autoscalers, alerts, the time budget, the
+  # dashboard's lines, and a replay of the generated autoscaler.
+  for d in examples/runs/*; do
+    t=$(echo "$d" | tr / _)
+    for m in fixtures/k8s/rendered/official-keda-autoscaling.yaml fixtures/k8s/rendered/community-queue-external.yaml; do
+      u=$(basename "$m" .yaml)
+      run "keda_${t}_$u" recommend "$d" --format keda -f "$m"
+      run "hpa_${t}_$u" recommend "$d" --format hpa -f "$m"
+      run "audit-run_${t}_$u" audit -f "$m" --run "$d"
+    done
+    run "rules_$t" recommend "$d" --format prometheus-rules
+    run "grafana_$t" grafana --run "$d"
+  done
   run scale scale examples/scale/w1 examples/scale/w2 examples/scale/w4 examples/scale/w8
   run scale-json scale examples/scale/w1 examples/scale/w2 examples/scale/w4 examples/scale/w8 --format json
   run compare compare examples/runs/before examples/runs/after

@@ -74,7 +74,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
     // event-loop lag on the worker; the clean stack passes the same budget.
     let measured = || audit::Options {
         upgrade: None,
-        measured: Some(audit::Measured {
+        measured: Some(n8ncap::model::OperatingPoint {
             from: "a run".into(),
             job_p99_s: 20.0,
             code_p99_s: Some(20.0),
@@ -82,6 +82,7 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
             // 5 jobs held per worker at 2/3 (0.5/s × 15 s), the shared bound at 20 workers.
             per_worker: Some((0.5, 15.0)),
             useful_workers: Some((20, "main's intake bounds the deployment at 10/s".into())),
+            ceiling_per_s: None,
         }),
         ..Default::default()
     };
@@ -122,6 +123,56 @@ fn each_rule_fixture_triggers_exactly_its_rule() {
         );
         seen.insert(rule.to_string());
     }
+    // An alerting setup already deployed, against a run that measured 10/s with 1 s jobs: two
+    // of its four alerts are far (5000 waiting jobs; 50/s above the ceiling), and nothing is
+    // said without the run.
+    let f = root().join("fixtures/prometheus/rules/alert-threshold-far.yaml");
+    let alerts =
+        n8ncap::topology::alert_rules::read("fixture", &std::fs::read_to_string(&f).unwrap())
+            .unwrap();
+    assert_eq!(alerts.len(), 4);
+    let judged = |run: bool| {
+        audit::audit_for(
+            Vec::new(),
+            &Default::default(),
+            "t".into(),
+            &audit::Options {
+                measured: run.then(|| n8ncap::model::OperatingPoint {
+                    from: "a run".into(),
+                    job_p99_s: 1.0,
+                    code_p99_s: None,
+                    worker_lag_max_s: None,
+                    per_worker: None,
+                    useful_workers: None,
+                    ceiling_per_s: Some(10.0),
+                }),
+                alerts: alerts.clone(),
+                ..Default::default()
+            },
+        )
+        .findings
+    };
+    let named = judged(true);
+    let subjects: Vec<_> = named
+        .iter()
+        .map(|f| (f.finding.id.to_string(), f.finding.subject.clone()))
+        .collect();
+    assert_eq!(
+        subjects,
+        vec![
+            (
+                "alert-threshold-far".to_string(),
+                Some("N8nBacklogHuge".to_string())
+            ),
+            (
+                "alert-threshold-far".to_string(),
+                Some("N8nThroughputHigh".to_string())
+            ),
+        ]
+    );
+    assert_eq!(named[0].finding.get("wait_budget_jobs"), Some(290.0));
+    assert!(judged(false).is_empty());
+    seen.insert("alert-threshold-far".to_string());
     // Rules only a Kubernetes manifest can break have their fixture there (tests/k8s.rs).
     for e in std::fs::read_dir(root().join("fixtures/k8s/rules")).unwrap() {
         let path = e.unwrap().path();
@@ -670,4 +721,38 @@ fn a_pgbouncer_in_front_is_judged_by_its_own_limits() {
     assert_eq!(f["subject"], "postgres");
     assert_eq!(f["figures"]["connections_needed"], 10.0);
     assert_eq!(f["figures"]["connections_available"], 7.0);
+}
+
+/// `audit --rules FILE --run DIR` from the command line: the deployed alerts judged against the
+/// run (examples/runs/after: 28.9/s, so 5000 waiting jobs is minutes of wait and 50/s is past
+/// the ceiling); without a run the rules are refused (exit 2), as is a file with no rule group.
+#[test]
+fn audit_names_deployed_alerts_far_from_the_measured_capacity() {
+    let rules = "fixtures/prometheus/rules/alert-threshold-far.yaml";
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .current_dir(root())
+            .args(["audit", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let v = json_of_success(&run(&["--rules", rules, "--run", "examples/runs/after"]));
+    let far: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "alert-threshold-far")
+        .collect();
+    assert_eq!(far.len(), 2, "{v}");
+    let ceiling = far[0]["figures"]["ceiling_per_s"].as_f64().unwrap();
+    assert!((28.0..30.0).contains(&ceiling), "{ceiling}");
+    assert_eq!(run(&["--rules", rules]).status.code(), Some(2));
+    let not_rules = run(&[
+        "--rules",
+        "examples/compose/minimal-clean.yml",
+        "--run",
+        "examples/runs/after",
+    ]);
+    assert_eq!(not_rules.status.code(), Some(2));
 }

@@ -117,13 +117,7 @@ fn recommend_reference_check_from_flags() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of_success(&out);
     assert_eq!(v["worker_concurrency"], 80);
     assert_eq!(v["runner_capacity_per_worker"], 80);
     let notes = v["notes"].to_string();

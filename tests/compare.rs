@@ -9,6 +9,11 @@ use std::process::Command;
 /// A stack of 15 slots and `runner_limit` runner tasks, swept at 1 and 30 in flight, three times each
 /// (200 ms jobs), saved under `dir`.
 async fn saved_sweep(runner_limit: u32, dir: &std::path::Path) {
+    saved_sweep_at(runner_limit, "1,30", dir).await
+}
+
+/// The same at the levels `vus`.
+async fn saved_sweep_at(runner_limit: u32, vus: &str, dir: &std::path::Path) {
     let stack = Stack::start(StackConfig {
         worker_concurrency: 15,
         runner_limit,
@@ -16,11 +21,15 @@ async fn saved_sweep(runner_limit: u32, dir: &std::path::Path) {
     })
     .await
     .unwrap();
-    let (url, dir) = (stack.webhook_url.clone(), dir.to_path_buf());
+    let (url, dir, vus) = (
+        stack.webhook_url.clone(),
+        dir.to_path_buf(),
+        vus.to_string(),
+    );
     let out = tokio::task::spawn_blocking(move || {
         Command::new(bin())
             .args(["sweep", "--url", &url, "--body", r#"{"sleep_ms":200}"#])
-            .args(["--vus", "1,30", "--repeat", "3", "--warmup", "1s"])
+            .args(["--vus", &vus, "--repeat", "3", "--warmup", "1s"])
             .args(["--stage-duration", "3s", "--worker-concurrency", "15"])
             .args([
                 "--runner-limit",
@@ -115,6 +124,23 @@ async fn the_same_stack_is_noise_and_a_raised_runner_limit_a_change_of_verdict()
     let (code, out, _) = compare(&[c, a, "--fail-if", "ceiling<-5%", "--fail-if", "verdict"]);
     assert_eq!(code, Some(99), "{out}");
     assert!(out.contains("FAILED --fail-if ceiling<-5%"), "{out}");
+    // Issue #63: the fix driven only to 10 in flight reaches no ceiling, yet carries about
+    // 45/s against the baseline's 25/s beyond noise: the verdict gate passes and says the new
+    // ceiling was not reached (before: "runner limit → no limit named", exit 99).
+    let d = root.join("d");
+    saved_sweep_at(20, "1,10", &d).await;
+    let (code, out, err) = compare(&[a, d.to_str().unwrap(), "--json", "--fail-if", "verdict"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let vs = &v["versus"][0];
+    assert!(vs["run"]["ceiling"].is_null(), "{vs}");
+    assert_eq!(vs["carried"]["beyond_noise"], true, "{}", vs["carried"]);
+    assert!(
+        vs["carried"]["change_pct"].as_f64().unwrap() > 30.0,
+        "{}",
+        vs["carried"]
+    );
+    assert!(vs["failed"].as_array().unwrap().is_empty(), "{vs}");
     // A threshold written wrong is refused before any work, with exit 2.
     let (code, _, err) = compare(&[a, b, "--fail-if", "ceiling<-5"]);
     assert_eq!(code, Some(2), "{err}");

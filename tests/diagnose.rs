@@ -375,13 +375,7 @@ fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
         .args(["demo", "--json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of_success(&out);
     assert_eq!(v["diagnosis"]["capping_limit"], "runner_limit");
     let stages = v["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 4);

@@ -113,6 +113,8 @@ impl Stack {
         cmd.push("SIM_MAIN_CPU_MS=0".into());
         cmd.push("-e".into());
         cmd.push("SIM_WORKER_CPU_MS=0".into());
+        cmd.push("-e".into());
+        cmd.push("SIM_RUNNER_CPU_MS=0".into());
         for (k, v) in env {
             cmd.push("-e".into());
             cmd.push(format!("{k}={v}"));

@@ -272,6 +272,9 @@ async fn on_redis_the_jobs_a_killed_worker_held_fail_by_bull_s_stalled_check() {
         workers.push(ChildGuard(
             Command::new(bin())
                 .args(["sim", "worker", "--concurrency", "8", "--redis", &redis])
+                // CPU-free: the drain's timing is the jobs' sleep, not the simulator's CPU.
+                .args(["--cpu-ms", "0"])
+                .env("SIM_RUNNER_CPU_MS", "0")
                 .env("QUEUE_HEALTH_CHECK_PORT", port.to_string())
                 .env("N8N_RUNNERS_BROKER_PORT", free_port().to_string())
                 .env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "1")

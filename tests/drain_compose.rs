@@ -37,6 +37,7 @@ fn compose_file(tag: &str, port: u16) -> String {
   QUEUE_WORKER_STALLED_INTERVAL: "2000"
   SIM_MAIN_CPU_MS: "0"
   SIM_WORKER_CPU_MS: "0"
+  SIM_RUNNER_CPU_MS: "0"
 services:
   redis:
     image: n8ncap-sim/redis:{tag}

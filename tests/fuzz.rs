@@ -311,6 +311,10 @@ fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
                     evidence: Vec::new(),
                     idle_workers: Vec::new(),
                     workers: None,
+                    host: (cores > 0.5).then_some(n8ncap::record::history::HostCpu {
+                        busy_cores: cores * 1.2,
+                        cores: 2.0,
+                    }),
                 }
             },
         )
@@ -350,6 +354,7 @@ proptest! {
             warnings: Vec::new(),
             exporter: None,
             workers_by: None,
+            host_by: None,
         };
         let flags = n8ncap::model::settings::Settings::default();
         // As `diagnose --prometheus --out` makes, judges and writes it.

@@ -84,3 +84,41 @@ fn dashboard_is_valid_and_every_query_names_a_real_series() {
         Some(10.0 / 3.0)
     );
 }
+
+/// `grafana --run DIR` (issue #64): the run's ceiling and operating point as threshold lines on
+/// the throughput panel, and a panel of the capacity alerts' states.
+#[test]
+fn a_run_draws_its_ceiling_and_operating_point_and_the_alerts_panel() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let run = format!("{root}/examples/runs/after");
+    let out = Command::new(bin())
+        .args(["grafana", "--run", &run])
+        .output()
+        .unwrap();
+    let d = json_of_success(&out);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{run}/summary.json")).unwrap())
+            .unwrap();
+    let x = s["diagnosis"]["measured_ceiling"]["mean"].as_f64().unwrap();
+    let panels = d["panels"].as_array().unwrap();
+    let throughput = panels.iter().find(|p| p["id"] == 5).unwrap();
+    let steps = throughput["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        .as_array()
+        .unwrap();
+    let values: Vec<f64> = steps.iter().filter_map(|s| s["value"].as_f64()).collect();
+    assert_eq!(values.len(), 2, "{steps:?}");
+    assert!((values[0] - 2.0 / 3.0 * x).abs() < 1e-9 && (values[1] - x).abs() < 1e-9);
+    let alerts = panels.iter().find(|p| p["id"] == 11).unwrap();
+    assert!(alerts["targets"][0]["expr"]
+        .as_str()
+        .unwrap()
+        .contains("ALERTS{alertname=~\"N8n.*\"}"));
+    let ids: BTreeSet<u64> = panels.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids.len(), panels.len());
+    // A run with no ceiling draws nothing: refused, exit 2.
+    let none = Command::new(bin())
+        .args(["grafana", "--run", &format!("{root}/examples/runs/nowhere")])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+}

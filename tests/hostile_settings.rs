@@ -35,13 +35,14 @@ fn findings(file: &Path, opts: audit::Options) -> Vec<n8ncap::findings::Finding>
 
 fn twenty_second_jobs() -> audit::Options {
     audit::Options {
-        measured: Some(audit::Measured {
+        measured: Some(n8ncap::model::OperatingPoint {
             from: "a run".into(),
             job_p99_s: 20.0,
             code_p99_s: Some(20.0),
             worker_lag_max_s: None,
             per_worker: None,
             useful_workers: None,
+            ceiling_per_s: None,
         }),
         ..Default::default()
     }
@@ -125,13 +126,14 @@ fn an_unset_task_timeout_is_the_default_of_the_version_the_image_runs() {
     let clean = std::fs::read_to_string(root().join("examples/compose/minimal-clean.yml")).unwrap();
     assert!(clean.contains("N8N_VERSION:-2.41.1"));
     let hundred_seconds = || audit::Options {
-        measured: Some(audit::Measured {
+        measured: Some(n8ncap::model::OperatingPoint {
             from: "a run".into(),
             job_p99_s: 100.0,
             code_p99_s: Some(100.0),
             worker_lag_max_s: None,
             per_worker: None,
             useful_workers: None,
+            ceiling_per_s: None,
         }),
         ..Default::default()
     };

@@ -6,6 +6,8 @@
 
 #[path = "adaptive.rs"]
 mod adaptive;
+#[path = "alerts.rs"]
+mod alerts;
 #[path = "audit.rs"]
 mod audit;
 #[path = "autoscaling.rs"]
@@ -41,6 +43,8 @@ mod host_cpu;
 mod hostile;
 #[path = "hostile_actuators.rs"]
 mod hostile_actuators;
+#[path = "hostile_commands.rs"]
+mod hostile_commands;
 #[path = "hostile_compare.rs"]
 mod hostile_compare;
 #[path = "hostile_files.rs"]
@@ -81,6 +85,8 @@ mod sim_fidelity;
 mod sim_processes;
 #[path = "structure.rs"]
 mod structure;
+#[path = "structure_limits.rs"]
+mod structure_limits;
 #[path = "sweep.rs"]
 mod sweep;
 #[path = "sweep_scale.rs"]

@@ -261,13 +261,7 @@ async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of_success(&out);
     let levels = v["diagnosis"]["levels"].as_array().expect("levels");
     assert_eq!(levels.len(), 1, "one level, not one stage per scenario");
     assert_eq!(levels[0]["level"]["in_flight"], 10);

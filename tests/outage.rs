@@ -23,6 +23,7 @@ fn compose_file(tag: &str, port: u16, restart: Option<&str>) -> String {
   N8N_METRICS: "true"
   SIM_MAIN_CPU_MS: "0"
   SIM_WORKER_CPU_MS: "0"
+  SIM_RUNNER_CPU_MS: "0"
 services:
   redis:
     image: n8ncap-sim/redis:{tag}

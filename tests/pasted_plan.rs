@@ -75,13 +75,7 @@ fn the_compose_plan_is_an_override_docker_compose_merges_and_the_audit_passes() 
         .args(["audit", "--json", "-f", base_path, "-f", over_path])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json_of_success(&out);
     assert_eq!(report["findings"], serde_json::json!([]), "{report}");
     // docker-compose itself accepts the two files together.
     if have_command(

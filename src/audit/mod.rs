@@ -2,7 +2,8 @@
 //! compose files or running containers before the load finds them. Both inputs become
 //! [`Facts`] and a [`Topology`]; the same rules run on either.
 
-mod autoscaling;
+mod alert_rules;
+mod autoscaler;
 mod database;
 mod kubernetes;
 mod outage;
@@ -10,15 +11,16 @@ mod time_budget;
 mod upgrade;
 
 pub use crate::model::Upgrade;
-pub use time_budget::Measured;
 
 /// What an audit checks beyond the rules: an upgrade's, and the time budget against a run.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub upgrade: Option<Upgrade>,
-    pub measured: Option<Measured>,
+    pub measured: Option<crate::model::OperatingPoint>,
     /// The live Postgres (`--postgres-env`/`--postgres-file`): the budget against it.
     pub postgres: Option<crate::topology::PostgresFacts>,
+    /// Existing alerting rules (`--rules FILE`): their thresholds against the measured run.
+    pub alerts: Vec<crate::topology::alert_rules::ExistingAlert>,
 }
 
 use crate::findings::{Finding, FindingId, Severity};
@@ -165,7 +167,8 @@ pub fn audit_for(
     match &opts.measured {
         Some(m) => {
             time_budget::rules(&c, m, opts.upgrade, &mut out);
-            autoscaling::rules(&c, m, &mut out);
+            autoscaler::rules(&c, m, &mut out);
+            alert_rules::rules(&opts.alerts, m, &mut out);
         }
         None if !c.n8n.is_empty() => unchecked.push(time_budget::unchecked()),
         None => {}

@@ -14,34 +14,14 @@
 
 use super::{finding, Ctx};
 use crate::findings::{Finding, FindingId};
-use crate::model::Upgrade;
+use crate::model::{OperatingPoint, Upgrade};
 use crate::topology::Role;
-
-/// What a run measured that the budget needs, as plain figures (read by `commands` from a saved
-/// run).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Measured {
-    /// Where the figures come from ("results/run1").
-    pub from: String,
-    /// The longest p99 response of a level below the ceiling, s: an execution's time when
-    /// nothing waits.
-    pub job_p99_s: f64,
-    /// The Code part of it, s, when the run knows it (`--code-time`, the request body).
-    pub code_p99_s: Option<f64>,
-    /// The workers' worst event-loop lag, s, when their metrics were scraped.
-    pub worker_lag_max_s: Option<f64>,
-    /// One worker's ceiling (executions/s) and the job time (s), when the run reached a ceiling.
-    pub per_worker: Option<(f64, f64)>,
-    /// The most workers that add throughput: the first shared bound the run measured ÷ one
-    /// worker's ceiling, with what bounds it.
-    pub useful_workers: Option<(u32, String)>,
-}
 
 /// An autoscaler that takes a worker away sooner after the load drops than a p99 job runs: a
 /// KEDA trigger on Bull's wait list goes quiet when the last job is *taken*, not finished, so
 /// the workers still running jobs are the ones removed, and their jobs live on the shutdown
 /// window alone.
-fn scale_down(c: &Ctx, m: &Measured, out: &mut Vec<Finding>) {
+fn scale_down(c: &Ctx, m: &OperatingPoint, out: &mut Vec<Finding>) {
     for n in c.n8n.iter().copied().filter(|n| n.role == Role::Worker) {
         let Some(a) = n.facts.k8s.as_ref().and_then(|k| k.autoscaler.as_ref()) else {
             continue;
@@ -83,7 +63,7 @@ pub(super) fn unchecked() -> String {
         .into()
 }
 
-pub(super) fn rules(c: &Ctx, m: &Measured, upgrade: Option<Upgrade>, out: &mut Vec<Finding>) {
+pub(super) fn rules(c: &Ctx, m: &OperatingPoint, upgrade: Option<Upgrade>, out: &mut Vec<Finding>) {
     for n in c.n8n.iter().copied().filter(|n| n.role == Role::Worker) {
         let Some(t) = &n.times else { continue };
         if let Some(w) = &t.graceful_shutdown_s {

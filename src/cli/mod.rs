@@ -12,9 +12,11 @@ use std::path::PathBuf;
 
 mod drain;
 mod outage;
+mod recommend;
 mod replay;
 pub use drain::DrainArgs;
 pub use outage::OutageArgs;
+pub use recommend::{RecommendArgs, RecommendFormat};
 pub use replay::ReplayArgs;
 
 #[derive(Parser, Debug)]
@@ -72,6 +74,11 @@ pub enum Command {
         /// Name of the Prometheus data source to bind (default: chosen at import).
         #[arg(long)]
         datasource: Option<String>,
+        /// A run's results directory: its measured ceiling and operating point (2/3 of it) as
+        /// threshold lines on the throughput panel, and a panel of the alerts
+        /// `recommend RUN --format prometheus-rules` writes.
+        #[arg(long)]
+        run: Option<std::path::PathBuf>,
     },
     /// Rebuild report.html of a results directory (from summary.json and timeline.jsonl).
     Report {
@@ -384,6 +391,12 @@ pub struct AuditArgs {
     /// autoscaler's scale-down — against the job times and event-loop lag it measured.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,
+    /// A Prometheus rules file or PrometheusRule manifest already deployed (repeatable; needs
+    /// --run): its alerts on n8n's queue series whose thresholds are far from the measured
+    /// capacity (a waiting-jobs threshold past what a webhook's caller can wait, a completion
+    /// rate above the ceiling).
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
     /// Name of an environment variable holding a Postgres DSN (host=… user=… dbname=… or
     /// postgres://…): the connection budget against the live max_connections, with the
     /// connections open now by application (read-only; the DSN is never shown). Alone (no -f,
@@ -486,73 +499,11 @@ pub struct HistoryArgs {
 }
 
 #[derive(Args, Debug, Clone)]
-pub struct RecommendArgs {
-    /// A results directory or its summary.json (optional when --break-point is given).
-    pub input: Option<PathBuf>,
-    /// The load (in flight) where the system broke; overrides the sweep's.
-    #[arg(long)]
-    pub break_point: Option<u32>,
-    /// Executions per second to plan for, from a scale sweep's directory (`sweep --workers
-    /// 1,2,4`): the workers, their settings, webhook processors and Postgres connections.
-    #[arg(long, value_name = "PER_SECOND", conflicts_with = "break_point")]
-    pub target_rate: Option<f64>,
-    #[command(flatten)]
-    pub settings: SettingsArgs,
-    /// Print the recommendation as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// The deployment the settings are for — compose file(s) or Kubernetes manifests — so the
-    /// snippet names its services and containers, and leaves replicas an autoscaler owns.
-    #[arg(short = 'f', long = "file")]
-    pub files: Vec<PathBuf>,
-    /// The same from a running compose project (Docker API).
-    #[arg(long, conflicts_with = "files")]
-    pub project: Option<String>,
-    /// How to print the settings: a compose snippet, the values of n8n's Helm chart
-    /// (n8n-io/n8n-hosting), of the community chart (community-charts/helm-charts), a
-    /// strategic merge patch for the worker Deployment, or an autoscaler for the workers
-    /// (keda, hpa).
-    #[arg(long, value_enum, default_value = "compose")]
-    pub format: RecommendFormat,
-}
-
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecommendFormat {
-    Compose,
-    HelmOfficial,
-    HelmCommunity,
-    K8s,
-    /// A KEDA ScaledObject for the workers from the run's measured capacity (with its
-    /// TriggerAuthentication and the worker Deployment's patch): give the deployment with -f
-    /// or --project.
-    Keda,
-    /// The same as a plain HorizontalPodAutoscaler on an external metric, for clusters
-    /// without KEDA.
-    Hpa,
-    /// The recommendation as JSON (as --json).
-    Json,
-}
-
-impl RecommendFormat {
-    /// The dialect of the settings; `None` for JSON.
-    pub fn dialect(self) -> Option<crate::report::Dialect> {
-        use crate::report::Dialect;
-        match self {
-            RecommendFormat::Compose => Some(Dialect::Compose),
-            RecommendFormat::HelmOfficial => Some(Dialect::HelmOfficial),
-            RecommendFormat::HelmCommunity => Some(Dialect::HelmCommunity),
-            RecommendFormat::K8s => Some(Dialect::K8s),
-            RecommendFormat::Json | RecommendFormat::Keda | RecommendFormat::Hpa => None,
-        }
-    }
-}
-
-#[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
     /// Profile name (smoke, baseline, steady, breakpoint, memory, arrival, mix, binary, ramp) or
-    /// path to a YAML file. The built-in profiles name no target: give --url.
-    #[arg(long, short = 'p', default_value = "steady")]
-    pub profile: String,
+    /// path to a YAML file (default: steady). The built-in profiles name no target: give --url.
+    #[arg(long, short = 'p')]
+    pub profile: Option<String>,
     /// Webhook URL (overrides the profile's).
     #[arg(long)]
     pub url: Option<String>,
@@ -633,10 +584,11 @@ pub struct SweepArgs {
     /// of --workers (run with `sh -c`; it should return once the workers run, e.g. `kubectl
     /// scale deploy/n8n-worker --replicas={workers} && kubectl rollout status
     /// deploy/n8n-worker`).
-    #[arg(long, value_name = "COMMAND", requires = "restore_workers")]
+    #[arg(long, value_name = "COMMAND")]
     pub scale_cmd: Option<String>,
     /// Scale sweep: the worker count to return to when the sweep ends, is stopped or fails (the
-    /// count running now; 0–1000, as --workers).
+    /// count running now; 0–1000, as --workers). With --redis and no --restore-workers, the
+    /// worker processes connected to the queue are counted instead.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub restore_workers: Option<u32>,
     /// Scale sweep: wait this long after the command returned, before the load (new workers
@@ -674,6 +626,13 @@ pub struct SweepArgs {
     pub output: OutputArgs,
 }
 
+impl SweepArgs {
+    /// The profile to run: `-p`, else the default `steady`.
+    pub fn profile_name(&self) -> &str {
+        self.profile.as_deref().unwrap_or("steady")
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum SimCommand {
     /// n8n main: webhook, queue, /metrics. Reads N8N_PORT, N8N_LISTEN_ADDRESS, N8N_METRICS*,
@@ -704,7 +663,7 @@ pub struct SimMainArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms main burns per execution on its one JavaScript thread (default:
-    /// SIM_MAIN_CPU_MS, else 27 — what real n8n 2.41's main spent; 0 for a main that costs
+    /// SIM_MAIN_CPU_MS, else 13 — what n8n 2.41.1's main spent; 0 for a main that costs
     /// nothing).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: Option<u64>,
@@ -726,7 +685,8 @@ pub struct SimWorkerArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms each execution burns on the worker's one JavaScript thread
-    /// (default: SIM_WORKER_CPU_MS, else 0; real n8n: about 100 ms for webhook → Code → respond).
+    /// (default: SIM_WORKER_CPU_MS, else 50 — what an n8n 2.41.1 worker spent per webhook → Code →
+    /// respond execution; 0 for a worker that costs nothing).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: Option<u64>,
     /// Take jobs from this Redis (Bull's keys) instead of main's simulated queue.
@@ -755,11 +715,11 @@ pub struct SimAllArgs {
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub overhead_ms: u64,
     /// Simulator only: CPU ms each execution burns on its worker's one JavaScript thread
-    /// (default: SIM_WORKER_CPU_MS, else 0).
+    /// (default: SIM_WORKER_CPU_MS, else 50; each runner's Code task: SIM_RUNNER_CPU_MS, else 5).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub cpu_ms: Option<u64>,
     /// Simulator only: CPU ms each execution burns on main's JavaScript thread (default:
-    /// SIM_MAIN_CPU_MS, else 27 — what real n8n 2.41's main spent).
+    /// SIM_MAIN_CPU_MS, else 13 — what n8n 2.41.1's main spent).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub main_cpu_ms: Option<u64>,
     /// Put the queue on this Redis (Bull's keys).
@@ -780,4 +740,15 @@ pub struct SimAllArgs {
 pub enum ExecutionsModeArg {
     Queue,
     Regular,
+}
+
+/// A target rate checked: executions per second above 0, within what any deployment runs.
+pub fn check_target_rate(t: f64) -> Result<(), BadInput> {
+    // A thousandth of an execution a second (one every 17 minutes) is the least a plan is for.
+    if t.is_finite() && (1e-3..=1e7).contains(&t) {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "--target-rate {t}: give executions per second from 0.001 to 10 000 000, e.g. 200"
+    )))
 }

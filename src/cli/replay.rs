@@ -22,6 +22,11 @@ pub struct ReplayArgs {
     /// Seconds from a new pod's creation to its first job (image pull, start, Redis).
     #[arg(long, default_value = "30s")]
     pub pod_start: String,
+    /// The longest queue wait the generated object may let a job have on these arrivals: it is
+    /// tuned by replaying candidates — the fewest worker-hours within this wait that lose
+    /// nothing at scale-down.
+    #[arg(long, default_value = "5s")]
+    pub max_wait: String,
     #[command(flatten)]
     pub output: OutputArgs,
 }

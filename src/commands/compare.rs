@@ -4,10 +4,9 @@
 use crate::cli::CompareArgs;
 use crate::diagnose::compare::{compare, FailIf, Judged};
 use crate::error;
-use crate::model::settings::Settings;
 use crate::report::views::Compare;
 
-pub(super) fn run(a: CompareArgs) -> anyhow::Result<i32> {
+pub(super) async fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<Compare>("compare")?;
     let fail_if = a
         .fail_if
@@ -16,8 +15,7 @@ pub(super) fn run(a: CompareArgs) -> anyhow::Result<i32> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut judged = Vec::new();
     for path in &a.runs {
-        let mut summary = crate::record::dir::load_summary(path)?;
-        let (d, rec) = super::analyze(&mut summary, Settings::default(), None);
+        let (summary, d, rec) = super::input::rejudged(path).await?;
         judged.push((path.display().to_string(), summary, d, rec));
     }
     let runs: Vec<Judged> = judged

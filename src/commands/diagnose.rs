@@ -10,9 +10,6 @@ use crate::record::evidence::{Evidence, Source};
 use crate::report::views::{Run, RunJson};
 
 pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
-    if a.history.prometheus.is_some() {
-        return super::history::run(a).await;
-    }
     let format = a.output.format::<Run>("diagnose")?;
     let mut flags = a.settings.settings()?;
     let task_request_timeout = a.settings.task_request_timeout()?;
@@ -24,20 +21,18 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     }
     // A bad --out fails before the input is read.
     if let Some(dir) = &a.history.out {
-        super::history::out_dir(dir)?;
+        super::input::out_dir(dir)?;
     }
-    let mut summary = input(&a).await?.summary;
+    let mut ev = input(&a).await?;
     // What the flags and Docker said is recorded with the run, so it is judged again the same way.
     let given = flags
         .clone()
-        .or(summary.settings.clone().unwrap_or_default());
-    let (d, rec) = super::analyze(&mut summary, flags, task_request_timeout);
+        .or(ev.summary.settings.clone().unwrap_or_default());
+    let (d, rec) = crate::recommend::analyze::judged(&mut ev, flags, task_request_timeout);
+    let mut summary = ev.summary;
     if let Some(dir) = &a.history.out {
         summary.settings = Some(given);
-        crate::record::dir::write_atomic(
-            &dir.join("summary.json"),
-            &serde_json::to_vec_pretty(&summary)?,
-        )?;
+        crate::record::dir::write_summary(dir, &summary)?;
         crate::report::html::write(dir, &summary)?;
     }
     // The stages read (a k6 time series: its held steps, rates and ramp windows) with the

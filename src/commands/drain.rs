@@ -26,7 +26,7 @@ struct FromRun {
     p99: Option<Sourced<f64>>,
 }
 
-fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
+async fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
     let Some(run) = &a.run else {
         let rate = a.rate.ok_or_else(|| {
             BadInput(
@@ -36,12 +36,16 @@ fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
             )
         })?;
         return Ok(FromRun {
-            rate: Sourced::new(rate, Provenance::Flag("--rate".into())),
+            rate: sendable(Sourced::new(rate, Provenance::Flag("--rate".into())))?,
             p50: None,
             p99: None,
         });
     };
-    let (budget, d) = super::audit::measured_run(run)?;
+    let super::input::Judged {
+        diagnosis: d,
+        point: budget,
+        ..
+    } = super::input::judged_run(run).await?;
     let shown = run.display().to_string();
     let p99 = Some(Sourced::new(
         budget.job_p99_s,
@@ -65,9 +69,91 @@ fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
         }
     };
     Ok(FromRun {
-        rate,
+        rate: sendable(rate)?,
         p50: d.settings.job_time.clone(),
         p99,
+    })
+}
+
+/// A rate a drain can send: above 0, at most 10 000 a second.
+fn sendable(rate: Sourced<f64>) -> Result<Sourced<f64>, BadInput> {
+    if rate.value.is_finite() && rate.value > 0.0 && rate.value <= 10_000.0 {
+        return Ok(rate);
+    }
+    Err(BadInput(format!(
+        "the rate {} is not one a drain can send: give --rate between 0 and 10000 per second",
+        rate.value
+    )))
+}
+
+/// What the judgement takes besides the load (n8n's failed count is read after it).
+fn inputs(
+    a: &DrainArgs,
+    known: FromRun,
+    t: &Times,
+    (workers, graceful, bull): Worker,
+    timeout: Duration,
+) -> crate::diagnose::drain::Known {
+    crate::diagnose::drain::Known {
+        target: crate::wire::url::redact(&a.url),
+        rate_per_s: known.rate,
+        duration_s: t.total.as_secs_f64(),
+        warmup_s: t.warmup.as_secs_f64(),
+        workers,
+        job_p50_s: known.p50,
+        job_p99_s: known.p99,
+        graceful_s: graceful,
+        n8n_failed: None,
+        lock_ms: bull.lock_ms,
+        stalled_ms: bull.stalled_ms,
+        timeout_s: timeout.as_secs_f64(),
+        interrupted: false,
+    }
+}
+
+/// A bad --out fails before any request or stop.
+fn out_dir(a: &DrainArgs) -> Result<(), BadInput> {
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
+    }
+    Ok(())
+}
+
+/// The load's length, the stop's moment and the warm-up left out of "before".
+struct Times {
+    total: Duration,
+    stop_at: Duration,
+    warmup: Duration,
+}
+
+/// The times checked (warm-up < stop < end), with the flags that would fail silently later:
+/// a `--metrics` URL that cannot be read, no worker.
+fn times(a: &DrainArgs) -> Result<Times, BadInput> {
+    let total = duration("--duration", &a.duration)?;
+    let stop_at = duration("--stop-after", &a.stop_after)?;
+    let warmup = duration("--warmup", &a.warmup)?;
+    if stop_at >= total || warmup >= stop_at {
+        return Err(BadInput(format!(
+            "--warmup ({}) < --stop-after ({}) < --duration ({}) is needed: the load must run before and after the stop",
+            a.warmup, a.stop_after, a.duration
+        )));
+    }
+    if let Some(m) = &a.metrics {
+        // A URL that cannot be read would be dropped silently: n8n's failed count not read.
+        crate::wire::url::HttpUrl::parse(m, "--metrics")?;
+    }
+    if a.workers == Some(0) {
+        return Err(BadInput(
+            "--workers 0: the workers sharing the load before the stop, at least 1 (the one \
+             stopped among them)"
+                .into(),
+        ));
+    }
+    Ok(Times {
+        total,
+        stop_at,
+        warmup,
     })
 }
 
@@ -103,6 +189,20 @@ impl Bull {
         }
     }
 
+    /// The worker's own lease and check interval where its settings were read.
+    fn of(node: &crate::topology::Node) -> Bull {
+        let mut bull = Bull::defaults();
+        if let Some(t) = &node.times {
+            if let Some(l) = &t.lock_duration_ms {
+                bull.lock_ms = l.clone();
+            }
+            if let Some(st) = &t.stalled_interval_ms {
+                bull.stalled_ms = st.clone();
+            }
+        }
+        bull
+    }
+
     /// The request timeout that lets n8n's latest answer to a killed worker's executions in.
     fn timeout(&self) -> Duration {
         let latest =
@@ -111,12 +211,62 @@ impl Bull {
     }
 }
 
+/// `--stop-cmd`: the operator's command stops the worker, with none of the Docker stop's flags.
+fn command_stopper(a: &DrainArgs, c: &str) -> Result<Stopper, BadInput> {
+    if c.trim().is_empty() {
+        return Err(BadInput("--stop-cmd is empty: give the command that stops one worker, e.g. 'kubectl delete pod n8n-worker-abc'".into()));
+    }
+    // The Docker API's stop reads these; a command decides for itself.
+    for (flag, given) in [
+        ("--grace", a.grace.is_some()),
+        ("--no-restart", a.no_restart),
+        ("--worker", a.worker.is_some()),
+    ] {
+        if given {
+            return Err(BadInput(format!(
+                "{flag} applies to the stop through the Docker API (--project); with \
+                 --stop-cmd your command decides how the worker stops: drop {flag}"
+            )));
+        }
+    }
+    Ok(Stopper::Command(c.to_string()))
+}
+
+/// The worker `--worker` names among the project's, else the first by name.
+fn chosen<'a>(
+    a: &DrainArgs,
+    project: &str,
+    workers: &[&'a crate::topology::Node],
+) -> Result<&'a crate::topology::Node, BadInput> {
+    let Some(w) = &a.worker else {
+        return workers.first().copied().ok_or_else(|| {
+            BadInput(format!(
+                "project {} has no running worker to stop",
+                crate::util::escape_control(project)
+            ))
+        });
+    };
+    workers
+        .iter()
+        .find(|n| n.name() == w.as_str())
+        .copied()
+        .ok_or_else(|| {
+            BadInput(format!(
+                "--worker {}: no running worker of that name in project {} (workers: {})",
+                crate::util::escape_control(w),
+                crate::util::escape_control(project),
+                workers
+                    .iter()
+                    .map(|n| n.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
 async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
     if let Some(c) = &a.stop_cmd {
-        if c.trim().is_empty() {
-            return Err(BadInput("--stop-cmd is empty: give the command that stops one worker, e.g. 'kubectl delete pod n8n-worker-abc'".into()).into());
-        }
-        return Ok(Stopper::Command(c.clone()));
+        return Ok(command_stopper(a, c)?);
     }
     let Some(project) = &a.project else {
         return Err(BadInput(
@@ -127,29 +277,7 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
     let found = super::docker_watch(Some(project)).await?;
     let mut workers: Vec<&crate::topology::Node> = found.topology.workers().collect();
     workers.sort_by(|x, y| x.name().cmp(y.name()));
-    let node =
-        match &a.worker {
-            Some(w) => {
-                workers
-                    .iter()
-                    .find(|n| n.name() == w.as_str())
-                    .copied()
-                    .ok_or_else(|| {
-                        BadInput(format!(
-                "--worker {}: no running worker of that name in project {} (workers: {})",
-                crate::util::escape_control(w),
-                crate::util::escape_control(project),
-                workers.iter().map(|n| n.name()).collect::<Vec<_>>().join(", ")
-            ))
-                    })?
-            }
-            None => *workers.first().ok_or_else(|| {
-                BadInput(format!(
-                    "project {} has no running worker to stop",
-                    crate::util::escape_control(project)
-                ))
-            })?,
-        };
+    let node = chosen(a, project, &workers)?;
     let count = Sourced::new(
         workers.len() as u32,
         Provenance::Deployment(format!("running workers of project {project}")),
@@ -158,15 +286,7 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
         .times
         .as_ref()
         .and_then(|t| t.graceful_shutdown_s.clone());
-    let mut bull = Bull::defaults();
-    if let Some(t) = &node.times {
-        if let Some(l) = &t.lock_duration_ms {
-            bull.lock_ms = l.clone();
-        }
-        if let Some(st) = &t.stalled_interval_ms {
-            bull.stalled_ms = st.clone();
-        }
-    }
+    let bull = Bull::of(node);
     let grace = match &a.grace {
         Some(g) => duration("--grace", g)?.as_secs() as i32,
         None => docker_stop::container_grace(&found.docker, node.name())
@@ -191,9 +311,15 @@ async fn command_stop(
     command: &str,
     signal: crate::model::drain::StopSignal,
     load_start: Instant,
+    interrupt: &crate::util::Interrupt,
 ) -> StopRecord {
     let signal_s = load_start.elapsed().as_secs_f64();
-    let ran = crate::load::scaleout::run_shell(command).await;
+    let ran = crate::util::run_shell(
+        command,
+        crate::load::scaleout::COMMAND_DEADLINE,
+        Some(interrupt),
+    )
+    .await;
     StopRecord {
         how: "command".into(),
         signal,
@@ -210,14 +336,6 @@ async fn command_stop(
         }),
         restarted_s: None,
     }
-}
-
-async fn failed_counter(metrics: Option<&str>) -> Option<f64> {
-    let e = crate::observe::scrape::scrape(metrics?, Duration::from_secs(5))
-        .await
-        .ok()?;
-    e.value("n8n_scaling_mode_queue_jobs_failed")
-        .filter(|v| v.is_finite() && *v >= 0.0)
 }
 
 /// The webhook with the body and the request timeout (`--timeout`, else `default`).
@@ -275,44 +393,26 @@ fn the_worker(a: &DrainArgs, stopper: &Stopper) -> anyhow::Result<Worker> {
 pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let interrupt = crate::util::Interrupt::install();
     let format = a.output.format::<View>("drain")?;
-    let total = duration("--duration", &a.duration)?;
-    let stop_at = duration("--stop-after", &a.stop_after)?;
-    let warmup = duration("--warmup", &a.warmup)?;
-    if stop_at >= total || warmup >= stop_at {
-        return Err(BadInput(format!(
-            "--warmup ({}) < --stop-after ({}) < --duration ({}) is needed: the load must run before and after the stop",
-            a.warmup, a.stop_after, a.duration
-        ))
-        .into());
-    }
-    let known = from_run(&a)?;
-    if !(known.rate.value.is_finite() && known.rate.value > 0.0 && known.rate.value <= 10_000.0) {
-        return Err(BadInput(format!(
-            "the rate {} is not one a drain can send: give --rate between 0 and 10000 per second",
-            known.rate.value
-        ))
-        .into());
-    }
-    // A bad --out fails before any request or stop.
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
-    }
+    let t = times(&a)?;
+    let known = from_run(&a).await?;
+    out_dir(&a)?;
     let stopper = stopper(&a).await?;
     let (workers, graceful, bull) = the_worker(&a, &stopper)?;
     let target = target(&a, bull.timeout()).await?;
-    let failed_before = failed_counter(a.metrics.as_deref()).await;
+    crate::load::drain::preflight(&target).await?;
+    let failed_before = crate::observe::scrape::jobs_failed(a.metrics.as_deref()).await;
     let plan = crate::load::drain::Plan {
         rate_per_s: known.rate.value,
-        duration: total,
-        stop_at,
+        duration: t.total,
+        stop_at: t.stop_at,
         max_in_flight: MAX_IN_FLIGHT,
     };
+    let inputs = inputs(&a, known, &t, (workers, graceful, bull), target.timeout);
     let load_start = Instant::now();
     let stop = async {
         match &stopper {
             Stopper::Docker(d, ..) => d.run(load_start).await,
-            Stopper::Command(c) => command_stop(c, a.signal.into(), load_start).await,
+            Stopper::Command(c) => command_stop(c, a.signal.into(), load_start, &interrupt).await,
         }
     };
     let loaded = crate::load::drain::run(&target, &plan, stop, &interrupt).await;
@@ -320,23 +420,15 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         eprintln!("n8ncap drain: interrupted before the stop; the worker was left alone");
         return Ok(interrupt.exit_code());
     };
-    let n8n_failed = match (failed_before, failed_counter(a.metrics.as_deref()).await) {
-        (Some(b), Some(e)) if e >= b => Some(e - b),
-        _ => None,
-    };
-    let inputs = crate::diagnose::drain::Inputs {
-        target: crate::wire::url::redact(&a.url),
-        rate_per_s: known.rate,
-        duration_s: total.as_secs_f64(),
-        warmup_s: warmup.as_secs_f64(),
-        workers,
-        job_p50_s: known.p50,
-        job_p99_s: known.p99,
-        graceful_s: graceful,
+    let n8n_failed = crate::observe::scrape::jobs_failed(a.metrics.as_deref())
+        .await
+        .zip(failed_before)
+        .filter(|(e, b)| e >= b)
+        .map(|(e, b)| e - b);
+    let inputs = crate::diagnose::drain::Known {
         n8n_failed,
-        lock_ms: bull.lock_ms,
-        stalled_ms: bull.stalled_ms,
-        timeout_s: target.timeout.as_secs_f64(),
+        interrupted: loaded.interrupted,
+        ..inputs
     };
     let d = crate::diagnose::drain::judge(inputs, &loaded.sent, loaded.dropped, stop);
     if let Some(dir) = &a.out {
@@ -345,7 +437,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     crate::report::emit(&View(&d), format)?;
     Ok(if loaded.interrupted {
         interrupt.exit_code()
-    } else if d.stop_failed.is_some() {
+    } else if d.stop_failed.is_some() || d.unjudged.is_some() {
         error::EXIT_FAILED
     } else {
         error::EXIT_OK

@@ -10,6 +10,7 @@ mod drain;
 mod exporter;
 mod grafana;
 mod history;
+mod input;
 mod inspect;
 mod outage;
 mod recommend;
@@ -19,7 +20,6 @@ mod scale;
 mod shell;
 mod sim;
 mod sweep;
-mod sweep_scale;
 
 pub use demo::{
     demo_profile, demo_settings, intro, run_demo, DemoOutcome, DEMO_JOB_MS, DEMO_RUNNER_LIMIT,
@@ -37,9 +37,11 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Demo { output } => demo::run(&output).await,
         // A list of worker counts, or a command that scales: a scale sweep.
         Command::Sweep(args) if args.scale_cmd.is_some() || args.settings.workers.len() > 1 => {
-            sweep_scale::run(*args).await
+            sweep::scale::run(*args).await
         }
         Command::Sweep(args) => sweep::run(*args).await,
+        // A Prometheus range: production history, judged without a load test.
+        Command::Diagnose(a) if a.history.prometheus.is_some() => history::run(*a).await,
         Command::Diagnose(a) => diagnose::run(*a).await,
         Command::Audit(a) => audit::run(a).await,
         Command::Exporter {
@@ -48,15 +50,17 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             refresh,
             job_time,
         } => exporter::run(listen, project, &refresh, job_time.as_deref()).await,
-        Command::Grafana { datasource } => grafana::run(datasource.as_deref()),
-        Command::Report { dir } => report::run(dir),
+        Command::Grafana { datasource, run } => {
+            grafana::run(datasource.as_deref(), run.as_deref()).await
+        }
+        Command::Report { dir } => report::run(dir).await,
         Command::Inspect {
             project,
             files,
             output,
         } => inspect::run(project.as_deref(), &files, &output).await,
         Command::Recommend(a) => recommend::run(a).await,
-        Command::Compare(a) => compare::run(a),
+        Command::Compare(a) => compare::run(a).await,
         Command::Scale(a) => scale::run(a).await,
         Command::Drain(a) => drain::run(*a).await,
         Command::Outage(a) => outage::run(*a).await,

@@ -34,23 +34,25 @@ impl Outager {
         }
     }
 
-    async fn stop(&self) -> anyhow::Result<()> {
+    /// Stops Redis; the operator's command is ended (its process group) by an interrupt.
+    async fn stop(&self, interrupt: &crate::util::Interrupt) -> anyhow::Result<()> {
         match self {
             Outager::Docker(d) => d.stop().await,
-            Outager::Commands { stop, .. } => shell(stop).await,
+            Outager::Commands { stop, .. } => shell(stop, Some(interrupt)).await,
         }
     }
 
     async fn start(&self) -> anyhow::Result<()> {
         match self {
             Outager::Docker(d) => d.start().await,
-            Outager::Commands { start, .. } => shell(start).await,
+            Outager::Commands { start, .. } => shell(start, None).await,
         }
     }
 }
 
-async fn shell(command: &str) -> anyhow::Result<()> {
-    let ran = crate::load::scaleout::run_shell(command).await;
+async fn shell(command: &str, interrupt: Option<&crate::util::Interrupt>) -> anyhow::Result<()> {
+    let ran =
+        crate::util::run_shell(command, crate::load::scaleout::COMMAND_DEADLINE, interrupt).await;
     match ran.failure {
         None => Ok(()),
         Some(f) => anyhow::bail!(
@@ -61,6 +63,55 @@ async fn shell(command: &str) -> anyhow::Result<()> {
 }
 
 /// The project's Redis and n8n containers, and the threshold the n8n processes read.
+/// n8n's Redis timeout threshold, s: `--threshold`, else the processes' own, else n8n's
+/// default.
+fn threshold(a: &OutageArgs, read: Option<Sourced<f64>>) -> Result<Sourced<f64>, BadInput> {
+    Ok(match (&a.threshold, read) {
+        (Some(v), _) => Sourced::new(
+            duration("--threshold", v)?.as_secs_f64(),
+            Provenance::Flag("--threshold".into()),
+        ),
+        (None, Some(r)) => r,
+        (None, None) => Sourced::new(
+            crate::model::n8n_defaults::REDIS_TIMEOUT_THRESHOLD_MS / 1000.0,
+            Provenance::Assumed(
+                "n8n's default QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD: the processes' own was not read"
+                    .into(),
+            ),
+        ),
+    })
+}
+
+/// The Redis container `--redis-container` names, else the project's only one.
+fn chosen_redis<'a>(
+    a: &OutageArgs,
+    project: &str,
+    redis: &[&'a crate::topology::Node],
+) -> Result<&'a crate::topology::Node, BadInput> {
+    let shown = crate::util::escape_control(project);
+    match &a.redis_container {
+        Some(r) => redis
+            .iter()
+            .find(|n| n.name() == r.as_str())
+            .copied()
+            .ok_or_else(|| {
+                BadInput(format!(
+                    "--redis-container {}: no running Redis of that name in project {shown}",
+                    crate::util::escape_control(r)
+                ))
+            }),
+        None => match redis {
+            [one] => Ok(*one),
+            [] => Err(BadInput(format!(
+                "project {shown} has no running Redis container to stop"
+            ))),
+            _ => Err(BadInput(format!(
+                "project {shown} has several Redis containers: name one with --redis-container"
+            ))),
+        },
+    }
+}
+
 async fn outager(a: &OutageArgs) -> anyhow::Result<(Outager, Option<Sourced<f64>>)> {
     if let (Some(stop), Some(start)) = (&a.stop_cmd, &a.start_cmd) {
         if stop.trim().is_empty() || start.trim().is_empty() {
@@ -87,34 +138,7 @@ async fn outager(a: &OutageArgs) -> anyhow::Result<(Outager, Option<Sourced<f64>
         .iter()
         .filter(|n| n.role == Role::Redis)
         .collect();
-    let shown = crate::util::escape_control(project);
-    let redis = match &a.redis_container {
-        Some(r) => redis
-            .iter()
-            .find(|n| n.name() == r.as_str())
-            .copied()
-            .ok_or_else(|| {
-                BadInput(format!(
-                    "--redis-container {}: no running Redis of that name in project {shown}",
-                    crate::util::escape_control(r)
-                ))
-            })?,
-        None => match redis.as_slice() {
-            [one] => *one,
-            [] => {
-                return Err(BadInput(format!(
-                    "project {shown} has no running Redis container to stop"
-                ))
-                .into())
-            }
-            _ => {
-                return Err(BadInput(format!(
-                    "project {shown} has several Redis containers: name one with --redis-container"
-                ))
-                .into())
-            }
-        },
-    };
+    let redis = chosen_redis(a, project, &redis)?;
     let n8n: Vec<&crate::topology::Node> = found
         .topology
         .nodes
@@ -182,7 +206,7 @@ async fn outage(
 ) -> RedisStop {
     let (how, what) = o.what();
     let stopped_s = load_start.elapsed().as_secs_f64();
-    let stopped = o.stop().await;
+    let stopped = o.stop(interrupt).await;
     let down_s = stopped.is_ok().then(|| load_start.elapsed().as_secs_f64());
     let mut cut_short = false;
     if stopped.is_ok() {
@@ -222,25 +246,13 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<View>("outage")?;
     let t = times(&a)?;
     let target = target(&a).await?;
+    crate::load::drain::preflight(&target).await?;
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
     }
     let (outager, read) = outager(&a).await?;
-    let threshold = match (&a.threshold, read) {
-        (Some(v), _) => Sourced::new(
-            duration("--threshold", v)?.as_secs_f64(),
-            Provenance::Flag("--threshold".into()),
-        ),
-        (None, Some(r)) => r,
-        (None, None) => Sourced::new(
-            crate::model::n8n_defaults::REDIS_TIMEOUT_THRESHOLD_MS / 1000.0,
-            Provenance::Assumed(
-                "n8n's default QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD: the processes' own was not read"
-                    .into(),
-            ),
-        ),
-    };
+    let threshold = threshold(&a, read)?;
     let before = match &outager {
         Outager::Docker(d) => d.restarts_now().await,
         Outager::Commands { .. } => Vec::new(),
@@ -263,7 +275,7 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
         Outager::Docker(d) => d.after(&before, since).await,
         Outager::Commands { .. } => Vec::new(),
     };
-    let inputs = crate::diagnose::outage::Inputs {
+    let inputs = crate::diagnose::outage::Known {
         target: crate::wire::url::redact(&a.url),
         rate_per_s: a.rate,
         duration_s: t.total.as_secs_f64(),

@@ -5,6 +5,8 @@ use crate::cli::RecommendArgs;
 use crate::error::{self, BadInput};
 use crate::model::settings::Provenance;
 use crate::model::settings::Sourced;
+use crate::record::dir::SavedRun;
+use crate::record::evidence::Source;
 use crate::report::views::Recommend;
 use crate::report::{Dialect, Format};
 
@@ -18,36 +20,12 @@ async fn target(a: &RecommendArgs) -> anyhow::Result<crate::record::recommendati
 
 /// The deployment read from `-f` files or a running `--project`.
 async fn topology(a: &RecommendArgs) -> anyhow::Result<crate::topology::Topology> {
-    topology_of(&a.files, a.project.as_deref()).await
-}
-
-/// The deployment from `-f` files, else from a running compose project.
-pub(super) async fn topology_of(
-    files: &[std::path::PathBuf],
-    project: Option<&str>,
-) -> anyhow::Result<crate::topology::Topology> {
-    if !files.is_empty() {
-        let (services, _) = crate::topology::load_files(files)?;
-        return Ok(crate::topology::Topology::build(
-            services.into_iter().map(|s| s.facts).collect(),
-        ));
-    }
-    let p = project.unwrap_or_default();
-    let docker = crate::observe::docker::connect().await?;
-    let found = crate::observe::docker::discover_containers(&docker, Some(p), true).await?;
-    if found.is_empty() {
-        return Err(crate::observe::docker::no_such_project(&docker, p)
-            .await
-            .into());
-    }
-    Ok(crate::topology::Topology::build(
-        found.into_iter().map(|(_, f)| f).collect(),
-    ))
+    super::input::topology_of(&a.files, a.project.as_deref()).await
 }
 
 pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     if let Some(rate) = a.target_rate {
-        return for_target_rate(&a, rate);
+        return for_target_rate(&a, rate).await;
     }
     if matches!(
         a.format,
@@ -55,6 +33,38 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     ) {
         return autoscaler(&a).await;
     }
+    if matches!(
+        a.format,
+        crate::cli::RecommendFormat::PrometheusRules
+            | crate::cli::RecommendFormat::PrometheusOperator
+    ) {
+        return alert_rules(&a).await;
+    }
+    settings_plan(&a).await
+}
+
+/// The flags that shape an autoscaler or alerting rules, refused with a settings plan.
+fn stray_flags(a: &RecommendArgs) -> Result<(), BadInput> {
+    if a.arrivals.is_some() {
+        return Err(BadInput(
+            "--arrivals tunes an autoscaler by replaying them: use it with --format keda or hpa"
+                .into(),
+        ));
+    }
+    if !a.matchers.is_empty() || a.caller_timeout.is_some() || a.tests.is_some() {
+        return Err(BadInput(
+            "--match, --caller-timeout and --tests shape alerting rules: use them with --format \
+             prometheus-rules or prometheus-operator"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `recommend RUN` (or `--break-point`): the settings that follow the verdict, in the
+/// deployment's dialect.
+async fn settings_plan(a: &RecommendArgs) -> anyhow::Result<i32> {
+    stray_flags(a)?;
     let flags = a.settings.settings()?;
     if a.break_point == Some(0) {
         return Err(BadInput("--break-point must be at least 1".into()).into());
@@ -69,7 +79,7 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     let mut memory = None;
     let rec = match (&a.input, bp) {
         (Some(path), bp) => {
-            let mut summary = crate::record::dir::load_summary(path)?;
+            let mut summary = SavedRun(path).evidence().await?.summary;
             let timeout = a.settings.task_request_timeout()?;
             let (d, _) = super::analyze(&mut summary, flags, timeout);
             memory = summary.memory_plan.clone();
@@ -86,7 +96,7 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     if let (Err(why), None) = (&rec, &memory) {
         return Err(why.clone().into());
     }
-    let target = target(&a).await?;
+    let target = target(a).await?;
     let view = Recommend {
         plan: rec.as_ref().map_err(|e| e.0.as_str()),
         memory: memory.as_ref(),
@@ -101,8 +111,8 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
 }
 
 /// `recommend SCALE_DIR --target-rate R`: the plan from the measured scaling of a scale sweep.
-fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
-    super::scale::check_target_rate(rate)?;
+async fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
+    crate::cli::check_target_rate(rate)?;
     let format = match (a.json, a.format) {
         (true, _) | (_, crate::cli::RecommendFormat::Json) => Format::Json,
         (_, crate::cli::RecommendFormat::Compose) => Format::Table,
@@ -127,12 +137,7 @@ fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
         // Each count's run beside scale.json, wherever the sweep was started from.
         let name = std::path::Path::new(run).file_name().unwrap_or_default();
         let path = dir.join(name);
-        let mut summary = crate::record::dir::load_summary(&path)?;
-        let (d, _) = super::analyze(
-            &mut summary,
-            crate::model::settings::Settings::default(),
-            None,
-        );
+        let (_, d, _) = super::input::rejudged(&path).await?;
         judged.push((path.display().to_string(), d));
     }
     let result = crate::diagnose::scale::judge_labelled(&judged, Some(rate))?;
@@ -162,7 +167,31 @@ async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
         .into());
     }
     let t = topology(a).await?;
-    let (plan, _) = plan_for(run, &t)?;
+    let (mut plan, d) = super::input::autoscaler_plan(run, &t).await?;
+    match &a.arrivals {
+        Some(file) => {
+            let dur = |flag: &str, v: &str| {
+                crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
+            };
+            let arrivals = crate::load::arrivals::read(file)?;
+            let w = crate::recommend::autoscaler::workload(&d, dur("--pod-start", &a.pod_start)?);
+            let tuning = crate::recommend::tuned::Tuning {
+                arrivals: &arrivals.per_s,
+                from: &arrivals.from,
+                workload: w,
+                max_wait_s: dur("--max-wait", &a.max_wait)?.as_secs_f64(),
+            };
+            let (_, said) = crate::recommend::replayed::replayed(&t, &mut plan, Some(tuning))?;
+            for s in said.iter().filter(|s| s.starts_with("Tuning")) {
+                eprintln!("n8ncap: {s}");
+            }
+        }
+        None => plan.notes.push(
+            "sized from the run alone: --arrivals FILE (a history, a k6 output or a CSV) tunes \
+             the minimum, target and maximum by replaying them"
+                .into(),
+        ),
+    }
     let text = match a.format {
         crate::cli::RecommendFormat::Keda => crate::report::autoscaler::keda(&plan),
         _ => crate::report::autoscaler::hpa(&plan),
@@ -171,43 +200,110 @@ async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
     Ok(error::EXIT_OK)
 }
 
-/// The autoscaler plan for the deployment's workers from what `run` measured, with the run's
-/// diagnosis.
-pub(super) fn plan_for(
-    run: &std::path::Path,
-    t: &crate::topology::Topology,
-) -> anyhow::Result<(
-    crate::record::autoscaling::AutoscalerPlan,
-    crate::record::Diagnosis,
-)> {
-    let target = crate::topology::scale_target(t)?;
-    let (budget, d) = super::audit::measured_run(run)?;
-    let m = crate::recommend::autoscaler::Measured {
-        diagnosis: &d,
-        from: run.display().to_string(),
-        job_p99_s: budget.job_p99_s,
-        code_p99_s: budget.code_p99_s,
-        base_per_s: base_load(run),
+/// `recommend RUN --format prometheus-rules|prometheus-operator`: alerts before the measured
+/// capacity as YAML on stdout, and with `--tests FILE` the `promtool test rules` file.
+async fn alert_rules(a: &RecommendArgs) -> anyhow::Result<i32> {
+    use crate::recommend::{alert_cases, alerts};
+    let run = a.input.as_deref().ok_or_else(|| {
+        BadInput(
+            "alerting rules come from a measured capacity: give the run's results directory (a \
+             sweep's, or diagnose … --out DIR)"
+                .into(),
+        )
+    })?;
+    if a.tests.is_some() && a.format == crate::cli::RecommendFormat::PrometheusOperator {
+        return Err(BadInput(
+            "--tests writes promtool's cases, and promtool reads a rules file, not a \
+             PrometheusRule: write them with --format prometheus-rules (the same groups)"
+                .into(),
+        )
+        .into());
+    }
+    let mut checked = Vec::new();
+    for m in &a.matchers {
+        checked.push(alerts::check_matcher(m)?);
+    }
+    let caller = caller_timeout(a)?;
+    let judged = super::input::judged_run(run).await?;
+    let d = &judged.diagnosis;
+    let from = run.display().to_string();
+    let m = alerts::Basis {
+        diagnosis: d,
+        job_p99_s: judged.point.job_p99_s,
+        caller_timeout_s: caller,
+        matchers: a.matchers.iter().map(|m| m.trim().to_string()).collect(),
+        postgres_usable: alerts::postgres_usable(&judged.summary, &from),
+        from,
     };
-    let plan = crate::recommend::autoscaler::plan(&m, target)?;
-    Ok((plan, d))
+    let plan = alerts::plan(&m)?;
+    let namespace = if a.files.is_empty() && a.project.is_none() {
+        None
+    } else {
+        topology(a)
+            .await?
+            .workers()
+            .find_map(|w| w.facts.k8s.as_ref().and_then(|k| k.namespace.clone()))
+    };
+    let text = match a.format {
+        crate::cli::RecommendFormat::PrometheusOperator => {
+            crate::report::rules::prometheus_rule(&plan, "n8n-capacity", namespace.as_deref())?
+        }
+        _ => crate::report::rules::rules_file(&plan)?,
+    };
+    if let Some(file) = &a.tests {
+        let usable = m.postgres_usable.as_ref().map(|(u, _)| *u);
+        let figures = alert_cases::Figures::of(&plan, d, usable);
+        write_cases(file, &plan, &figures, &checked)?;
+    }
+    print!("{text}");
+    Ok(error::EXIT_OK)
 }
 
-/// The base load of a history's results directory: the median rate over its windows.
-fn base_load(run: &std::path::Path) -> Option<f64> {
-    let dir = if run.is_file() { run.parent()? } else { run };
-    let text = std::fs::read_to_string(dir.join("history.json")).ok()?;
-    let h: crate::record::history::History = serde_json::from_str(&text).ok()?;
-    let mut rates: Vec<f64> = h
-        .windows
-        .iter()
-        .filter(|w| w.covered_s > 0.0)
-        .map(|w| w.throughput_per_s)
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .collect();
-    if rates.is_empty() {
-        return None;
-    }
-    rates.sort_by(f64::total_cmp);
-    Some(rates[rates.len() / 2])
+/// `--tests FILE`: promtool's cases for the rules, which it reads from the file named beside.
+fn write_cases(
+    file: &std::path::Path,
+    plan: &crate::record::alerts::AlertPlan,
+    figures: &crate::recommend::alert_cases::Figures,
+    matchers: &[(String, String, String)],
+) -> anyhow::Result<()> {
+    let rules_name = rules_beside(file)?;
+    let tests = crate::recommend::alert_cases::test_file(plan, figures, matchers, &rules_name)?;
+    crate::record::dir::write_atomic(file, crate::report::rules::tests_file(&tests)?.as_bytes())?;
+    eprintln!(
+        "n8ncap: {} reads the rules from {rules_name} beside it: save them there (> \
+         {rules_name}), then promtool test rules {}",
+        file.display(),
+        file.display()
+    );
+    Ok(())
+}
+
+/// `--caller-timeout`: what the caller of the webhook waits (s), and whether it was given.
+fn caller_timeout(a: &RecommendArgs) -> Result<(f64, bool), BadInput> {
+    use crate::recommend::alerts;
+    Ok(match &a.caller_timeout {
+        Some(t) => {
+            let d = crate::util::parse_duration(t)
+                .map_err(|e| BadInput(format!("--caller-timeout: {e}")))?;
+            if d.is_zero() {
+                return Err(BadInput("--caller-timeout must be above 0".into()));
+            }
+            (d.as_secs_f64(), true)
+        }
+        None => (alerts::CALLER_TIMEOUT_ASSUMED_S, false),
+    })
+}
+
+/// The rules file a test file at `tests` reads: its name without `.test` (alerts.test.yml →
+/// alerts.yml), else with `rules-` before it.
+fn rules_beside(tests: &std::path::Path) -> Result<String, BadInput> {
+    let name = tests
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| BadInput(format!("--tests {}: give a file name", tests.display())))?;
+    Ok(match name.replacen(".test.", ".", 1) {
+        r if r != name => r,
+        _ => format!("rules-{name}"),
+    })
 }

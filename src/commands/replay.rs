@@ -5,7 +5,6 @@
 
 use crate::cli::ReplayArgs;
 use crate::error::{self, BadInput};
-use crate::model::autoscale::{Control, Policy, Workload};
 use crate::report::views::Replay as View;
 
 pub(super) async fn run(a: ReplayArgs) -> anyhow::Result<i32> {
@@ -19,19 +18,24 @@ pub(super) async fn run(a: ReplayArgs) -> anyhow::Result<i32> {
     let pod_start = crate::util::parse_duration(&a.pod_start)
         .map_err(|e| BadInput(format!("--pod-start: {e}")))?;
     let arrivals = crate::load::arrivals::read(&a.arrivals)?;
-    let t = super::recommend::topology_of(&a.files, a.project.as_deref()).await?;
-    let (plan, d) = super::recommend::plan_for(&a.run, &t)?;
-    let (policies, not_replayed) = policies(&t, &plan)?;
+    let t = super::input::topology_of(&a.files, a.project.as_deref()).await?;
+    let (plan, d) = super::input::autoscaler_plan(&a.run, &t).await?;
+    let workload = crate::recommend::autoscaler::workload(&d, pod_start);
+    let max_wait = crate::util::parse_duration(&a.max_wait)
+        .map_err(|e| BadInput(format!("--max-wait: {e}")))?;
+    let mut plan = plan;
+    let tuning = crate::recommend::tuned::Tuning {
+        arrivals: &arrivals.per_s,
+        from: &arrivals.from,
+        workload,
+        max_wait_s: max_wait.as_secs_f64(),
+    };
+    let (policies, not_replayed) =
+        crate::recommend::replayed::replayed(&t, &mut plan, Some(tuning))?;
     let x = d.measured_ceiling.as_ref().map(|c| c.mean).unwrap_or(0.0);
     let workers = d.settings.workers.as_ref().map_or(1, |w| w.value.max(1));
-    let job = d.service_time.as_ref().map(|s| s.value).unwrap_or(0.0);
-    let workload = Workload {
-        per_worker_per_s: x / f64::from(workers),
-        job_s: job,
-        pod_start_s: pod_start.as_secs().min(u64::from(u32::MAX)) as u32,
-        window_s: 0.0,
-    };
-    let inputs = crate::diagnose::replay::Inputs {
+    let job = workload.job_s;
+    let inputs = crate::diagnose::replay::Replays {
         arrivals_from: arrivals.from,
         arrivals: arrivals.per_s,
         arrival_gaps: arrivals.gaps,
@@ -62,60 +66,4 @@ pub(super) async fn run(a: ReplayArgs) -> anyhow::Result<i32> {
     let r = crate::diagnose::replay::judge(inputs);
     crate::report::emit(&View(&r), format)?;
     Ok(error::EXIT_OK)
-}
-
-/// The deployed autoscaler (when it can be replayed) and the generated ScaledObject.
-/// An autoscaler and the shutdown window of the workers it removes, s.
-type Windowed = (Policy, f64);
-
-/// Each with the shutdown window its workers have.
-fn policies(
-    t: &crate::topology::Topology,
-    plan: &crate::record::autoscaling::AutoscalerPlan,
-) -> anyhow::Result<(Vec<Windowed>, Vec<String>)> {
-    // What a removed worker's Code tasks have: n8n's task budget, 0.8 × the shutdown window,
-    // unless the pod's grace kills it first (`model::drain::budget_s`).
-    use crate::model::drain::{budget_s, StopSignal};
-    let deployed_window = budget_s(
-        StopSignal::Term,
-        plan.target.graceful_shutdown_s.value,
-        Some(plan.target.termination_grace_s.value),
-    );
-    let generated_window = budget_s(
-        StopSignal::Term,
-        f64::from(plan.graceful_shutdown_s.value),
-        Some(f64::from(plan.termination_grace_s.value)),
-    );
-    let mut policies = Vec::new();
-    let mut not = Vec::new();
-    let deployed = t
-        .workers()
-        .find_map(|w| w.facts.k8s.as_ref().and_then(|k| k.autoscaler.clone()));
-    match deployed.as_ref().and_then(|a| a.control.clone()) {
-        Some(Control::Replayable(mut p)) => {
-            p.name = format!("{} (deployed)", p.name);
-            policies.push((p, deployed_window));
-        }
-        Some(Control::NotReplayed(why)) => not.push(format!(
-            "{} is not replayed: {why}.",
-            deployed.map(|a| a.by).unwrap_or_default()
-        )),
-        None => not.push(
-            "The deployment has no autoscaler on its workers: only the generated one is replayed."
-                .into(),
-        ),
-    }
-    let text = crate::report::autoscaler::keda(plan);
-    let generated = crate::topology::k8s::autoscalers("the generated ScaledObject", &text)?;
-    match generated.into_iter().find_map(|(_, _, a)| a.control) {
-        Some(Control::Replayable(mut p)) => {
-            p.name = format!("{} (generated)", p.name);
-            policies.push((p, generated_window));
-        }
-        Some(Control::NotReplayed(why)) => {
-            anyhow::bail!("the generated ScaledObject cannot be replayed: {why}")
-        }
-        None => anyhow::bail!("the generated YAML holds no ScaledObject"),
-    }
-    Ok((policies, not))
 }

@@ -2,12 +2,10 @@
 //! with what it recorded (its settings and host).
 
 use crate::error;
-use crate::model::settings::Settings;
 use std::path::PathBuf;
 
-pub(super) fn run(dir: PathBuf) -> anyhow::Result<i32> {
-    let mut summary = crate::record::dir::load_summary(&dir)?;
-    let _ = super::analyze(&mut summary, Settings::default(), None);
+pub(super) async fn run(dir: PathBuf) -> anyhow::Result<i32> {
+    let (summary, _, _) = super::input::rejudged(&dir).await?;
     let dir = if dir.is_dir() {
         dir
     } else {

@@ -11,15 +11,14 @@ use crate::report::views::Scale;
 pub(super) async fn run(a: ScaleArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<Scale>("scale")?;
     if let Some(t) = a.target_rate {
-        check_target_rate(t)?;
+        crate::cli::check_target_rate(t)?;
     }
     if a.history.prometheus.is_some() {
         return history(&a, format).await;
     }
     let mut judged = Vec::new();
     for path in &a.runs {
-        let mut summary = crate::record::dir::load_summary(path)?;
-        let (d, _) = super::analyze(&mut summary, Settings::default(), None);
+        let (_, d, _) = super::input::rejudged(path).await?;
         judged.push((path.display().to_string(), d));
     }
     let result = judge_labelled(&judged, a.target_rate)?;
@@ -31,8 +30,11 @@ pub(super) async fn run(a: ScaleArgs) -> anyhow::Result<i32> {
 /// that count, the counts judged together. With --out, each count is saved as a run (`wN/`,
 /// for `scale`, `compare` and `recommend --target-rate`) beside history.json and scale.json.
 async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result<i32> {
-    let range = super::history::range(&a.history, Settings::default())?;
-    let hist = super::history::read(&a.history, range.history()).await?;
+    if let Some(dir) = &a.history.out {
+        crate::record::dir::refuse_scale_results(dir)?;
+    }
+    let range = super::input::range(&a.history, Settings::default())?;
+    let hist = super::input::read(&a.history, range.history()).await?;
     let parts = crate::observe::history::by_workers(&hist, &range.flags, &range.title());
     let counts = crate::diagnose::scale::history::judge(parts, &range.flags, None);
     let shown = &range.source.shown;
@@ -78,14 +80,11 @@ fn save(
     use crate::record::dir::write_atomic;
     let mut runs = Vec::new();
     for c in counts {
-        let sub = dir.join(format!("w{}", c.workers));
+        let sub = crate::record::dir::count_dir(dir, c.workers)?;
         std::fs::create_dir_all(&sub)?;
         let mut summary = c.evidence.summary.clone();
         summary.diagnosis = Some(c.diagnosis.clone());
-        write_atomic(
-            &sub.join("summary.json"),
-            &serde_json::to_vec_pretty(&summary)?,
-        )?;
+        crate::record::dir::write_summary(&sub, &summary)?;
         write_atomic(
             &sub.join("history.json"),
             &serde_json::to_vec_pretty(&c.evidence.windows)?,
@@ -105,15 +104,5 @@ fn save(
         ended: "read from history".into(),
         scaling: Some(result.clone()),
     };
-    super::sweep_scale::save(dir, &book)
-}
-
-/// A target rate checked: executions per second above 0, within what any deployment runs.
-pub(super) fn check_target_rate(t: f64) -> Result<(), BadInput> {
-    if t.is_finite() && t > 0.0 && t <= 1e7 {
-        return Ok(());
-    }
-    Err(BadInput(format!(
-        "--target-rate {t}: give executions per second above 0 (at most 10 000 000), e.g. 200"
-    )))
+    crate::report::views::write_scale_sweep(dir, &book)
 }

@@ -106,12 +106,14 @@ impl FailIf {
         match self.metric {
             // Another limit at a ceiling beyond noise above the baseline's is the bottleneck
             // fixed, not a regression: said, never failed. Sooner or no better, it fails.
+            // A run that reached no ceiling but carried more than the baseline's, beyond noise,
+            // is the fix working too: its new ceiling is above what it was driven to.
             Metric::Verdict => v.verdict_changed.as_ref().and_then(|w| {
-                let better = v
-                    .ceiling
-                    .as_ref()
-                    .is_some_and(|c| c.beyond_noise && c.change_pct > 0.0);
-                (!better).then(|| w.clone())
+                let up = |c: &Option<Change>| {
+                    c.as_ref()
+                        .is_some_and(|c| c.beyond_noise && c.change_pct > 0.0)
+                };
+                (!(up(&v.ceiling) || up(&v.carried))).then(|| w.clone())
             }),
             Metric::Ceiling => match &v.ceiling {
                 None => cannot(&format!(
@@ -383,16 +385,40 @@ pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Inc
             .as_ref()
             .zip(b.measured_ceiling.as_ref())
             .map(|(x, y)| change(x, y));
+        // No ceiling reached: the highest valid level carried, against the baseline's ceiling.
+        let carried = match (&a.measured_ceiling, &b.measured_ceiling) {
+            (Some(x), None) => b
+                .levels
+                .iter()
+                .filter(|l| l.valid)
+                .map(|l| &l.throughput)
+                .max_by(|p, q| p.mean.total_cmp(&q.mean))
+                .map(|t| change(x, t)),
+            _ => None,
+        };
         // The direction: another limit at a higher ceiling (the bottleneck moved on), or one
         // that caps sooner.
         let verdict_changed = (a.capping_limit != b.capping_limit).then(|| {
             let words =
                 |l: Option<crate::model::Capping>| l.map_or("no limit named", |l| l.words());
-            let direction = match &ceiling {
-                Some(c) if c.beyond_noise && c.change_pct > 0.0 => ", at a higher ceiling",
-                Some(c) if c.beyond_noise => ", capping sooner",
-                Some(_) => ", at the same ceiling within noise",
-                None => "",
+            let direction = match (&ceiling, &carried) {
+                (Some(c), _) if c.beyond_noise && c.change_pct > 0.0 => {
+                    ", at a higher ceiling".to_string()
+                }
+                (Some(c), _) if c.beyond_noise => ", capping sooner".into(),
+                (Some(_), _) => ", at the same ceiling within noise".into(),
+                (None, Some(c)) if c.beyond_noise && c.change_pct > 0.0 => format!(
+                    ": no ceiling reached, its top level carried {:.1}/s, {:+.0} % past the \
+                     baseline's ceiling {:.1}/s beyond noise — the new ceiling is higher than \
+                     the load it was given",
+                    c.candidate.mean, c.change_pct, c.baseline.mean
+                ),
+                (None, Some(c)) => format!(
+                    ": no ceiling reached, and its top level carried {:.1}/s, not beyond the \
+                     baseline's ceiling {:.1}/s — drive it harder to tell",
+                    c.candidate.mean, c.baseline.mean
+                ),
+                (None, None) => String::new(),
             };
             format!(
                 "{} → {}{direction}",
@@ -404,6 +430,7 @@ pub fn compare(runs: &[Judged], fail_if: &[FailIf]) -> Result<RunComparison, Inc
             run: brief(r),
             verdict_changed,
             ceiling,
+            carried,
             levels: levels(&a.levels, &b.levels),
             settings_differ: settings_differ(&a.settings, &b.settings),
             failed: Vec::new(),
@@ -487,6 +514,7 @@ mod tests {
             },
             verdict_changed: None,
             ceiling: Some(change(&est(25.0, 0.5), &est(22.0, 0.5))),
+            carried: None,
             levels: vec![],
             settings_differ: vec![],
             failed: vec![],
@@ -511,6 +539,16 @@ mod tests {
         assert!(
             verdict.failed_by(&v).is_some(),
             "within noise: not shown better"
+        );
+        // No ceiling reached after the fix: its top level carried 30/s against 12.5/s.
+        v.verdict_changed = Some("runner limit → no limit named".into());
+        v.ceiling = None;
+        v.carried = Some(change(&est(12.5, 0.3), &est(30.0, 0.5)));
+        assert!(verdict.failed_by(&v).is_none(), "the fix carried more");
+        v.carried = Some(change(&est(12.5, 0.3), &est(12.6, 0.5)));
+        assert!(
+            verdict.failed_by(&v).is_some(),
+            "no more carried: not shown better"
         );
     }
 }

@@ -18,7 +18,7 @@ const RECOVERY_WINDOW_S: usize = 3;
 
 /// What the drain knew before the load.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub struct Known {
     pub target: String,
     pub rate_per_s: Sourced<f64>,
     pub duration_s: f64,
@@ -39,9 +39,11 @@ pub struct Inputs {
     pub stalled_ms: Sourced<f64>,
     /// How long each request waited for its answer, s.
     pub timeout_s: f64,
+    /// The load was interrupted before its end: the verdict says what was measured until then.
+    pub interrupted: bool,
 }
 
-pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain {
+pub fn judge(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain {
     let signal = stop.signal_s;
     let span = (signal - i.warmup_s).max(0.0);
     let before: Vec<&Sent> = sent
@@ -120,11 +122,14 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
         agrees,
         advice: None,
         stop_failed: failed,
+        unjudged: None,
+        interrupted: i.interrupted,
         graceful_s: i.graceful_s.as_ref().map(|g| g.value),
         verdict: String::new(),
         seconds,
     };
-    if d.stop_failed.is_none() {
+    d.unjudged = unjudged(&d.target, sent, signal);
+    if d.stop_failed.is_none() && d.unjudged.is_none() {
         d.advice = advice(&d);
     } else {
         d.predicted = None;
@@ -134,9 +139,25 @@ pub fn judge(i: Inputs, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain 
     d
 }
 
+/// Why the stop is not judged: no request sent before it was answered OK (the webhook was
+/// failing already, so what failed after it cannot be charged to it).
+fn unjudged(target: &str, sent: &[Sent], signal: f64) -> Option<String> {
+    if sent.iter().any(|s| s.sent_s < signal && s.ok()) {
+        return None;
+    }
+    Some(format!(
+        "no request sent before the stop was answered OK ({} sent, {} of them failed): {} was \
+         failing already, so what the stop cost cannot be told from it — make the webhook \
+         answer first (sweep's pre-flight and a short sweep show why it fails)",
+        sent.iter().filter(|s| s.sent_s < signal).count(),
+        sent.iter().filter(|s| s.sent_s < signal && !s.ok()).count(),
+        crate::util::escape_control(target)
+    ))
+}
+
 /// The saved run's job times, else the OK answers before the signal (at the operating point
 /// their wait is small; said as measured that way).
-fn job_times(i: &Inputs, before: &[&Sent]) -> (Option<Sourced<f64>>, Option<Sourced<f64>>) {
+fn job_times(i: &Known, before: &[&Sent]) -> (Option<Sourced<f64>>, Option<Sourced<f64>>) {
     if i.job_p50_s.is_some() {
         return (
             i.job_p50_s.clone(),
@@ -253,7 +274,7 @@ pub fn recovery(seconds: &[Second], rate: f64, signal: f64, until: f64) -> Optio
 }
 
 /// The time the held jobs had: the worker's graceful shutdown, cut by Docker's grace.
-fn window(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
+fn window(i: &Known, stop: &StopRecord) -> Option<Sourced<f64>> {
     let graceful = i.graceful_s.clone()?;
     match stop.grace_s {
         Some(g) if g < graceful.value => Some(Sourced::new(
@@ -285,7 +306,7 @@ fn stop_failed(stop: &StopRecord) -> Option<String> {
 }
 
 /// The time the held Code tasks had ([`budget_s`]), with where it came from.
-fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
+fn budget(i: &Known, stop: &StopRecord) -> Option<Sourced<f64>> {
     if stop.signal == StopSignal::Kill {
         return Some(Sourced::new(
             0.0,
@@ -317,8 +338,22 @@ fn budget(i: &Inputs, stop: &StopRecord) -> Option<Sourced<f64>> {
     )
 }
 
+/// The verdict, said to be partial when the load was interrupted before its end.
 fn verdict(d: &Drain) -> String {
+    let v = outcome(d);
+    if d.interrupted {
+        return format!(
+            "Interrupted before its end: what follows is what was measured until then. {v}"
+        );
+    }
+    v
+}
+
+fn outcome(d: &Drain) -> String {
     let f = &d.in_flight;
+    if let Some(why) = &d.unjudged {
+        return format!("Not judged: {why}.");
+    }
     if let Some(why) = &d.stop_failed {
         return format!(
             "The stop did not happen as asked ({why}): of the {} requests in flight at {:.1} s, {} finished, {} failed, {} never answered — not what a scale-down costs. Fix the stop and run the drain again.",
@@ -551,8 +586,8 @@ mod tests {
         assert_eq!(recovery(&s, 10.0, 10.0, 29.0), None);
     }
 
-    fn inputs(graceful_s: f64, job_s: f64) -> Inputs {
-        Inputs {
+    fn inputs(graceful_s: f64, job_s: f64) -> Known {
+        Known {
             target: "t".into(),
             rate_per_s: Sourced::new(4.0, Provenance::Flag("--rate".into())),
             duration_s: 20.0,
@@ -568,7 +603,14 @@ mod tests {
             lock_ms: Sourced::new(60_000.0, Provenance::Default("n8n default".into())),
             stalled_ms: Sourced::new(30_000.0, Provenance::Default("n8n default".into())),
             timeout_s: 60.0,
+            interrupted: false,
         }
+    }
+
+    /// One request answered OK before the stop at 8 s: the stop is judged (with none, it is
+    /// not: see `nothing_answered_before_the_stop_is_not_judged`).
+    fn answered_before() -> Vec<Sent> {
+        vec![sent(2.0, Some(2.5), Outcome::Answered(200))]
     }
 
     fn stop(signal: StopSignal, grace_s: Option<f64>, held: Option<u64>) -> StopRecord {
@@ -591,7 +633,7 @@ mod tests {
     fn docker_s_grace_cuts_the_window_when_it_is_shorter() {
         let d = judge(
             inputs(30.0, 3.0),
-            &[],
+            &answered_before(),
             0,
             stop(StopSignal::Term, Some(1.0), None),
         );
@@ -613,7 +655,7 @@ mod tests {
     fn the_task_budget_is_four_fifths_of_the_window_and_the_advice_covers_the_p99_with_it() {
         let d = judge(
             inputs(3.0, 2.9),
-            &[],
+            &answered_before(),
             0,
             stop(StopSignal::Term, Some(10.0), Some(3)),
         );
@@ -631,7 +673,7 @@ mod tests {
         // 2.0 s jobs fit the budget: nothing lost, nothing to change.
         let d = judge(
             inputs(3.0, 2.0),
-            &[],
+            &answered_before(),
             0,
             stop(StopSignal::Term, Some(10.0), Some(3)),
         );
@@ -665,12 +707,31 @@ mod tests {
         assert_eq!(d.timeout_s, Some(60.0));
     }
 
+    #[test]
+    fn nothing_answered_before_the_stop_is_not_judged() {
+        let failing: Vec<Sent> = (0..6)
+            .map(|k| sent(1.0 + k as f64, Some(1.5 + k as f64), Outcome::Answered(500)))
+            .collect();
+        let d = judge(
+            inputs(30.0, 3.0),
+            &failing,
+            0,
+            stop(StopSignal::Term, Some(1.0), None),
+        );
+        assert!(d
+            .unjudged
+            .as_deref()
+            .is_some_and(|u| u.contains("6 sent, 6 of them failed")));
+        assert_eq!((d.predicted, d.advice, d.agrees), (None, None, None));
+    }
+
     /// A worker that exits at once though its window covers the jobs: the advice follows the
     /// exit, never a window below the one already set.
     #[test]
     fn a_loss_the_window_does_not_explain_points_at_the_exit_not_the_window() {
         let sent: Vec<Sent> = (0..4)
             .map(|k| sent(7.0 + 0.2 * k as f64, None, Outcome::Unanswered))
+            .chain(answered_before())
             .collect();
         let mut st = stop(StopSignal::Term, Some(10.0), Some(4));
         st.exited_after_s = Some(0.1);

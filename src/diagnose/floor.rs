@@ -18,7 +18,7 @@ pub const FLOOR_TOLERANCE: f64 = 0.03;
 /// measurement: a limit of about X × S executions in progress, unnamed.
 /// What was measured at the ceiling: the throughput, the service time S and n8n's overhead in
 /// it, and the level's words.
-pub struct Measured<'a> {
+pub struct Observed<'a> {
     pub x: &'a Estimate,
     pub s: f64,
     pub overhead_s: f64,
@@ -30,7 +30,7 @@ pub struct Measured<'a> {
 pub(super) fn below_measured(
     limit: Capping,
     bound: f64,
-    (s, m): (&Settings, &Measured),
+    (s, m): (&Settings, &Observed),
     findings: &mut Vec<Finding>,
 ) -> String {
     let x = m.x;

@@ -12,7 +12,7 @@ use crate::record::outage::{Outage, ProcessAfter, RedisStop};
 
 /// What the outage knew before the load.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub struct Known {
     pub target: String,
     pub rate_per_s: f64,
     pub duration_s: f64,
@@ -21,7 +21,7 @@ pub struct Inputs {
 }
 
 pub fn judge(
-    i: Inputs,
+    i: Known,
     sent: &[Sent],
     dropped: u64,
     stop: RedisStop,
@@ -175,8 +175,8 @@ mod tests {
         }
     }
 
-    fn inputs(outage_s: f64) -> Inputs {
-        Inputs {
+    fn inputs(outage_s: f64) -> Known {
+        Known {
             target: "t".into(),
             rate_per_s: 2.0,
             duration_s: 30.0,

@@ -1,14 +1,14 @@
-//! A replay judged: each autoscaler run over the same arrivals (`model::autoscale`), the
+//! A replay judged: each autoscaler run over the same arrivals (`model::autoscaler`), the
 //! ticks thinned for the record, and the verdict that sets them side by side — which one kept
 //! the wait short, and which removed busy workers.
 
-use crate::model::autoscale::{replay, Policy, Replay, Workload};
-use crate::record::autoscaling::ReplayRun;
+use crate::model::autoscaler::{replay, Policy, Replay, Workload};
+use crate::record::autoscaler::ReplayRun;
 
 /// Ticks kept per replay in the record (the peaks are the full run's).
 const TICKS_KEPT: usize = 2000;
 
-pub struct Inputs {
+pub struct Replays {
     pub arrivals_from: String,
     pub arrivals: Vec<f64>,
     pub arrival_gaps: Vec<String>,
@@ -19,7 +19,7 @@ pub struct Inputs {
     pub not_replayed: Vec<String>,
 }
 
-pub fn judge(i: Inputs) -> ReplayRun {
+pub fn judge(i: Replays) -> ReplayRun {
     let n = i.arrivals.len();
     let mean = i.arrivals.iter().sum::<f64>() / n.max(1) as f64;
     let peak = i.arrivals.iter().copied().fold(0.0, f64::max);

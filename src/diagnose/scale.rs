@@ -111,7 +111,7 @@ fn not_joined(d: &Diagnosis, workers: u32) -> Option<String> {
         .filter_map(|l| l.slots_full)
         .filter(|s| s.is_finite() && *s >= 0.0)
         .max_by(|a, b| a.total_cmp(b))?;
-    let expected = (workers * c) as f64;
+    let expected = f64::from(workers) * f64::from(c);
     if workers == 0 || c == 0 || full > expected - 0.5 * c as f64 {
         return None;
     }
@@ -427,7 +427,7 @@ fn plan(
         Some(n) => {
             p.workers = Some(n);
             p.predicted_ceiling_per_s = Some(law.at(n as f64));
-            p.postgres_connections = Some((n + 1) * p.per_worker.db_pool_size);
+            p.postgres_connections = Some(connections(n + 1, p.per_worker.db_pool_size));
             p.note = format!(
                 "{n} workers, each with its runners, at the settings of these runs: the fitted \
                  ceiling there is {:.1}/s, so {target:.1}/s runs at 2/3 of it",
@@ -469,9 +469,21 @@ fn beyond_main(
     let Some(lambda) = fit.map(|f| f.lambda_per_s).filter(|l| *l > 0.0) else {
         return;
     };
-    let n = ((needed / lambda).ceil() as u32).clamp(1, MAX_WORKERS);
+    let wanted = (needed / lambda).ceil().max(1.0);
+    if wanted > f64::from(MAX_WORKERS) || processors > MAX_WORKERS {
+        // Not a plan: the most n8ncap plans for falls short, and says by how much.
+        p.note.push_str(&format!(
+            ". Past main's intake, {needed:.1}/s would take {wanted:.0} workers at one worker's \
+             measured {lambda:.2}/s and {processors} webhook processors ({each:.1}/s each): n8ncap \
+             plans up to {MAX_WORKERS} of each, which reach {:.1}/s — short of the target: split \
+             the load over several n8n instances, or make each execution cheaper first",
+            f64::from(MAX_WORKERS) * lambda.min(each)
+        ));
+        return;
+    }
+    let n = wanted as u32;
     p.workers_after_change = Some(n);
-    p.postgres_connections = Some((n + 1 + processors) * p.per_worker.db_pool_size);
+    p.postgres_connections = Some(connections(n + 1 + processors, p.per_worker.db_pool_size));
     p.note.push_str(&format!(
         ". With {processors} webhook processor{} ({each:.1}/s each at {whose}), {n} workers at \
          one worker's measured {lambda:.2}/s reach {:.1}/s — assumed linear once the intake is \
@@ -479,6 +491,12 @@ fn beyond_main(
         if processors == 1 { "" } else { "s" },
         n as f64 * lambda
     ));
+}
+
+/// Postgres connections `processes` pools of `pool` hold, held at u32's maximum (a pool of 4e9
+/// read from a saved run must not wrap to a small number).
+fn connections(processes: u32, pool: u32) -> u32 {
+    processes.saturating_mul(pool)
 }
 
 /// The settings every planned worker keeps: those of the run at the highest count.

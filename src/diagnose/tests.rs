@@ -248,6 +248,7 @@ fn a_history_below_the_ceiling_proposes_no_next_level_in_words_or_figures() {
             windows: 1,
             slot_time_s: Some(1.0),
             executions: 100.0,
+            host: None,
         });
         s
     };

@@ -136,7 +136,7 @@ fn hedge(
         && measured > 0.0
         && most < (1.0 - floor::FLOOR_TOLERANCE) * measured
     {
-        let m = floor::Measured {
+        let m = floor::Observed {
             x: ceiling.x,
             s: ceiling.s,
             overhead_s: ceiling.overhead_s,

@@ -303,6 +303,9 @@ registry! {
     LockMarginBelowEventLoopLag = "lock-margin-below-event-loop-lag", Audit, Error,
         "Bull's job lock margin (duration − renew time) is not above the workers' event-loop lag measured",
         "raise QUEUE_WORKER_LOCK_DURATION, and find what blocks the event loop";
+    AlertThresholdFar = "alert-threshold-far", Audit, Warning,
+        "an existing alert on n8n's queue series fires far from the measured capacity: a waiting-jobs threshold past what callers can wait, or a completion rate above the measured ceiling",
+        "alert on the queue's wait and on 2/3 and 90 % of the measured ceiling (recommend RUN --format prometheus-rules)";
     // ── audit --upgrade 3.0: what n8n 3.0 changes (n8n docs, "n8n 3.0 breaking changes") ──
     UpgradeTaskTimeout = "upgrade-task-timeout", Upgrade, Warning,
         "N8N_RUNNERS_TASK_TIMEOUT unset where Code runs: n8n 3.0 lowers its default from 300 s to 60 s",
@@ -473,7 +476,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 56);
+        assert_eq!(FindingId::audit_rules().count(), 57);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

@@ -162,9 +162,52 @@ fn raise(d: &Diagnosis, site: &CpuUse, current: &Settings, job: Job) -> Result<S
             "regular mode: main's one thread caps at {x:.2} req/s ({:.3} CPU s per execution) and runs every execution — switch to queue mode (finding queue-mode-lifts-cpu says what it needs)",
             site.cpu_s_per_execution
         ))),
-        _ => Err(NoPlan(format!(
+        (CpuSite::Process, role) => Err(NoPlan(format!(
+            "{} caps at {x:.2} req/s ({:.3} CPU s per execution): {}",
+            process_words(role, &site.name),
+            site.cpu_s_per_execution,
+            process_relief(role)
+        ))),
+        (CpuSite::Host, _) => Err(NoPlan(format!(
             "the host's CPU caps at {x:.2} req/s: add cores or another host; no setting raises it"
         ))),
+    }
+}
+
+/// A saturated process named by its role (Redis' and Postgres' own, never "the host's").
+fn process_words(role: Option<Role>, name: &str) -> String {
+    match role {
+        Some(Role::Redis) => format!("Redis' one thread ({name})"),
+        Some(Role::Postgres) => format!("Postgres' CPU ({name})"),
+        Some(r) => format!("the CPU of {} ({name})", r.word()),
+        None => format!("the CPU of a process ({name})"),
+    }
+}
+
+/// What relieves a saturated process that no worker or runner setting raises. Main in queue
+/// mode is main's intake (`main_intake.rs`), in regular mode the plan's own refusal above.
+fn process_relief(role: Option<Role>) -> &'static str {
+    match role {
+        // Bull keeps one queue's keys in one hash slot: a Redis Cluster does not spread it.
+        Some(Role::Redis) => {
+            "Redis runs commands on one core: give it a faster core or a host of its own (a Redis Cluster does not spread one Bull queue); no n8n setting raises it"
+        }
+        Some(Role::Postgres) => {
+            "give Postgres more cores, or write less per execution (EXECUTIONS_DATA_SAVE_ON_SUCCESS=none, pruning); no worker setting raises it"
+        }
+        Some(Role::Webhook) => {
+            "add webhook processors (n8n webhook): each takes its share of the intake"
+        }
+        Some(Role::Worker) => {
+            "add workers, each with its runner (N8N_RUNNERS_TASK_BROKER_URI pointing at it), up to the host's cores"
+        }
+        Some(Role::Runner) => "add runners per worker (each runner is one Node process)",
+        Some(Role::Main) => {
+            "regular mode: main runs every execution on its one thread — move to queue mode with workers, or give main a faster core"
+        }
+        Some(Role::Other) | None => {
+            "a process outside n8n's roles: no n8n setting raises it — give it more CPU or move it off this host"
+        }
     }
 }
 
@@ -178,11 +221,7 @@ pub fn verdict(
     let x = ceiling.x.mean;
     let where_ = match site.site {
         CpuSite::Host => "the host's CPU".to_string(),
-        CpuSite::Process => format!(
-            "the CPU of {} ({})",
-            site.role.map(|r| r.word()).unwrap_or("a process"),
-            site.name
-        ),
+        CpuSite::Process => process_words(site.role, &site.name),
     };
     let mut f = Finding::new(FindingId::CpuLimitCaps,
         format!("CPU caps throughput at {x:.2} req/s: {where_} is saturated"),
@@ -211,17 +250,9 @@ pub fn verdict(
             c.runner_bound()
         ));
     }
-    f = f.fix(match (site.site, site.role) {
-        (CpuSite::Process, Some(Role::Worker)) => {
-            "add workers, each with its runner (N8N_RUNNERS_TASK_BROKER_URI pointing at it), up to the host's cores"
-        }
-        (CpuSite::Process, Some(Role::Runner)) => {
-            "add runners per worker (each runner is one Node process)"
-        }
-        (CpuSite::Process, Some(Role::Main)) => {
-            "regular mode: main runs every execution on its one thread — move to queue mode with workers, or give main a faster core"
-        }
-        _ => "more cores or another host: adding processes on this one adds nothing",
+    f = f.fix(match site.site {
+        CpuSite::Process => process_relief(site.role),
+        CpuSite::Host => "more cores or another host: adding processes on this one adds nothing",
     });
     findings.push(f);
     Verdict {
@@ -235,5 +266,25 @@ pub fn verdict(
             site.bound_per_s
         ),
         cpu: Some(site),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every role's saturated process is named as itself and relieved by its own means: none
+    /// is called the host's CPU, and no two roles share a relief.
+    #[test]
+    fn a_saturated_process_is_never_called_the_host() {
+        let roles = Role::ALL;
+        let host = "more cores or another host: adding processes on this one adds nothing";
+        let reliefs: std::collections::BTreeSet<&str> =
+            roles.iter().map(|r| process_relief(Some(*r))).collect();
+        assert_eq!(reliefs.len(), roles.len());
+        assert!(!reliefs.contains(host));
+        for r in roles {
+            assert!(!process_words(Some(r), "c").contains("host"), "{r:?}");
+        }
     }
 }

@@ -75,6 +75,10 @@ impl Kind for MainIntake {
         None
     }
 
+    fn before_the_workers(&self) -> bool {
+        true
+    }
+
     fn raise(&self, d: &Diagnosis, _current: &Settings, _job: Job) -> Result<Settings, NoPlan> {
         let x = d.measured_ceiling.as_ref().map(|m| m.mean).unwrap_or(0.0);
         let per = d.cpu_limit.as_ref().map(|u| u.cpu_s_per_execution);

@@ -241,6 +241,12 @@ pub trait Kind: Sync {
     /// not shared out by kind of job).
     fn shared_as(&self) -> Option<Share>;
 
+    /// Whether it sits before the workers (main's intake): at its ceiling the workers' slots
+    /// are not all taken, and more workers add nothing.
+    fn before_the_workers(&self) -> bool {
+        false
+    }
+
     /// Whether any plan can be made while it caps (a missing runner must be attached first).
     fn plannable(&self) -> Result<(), NoPlan> {
         Ok(())

@@ -45,7 +45,8 @@ pub fn from_history(h: &crate::record::history::History, from: &str) -> Result<A
     for w in &h.windows {
         let len = w.end - w.start;
         let rate = (w.completions + (w.waiting_end - w.waiting_start)) / len;
-        if !(len > 0.0 && rate_ok(rate) && w.start - t0 <= LONGEST_S) {
+        // Both ends within a week of the first window: a far end would be gigabytes of seconds.
+        if !(len > 0.0 && rate_ok(rate) && w.end - t0 <= LONGEST_S) {
             gaps += 1;
             continue;
         }
@@ -62,7 +63,8 @@ pub fn from_history(h: &crate::record::history::History, from: &str) -> Result<A
         per_s,
         from,
         gaps,
-        "windows whose arrivals were negative, not a number or beyond 1e6/s",
+        "windows whose arrivals were negative, not a number or beyond 1e6/s, or that end more \
+         than a week after the first",
     )
 }
 
@@ -81,8 +83,15 @@ pub fn from_k6(path: &Path) -> Result<Arrivals, BadInput> {
         .unwrap_or(0.0)
         .floor();
     let mut per_s: Vec<f64> = Vec::new();
+    let mut gaps = 0u32;
     let mut add = |t: f64, n: f64| {
-        let i = (t - t0).max(0.0) as usize;
+        let at = t - t0;
+        // A time not a number or beyond a week of the first: not a second to allocate up to.
+        if !(at.is_finite() && at <= LONGEST_S && n.is_finite() && n >= 0.0) {
+            gaps = gaps.saturating_add(1);
+            return;
+        }
+        let i = at.max(0.0) as usize;
         if per_s.len() <= i {
             per_s.resize(i + 1, 0.0);
         }
@@ -94,7 +103,12 @@ pub fn from_k6(path: &Path) -> Result<Arrivals, BadInput> {
     for (t, _, n) in &s.dropped {
         add(*t, *n);
     }
-    checked(per_s, &path.display().to_string(), 0, "")
+    checked(
+        per_s,
+        &path.display().to_string(),
+        gaps,
+        "requests whose time is not a number or more than a week after the first",
+    )
 }
 
 /// `seconds,rate` lines (a header line and `#` comments skipped).
@@ -127,13 +141,17 @@ pub fn from_csv(path: &Path, text: &str) -> Result<Arrivals, BadInput> {
         )));
     };
     let len = last.0.ceil() as usize + 1;
+    // One walk over the sorted points: each second takes the rate of the last point at or
+    // before it (of equal times, the last line's).
+    let mut next = 0;
+    let mut rate = 0.0;
     let per_s = (0..len)
         .map(|s| {
-            points
-                .iter()
-                .rev()
-                .find(|(t, _)| *t <= s as f64)
-                .map_or(0.0, |p| p.1)
+            while next < points.len() && points[next].0 <= s as f64 {
+                rate = points[next].1;
+                next += 1;
+            }
+            rate
         })
         .collect();
     checked(

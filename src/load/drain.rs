@@ -107,6 +107,26 @@ where
     }
 }
 
+/// One request before the load (drain's and outage's pre-flight): a judgement of what a stop
+/// costs needs a webhook that answers OK before it. Err (bad input, exit 2) with the status or
+/// the failure when it does not: nothing was stopped.
+pub async fn preflight(target: &super::client::Target) -> anyhow::Result<()> {
+    let mut conn = super::client::Connection::new();
+    let ex = conn.exchange(target).await;
+    let what = match ex.result {
+        Ok((status, _)) if (200..300).contains(&status) => return Ok(()),
+        Ok((status, _)) => format!("answered HTTP {status}"),
+        Err(f) => super::run::failure_words(f),
+    };
+    Err(crate::error::BadInput(format!(
+        "pre-flight: POST {} {what}: nothing was stopped — the loss a stop causes can only be \
+         told from a webhook that answers OK before it (check --url and --body; a short sweep \
+         shows why it fails)",
+        crate::wire::url::redact(&target.url)
+    ))
+    .into())
+}
+
 /// The webhook a steady load POSTs to: `body` (`--body`, JSON) and each request's `timeout`.
 pub async fn post_target(
     url: &str,

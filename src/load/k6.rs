@@ -22,7 +22,7 @@ fn blank_stage(index: usize, label: String, vus: u32) -> StageResult {
 }
 
 /// Validity as n8ncap's own sweep decides it (errors < 5 %, checks > 99 %).
-pub(crate) fn judge(s: &mut StageResult) {
+pub(crate) fn mark_validity(s: &mut StageResult) {
     s.invalid_reasons.clear();
     if s.requests == 0 {
         s.invalid_reasons
@@ -135,7 +135,7 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
             mean_s: mean_ms / 1000.0,
         });
     }
-    judge(&mut s);
+    mark_validity(&mut s);
     Ok(vec![s])
 }
 

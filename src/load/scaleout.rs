@@ -6,12 +6,11 @@
 
 use crate::error::BadInput;
 use crate::record::scaling::ScaleStep;
-use std::time::{Duration, Instant};
+use crate::util::{run_shell, Interrupt, Ran};
+use std::time::Duration;
 
 /// The placeholder the count replaces.
 pub const PLACEHOLDER: &str = "{workers}";
-/// Most of a command's output kept (its end: where errors are).
-const OUTPUT_KEPT: usize = 2000;
 /// A scale command that has not returned after this long is stopped and counted as failed
 /// (`kubectl rollout status` of a large Deployment takes minutes; nothing takes an hour).
 pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30 * 60);
@@ -54,17 +53,32 @@ impl ScaleCommand {
     }
 
     /// Runs the command for `workers` and, when it succeeded, waits the settle time. A command
-    /// that cannot start, fails or outlives [`COMMAND_DEADLINE`] is a step with its reason.
-    pub async fn scale_to(&self, workers: u32, restore: bool) -> ScaleStep {
+    /// that cannot start, fails, outlives [`COMMAND_DEADLINE`] or is interrupted (its process
+    /// group ended) is a step with its reason; an interrupt also cuts the settle time short.
+    pub async fn scale_to(
+        &self,
+        workers: u32,
+        restore: bool,
+        interrupt: Option<&Interrupt>,
+    ) -> ScaleStep {
         let command = self.for_count(workers);
         let Ran {
             exit_code,
             output,
             failure,
             seconds,
-        } = run_shell(&command).await;
+        } = run_shell(&command, COMMAND_DEADLINE, interrupt).await;
         if failure.is_none() && !restore {
-            tokio::time::sleep(self.settle).await;
+            let stop = async {
+                match interrupt {
+                    Some(i) => i.clone().wait().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(self.settle) => {}
+                _ = stop => {}
+            }
         }
         ScaleStep {
             workers,
@@ -84,65 +98,6 @@ impl ScaleCommand {
             joined_after_s: None,
         }
     }
-}
-
-/// A command run with `sh -c`: its status, the end of its output, why it failed, its time.
-pub struct Ran {
-    pub exit_code: Option<i32>,
-    pub output: String,
-    pub failure: Option<String>,
-    pub seconds: f64,
-}
-
-/// Runs `command` with `sh -c` (stdin closed), bounded by [`COMMAND_DEADLINE`].
-pub async fn run_shell(command: &str) -> Ran {
-    let started = Instant::now();
-    let run = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let (exit_code, output, failure) = match tokio::time::timeout(COMMAND_DEADLINE, run).await {
-        Ok(Ok(out)) => {
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&out.stderr));
-            let failure = (!out.status.success()).then(|| match out.status.code() {
-                Some(c) => format!("exited with status {c}"),
-                None => "was ended by a signal".to_string(),
-            });
-            (out.status.code(), text, failure)
-        }
-        Ok(Err(e)) => (None, String::new(), Some(format!("could not start: {e}"))),
-        Err(_) => (
-            None,
-            String::new(),
-            Some(format!(
-                "did not return within {} min and was stopped",
-                COMMAND_DEADLINE.as_secs() / 60
-            )),
-        ),
-    };
-    Ran {
-        exit_code,
-        output: tail(&output, OUTPUT_KEPT),
-        failure,
-        seconds: started.elapsed().as_secs_f64(),
-    }
-}
-
-/// The last `max` bytes of `text`, cut at a character boundary, control characters but line
-/// breaks escaped.
-fn tail(text: &str, max: usize) -> String {
-    let mut start = text.len().saturating_sub(max);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..]
-        .lines()
-        .map(|l| crate::util::escape_control(l).into_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The counts of `--workers`, checked: at least two, each at least 1, no repeat; sorted up.
@@ -199,21 +154,14 @@ mod tests {
     #[tokio::test]
     async fn a_step_records_status_output_and_failure() {
         let ok = ScaleCommand::parse("echo scaled to {workers}", Duration::ZERO).unwrap();
-        let s = ok.scale_to(3, false).await;
+        let s = ok.scale_to(3, false, None).await;
         assert_eq!(s.exit_code, Some(0));
         assert_eq!(s.output.trim(), "scaled to 3");
         assert!(s.failure.is_none());
         let bad = ScaleCommand::parse("echo no {workers} >&2; exit 7", Duration::ZERO).unwrap();
-        let s = bad.scale_to(2, false).await;
+        let s = bad.scale_to(2, false, None).await;
         assert_eq!(s.exit_code, Some(7));
         assert_eq!(s.output.trim(), "no 2");
         assert!(s.failure.is_some());
-    }
-
-    #[test]
-    fn the_output_kept_is_its_end() {
-        let long = format!("{}END", "é".repeat(3000));
-        let t = tail(&long, 100);
-        assert!(t.len() <= 100 && t.ends_with("END"));
     }
 }

@@ -6,12 +6,13 @@
 //! Worker-bound ceiling Σc ÷ S, runner-bound ceiling Σr ÷ C; the smaller caps throughput. With
 //! W = 0 this is min(runner limit, worker concurrency) ÷ job time.
 
-pub mod autoscale;
+pub mod autoscaler;
 pub mod bound;
 pub mod budget;
 mod capacity;
 pub mod drain;
 pub mod mix;
+pub mod operating_point;
 pub mod proposal;
 pub mod provenance;
 pub mod settings;
@@ -19,6 +20,7 @@ pub mod usl;
 
 pub use bound::{Bound, Holds};
 pub use capacity::Capacity;
+pub use operating_point::OperatingPoint;
 
 use serde::{Deserialize, Serialize};
 

@@ -68,14 +68,21 @@ pub struct Joined {
 /// scale`) is measured only once they take jobs. A Redis that refuses `CLIENT LIST` makes the
 /// join not observable; fewer than `n` at the limit is said, and the count measured anyway.
 pub async fn wait_for_workers(url: &RedisUrl, prefix: &str, n: u32, limit: Duration) -> Joined {
-    waited(url, prefix, n, (limit, NONE_SEEN)).await
+    waited(url, prefix, (n, false), (limit, NONE_SEEN)).await
 }
 
-/// [`wait_for_workers`], giving up after `none_seen` without an answer or a worker.
+/// Waits until exactly `n` worker processes are connected (a scale-down waits for the workers
+/// leaving to finish their shutdown): the return of a scale sweep read back from the queue.
+pub async fn wait_for_exactly(url: &RedisUrl, prefix: &str, n: u32, limit: Duration) -> Joined {
+    waited(url, prefix, (n, true), (limit, NONE_SEEN)).await
+}
+
+/// [`wait_for_workers`] (or, `exact`, [`wait_for_exactly`]), giving up after `none_seen`
+/// without an answer or a worker.
 async fn waited(
     url: &RedisUrl,
     prefix: &str,
-    n: u32,
+    (n, exact): (u32, bool),
     (limit, none_seen): (Duration, Duration),
 ) -> Joined {
     let t0 = Instant::now();
@@ -86,7 +93,7 @@ async fn waited(
             Err(e) => Err(e),
         };
         match seen {
-            Ok(k) if k >= n => {
+            Ok(k) if k == n || (k > n && !exact) => {
                 return Joined {
                     connected: Some(k),
                     after_s: Some(t0.elapsed().as_secs_f64()),
@@ -98,7 +105,7 @@ async fn waited(
             }
             // No worker at all (the count before this one had some) for long: the workers
             // are on another Redis or prefix — not observable, not worth the whole limit.
-            Ok(0) if t0.elapsed() > none_seen => {
+            Ok(0) if n > 0 && t0.elapsed() > none_seen => {
                 return Joined {
                     connected: None,
                     after_s: None,
@@ -143,6 +150,10 @@ async fn waited(
         connected: last,
         after_s: None,
         words: match last {
+            Some(k) if exact => format!(
+                "{k} worker(s), not {n}, connected to the queue after {} s",
+                limit.as_secs()
+            ),
             Some(k) => format!(
                 "only {k} of {n} worker(s) connected to the queue within {} s: measured anyway",
                 limit.as_secs()
@@ -171,7 +182,7 @@ mod tests {
             std::time::Duration::from_secs(600),
             std::time::Duration::from_millis(300),
         );
-        let j = super::waited(&url, "bull", 2, limits).await;
+        let j = super::waited(&url, "bull", (2, false), limits).await;
         assert_eq!((j.connected, j.after_s), (None, None));
     }
 

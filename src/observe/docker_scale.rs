@@ -40,6 +40,7 @@ pub struct DockerPairs {
     added: Vec<Pair>,
     template: (ContainerInspectResponse, Option<ContainerInspectResponse>),
     settle: Duration,
+    project: String,
 }
 
 impl DockerPairs {
@@ -92,7 +93,23 @@ impl DockerPairs {
             added: Vec::new(),
             template: (worker, runner),
             settle,
+            project: project.to_string(),
         })
+    }
+
+    /// The return read back from Docker: the project's original workers running, and the
+    /// containers n8ncap made that are still there (both as Docker lists them now, not as this
+    /// sweep did them). An error: Docker did not answer.
+    pub async fn read_back(&self) -> anyhow::Result<(u32, Vec<String>)> {
+        let mut running = 0;
+        for p in &self.original {
+            let c = inspect(&self.docker, &p.worker).await?;
+            if c.state.and_then(|s| s.running) == Some(true) {
+                running += 1;
+            }
+        }
+        let left = left_by_an_earlier_sweep(&self.docker, &self.project).await?;
+        Ok((running, left))
     }
 
     /// Workers the project had.

@@ -187,7 +187,7 @@ pub struct Matrix {
 
 /// A Prometheus-compatible API.
 #[derive(Debug, Clone)]
-pub struct Source {
+pub struct Api {
     /// Base URL, e.g. `https://prometheus.example:9090` or `…/prometheus` behind a prefix.
     pub base: crate::wire::url::HttpUrl,
     pub shown: String,
@@ -196,18 +196,18 @@ pub struct Source {
     pub timeout: Duration,
 }
 
-impl Source {
+impl Api {
     pub fn new(
         url: &str,
         auth: Auth,
         ca_cert: Option<&std::path::Path>,
         timeout: Duration,
-    ) -> Result<Source, BadInput> {
+    ) -> Result<Api, BadInput> {
         let base = crate::wire::url::HttpUrl::parse(url, "--prometheus")?;
         if let Some(p) = ca_cert {
             crate::util::read_text_file(p, 4 << 20, "--ca-cert")?;
         }
-        Ok(Source {
+        Ok(Api {
             base,
             shown: crate::wire::url::redact(url),
             auth,

@@ -18,6 +18,14 @@ pub async fn scrape(url: &str, timeout: Duration) -> anyhow::Result<Exposition> 
 
 /// The most jobs a queue gauge or a Redis list can hold and be believed: more executions than
 /// any n8n deployment runs or n8ncap can drive (its in-flight cap).
+/// main's count of jobs the queue failed (n8n's `n8n_scaling_mode_queue_jobs_failed`) from its
+/// `/metrics` at `url`, when it reads and is a count; None when no URL was given.
+pub async fn jobs_failed(url: Option<&str>) -> Option<f64> {
+    let e = scrape(url?, Duration::from_secs(5)).await.ok()?;
+    e.value("n8n_scaling_mode_queue_jobs_failed")
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
 pub const MAX_JOBS: f64 = crate::record::stage::MAX_IN_FLIGHT as f64;
 
 /// Why a count of jobs (a queue gauge, a Redis `LLEN`) cannot be true, or None when it can:

@@ -36,6 +36,24 @@ pub fn analyze(
     (d, rec)
 }
 
+/// Evidence judged and planned for, through one door: a Prometheus history (evidence with
+/// windows) by `diagnose::history::judge` — the windows' own findings, the range in the verdict
+/// — and stages alone by [`analyze`]; the diagnosis and the plan stored in its summary.
+pub fn judged(
+    ev: &mut crate::record::evidence::Evidence,
+    flags: Settings,
+    task_request_timeout_s: Option<f64>,
+) -> (Diagnosis, Result<Recommendation, crate::error::NoPlan>) {
+    if ev.windows.is_none() {
+        return analyze(&mut ev.summary, flags, task_request_timeout_s);
+    }
+    let d = crate::diagnose::history::judge(ev, &flags, task_request_timeout_s);
+    let rec = super::recommend(&d, None);
+    ev.summary.diagnosis = Some(d.clone());
+    ev.summary.recommendation = rec.as_ref().ok().cloned();
+    (d, rec)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 
 use crate::error::NoPlan;
 use crate::model::settings::{Provenance, Sourced};
-use crate::record::autoscaling::{AutoscalerPlan, ScaleTarget};
+use crate::record::autoscaler::{AutoscalerPlan, AutoscalerTarget};
 use crate::record::diagnosis::Diagnosis;
 use crate::record::scaling::SharedLimit;
 
@@ -14,14 +14,17 @@ use crate::model::n8n_defaults::SHUTDOWN_TASK_SHARE;
 use crate::model::OPERATING_SHARE as OPERATING;
 /// Kubernetes' default scale-down stabilisation, s.
 pub const HPA_SCALE_DOWN_DEFAULT_S: u32 = 300;
+/// The longest `stabilizationWindowSeconds` the API server takes (autoscaling/v2 validation:
+/// 0 to 3600).
+pub const HPA_STABILIZATION_MAX_S: u32 = 3600;
 /// Postgres' `max_connections` and reserved connections when nothing says otherwise.
 const PG_AVAILABLE_DEFAULT: u32 =
     crate::model::budget::MAX_CONNECTIONS_DEFAULT - crate::model::budget::RESERVED_DEFAULT;
 /// How often KEDA reads the lists, s (its default is 30).
 const POLLING_S: u32 = 15;
 
-/// What a run measured that the autoscaler needs.
-pub struct Measured<'a> {
+/// What a run measured that the autoscaler needs: its diagnosis and operating point.
+pub struct Basis<'a> {
     pub diagnosis: &'a Diagnosis,
     /// The run's name, for the sources.
     pub from: String,
@@ -33,7 +36,7 @@ pub struct Measured<'a> {
 }
 
 /// The autoscaler for `target` from what `m` measured.
-pub fn plan(m: &Measured, target: ScaleTarget) -> Result<AutoscalerPlan, NoPlan> {
+pub fn plan(m: &Basis, target: AutoscalerTarget) -> Result<AutoscalerPlan, NoPlan> {
     let d = m.diagnosis;
     let x = d
         .measured_ceiling
@@ -91,10 +94,23 @@ pub fn plan(m: &Measured, target: ScaleTarget) -> Result<AutoscalerPlan, NoPlan>
                 "Kubernetes' default, above 1.5 × the p99 job time {p99:.1} s"
             )),
         )
-    } else {
+    } else if stabilise <= HPA_STABILIZATION_MAX_S {
         Sourced::new(
             stabilise,
             Provenance::Proposed(format!("1.5 × the p99 job time {p99:.1} s")),
+        )
+    } else {
+        notes.push(format!(
+            "1.5 × the p99 job time {p99:.0} s is past the longest scale-down hold Kubernetes \
+             takes ({HPA_STABILIZATION_MAX_S} s): the hold is set to that, and a worker removed \
+             may still run a job — jobs this long belong in a queue of their own"
+        ));
+        Sourced::new(
+            HPA_STABILIZATION_MAX_S,
+            Provenance::Proposed(format!(
+                "Kubernetes' most ({HPA_STABILIZATION_MAX_S} s), under 1.5 × the p99 job time \
+                 {p99:.1} s"
+            )),
         )
     };
     if target.runner_sidecar.is_none() {
@@ -122,7 +138,7 @@ pub fn plan(m: &Measured, target: ScaleTarget) -> Result<AutoscalerPlan, NoPlan>
 
 /// n8n's shutdown window (at least the p99 job, and a Code task's 0.8 share of it at least the
 /// p99 Code time) and the pod's grace period above it and the runner's.
-fn shutdown(target: &ScaleTarget, p99: f64, code: f64) -> (Sourced<u32>, Sourced<u32>) {
+fn shutdown(target: &AutoscalerTarget, p99: f64, code: f64) -> (Sourced<u32>, Sourced<u32>) {
     let window = target.graceful_shutdown_s.value;
     let need = (p99.max(code / SHUTDOWN_TASK_SHARE) * 1.25).ceil();
     let graceful = if window >= p99 && SHUTDOWN_TASK_SHARE * window >= code {
@@ -185,7 +201,7 @@ pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
 /// connections left for workers' pools.
 fn max_replicas(
     d: &Diagnosis,
-    t: &ScaleTarget,
+    t: &AutoscalerTarget,
     per_worker: f64,
     min: u32,
     notes: &mut Vec<String>,
@@ -218,4 +234,36 @@ fn max_replicas(
             Provenance::Assumed(why)
         },
     )
+}
+
+/// The workers an autoscaler adds and removes, as `replay` models them: one worker's ceiling
+/// and the job time from the run, and the pod start.
+pub fn workload(
+    d: &Diagnosis,
+    pod_start: std::time::Duration,
+) -> crate::model::autoscaler::Workload {
+    let x = d.measured_ceiling.as_ref().map(|c| c.mean).unwrap_or(0.0);
+    let workers = d.settings.workers.as_ref().map_or(1, |w| w.value.max(1));
+    crate::model::autoscaler::Workload {
+        per_worker_per_s: x / f64::from(workers),
+        job_s: d.service_time.as_ref().map(|s| s.value).unwrap_or(0.0),
+        pod_start_s: pod_start.as_secs().min(u64::from(u32::MAX)) as u32,
+        window_s: 0.0,
+    }
+}
+
+/// The base load of a history: the median rate over its covered windows.
+pub fn base_load(h: &crate::record::history::History) -> Option<f64> {
+    let mut rates: Vec<f64> = h
+        .windows
+        .iter()
+        .filter(|w| w.covered_s > 0.0)
+        .map(|w| w.throughput_per_s)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    if rates.is_empty() {
+        return None;
+    }
+    rates.sort_by(f64::total_cmp);
+    Some(rates[rates.len() / 2])
 }

@@ -5,9 +5,14 @@
 //! predicts less than was measured, and predicts with every ceiling it knows (CPU included, or
 //! it says CPU was not measured).
 
+pub mod alert_cases;
+pub mod alerts;
 pub mod analyze;
 pub mod autoscaler;
 pub mod memory;
+pub mod operating_point;
+pub mod replayed;
+pub mod tuned;
 
 use crate::diagnose::lifecycle::{memory_needed_mib, MEMORY_HEADROOM};
 use crate::error::NoPlan;

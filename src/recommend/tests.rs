@@ -392,3 +392,36 @@ fn a_plan_past_mains_intake_is_bound_by_it_not_by_a_process_cpu() {
     );
     assert!((r.predicted_throughput - 3.9 / 0.2).abs() < 1e-6, "{r:?}");
 }
+
+/// Jobs of an hour at p99: 1.5 × is past the 3600 s Kubernetes takes for a scale-down hold —
+/// the plan holds 3600 s (an object the API server accepts) and says what it cannot promise.
+#[test]
+fn a_scale_down_hold_stays_within_what_kubernetes_takes() {
+    use crate::diagnose::tests::{closed, run, settings};
+    let d = run(
+        &[closed(0, 1, 1.0 / 1.05), closed(1, 40, 20.0)],
+        settings(1.0, Some(10), Some(10)),
+    );
+    let target = crate::report::autoscaler::tests::plan(
+        std::array::from_fn(|_| "n8n-worker".to_string()),
+        false,
+    )
+    .target;
+    for (p99, hold) in [(1.1, 300), (600.0, 900), (3600.0, 3600)] {
+        let m = crate::recommend::autoscaler::Basis {
+            diagnosis: &d,
+            from: "run".into(),
+            job_p99_s: p99,
+            code_p99_s: None,
+            base_per_s: None,
+        };
+        let p = crate::recommend::autoscaler::plan(&m, target.clone()).unwrap();
+        assert_eq!(p.scale_down_s.value, hold, "{p99}");
+        assert_eq!(
+            p.notes.iter().any(|n| n.contains("3600 s")),
+            hold == 3600,
+            "{:?}",
+            p.notes
+        );
+    }
+}

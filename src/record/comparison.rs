@@ -67,6 +67,10 @@ pub struct Versus {
     /// Another limit caps now: "runner limit → worker concurrency", said first.
     pub verdict_changed: Option<String>,
     pub ceiling: Option<Change>,
+    /// The run reached no ceiling: its highest valid level's throughput against the
+    /// baseline's ceiling (a fix whose new ceiling was not reached carries more than the old).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Change>,
     pub levels: Vec<LevelChange>,
     /// Recorded settings that differ: "runner limit 5 → 10".
     pub settings_differ: Vec<String>,
@@ -107,7 +111,12 @@ impl Change {
         } else if self.has_noise() {
             format!("within noise ({:+.1} %)", self.change_pct)
         } else {
-            format!("{:+.1} % (one sample: noise unknown)", self.change_pct)
+            // An interval of no width: every answer took the same time (a p95's order
+            // statistics then span nothing), or a figure was saved without one.
+            format!(
+                "{:+.1} % (no spread measured: noise unknown)",
+                self.change_pct
+            )
         }
     }
 }

@@ -69,11 +69,13 @@ impl ResultsDir {
     }
 
     pub fn write_summary(&self, s: &impl Serialize) -> anyhow::Result<()> {
-        write_atomic(
-            &self.path.join("summary.json"),
-            &serde_json::to_vec_pretty(s)?,
-        )
+        write_summary(&self.path, s)
     }
+}
+
+/// A run's summary.json in its results directory, written whole or not at all.
+pub fn write_summary(dir: &Path, s: &impl Serialize) -> anyhow::Result<()> {
+    write_atomic(&dir.join("summary.json"), &serde_json::to_vec_pretty(s)?)
 }
 
 /// Writes a file through a temporary name so a reader never sees half of it.
@@ -139,6 +141,45 @@ pub fn refuse_links(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A scale sweep's directory for `workers` (`BASE/wN`): refused when it is a symbolic link (a
+/// count's run would be written wherever it points, outside the results directory).
+pub fn count_dir(base: &Path, workers: u32) -> anyhow::Result<PathBuf> {
+    let dir = base.join(format!("w{workers}"));
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return crate::error::bad_input(format!(
+            "{} is a symbolic link: n8ncap writes a count's run only inside the results \
+             directory — remove it, or choose another --out",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
+/// A directory that holds a scale sweep's results (its scale.json, or a count's directory with
+/// a summary in it):
+/// refused as the place for another, so that nothing measured is overwritten.
+pub fn refuse_scale_results(dir: &Path) -> anyhow::Result<()> {
+    let counts = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix('w')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                && e.path().join("summary.json").exists()
+        });
+    if dir.join("scale.json").exists() || counts {
+        return crate::error::bad_input(format!(
+            "{} already holds a scale sweep's results (scale.json, wN/summary.json): choose \
+             another --out, so that nothing measured is overwritten",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// A scale sweep's book (`sweep --workers 1,2,4`), from its directory or the JSON file itself.
 pub fn load_scale_sweep(path: &Path) -> anyhow::Result<super::scaling::ScaleSweep> {
     let file = if path.is_dir() {
@@ -179,6 +220,19 @@ impl super::evidence::Source for SavedRun<'_> {
     async fn evidence(self) -> anyhow::Result<super::evidence::Evidence> {
         Ok(super::evidence::Evidence::of(load_summary(self.0)?))
     }
+}
+
+/// A scale sweep's book, written as scale.json in its base directory.
+pub fn write_scale_sweep(base: &Path, book: &super::scaling::ScaleSweep) -> anyhow::Result<()> {
+    write_atomic(&base.join("scale.json"), &serde_json::to_vec_pretty(book)?)
+}
+
+/// The Prometheus history saved beside a run (history.json in its directory, or beside its
+/// summary.json), when there is one that reads.
+pub fn load_history(run: &Path) -> Option<crate::record::history::History> {
+    let dir = if run.is_file() { run.parent()? } else { run };
+    let text = crate::util::read_text_file(&dir.join("history.json"), 256 << 20, "history").ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// Reads `summary.json` from a results directory or a path to the file itself.

@@ -208,6 +208,13 @@ pub struct Drain {
     /// is not a scale-down's cost, and nothing is predicted or advised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_failed: Option<String>,
+    /// No request before the stop was answered OK (the webhook failed already): what the stop
+    /// cost cannot be told from what failed anyway, and nothing is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<String>,
+    /// Ended by a signal before its end: what it holds is what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub verdict: String,
     pub seconds: Vec<Second>,
 }

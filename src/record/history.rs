@@ -121,6 +121,19 @@ pub struct Window {
     /// not read); how they were counted is the history's `workers_by`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<u32>,
+    /// The host's CPU over the window (node_exporter), when Prometheus scrapes it; which host
+    /// is the history's `host_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostCpu>,
+}
+
+/// A host's CPU over a window, from node_exporter's `node_cpu_seconds_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// Cores busy on average (outside idle, iowait and steal).
+    pub busy_cores: f64,
+    /// The cores the host has (its CPUs).
+    pub cores: f64,
 }
 
 /// A stretch of a series with no usable sample.
@@ -186,6 +199,9 @@ pub struct History {
     /// targets up, or the worker processes with CPU samples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers_by: Option<String>,
+    /// Which node_exporter the windows' host CPU was read from, and why that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_by: Option<String>,
 }
 
 impl History {
@@ -211,6 +227,7 @@ impl History {
             warnings: self.warnings.clone(),
             exporter: self.exporter.clone(),
             workers_by: self.workers_by.clone(),
+            host_by: self.host_by.clone(),
         }
     }
 }

@@ -4,7 +4,8 @@
 //! `recommend` and `report` all depend on; it depends only on `model` and `findings` and does
 //! no measuring or judging of its own.
 
-pub mod autoscaling;
+pub mod alerts;
+pub mod autoscaler;
 pub mod comparison;
 pub mod db;
 pub mod diagnosis;
@@ -13,6 +14,7 @@ pub mod drain;
 pub mod estimate;
 pub mod evidence;
 pub mod history;
+pub mod kube;
 pub mod lifecycle;
 pub mod observation;
 pub mod outage;

@@ -32,21 +32,26 @@ impl Role {
     }
 }
 
+impl Role {
+    /// Every role, in the order they are listed.
+    pub const ALL: [Role; 7] = [
+        Role::Main,
+        Role::Worker,
+        Role::Webhook,
+        Role::Runner,
+        Role::Redis,
+        Role::Postgres,
+        Role::Other,
+    ];
+}
+
 impl std::str::FromStr for Role {
     type Err = BadInput;
 
     fn from_str(s: &str) -> Result<Role, BadInput> {
-        [
-            Role::Main,
-            Role::Worker,
-            Role::Webhook,
-            Role::Runner,
-            Role::Redis,
-            Role::Postgres,
-            Role::Other,
-        ]
-        .into_iter()
-        .find(|r| r.word() == s)
-        .ok_or_else(|| BadInput(format!("unknown role {s:?}")))
+        Role::ALL
+            .into_iter()
+            .find(|r| r.word() == s)
+            .ok_or_else(|| BadInput(format!("unknown role {s:?}")))
     }
 }

@@ -59,6 +59,10 @@ pub struct HistoryFigures {
     /// Executions that mean is over.
     #[serde(default)]
     pub executions: f64,
+    /// The host's CPU over the stage (node_exporter, the history's `host_by`): busy cores and
+    /// the cores it has, over the windows read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::record::history::HostCpu>,
 }
 
 /// The metrics a threshold can name, as k6 names them.

@@ -6,6 +6,8 @@ use crate::error::BadInput;
 
 /// More requests a second than any load generator sends.
 const MOST_REQUESTS_PER_S: f64 = 1e7;
+/// More CPU than any process uses, percent of one core (1024 cores).
+const MOST_CPU_PERCENT: f64 = 102_400.0;
 
 /// `v` as a figure a measurement can have: finite and at least 0, else the field named.
 fn nonneg(at: &str, name: &str, v: f64) -> Result<(), BadInput> {
@@ -94,10 +96,41 @@ impl StageResult {
         self.check_counts(at)
     }
 
-    /// The latency, the queue and a history's figures: numbers of at least 0, in the order
-    /// their meaning gives them.
-    fn check_observed(&self, at: &str) -> Result<(), BadInput> {
+    /// Each endpoint's URL on one line, its CPU and memory figures a process can have, its
+    /// version a version.
+    fn check_endpoints(&self, at: &str) -> Result<(), BadInput> {
         for (i, e) in self.endpoints.iter().enumerate() {
+            // A URL is one line: a control character in it would write lines of its own into
+            // the text and the page.
+            if e.url.chars().any(char::is_control)
+                || e.last_error
+                    .as_deref()
+                    .is_some_and(|l| l.contains(['\n', '\r']))
+            {
+                return Err(format!(
+                    "{at}.endpoints[{i}]: its url or last_error holds a line break or a control \
+                     character, which no scrape writes"
+                )
+                .into());
+            }
+            for (name, v) in [
+                ("cpu_percent_mean", e.cpu_percent_mean),
+                ("rss_mean_bytes", e.rss_mean_bytes),
+                ("rss_max_bytes", e.rss_max_bytes),
+                ("eventloop_lag_mean_s", e.eventloop_lag_mean_s),
+                ("eventloop_lag_max_s", e.eventloop_lag_max_s),
+            ] {
+                nonneg(at, &format!("endpoints[{i}].{name}"), v)?;
+            }
+            if e.cpu_percent_mean > MOST_CPU_PERCENT {
+                return Err(format!(
+                    "{at}.endpoints[{i}].cpu_percent_mean is {:e}: more than {} cores, which no \
+                     process uses",
+                    e.cpu_percent_mean,
+                    MOST_CPU_PERCENT / 100.0
+                )
+                .into());
+            }
             if let Some(v) = &e.n8n_version {
                 let ok = v.len() <= 32
                     && v.bytes()
@@ -109,6 +142,13 @@ impl StageResult {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The latency, the queue and a history's figures: numbers of at least 0, in the order
+    /// their meaning gives them.
+    fn check_observed(&self, at: &str) -> Result<(), BadInput> {
+        self.check_endpoints(at)?;
         let nonneg = |name: &str, v: f64| nonneg(at, name, v);
         if let Some(l) = &self.latency {
             for (name, v) in [

@@ -11,7 +11,8 @@ pub fn comparison_table(c: &crate::record::comparison::RunComparison) -> String 
     t.set_header(vec![
         "run",
         "limit that caps",
-        "ceiling req/s (95 %)",
+        // A no-break space: "(95" and "%)" never on two lines.
+        "ceiling req/s (95\u{a0}%)",
         "ceiling change",
         "knee",
     ]);

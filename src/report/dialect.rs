@@ -25,9 +25,49 @@ pub fn settings(r: &Recommendation, dialect: Dialect, to: &PlanTarget) -> String
     }
 }
 
-/// A YAML scalar quoted (compose and Kubernetes take environment values as strings).
+/// A YAML scalar double-quoted (compose and Kubernetes take environment values as strings):
+/// every character that could end the scalar, the line or the document — a quote, a backslash,
+/// a line break, any control character, and the line and paragraph separators U+2028/U+2029
+/// and U+0085 that YAML 1.1 parsers (Kubernetes' among them) break lines at — escaped, so any
+/// string reads back as itself and nothing else.
 pub(crate) fn quoted(v: &str) -> String {
-    format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+    format!("\"{}\"", escaped(v, true))
+}
+
+/// `text` with line breaks and every character [`breaks_yaml`] names as escapes, and within
+/// quotes the quote and the backslash too.
+fn escaped(text: &str, in_quotes: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '"' if in_quotes => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if breaks_yaml(c) => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Characters a YAML document may not hold raw, or that a YAML 1.1 parser reads as a line
+/// break (all in the Basic Multilingual Plane: `\uXXXX` escapes each).
+fn breaks_yaml(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{FEFF}' | '\u{FFFE}' | '\u{FFFF}'
+        )
+}
+
+/// Text for a YAML comment: on one line whatever it holds (line breaks and everything
+/// [`quoted`] escapes written as escapes), so it cannot end the comment and start YAML.
+pub(crate) fn comment(text: &str) -> String {
+    escaped(text, false)
 }
 
 fn on(lines: &[SettingLine], p: Process) -> impl Iterator<Item = &SettingLine> {

@@ -95,9 +95,60 @@ fn label_variable(name: &str, label: &str, query: &str) -> Value {
     })
 }
 
-pub fn dashboard(datasource: Option<&str>) -> Value {
+/// What a run measured, for the dashboard's lines.
+pub struct CeilingLines {
+    /// Executions/s at the ceiling.
+    pub ceiling: f64,
+    /// The run, for the descriptions.
+    pub from: String,
+}
+
+/// The measured ceiling and the operating point (2/3 of it) as threshold lines on the
+/// throughput panel, and a panel of the capacity alerts' states (Prometheus' `ALERTS` of the
+/// rules `recommend RUN --format prometheus-rules` writes).
+fn measured_lines(panels: &mut Vec<Value>, m: &CeilingLines) {
+    let op = crate::model::OPERATING_SHARE * m.ceiling;
+    if let Some(p) = panels.iter_mut().find(|p| p["id"] == 5) {
+        p["fieldConfig"]["defaults"]["thresholds"] = json!({
+            "mode": "absolute",
+            "steps": [
+                {"color": "green", "value": null},
+                {"color": "orange", "value": op},
+                {"color": "red", "value": m.ceiling},
+            ],
+        });
+        p["fieldConfig"]["defaults"]["custom"] = json!({"thresholdsStyle": {"mode": "line"}});
+        p["description"] = json!(format!(
+            "Lines: the operating point {op:.2}/s (2/3 of the ceiling, orange) and the ceiling \
+             {:.2}/s (red) measured in {}.",
+            m.ceiling, m.from
+        ));
+    }
+    panels.push(json!({
+        "id": 11,
+        "type": "table",
+        "title": "Capacity alerts (n8ncap rules)",
+        "description": "The alerts of `n8ncap recommend RUN --format prometheus-rules` and their state, from Prometheus' ALERTS series: load the rules into Prometheus for this panel to show them.",
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"x": 0, "y": 26, "w": 24, "h": 6},
+        "fieldConfig": {"defaults": {}, "overrides": []},
+        "options": {},
+        "targets": [{
+            "refId": "A",
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "expr": "count by (alertname, alertstate, severity) (ALERTS{alertname=~\"N8n.*\"})",
+            "legendFormat": "{{alertname}} {{alertstate}}",
+            "instant": true,
+        }],
+    }));
+}
+
+pub fn dashboard(datasource: Option<&str>, measured: Option<&CeilingLines>) -> Value {
     let mut panels = capacity_panels();
     panels.extend(series_panels());
+    if let Some(m) = measured {
+        measured_lines(&mut panels, m);
+    }
     // The ceiling needs the job time, which only the operator knows: say so where it shows.
     for p in panels.iter_mut() {
         if p["id"] == 4 || p["id"] == 5 {

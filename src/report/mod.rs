@@ -16,6 +16,7 @@ pub mod json;
 pub mod markdown;
 pub mod outage;
 pub mod replay;
+pub mod rules;
 pub mod sarif;
 pub mod scale;
 pub mod svg;

@@ -3,10 +3,10 @@
 
 use super::svg::{Chart, Mark, Series};
 use super::table::{fitted, laid_out};
-use crate::record::autoscaling::ReplayRun;
+use crate::record::autoscaler::ReplayRun;
 
 /// One row's figure from one replay.
-type Cell = dyn Fn(&crate::model::autoscale::Replay) -> String;
+type Cell = dyn Fn(&crate::model::autoscaler::Replay) -> String;
 
 pub fn table(r: &ReplayRun) -> String {
     let width = super::width::output_width();
@@ -94,7 +94,7 @@ fn over_time(r: &ReplayRun) -> String {
 }
 
 pub fn html(r: &ReplayRun) -> String {
-    let series = |f: &dyn Fn(&crate::model::autoscale::Tick) -> f64, what: &str| -> Vec<Series> {
+    let series = |f: &dyn Fn(&crate::model::autoscaler::Tick) -> f64, what: &str| -> Vec<Series> {
         r.replays
             .iter()
             .map(|p| Series {

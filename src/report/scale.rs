@@ -41,9 +41,7 @@ pub fn scaling_table(s: &Scaling) -> String {
             f.lambda_per_s, f.sigma, f.sigma_range[0], f.sigma_range[1], f.kappa, f.kappa_range[0], f.kappa_range[1], f.rms_error * 100.0
         );
         if let Some(n) = f.diminishing_from {
-            line.push_str(&format!(
-                "; from {n} workers on one more adds under 10 % of a worker"
-            ));
+            line.push_str(&diminishing(f, n, &s.shared));
         }
         if let (Some(p), Some(c)) = (f.peak_workers, f.ceiling_per_s) {
             line.push_str(&format!("; peak {c:.1}/s at {p:.0} workers, fewer beyond"));
@@ -143,6 +141,38 @@ pub fn scale_sweep_table(s: &ScaleSweep) -> String {
         None => out.push_str("Fewer than two worker counts were measured: no scale-out verdict.\n"),
     }
     out
+}
+
+/// Where one more worker adds under 10 % of one, with the range the fit's σ interval gives —
+/// and, when a shared limit with a bound is reached at fewer workers, that limit first: the law
+/// alone is not what stops scale-out there.
+fn diminishing(
+    f: &crate::record::scaling::UslFit,
+    n: u32,
+    shared: &[crate::record::scaling::SharedLimit],
+) -> String {
+    const MOST: u32 = 1000;
+    let law = f.law();
+    let at = |sigma: f64| crate::model::usl::Fit { sigma, ..law }.diminishing_from(0.1, MOST);
+    let (sooner, later) = (at(f.sigma_range[1]), at(f.sigma_range[0]));
+    let range = match (sooner, later) {
+        (Some(a), Some(b)) if a != b => format!(" ({a} to {b} within the fit's interval)"),
+        (Some(a), None) => format!(" ({a} to beyond {MOST} within the fit's interval)"),
+        _ => String::new(),
+    };
+    let first = shared
+        .iter()
+        .filter_map(|l| Some((l, l.bound_per_s?)))
+        .filter_map(|(l, b)| Some((l, law.workers_for(b, MOST)?)))
+        .min_by_key(|(_, w)| *w);
+    match first {
+        Some((l, w)) if w < n => format!(
+            "; {} stops scale-out first, at about {w} workers — the law alone would flatten from \
+             {n}{range}",
+            l.kind.words()
+        ),
+        _ => format!("; from {n} workers on one more adds under 10 % of a worker{range}"),
+    }
 }
 
 fn workers(n: u32) -> String {
@@ -250,6 +280,54 @@ mod tests {
             efficiency: None,
             not_joined: not_joined.then(|| "about 2 worker(s) took jobs".into()),
         }
+    }
+
+    /// The issue's case (#63): σ 0.0045 (0.0 to 0.126) flattens the law from hundreds of
+    /// workers, but main's intake at 35.7/s stops scale-out at about 8: that is said first,
+    /// and the law's own point with its range.
+    #[test]
+    fn a_shared_bound_reached_sooner_is_said_before_the_law_s_flattening() {
+        let f = UslFit {
+            lambda_per_s: 4.97,
+            sigma: 0.0045,
+            sigma_range: [0.0, 0.126],
+            kappa: 0.0,
+            kappa_range: [0.0, 0.0],
+            rms_error: 0.0,
+            peak_workers: None,
+            ceiling_per_s: None,
+            diminishing_from: f_law_from(4.97, 0.0045),
+        };
+        let n = f.diminishing_from.unwrap();
+        assert!(n > 100, "{n}");
+        let main = SharedLimit {
+            kind: crate::record::scaling::SharedKind::MainIntake,
+            bound_per_s: Some(35.7),
+            reached: false,
+            evidence: Vec::new(),
+            fix: String::new(),
+        };
+        let words = diminishing(&f, n, std::slice::from_ref(&main));
+        assert!(
+            words.contains("stops scale-out first, at about 8 workers"),
+            "{words}"
+        );
+        assert!(words.contains(&format!("flatten from {n}")), "{words}");
+        let alone = diminishing(&f, n, &[]);
+        assert!(alone.contains("within the fit's interval"), "{alone}");
+        assert!(!alone.contains("stops scale-out first"), "{alone}");
+    }
+
+    fn f_law_from(lambda: f64, sigma: f64) -> Option<u32> {
+        crate::model::usl::Fit {
+            lambda,
+            sigma,
+            kappa: 0.0,
+            sigma_range: [sigma, sigma],
+            kappa_range: [0.0, 0.0],
+            rms_error: 0.0,
+        }
+        .diminishing_from(0.1, 1000)
     }
 
     /// The chart holds the measured points with their bars, the law and the linear line over

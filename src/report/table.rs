@@ -32,8 +32,10 @@ fn laid_out_at(t: &mut Table, width: usize) -> String {
     for (r, row) in rows.enumerate() {
         for (i, cell) in row.cell_iter().enumerate() {
             let text = cell.content();
+            // Words break at spaces only (a no-break space holds "95 %" together, as the
+            // table's own wrapping does).
             let word = text
-                .split_whitespace()
+                .split(|c: char| c.is_whitespace() && c != '\u{a0}')
                 .map(|w| w.chars().count())
                 .max()
                 .unwrap_or(0);

@@ -255,7 +255,7 @@ impl Rendered for Outage<'_> {
 /// `replay`'s result: each autoscaler over the same arrivals, side by side.
 #[derive(Serialize)]
 #[serde(transparent)]
-pub struct Replay<'a>(pub &'a crate::record::autoscaling::ReplayRun);
+pub struct Replay<'a>(pub &'a crate::record::autoscaler::ReplayRun);
 
 impl Rendered for Replay<'_> {
     const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Html];
@@ -289,4 +289,17 @@ impl Rendered for Compare<'_> {
     fn html(&self) -> Option<String> {
         Some(html::comparison(self.0))
     }
+}
+
+/// A scale sweep's book (scale.json) and, once two counts are judged, its page (scale.html,
+/// the chart of ceiling against workers).
+pub fn write_scale_sweep(
+    base: &std::path::Path,
+    book: &crate::record::scaling::ScaleSweep,
+) -> anyhow::Result<()> {
+    crate::record::dir::write_scale_sweep(base, book)?;
+    if let Some(page) = ScaleSweep(book).html() {
+        crate::record::dir::write_atomic(&base.join("scale.html"), page.as_bytes())?;
+    }
+    Ok(())
 }

@@ -56,11 +56,15 @@ impl MetricsConfig {
 pub const MAIN_INTAKE_CPU_MS: u64 = 13;
 
 /// What a worker's execution costs by default: an n8n 2.41.1 worker process spent 48–52 ms of
-/// CPU per webhook → Code → respond execution on the same host (its internal runner 4–5 ms more,
-/// which the simulator leaves out), so a simulated stack on a small host is host-bound where a
+/// CPU per webhook → Code → respond execution on the same host (its runner 4–5 ms more:
+/// [`RUNNER_CPU_MS`]), so a simulated stack on a small host is host-bound where a
 /// real one is. On another host, set `SIM_WORKER_CPU_MS` to what n8n's worker spends there
 /// (its `process_cpu_seconds_total` over the executions it ran).
 pub const WORKER_CPU_MS: u64 = 50;
+
+/// What a runner's Code task costs by default: n8n 2.41.1's runner process spent 4–5 ms of CPU
+/// per Code execution on the same host, on its own thread (a process of its own in n8n).
+pub const RUNNER_CPU_MS: u64 = 5;
 
 /// What a webhook processor's intake costs by default: 11.1 ms of CPU per execution on the same
 /// host (main's fell to about 1 ms once the processor took the webhooks).
@@ -76,6 +80,8 @@ pub enum CpuVar {
     /// `SIM_WORKER_CPU_MS` (workers and regular mode's main): [`WORKER_CPU_MS`] unset (a
     /// simulated worker then serves at most 20/s on its one thread, as n8n's did).
     Worker,
+    /// `SIM_RUNNER_CPU_MS` (each Code task on a runner): [`RUNNER_CPU_MS`] unset.
+    Runner,
 }
 
 /// The simulator's CPU per execution on one process's JavaScript thread: `flag` when given,
@@ -89,6 +95,7 @@ pub fn sim_cpu(env: Env, flag: Option<u64>, var: CpuVar) -> Result<Duration, Bad
         CpuVar::Main => ("SIM_MAIN_CPU_MS", MAIN_INTAKE_CPU_MS),
         CpuVar::Webhook => ("SIM_MAIN_CPU_MS", WEBHOOK_CPU_MS),
         CpuVar::Worker => ("SIM_WORKER_CPU_MS", WORKER_CPU_MS),
+        CpuVar::Runner => ("SIM_RUNNER_CPU_MS", RUNNER_CPU_MS),
     };
     let ms: u64 = env_parse(env, var, default, "a number of milliseconds")?;
     if ms > 600_000 {
@@ -332,6 +339,8 @@ pub struct WorkerConfig {
     pub runners_mode: RunnersMode,
     /// `N8N_RUNNERS_MAX_CONCURRENCY` on this process: used only by an internal runner.
     pub internal_runner_limit: u32,
+    /// `SIM_RUNNER_CPU_MS` on this process: an internal runner's CPU per Code task.
+    pub internal_runner_cpu: Duration,
     /// `N8N_RUNNERS_AUTH_TOKEN`: runners must present it (when set). Never printed.
     pub auth_token: String,
     /// `N8N_RUNNERS_TASK_REQUEST_TIMEOUT` (default 60 s): how long a Code task waits for a runner.
@@ -474,6 +483,7 @@ impl WorkerConfig {
             broker_listen: SocketAddr::new(broker_ip, broker_port),
             runners_mode: mode,
             internal_runner_limit: runner_limit(env)?,
+            internal_runner_cpu: sim_cpu(env, None, CpuVar::Runner)?,
             auth_token: env("N8N_RUNNERS_AUTH_TOKEN").unwrap_or_default(),
             task_request_timeout: seconds(env, "N8N_RUNNERS_TASK_REQUEST_TIMEOUT", 60.0)?,
             metrics: MetricsConfig::from_env(env, false)?,
@@ -508,6 +518,8 @@ pub struct RunnerConfig {
     pub max_concurrency: u32,
     /// `N8N_RUNNERS_AUTH_TOKEN`. Never printed.
     pub auth_token: String,
+    /// CPU each Code task burns on the runner's one thread (`SIM_RUNNER_CPU_MS`).
+    pub cpu: Duration,
 }
 
 impl RunnerConfig {
@@ -520,6 +532,7 @@ impl RunnerConfig {
             broker: parse_broker_uri(&uri)?,
             max_concurrency: runner_limit(env)?,
             auth_token: env("N8N_RUNNERS_AUTH_TOKEN").unwrap_or_default(),
+            cpu: sim_cpu(env, None, CpuVar::Runner)?,
         })
     }
 }
@@ -586,6 +599,13 @@ mod tests {
         assert_eq!(ms(&none, None, CpuVar::Main), 13);
         assert_eq!(ms(&none, None, CpuVar::Worker), 50);
         assert_eq!(ms(&none, None, CpuVar::Webhook), 11);
+        assert_eq!(ms(&none, None, CpuVar::Runner), 5);
+        assert_eq!(
+            RunnerConfig::from_env(&none).unwrap().cpu,
+            Duration::from_millis(5)
+        );
+        let free = env_of(&[("SIM_RUNNER_CPU_MS", "0")]);
+        assert_eq!(RunnerConfig::from_env(&free).unwrap().cpu, Duration::ZERO);
         // An empty variable is unset, as n8n reads its own.
         assert_eq!(
             ms(&env_of(&[("SIM_MAIN_CPU_MS", " ")]), None, CpuVar::Main),

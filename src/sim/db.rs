@@ -164,9 +164,14 @@ impl Db {
         ] {
             c.batch_execute(create).await.or_else(|e| {
                 // Two processes creating it at once: the other one won (Postgres says so as a
-                // unique violation on its catalog, or as a table that already exists).
+                // unique violation on its catalog, a table that already exists, or the table's
+                // row type that already exists — `type "execution_data" already exists`, 42710).
                 use tokio_postgres::error::SqlState;
-                let raced = [SqlState::UNIQUE_VIOLATION, SqlState::DUPLICATE_TABLE];
+                let raced = [
+                    SqlState::UNIQUE_VIOLATION,
+                    SqlState::DUPLICATE_TABLE,
+                    SqlState::DUPLICATE_OBJECT,
+                ];
                 if e.code().is_some_and(|c| raced.contains(c)) {
                     Ok(())
                 } else {

@@ -13,6 +13,7 @@ pub mod db_fail;
 pub mod intake;
 pub mod main_role;
 pub mod process;
+pub mod queue_redis;
 pub mod redis_watch;
 pub mod regular;
 pub mod rendezvous;
@@ -65,6 +66,9 @@ pub struct StackConfig {
     pub overhead: Duration,
     /// CPU burnt per execution on each worker's one JavaScript thread.
     pub worker_cpu: Duration,
+    /// CPU burnt per Code task on each runner's thread (none unless given: `sim all` gives
+    /// n8n's `config::RUNNER_CPU_MS`).
+    pub runner_cpu: Duration,
     /// CPU burnt per execution on main's JavaScript thread (none unless given: `sim all` gives
     /// n8n's `config::MAIN_INTAKE_CPU_MS`; the demo and tests state their own).
     pub main_cpu: Duration,
@@ -95,6 +99,7 @@ impl Default for StackConfig {
             event_bus_metrics: false,
             overhead: DEFAULT_OVERHEAD,
             worker_cpu: Duration::ZERO,
+            runner_cpu: Duration::ZERO,
             main_cpu: Duration::ZERO,
             redis: None,
             workflows: config::Workflows::default(),
@@ -164,6 +169,7 @@ impl Stack {
                     broker_listen: SocketAddr::new(loopback, 0),
                     runners_mode: RunnersMode::External,
                     internal_runner_limit: 10,
+                    internal_runner_cpu: Duration::ZERO,
                     auth_token: String::new(),
                     task_request_timeout: cfg.task_request_timeout,
                     metrics: metrics.clone(),
@@ -185,6 +191,7 @@ impl Stack {
                     broker: (addrs.broker.ip().to_string(), addrs.broker.port()),
                     max_concurrency: cfg.runner_limit,
                     auth_token: String::new(),
+                    cpu: cfg.runner_cpu,
                 };
                 tasks.spawn(runner::run(rc));
             }

@@ -1,6 +1,8 @@
 //! Simulated task runner (the `n8nio/runners` container): connects to a task broker, offers its
 //! `N8N_RUNNERS_MAX_CONCURRENCY` slots, and runs Code tasks: it allocates and touches `alloc_mb`
-//! MiB (so this process's RSS grows, outside the heap gauges) and holds the task for `sleep_ms`.
+//! MiB (so this process's RSS grows, outside the heap gauges), burns its CPU per task
+//! (`SIM_RUNNER_CPU_MS`, n8n 2.41.1's runner: 4–5 ms) on one thread, and holds the task for
+//! `sleep_ms`.
 
 use super::config::RunnerConfig;
 use super::process::EXTERNAL_BYTES;
@@ -20,6 +22,8 @@ pub async fn run(cfg: RunnerConfig) {
     // Tasks beyond the limit wait here; the broker never sends more than the offers, so this
     // only bites if a broker misbehaves.
     let permits = Arc::new(Semaphore::new(cfg.max_concurrency as usize));
+    // The runner's JavaScript thread: one per runner process, as in n8nio/runners.
+    let js = Arc::new(super::cpu::JsThread::start(&cfg.name, cfg.cpu));
     let mut warned = false;
     loop {
         let (host, port) = &cfg.broker;
@@ -30,7 +34,7 @@ pub async fn run(cfg: RunnerConfig) {
                     "n8ncap sim runner {}: broker {host}:{port}, {} tasks at most",
                     cfg.name, cfg.max_concurrency
                 );
-                session(&cfg, stream, permits.clone()).await;
+                session(&cfg, stream, permits.clone(), js.clone()).await;
                 eprintln!(
                     "n8ncap sim runner {}: the task broker at {host}:{port} closed the \
                      connection; reconnecting",
@@ -51,7 +55,12 @@ pub async fn run(cfg: RunnerConfig) {
     }
 }
 
-async fn session(cfg: &RunnerConfig, stream: TcpStream, permits: Arc<Semaphore>) {
+async fn session(
+    cfg: &RunnerConfig,
+    stream: TcpStream,
+    permits: Arc<Semaphore>,
+    js: Arc<super::cpu::JsThread>,
+) {
     let (mut reader, tx) = wire::split::<BrokerMsg>(stream);
     let _ = tx.send(BrokerMsg::Hello {
         runner: cfg.name.clone(),
@@ -72,10 +81,12 @@ async fn session(cfg: &RunnerConfig, stream: TcpStream, permits: Arc<Semaphore>)
                 while tasks.try_join_next().is_some() {}
                 let tx = tx.clone();
                 let permits = permits.clone();
+                let (js, cpu) = (js.clone(), cfg.cpu);
                 tasks.spawn(async move {
                     let Ok(_permit) = permits.acquire_owned().await else {
                         return;
                     };
+                    js.run(cpu).await;
                     let done = run_task(id, sleep_ms, alloc_mb).await;
                     let _ = tx.send(done);
                     let _ = tx.send(BrokerMsg::Offer);

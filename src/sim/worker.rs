@@ -162,6 +162,7 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
             broker: (broker.ip().to_string(), broker.port()),
             max_concurrency: st.cfg.internal_runner_limit,
             auth_token: st.cfg.auth_token.clone(),
+            cpu: st.cfg.internal_runner_cpu,
         };
         tasks.spawn(async move { runner::run(rc).await });
     }

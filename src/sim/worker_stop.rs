@@ -245,6 +245,7 @@ mod tests {
                 broker_listen: loopback,
                 runners_mode: RunnersMode::External,
                 internal_runner_limit: 10,
+                internal_runner_cpu: Duration::ZERO,
                 auth_token: String::new(),
                 task_request_timeout: Duration::from_secs(20),
                 metrics,
@@ -269,6 +270,7 @@ mod tests {
                 broker: (worker.broker.ip().to_string(), worker.broker.port()),
                 max_concurrency: 4,
                 auth_token: String::new(),
+                cpu: Duration::ZERO,
             };
             worker_tasks.spawn(runner::run(rc));
         }

@@ -5,7 +5,7 @@
 
 use super::manifest::{s, scalar, Doc};
 use crate::error::BadInput;
-use crate::model::autoscale::{Control, Metric, Policy, RatePolicy, Rules, Select};
+use crate::model::autoscaler::{Control, Metric, Policy, RatePolicy, Rules, Select};
 use crate::topology::{Autoscaler, Trigger};
 use serde_json::Value;
 
@@ -30,14 +30,54 @@ fn scaling(
             scale_down: None,
             line: Some(d.line),
             control: None,
+            also: Vec::new(),
         },
     )
+}
+
+/// Fields the API server requires, of the type it requires: `spec` an object, each `required`
+/// path present, each `lists` path (when present) a list — refused naming the field, where a
+/// reader that skipped them would say nothing of an object the cluster refuses.
+fn shape(
+    v: &Value,
+    (object, line): (&str, usize),
+    required: &[&str],
+    lists: &[&str],
+) -> Result<(), BadInput> {
+    if !v.get("spec").is_some_and(Value::is_object) {
+        return Err(BadInput(format!(
+            "{object} (line {line}): spec is not an object: the API server refuses it"
+        )));
+    }
+    for path in required {
+        if v.pointer(path).is_none_or(Value::is_null) {
+            return Err(BadInput(format!(
+                "{object} (line {line}): {} is required and missing: the API server refuses it",
+                path.trim_start_matches('/').replace('/', ".")
+            )));
+        }
+    }
+    for path in lists {
+        if v.pointer(path).is_some_and(|x| !x.is_array()) {
+            return Err(BadInput(format!(
+                "{object} (line {line}): {} is not a list: the API server refuses it",
+                path.trim_start_matches('/').replace('/', ".")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A HorizontalPodAutoscaler: the workload it scales, its bounds and what it scales on.
 pub(super) fn hpa(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
     let v = &d.value;
     let object = format!("HorizontalPodAutoscaler {name}");
+    shape(
+        v,
+        (&object, d.line),
+        &["/spec/maxReplicas"],
+        &["/spec/metrics"],
+    )?;
     let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
     let mut triggers: Vec<Trigger> = v
         .pointer("/spec/metrics")
@@ -93,6 +133,12 @@ fn bounds(min: u32, max: u32, object: &str, line: usize) -> Result<(u32, u32), B
 pub(super) fn scaled_object(d: &Doc, name: &str) -> Result<(String, String, Autoscaler), BadInput> {
     let v = &d.value;
     let object = format!("ScaledObject {name}");
+    shape(
+        v,
+        (&object, d.line),
+        &["/spec/triggers"],
+        &["/spec/triggers"],
+    )?;
     let count = |path: &str, lo: i64| int32_at(v, path, (lo, i64::MAX), &object, d.line);
     let triggers = keda_triggers(v);
     let bounds = keda_bounds(d, &object)?;
@@ -329,18 +375,57 @@ fn keda_control(v: &Value, object: &str, (min, max): (u32, u32), poll: Option<u3
     }
     if let Some(m) = v.pointer("/spec/advanced/scalingModifiers") {
         let formula = s(m, "/formula").unwrap_or("");
-        let metrics: Vec<Metric> = signals.iter().map(|(m, _)| *m).collect();
-        let sums = formula.contains('+')
-            && names
-                .iter()
-                .all(|n| !n.is_empty() && formula.contains(n.as_str()))
-            && metrics.contains(&Metric::Waiting)
-            && metrics.contains(&Metric::Active);
+        let shown = crate::util::truncate(formula, 120);
         let target = m.pointer("/target").and_then(quantity);
-        match (sums, target) {
-            (true, Some(t)) => signals = vec![(Metric::Held, t)],
-            _ => return Control::NotReplayed(format!("its scalingModifiers formula {formula:?} is not the sum of the wait and active lists")),
+        let read = super::formula::parse(formula).and_then(|e| {
+            super::formula::weights(&e, &names).ok_or_else(|| {
+                super::formula::Unread(
+                    "it is not a weighted sum of its triggers' names".to_string(),
+                )
+            })
+        });
+        let (w, constant) = match read {
+            Ok(r) => r,
+            Err(why) => {
+                return Control::NotReplayed(format!(
+                    "its scalingModifiers formula {shown:?} is not read: {}",
+                    why.0
+                ))
+            }
+        };
+        let weight = |which: Metric| -> f64 {
+            signals
+                .iter()
+                .zip(&w)
+                .filter(|((m, _), _)| *m == which)
+                .map(|(_, w)| w)
+                .sum()
+        };
+        let (wait, active) = (weight(Metric::Waiting), weight(Metric::Active));
+        let metric = if (wait, active, constant) == (1.0, 1.0, 0.0) {
+            Metric::Held
+        } else {
+            Metric::Weighted {
+                waiting: wait,
+                active,
+                constant,
+            }
+        };
+        match target {
+            Some(t) if t > 0.0 => signals = vec![(metric, t)],
+            _ => {
+                return Control::NotReplayed(
+                    "its scalingModifiers target is missing or 0 (the API server refuses an \
+                     average value that is not positive)"
+                        .into(),
+                )
+            }
         }
+    }
+    if let Some((_, t)) = signals.iter().find(|(_, t)| *t <= 0.0) {
+        return Control::NotReplayed(format!(
+            "a trigger's listLength is {t}: KEDA refuses a target that is not positive"
+        ));
     }
     let behavior = "/spec/advanced/horizontalPodAutoscalerConfig/behavior";
     Control::Replayable(Policy {
@@ -369,7 +454,9 @@ fn hpa_control(v: &Value, object: &str, (min, max): (u32, u32)) -> Control {
             .pointer("/external/target/averageValue")
             .and_then(quantity);
         match (s(m, "/type"), name, target) {
-            (Some("External"), "n8n_queue_jobs_held", Some(t)) => signals.push((Metric::Held, t)),
+            (Some("External"), crate::record::kube::HPA_METRIC, Some(t)) => {
+                signals.push((Metric::Held, t))
+            }
             (kind, _, _) => {
                 return Control::NotReplayed(format!(
                     "its {} metric needs figures the run does not give (a CPU target needs the worker's CPU at its ceiling)",
@@ -377,6 +464,11 @@ fn hpa_control(v: &Value, object: &str, (min, max): (u32, u32)) -> Control {
                 ))
             }
         }
+    }
+    if let Some((_, t)) = signals.iter().find(|(_, t)| *t <= 0.0) {
+        return Control::NotReplayed(format!(
+            "its averageValue is {t}: the API server refuses a target that is not positive"
+        ));
     }
     if v.pointer("/spec/targetCPUUtilizationPercentage").is_some() || signals.is_empty() {
         return Control::NotReplayed("it scales on CPU, which the replay does not model".into());

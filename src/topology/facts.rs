@@ -217,7 +217,10 @@ pub struct Autoscaler {
     pub line: Option<usize>,
     /// Its control loop as `replay` runs it, or why it cannot be replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control: Option<crate::model::autoscale::Control>,
+    pub control: Option<crate::model::autoscaler::Control>,
+    /// Other autoscalers on the same workload ("ScaledObject b"): read, not used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
 }
 
 /// One scaling signal: a resource (`cpu`, `memory`) or a KEDA trigger (`redis` with its list).

@@ -41,7 +41,7 @@ pub fn looks_like_kubernetes(text: &str) -> bool {
     api && kind
 }
 
-fn split_docs(origin: &str, text: &str) -> Result<Vec<Doc>, BadInput> {
+pub(super) fn split_docs(origin: &str, text: &str) -> Result<Vec<Doc>, BadInput> {
     let mut docs = Vec::new();
     let mut cur = String::new();
     let mut start = 1;
@@ -213,6 +213,22 @@ pub fn autoscalers(
     Ok(out)
 }
 
+/// A ScaledObject n8ncap built (typed, never written as text and parsed back) read by the same
+/// reader as a deployed one: the workload it scales and its control loop.
+pub fn scaled_object_of(
+    o: &crate::record::kube::ScaledObject,
+) -> Result<(String, String, Autoscaler), BadInput> {
+    let value = serde_json::to_value(o)
+        .map_err(|e| BadInput(format!("the generated ScaledObject: {e}")))?;
+    let name = s(&value, "/metadata/name").unwrap_or("").to_string();
+    let d = super::manifest::Doc {
+        value,
+        line: 1,
+        text: String::new(),
+    };
+    autoscaler::scaled_object(&d, &name)
+}
+
 /// Reads a manifest (several documents, `List`s flattened) into services, one per container
 /// of each Deployment and StatefulSet.
 pub fn load(file: &Path, text: &str) -> Result<Project, BadInput> {
@@ -310,6 +326,22 @@ fn pod_template(v: &Value, kind: &str) -> (Value, Map<String, Value>) {
     (pod, labels)
 }
 
+/// The autoscaler on workload `kind`/`name`. Two on one workload fight (KEDA's webhook refuses
+/// a second ScaledObject, two HPAs stop at AmbiguousSelector): the first is read, the others
+/// named with it.
+fn autoscaler_of(ix: &Index, kind: &str, name: &str) -> Option<Autoscaler> {
+    let mut on_it = ix
+        .autoscalers
+        .iter()
+        .filter(|(k, n, _)| n == name && k == kind)
+        .map(|(_, _, a)| a);
+    on_it.next().map(|a| {
+        let mut a = a.clone();
+        a.also = on_it.map(|o| o.by.clone()).collect();
+        a
+    })
+}
+
 fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>, BadInput> {
     let v = &d.value;
     let name = name_of(v);
@@ -321,11 +353,7 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         &format!("{kind} {name}"),
         d.line,
     )?;
-    let autoscaler = ix
-        .autoscalers
-        .iter()
-        .find(|(k, n, _)| *n == name && k == kind)
-        .map(|(_, _, a)| a.clone());
+    let autoscaler = autoscaler_of(ix, kind, &name);
     // Replicas counted at the most the workload can run: Σ pools at max replicas is what the
     // database must allow; the autoscaler's range is kept for the findings that need it.
     let replicas = match &autoscaler {

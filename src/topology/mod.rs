@@ -6,24 +6,26 @@
 //! Only the variables the analysis needs keep their values ([`KEPT_VARIABLES`]); every other
 //! variable is kept as a name. Secrets therefore never enter this data.
 
+pub mod alert_rules;
 mod autoscaler;
+mod autoscaler_target;
 mod classify;
 pub mod compose;
 pub mod docker;
 mod facts;
+mod formula;
 pub mod k8s;
 mod manifest;
 pub mod n8n_env;
-mod scale_target;
 mod settings;
 
 use crate::model::n8n_defaults;
 use crate::model::settings::Provenance;
 use crate::model::settings::{ExecutionsMode, Settings, Sourced};
 pub use crate::record::Role;
+pub use autoscaler_target::*;
 pub use classify::*;
 pub use facts::*;
-pub use scale_target::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

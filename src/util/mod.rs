@@ -1,10 +1,11 @@
 //! Small helpers with no n8n semantics, one file per kind: durations, environment variables,
-//! signals, input files, text for people, UTC time, CPU readings.
+//! signals, the operator's commands run in a process group of their own, input files, text for people, UTC time, CPU readings.
 
 mod cpu;
 mod duration;
 mod env;
 mod files;
+mod shell;
 mod signal;
 mod text;
 mod time;
@@ -13,6 +14,7 @@ pub use cpu::*;
 pub use duration::*;
 pub use env::*;
 pub use files::*;
+pub use shell::*;
 pub use signal::*;
 pub use text::*;
 pub use time::*;

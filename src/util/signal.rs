@@ -50,6 +50,13 @@ impl Interrupt {
         Interrupt { rx }
     }
 
+    /// An interrupt fired by the test through the sender, not by a signal.
+    #[cfg(test)]
+    pub fn by_hand() -> (Interrupt, tokio::sync::watch::Sender<Option<i32>>) {
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        (Interrupt { rx }, tx)
+    }
+
     /// Resolves when a signal has arrived (at once if one already did).
     pub async fn wait(mut self) {
         let _ = self.rx.wait_for(|c| c.is_some()).await;

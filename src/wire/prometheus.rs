@@ -374,11 +374,7 @@ impl TextWriter {
                 if i > 0 {
                     self.out.push(',');
                 }
-                let esc = v
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(self.out, "{k}=\"{esc}\"");
+                let _ = write!(self.out, "{k}=\"{}\"", label_value(v));
             }
             self.out.push('}');
         }
@@ -396,6 +392,25 @@ impl TextWriter {
     }
 }
 
+/// A label value as the exposition format escapes it (`\\`, `\"`, `\n`); any other control
+/// character (a CR, an ESC from a compose label) is written as its visible escape (`\u{1b}`,
+/// read back as that text), so no raw control byte reaches a scraper.
+fn label_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn fmt_value(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
@@ -411,6 +426,22 @@ fn fmt_value(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A label value holding ESC and CR (a compose label) leaves no raw control byte in the
+    /// text, and reads back as its visible escape.
+    #[test]
+    fn control_characters_in_label_values_never_reach_the_text_raw() {
+        let mut w = TextWriter::new("n8ncap_");
+        w.family("x", "gauge", "test");
+        w.sample("x", &[("container", "a\u{1b}[31m\rb\"c\n")], 1.0);
+        assert!(!w.out.contains(['\u{1b}', '\r']), "{:?}", w.out);
+        let parsed = parse(&w.out).unwrap();
+        let got = parsed
+            .series("n8ncap_x")
+            .next()
+            .and_then(|s| s.label("container"));
+        assert_eq!(got, Some("a\\u{1b}[31m\\u{d}b\"c\n"));
+    }
 
     const EDGE: &str = r#"# HELP http_requests_total The total number of HTTP requests.
 # TYPE http_requests_total counter

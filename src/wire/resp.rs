@@ -8,6 +8,8 @@ use crate::wire::url::truncate;
 
 /// How long a connection to Redis may take to be accepted.
 const CONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+/// A command and its reply (the longest blocking command sent waits 1 s on the server).
+pub const EXCHANGE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -133,9 +135,23 @@ impl Conn {
         Ok(c)
     }
 
+    /// One command and its reply, within [`EXCHANGE_DEADLINE`]: a server that takes the
+    /// connection and never answers is an error, not a wait for ever (the callers' own limits
+    /// are then checked).
     pub async fn cmd(&mut self, args: &[&str]) -> anyhow::Result<Value> {
-        self.send(args).await?;
-        self.read().await
+        let exchange = async {
+            self.send(args).await?;
+            self.read().await
+        };
+        tokio::time::timeout(EXCHANGE_DEADLINE, exchange)
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "Redis took the connection but did not answer {} within {} s",
+                    args.first().copied().unwrap_or("a command"),
+                    EXCHANGE_DEADLINE.as_secs()
+                )
+            })?
     }
 
     pub async fn send(&mut self, args: &[&str]) -> anyhow::Result<()> {

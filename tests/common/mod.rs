@@ -169,6 +169,7 @@ pub fn spawn_role_logged(args: &[&str], env: &[(&str, String)], stderr: Stdio) -
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("SIM_MAIN_CPU_MS", "0")
         .env("SIM_WORKER_CPU_MS", "0")
+        .env("SIM_RUNNER_CPU_MS", "0")
         .stdout(Stdio::null())
         .stderr(stderr);
     for (k, v) in env {
@@ -533,4 +534,40 @@ pub async fn scraped_after(port: u16, t: f64, targets: usize) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("Prometheus on {port} never scraped its {targets} targets after {t}");
+}
+
+/// A command's standard output as JSON once it exited 0; its stderr in the panic otherwise.
+pub fn json_of_success(o: &std::process::Output) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+/// `child`'s output once it exits, its pipes read as it runs (a full pipe never holds it back);
+/// past `limit` it is killed and the test fails naming `what`.
+pub fn output_within(
+    child: std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("the child's output"),
+        Err(_) => {
+            // SAFETY: kill(2) of the test's own child, by its pid.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+            panic!("{what}: n8ncap still ran after {limit:?}");
+        }
+    }
 }

@@ -4,8 +4,9 @@
 //! used about 1.7 of the 2 cores, so the 15 slots filled although no configured limit was
 //! reached. Read with the quiet job time, that ceiling looks like a lower runner limit (X × C
 //! = 11.4 tasks "inferred"); it is a shared resource — the host's CPU when the processes'
-//! cores add up to it. Nothing here knows the host's cores (n8n exposes none; node_exporter's
-//! `node_cpu_seconds_total` is not read), so the words say what would tell.
+//! cores add up to it. n8n exposes no host figure: when Prometheus scrapes node_exporter on
+//! n8n's host, its busy cores against the host's say so (and stand in for n8n processes that
+//! were not scraped); else the words say what would tell.
 
 use crate::findings::{Finding, FindingId, Severity};
 use crate::model::settings::Provenance;
@@ -20,6 +21,9 @@ pub const GROWTH: f64 = 1.15;
 
 /// n8n's processes' cores together at load from which a slower job is contention.
 pub const BUSY_CORES: f64 = 1.0;
+
+/// The share of the host's cores busy (node_exporter) from which the host's CPU is full.
+pub const HOST_FULL: f64 = 0.85;
 
 /// n8n's processes' cores (the sum of every scraped process's CPU) and event-loop lag (the
 /// highest mean) in a stage.
@@ -59,6 +63,39 @@ fn pooled(stages: &[&StageResult]) -> Option<(f64, f64, f64, f64)> {
     (acc.4 > 0.0).then(|| (acc.0 / acc.4, acc.1 / acc.4, acc.2 / acc.4, acc.3 / acc.4))
 }
 
+/// The host's busy cores (weighted by windows) and its cores over the stages that read them.
+fn host(stages: &[&StageResult]) -> Option<(f64, f64)> {
+    let read: Vec<(f64, crate::record::history::HostCpu)> = stages
+        .iter()
+        .filter_map(|st| {
+            let h = st.history.as_ref()?;
+            Some((h.windows.max(1) as f64, h.host?))
+        })
+        .collect();
+    let w: f64 = read.iter().map(|(w, _)| w).sum();
+    (w > 0.0).then(|| {
+        (
+            read.iter().map(|(w, h)| w * h.busy_cores).sum::<f64>() / w,
+            read.iter().map(|(_, h)| h.cores).fold(0.0, f64::max),
+        )
+    })
+}
+
+/// The host's reading (node_exporter) on the finding, when there is one.
+fn with_host(f: Finding, host: Option<(f64, f64)>, full: bool) -> Finding {
+    let Some((b, n)) = host else { return f };
+    f.figure("host_busy_cores", b)
+        .figure("host_cores", n)
+        .evidence(format!(
+        "the host (node_exporter's node_cpu_seconds_total): {b:.2} of {n:.0} cores busy at load{}",
+        if full {
+            ": full"
+        } else {
+            ": not full, so another shared resource (the database, an external call) is likelier"
+        }
+    ))
+}
+
 /// The job time's growth under load while the slots were full: its finding, and the verdict's
 /// words when the verdict named a slot limit it had to infer (that inference read the quiet job
 /// time as the job time at load).
@@ -90,7 +127,9 @@ pub fn grows(
     // inside their slot), with little CPU: the growth is contention only where the processes
     // worked hard — a core or more together. (Event-loop lag alone is not enough: a busy host's
     // other work lags a CPU-free process too; it is evidence beside the cores.)
-    if cores < BUSY_CORES {
+    let host = host(&full);
+    let host_full = host.is_some_and(|(b, n)| n > 0.0 && b >= HOST_FULL * n);
+    if cores < BUSY_CORES && !host_full {
         return None;
     }
     let mut f = Finding::new(
@@ -118,6 +157,7 @@ pub fn grows(
     .with_severity(Severity::Warning)
     .why("A job slower at load than alone, with its slots full, is a resource every job shares — the host's cores (Node processes, Postgres, Redis on one machine), Postgres, or an external call — not a runner limit or worker concurrency: no slot setting raises it.")
     .fix("compare n8n's processes' cores with the host's (node_exporter's node_cpu_seconds_total, or the machine's cores): near them, the host's CPU caps — spread the workers over more hosts or cores; else look at the database and the workflow's external calls");
+    f = with_host(f, host, host_full);
     if lag > 0.0 {
         let lag_calm = at_calm.map_or(0.0, |c| c.3);
         f = f.figure("eventloop_lag_load_s", lag).evidence(format!(
@@ -139,9 +179,15 @@ pub fn grows(
         .runner_limit
         .as_ref()
         .is_some_and(|r| !matches!(r.source, Provenance::Inferred(_)));
+    let what = match host {
+        Some((b, n)) if host_full => {
+            format!("the host's CPU ({b:.2} of its {n:.0} cores busy, node_exporter)")
+        }
+        _ => "a shared resource (the host's CPU when that is near its cores)".to_string(),
+    };
     let words = misread.then(|| {
         format!(
-            "The job time grew from {quiet:.3} s quietly to {slot:.3} s at load while the slots filled, and n8n's processes used {cores:.2} cores together: a shared resource (the host's CPU when that is near its cores) caps throughput at {x:.2}/s, not a lower runner limit or worker concurrency{}.",
+            "The job time grew from {quiet:.3} s quietly to {slot:.3} s at load while the slots filled, and n8n's processes used {cores:.2} cores together: {what} caps throughput at {x:.2}/s, not a lower runner limit or worker concurrency{}.",
             if runner_known { "" } else { " (a runner limit below the slots would lengthen the slots too: give --runner-limit to rule it out)" }
         )
     });

@@ -59,6 +59,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
             evidence: Vec::new(),
             idle_workers: Vec::new(),
             workers: None,
+            host: None,
         });
         *t += covered;
     };
@@ -87,6 +88,7 @@ fn history(quiet: usize, job_s: f64, busy: &[(f64, f64, f64, f64)]) -> History {
         warnings: Vec::new(),
         exporter: None,
         workers_by: None,
+        host_by: None,
     }
 }
 
@@ -354,5 +356,49 @@ fn a_steady_job_time_at_load_is_no_contention() {
         Some(Limit::WorkerConcurrency.into()),
         "{}",
         d.verdict
+    );
+}
+
+/// The second lab with only main scraped (0.3 cores: n8n's processes alone do not add up to a
+/// core) and node_exporter on the host: 1.95 of 2 cores busy at load is the host's CPU; the same
+/// jobs on a host of 16 cores with 2 busy are not (and n8n's 0.3 cores are no contention).
+#[test]
+fn node_exporter_s_cores_name_the_host_when_n8n_s_processes_are_not_all_scraped() {
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (27.2 * k, 15.0, 6.0, 0.55)).collect();
+    let with_host = |busy_cores: f64, cores: f64| {
+        let mut h = history(4, 0.42, &busy);
+        for w in h.windows.iter_mut() {
+            let loaded = w.throughput_per_s > 1.0;
+            w.cpu[0].cores = if loaded { 0.3 } else { 0.01 };
+            w.cpu[0].role = Role::Main;
+            w.host = Some(crate::record::history::HostCpu {
+                busy_cores: if loaded { busy_cores } else { 0.1 },
+                cores,
+            });
+        }
+        h.host_by = Some("node_exporter at 127.0.0.1:9100".into());
+        let (d, _) = judge(&mut h, Settings::default(), None);
+        d
+    };
+    let full = with_host(1.95, 2.0);
+    let f = full
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::JobTimeGrows)
+        .unwrap_or_else(|| panic!("{:?}: {}", ids(&full), full.verdict));
+    assert!(
+        (f.get("host_busy_cores").unwrap() - 1.95).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert_eq!(f.get("host_cores"), Some(2.0));
+    assert!((f.get("n8n_cores_at_load").unwrap() - 0.3).abs() < 1e-9);
+    assert_ne!(full.capping_limit, Some(Limit::RunnerLimit.into()));
+    assert!(full.verdict.contains("host's CPU"), "{}", full.verdict);
+    let roomy = with_host(2.0, 16.0);
+    assert!(
+        !ids(&roomy).contains(&FindingId::JobTimeGrows),
+        "{:?}: {}",
+        ids(&roomy),
+        roomy.verdict
     );
 }

@@ -309,3 +309,23 @@ fn a_run_without_its_worker_count_or_two_at_one_count_are_refused() {
     ];
     assert!(judge(&runs, None).is_err());
 }
+
+/// A target past what 1000 workers reach (5000/s at about 4.9/s a worker: 7500/s needed at 2/3)
+/// is no plan: no worker count is given, and the note says the most n8ncap plans falls short.
+#[test]
+fn a_target_past_the_most_workers_planned_is_said_to_fall_short() {
+    let ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4), (8, 35.5)]
+        .iter()
+        .map(|&(n, x)| (n, at(n, x)))
+        .collect();
+    let p = judged(&ds, Some(5000.0)).plan.unwrap();
+    assert_eq!(
+        (p.workers, p.workers_after_change),
+        (None, None),
+        "{}",
+        p.note
+    );
+    assert!(p.note.contains("short of the target"), "{}", p.note);
+    assert_eq!(p.postgres_connections, None);
+    assert_eq!(connections(u32::MAX / 2, 4), u32::MAX);
+}

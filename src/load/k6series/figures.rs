@@ -172,7 +172,7 @@ pub(super) fn stage_of(
     if per.iter().filter(|e| e.0 > 0).count() > 1 {
         st.scenarios = scenario_parts(&st, s, &per, (good, n));
     }
-    k6::judge(&mut st);
+    k6::mark_validity(&mut st);
     Ok(st)
 }
 

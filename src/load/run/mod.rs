@@ -10,7 +10,7 @@ mod preflight;
 mod progress;
 mod result;
 
-pub use preflight::{check_targets, preflight};
+pub use preflight::{check_targets, failure_words, preflight};
 
 use crate::error::BadInput;
 use crate::load::adaptive::{Batches, Decision, Search, SearchStep, Seen, StageEnd};

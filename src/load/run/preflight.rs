@@ -72,7 +72,7 @@ pub async fn preflight(profile: &Profile) -> anyhow::Result<Vec<Preflight>> {
     Ok(out)
 }
 
-fn failure_words(f: Failure) -> String {
+pub fn failure_words(f: Failure) -> String {
     match f {
         Failure::ConnectRefused => "refused the connection (nothing listens on that port)".into(),
         Failure::ConnectOther => "could not be connected to".into(),

@@ -10,7 +10,7 @@
 
 use super::{read_within, Bounds, Query};
 use crate::model::settings::Sourced;
-use crate::observe::prometheus::{PromError, Source};
+use crate::observe::prometheus::{Api, PromError};
 use crate::record::history::{History, Window};
 
 use crate::model::WAITED_JOBS as WAITED;
@@ -19,7 +19,7 @@ const IDLE_SHARE: f64 = 0.5;
 
 /// Reads `q` at `step` in parts of at most `most_steps` steps.
 pub(super) async fn read(
-    src: &Source,
+    src: &Api,
     q: &Query,
     step: Sourced<f64>,
     interval: Option<f64>,

@@ -15,7 +15,7 @@
 //! its per-step peaks.
 
 use super::{key, processes, selector, Query, Steps, READ};
-use crate::observe::prometheus::{PromError, Series, Source};
+use crate::observe::prometheus::{Api, PromError, Series};
 use crate::record::history::{History, ProcessCpu};
 use crate::record::Role;
 use std::collections::BTreeMap;
@@ -118,7 +118,7 @@ fn spans(usable: &[Range<usize>], grain: usize, per: usize) -> Vec<Range<usize>>
 /// steps at most) of `g`: at every step while processes × steps is within `budget`, else per
 /// window. Sets `h.processes` (main: a target of `active`).
 pub(super) async fn read(
-    src: &Source,
+    src: &Api,
     q: &Query,
     (g, per): (&Steps, usize),
     usable: &[Range<usize>],
@@ -207,7 +207,7 @@ pub(super) async fn read(
 /// The six per-process series over one span's grid `sub` (per window when `many`): CPU
 /// (`cpu` when already read), memory, lag, the pool's three gauges.
 async fn read_span(
-    src: &Source,
+    src: &Api,
     q: &Query,
     (sub, many): (&Steps, bool),
     mut cpu: Option<(Vec<Series>, Vec<String>)>,
@@ -243,7 +243,7 @@ async fn read_span(
 
 /// `metric` on `grid`: as it is (`over` None), or `over`_over_time of it over each step.
 async fn read_at(
-    src: &Source,
+    src: &Api,
     q: &Query,
     metric: &str,
     over: Option<&str>,

@@ -16,24 +16,20 @@
 //!
 //! Not here: judging the stages and windows (`diagnose::history`).
 
-use super::prometheus::{PromError, Series, Source};
+use super::prometheus::{Api, PromError, Series};
 use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::record::evidence::{Evidence, Source as EvidenceSource};
-use crate::record::history::{
-    CounterReset, ExporterSettings, History, HistoryGap, Process, Window,
-};
+use crate::record::history::{ExporterSettings, History, Process, Window};
 use crate::record::Role;
 use std::collections::BTreeMap;
+
+use grid::{check, grid, increases, key, selector, Grid, MAX_LISTED_GAPS};
 
 /// Most steps per series read at once (a week at 15 s); a longer range is read in parts.
 pub const MAX_STEPS: f64 = 40_320.0;
 /// Most steps per series a range is read at (30 days at 1 s).
 pub const MAX_TOTAL_STEPS: f64 = 2_592_000.0;
-/// Gaps listed one by one (the rest are counted).
-const MAX_LISTED_GAPS: usize = 50;
-/// A queue gauge above this many jobs is not a reading (as for a live scrape).
-const MAX_JOBS: f64 = 1e6;
 
 /// What to read.
 #[derive(Debug, Clone)]
@@ -48,143 +44,9 @@ pub struct Query {
     pub window: Option<f64>,
 }
 
-fn selector(metric: &str, matchers: &[String]) -> String {
-    if matchers.is_empty() {
-        metric.to_string()
-    } else {
-        format!("{metric}{{{}}}", matchers.join(","))
-    }
-}
-
-/// One series on the step grid: a value per step, or why there is none.
-struct Grid {
-    name: String,
-    values: Vec<Option<f64>>,
-}
-
-fn grid(s: &Series, name: String, start: f64, step: f64, n: usize) -> Grid {
-    let mut values = vec![None; n];
-    for (t, v) in &s.points {
-        let i = ((t - start) / step).round();
-        if i >= 0.0 && (i as usize) < n {
-            values[i as usize] = Some(*v);
-        }
-    }
-    Grid { name, values }
-}
-
-/// Keeps what can be true: finite, non-negative, gauges at most [`MAX_JOBS`]; the rest become
-/// gaps, counted and listed.
-fn check(g: &mut Grid, gauge: bool, start: f64, step: f64, h: &mut History) {
-    let mut open: Option<(usize, String)> = None;
-    let n = g.values.len();
-    for i in 0..=n {
-        let why = if i == n {
-            None
-        } else {
-            match g.values[i] {
-                None => Some("no sample (a scrape failed, or the target was down)".to_string()),
-                Some(v) if !v.is_finite() => {
-                    Some(format!("{v}: not a number a counter or gauge can hold"))
-                }
-                Some(v) if v < 0.0 => Some(format!("{v}: negative")),
-                Some(v) if gauge && v > MAX_JOBS => Some(format!("{v:e} jobs: beyond any queue")),
-                _ => None,
-            }
-        };
-        if why.is_some() && i < n {
-            g.values[i] = None;
-            h.gap_steps += 1;
-        }
-        match (&open, why) {
-            (None, Some(w)) => open = Some((i, w)),
-            (Some(_), Some(_)) => {}
-            (Some((from, w)), None) => {
-                if h.gaps.len() < MAX_LISTED_GAPS {
-                    h.gaps.push(HistoryGap {
-                        series: g.name.clone(),
-                        from: start + *from as f64 * step,
-                        to: start + i as f64 * step,
-                        reason: w.clone(),
-                    });
-                }
-                open = None;
-            }
-            (None, None) => {}
-        }
-    }
-}
-
-/// Per-step increases of a counter; a fall is a reset (recorded, no figure for that step).
-fn increases(g: &Grid, start: f64, step: f64, h: &mut History) -> Vec<Option<f64>> {
-    let mut out = vec![None; g.values.len()];
-    let mut last: Option<(usize, f64)> = None;
-    let most = most_per_s(&g.name);
-    for (i, v) in g.values.iter().enumerate() {
-        let Some(v) = *v else {
-            continue;
-        };
-        if let Some((j, p)) = last {
-            let per_s = (v - p) / ((i - j) as f64 * step);
-            if v >= p && per_s > most {
-                // A rise no n8n can make (1e15 completions/s, a million cores): a gap with
-                // its reason, never a rate.
-                h.gap_steps += 1;
-                if h.gaps.len() < MAX_LISTED_GAPS {
-                    h.gaps.push(HistoryGap {
-                        series: g.name.clone(),
-                        from: start + j as f64 * step,
-                        to: start + i as f64 * step,
-                        reason: format!(
-                            "rose {per_s:.3e}/s: beyond any n8n (at most {most:.0e}/s)"
-                        ),
-                    });
-                }
-            } else if v >= p {
-                // Across a gap the rise is no figure: the gap shortens the time a rate is
-                // taken over, it is never spread into completions of the steps it covered.
-                if i == j + 1 {
-                    out[i] = Some(v - p);
-                }
-            } else {
-                h.resets.push(CounterReset {
-                    series: g.name.clone(),
-                    at: start + i as f64 * step,
-                    from: p,
-                    to: v,
-                });
-            }
-        }
-        last = Some((i, v));
-    }
-    out
-}
-
-/// The fastest a counter of n8n's can rise: executions (completions, failures, the
-/// histogram's count) 10⁵/s — n8n's published peak is about 220/s per instance; CPU seconds
-/// 1 024 cores; a histogram's sum of seconds 10⁵ executions/s of up to a day each.
-fn most_per_s(name: &str) -> f64 {
-    if name.starts_with("n8n_process_cpu_seconds_total") {
-        1024.0
-    } else if name.starts_with("n8n_workflow_execution_duration_seconds_sum") {
-        1e5 * 86_400.0
-    } else {
-        1e5
-    }
-}
-
-/// A target's `job` and `instance`, with every control character escaped: a label value is
-/// outside text, and a raw newline in it would forge lines in tables and findings.
-fn key(labels: &BTreeMap<String, String>) -> (String, String) {
-    let label = |k: &str| {
-        crate::util::escape_control(labels.get(k).map_or("", String::as_str)).into_owned()
-    };
-    (label("job"), label("instance"))
-}
-
 /// The scrape interval: the median spacing of n8n's CPU counter's raw samples in the last
 /// 5 minutes of the range (a range selector at an instant gives the samples as scraped).
-async fn scrape_interval(src: &Source, q: &Query) -> Option<f64> {
+async fn scrape_interval(src: &Api, q: &Query) -> Option<f64> {
     let expr = format!(
         "{}[5m]",
         selector("n8n_process_cpu_seconds_total", &q.matchers)
@@ -287,6 +149,7 @@ impl History {
             warnings: Vec::new(),
             exporter: None,
             workers_by: None,
+            host_by: None,
         }
     }
 }
@@ -365,18 +228,21 @@ pub const MAX_RAW_POINTS: usize = 2_000_000;
 
 /// Reads the range and cuts it into windows: at once up to [`MAX_STEPS`] steps per series,
 /// in parts of at most that many beyond (`chunks`), so memory is bounded by a part.
-pub async fn read(src: &Source, q: &Query) -> Result<History, PromError> {
+pub async fn read(src: &Api, q: &Query) -> Result<History, PromError> {
     let interval = scrape_interval(src, q).await;
     let (step, why) = choose_step(q, interval);
-    if (q.end - q.start) / step > MAX_STEPS {
-        return chunks::read(src, q, Sourced::new(step, why), interval, MAX_STEPS).await;
-    }
-    read_one(src, q, Sourced::new(step, why), interval).await
+    let mut h = if (q.end - q.start) / step > MAX_STEPS {
+        chunks::read(src, q, Sourced::new(step, why), interval, MAX_STEPS).await?
+    } else {
+        read_one(src, q, Sourced::new(step, why), interval).await?
+    };
+    node::attach(src, &mut h).await;
+    Ok(h)
 }
 
 /// A range to read from a Prometheus within a deadline, as evidence judged under `flags`.
 pub struct Range {
-    pub source: Source,
+    pub source: Api,
     pub query: Query,
     /// How long the whole read may take, and the flag's words for it (`--deadline 10m`).
     pub deadline: (std::time::Duration, String),
@@ -414,7 +280,7 @@ impl EvidenceSource for Range {
 
 /// The range read in parts of at most `most_steps` steps per series, as a month is read (the
 /// same windows as one read, cut on the same edges).
-pub async fn read_in_parts(src: &Source, q: &Query, most_steps: f64) -> Result<History, PromError> {
+pub async fn read_in_parts(src: &Api, q: &Query, most_steps: f64) -> Result<History, PromError> {
     let interval = scrape_interval(src, q).await;
     let (step, why) = choose_step(q, interval);
     chunks::read(src, q, Sourced::new(step, why), interval, most_steps).await
@@ -422,11 +288,7 @@ pub async fn read_in_parts(src: &Source, q: &Query, most_steps: f64) -> Result<H
 
 /// The range read at once, each process's series per window when processes × steps is past
 /// `budget` (0: always), as a month of many workers is read.
-pub async fn read_within_budget(
-    src: &Source,
-    q: &Query,
-    budget: f64,
-) -> Result<History, PromError> {
+pub async fn read_within_budget(src: &Api, q: &Query, budget: f64) -> Result<History, PromError> {
     let interval = scrape_interval(src, q).await;
     let (step, why) = choose_step(q, interval);
     let bounds = Bounds {
@@ -438,7 +300,7 @@ pub async fn read_within_budget(
 
 /// The range read at once at `step`.
 async fn read_one(
-    src: &Source,
+    src: &Api,
     q: &Query,
     step: Sourced<f64>,
     interval: Option<f64>,
@@ -466,7 +328,7 @@ impl Default for Bounds {
 
 /// The range read at once at `step`, within `bounds`.
 async fn read_within(
-    src: &Source,
+    src: &Api,
     q: &Query,
     (step, interval): (Sourced<f64>, Option<f64>),
     bounds: Bounds,
@@ -598,7 +460,7 @@ fn refresh(
 /// The completion counter's refresh ticks, from its raw samples on main (the series with the
 /// most samples). None when the API gives no raw samples or too many.
 async fn completion_ticks(
-    src: &Source,
+    src: &Api,
     q: &Query,
     interval: Option<f64>,
 ) -> Option<super::refresh::Refreshes> {
@@ -717,6 +579,7 @@ fn window(s: &Series5, i: usize, j: usize, start: f64, step: f64, refresh: f64) 
         evidence: Vec::new(),
         idle_workers: Vec::new(),
         workers: None,
+        host: None,
     })
 }
 
@@ -756,7 +619,7 @@ fn processes(active: &[Series], cpu: &[Series]) -> Vec<Process> {
 }
 
 /// What `n8ncap exporter` published, at the end of the range.
-async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
+async fn exporter(src: &Api, q: &Query) -> Option<ExporterSettings> {
     let wc = src
         .query(&selector("n8ncap_worker_concurrency", &q.matchers), q.end)
         .await
@@ -786,6 +649,8 @@ async fn exporter(src: &Source, q: &Query) -> Option<ExporterSettings> {
 
 mod chunks;
 mod grain;
+mod grid;
+mod node;
 mod stages;
 pub use stages::{by_workers, evidence, known, mark, settings, split, stage, stages};
 #[cfg(test)]

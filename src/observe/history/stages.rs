@@ -13,7 +13,7 @@ use crate::model::{SATURATED_SHARE, WAITED_JOBS as WAITED};
 use crate::record::evidence::Evidence;
 #[cfg(doc)]
 use crate::record::evidence::Source;
-use crate::record::history::{History, Window, WindowEvidence};
+use crate::record::history::{History, HostCpu, Window, WindowEvidence};
 use crate::record::stage::{
     DbPoolObserved, EndpointObserved, HistoryFigures, Latency, QueueObserved, QueueSource,
 };
@@ -274,6 +274,7 @@ pub fn stage(i: usize, ws: &[&Window], h: &History) -> StageResult {
         slot_time_s: (executions > 0.0)
             .then(|| sum(&|w| w.execution_s.unwrap_or(0.0) * w.executions) / executions),
         executions,
+        host: host(ws),
     });
     st.queue = Some(QueueObserved {
         source: QueueSource::Metrics,
@@ -343,6 +344,19 @@ fn endpoints(ws: &[&Window]) -> Vec<EndpointObserved> {
             ..EndpointObserved::default()
         })
         .collect()
+}
+
+/// The host's busy cores over the windows that read them (by their length), and its cores.
+fn host(ws: &[&Window]) -> Option<HostCpu> {
+    let read: Vec<(f64, HostCpu)> = ws
+        .iter()
+        .filter_map(|w| w.host.map(|h| (w.end - w.start, h)))
+        .collect();
+    let span: f64 = read.iter().map(|(s, _)| s).sum();
+    (span > 0.0).then(|| HostCpu {
+        busy_cores: read.iter().map(|(s, h)| s * h.busy_cores).sum::<f64>() / span,
+        cores: read.iter().map(|(_, h)| h.cores).fold(0.0, f64::max),
+    })
 }
 
 /// The windows' slots taken while jobs waited, weighted by the steps each read.

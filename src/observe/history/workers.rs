@@ -1,13 +1,13 @@
 //! How many workers ran at each step of a history: from the worker Deployment's replicas
 //! (kube-state-metrics' `kube_deployment_status_replicas`, when one worker Deployment is
-//! there), else from the worker targets Prometheus scraped up (`up` = 1), else from the worker
+//! there, and the scrapes do not contradict it), else from the worker targets Prometheus scraped up (`up` = 1), else from the worker
 //! processes whose CPU counter has a sample at the step. Each step's count is checked (a whole
 //! number, at most [`MAX_WORKERS`]); a window holds a count only when every reading in it
 //! agrees, so a window where workers came or went is judged at no count.
 
 use super::grain::PerProcess;
 use super::{key, selector, Query, Steps};
-use crate::observe::prometheus::{Series, Source};
+use crate::observe::prometheus::{Api, Series};
 use crate::record::history::Process;
 use crate::record::Role;
 
@@ -38,7 +38,7 @@ fn namespace_only(q: &Query) -> Vec<String> {
 
 /// The worker Deployment's replicas on the grid, when exactly one Deployment named like a
 /// worker's answers.
-async fn replicas(src: &Source, q: &Query, g: &Steps) -> Option<Counts> {
+async fn replicas(src: &Api, q: &Query, g: &Steps) -> Option<Counts> {
     let mut m = namespace_only(q);
     m.push("deployment=~\".*worker.*\"".into());
     let found = src
@@ -83,7 +83,7 @@ fn on_grid(s: &Series, g: &Steps) -> Vec<Option<f64>> {
 /// of every target a worker process was read from. Read per window (a coarse grain), a target
 /// counts when it was up at any scrape of the window (`max_over_time`).
 async fn targets_up(
-    src: &Source,
+    src: &Api,
     q: &Query,
     procs: &PerProcess,
     workers: &[&Process],
@@ -174,11 +174,12 @@ fn with_cpu(procs: &PerProcess, workers: &[&Process]) -> Vec<(usize, Vec<Option<
 }
 
 /// The count at each step, by the best source the history has: the worker Deployment's
-/// replicas over the whole range; else, over the spans the processes were read (the usable
+/// replicas over the whole range, unless the scrapes contradict them ([`checked_against`]);
+/// else, over the spans the processes were read (the usable
 /// windows), the worker targets up or the workers with a CPU figure — an entry of a coarse
 /// grain gives the count of each step of its window.
 pub(super) async fn counts(
-    src: &Source,
+    src: &Api,
     q: &Query,
     g: &Steps,
     processes: &[Process],
@@ -188,16 +189,59 @@ pub(super) async fn counts(
         .iter()
         .filter(|p| p.role == Role::Worker)
         .collect();
-    if let Some(c) = replicas(src, q, g).await {
-        return Some(c);
-    }
+    let declared = replicas(src, q, g).await;
     if workers.is_empty() {
-        return None;
+        return declared;
     }
-    let (entries, by) = match targets_up(src, q, procs, &workers).await {
+    let scraped = scraped(src, q, g, procs, &workers).await;
+    match (declared, scraped) {
+        (Some(d), Some(s)) => Some(checked_against(d, s)),
+        (d, s) => d.or(s),
+    }
+}
+
+/// Where the Deployment's replicas and the scrapes both read a count, they must agree: when
+/// they differ at more than a tenth of those steps (kube-state-metrics of another cluster or
+/// namespace, a Deployment named like the workers that is not theirs), the scrapes — what ran
+/// and was read — are used, and the disagreement said.
+fn checked_against(declared: Counts, scraped: Counts) -> Counts {
+    let both: Vec<(u32, u32)> = declared
+        .per_step
+        .iter()
+        .zip(&scraped.per_step)
+        .filter_map(|(d, s)| Some(((*d)?, (*s)?)))
+        .collect();
+    let differ: Vec<&(u32, u32)> = both.iter().filter(|(d, s)| d != s).collect();
+    if both.is_empty() || differ.len() * 10 <= both.len() {
+        return declared;
+    }
+    let (d, s) = differ[0];
+    Counts {
+        per_step: scraped.per_step,
+        by: format!(
+            "{} — {} said otherwise at {} of the {} steps both read (e.g. {d} where {s} were \
+             scraped): the scrapes are used",
+            scraped.by,
+            declared.by,
+            differ.len(),
+            both.len()
+        ),
+    }
+}
+
+/// The count from the scrapes over the spans the processes were read: the worker targets up,
+/// else the workers with a CPU figure.
+async fn scraped(
+    src: &Api,
+    q: &Query,
+    g: &Steps,
+    procs: &PerProcess,
+    workers: &[&Process],
+) -> Option<Counts> {
+    let (entries, by) = match targets_up(src, q, procs, workers).await {
         Some(e) => (e, "the worker targets scraped up (`up`)".to_string()),
         None => (
-            with_cpu(procs, &workers),
+            with_cpu(procs, workers),
             "the worker processes with a CPU sample (n8n_process_cpu_seconds_total)".into(),
         ),
     };
@@ -269,6 +313,29 @@ mod tests {
         assert_eq!(&up[3..], &[Some(false); 4]);
         // A target never up before is down.
         assert_eq!(up_between_flaps(&[Some(0.0), Some(1.0)])[0], Some(false));
+    }
+
+    /// kube-state-metrics says 8 and 16 where the scrapes read 1 and 2: the scrapes are used,
+    /// and the disagreement said (#61: the per-worker ceiling was 8× too low).
+    #[test]
+    fn replicas_the_scrapes_contradict_give_way_to_the_scrapes() {
+        let c = |v: &[Option<u32>], by: &str| Counts {
+            per_step: v.to_vec(),
+            by: by.into(),
+        };
+        let declared = c(&[Some(8), Some(8), Some(16), Some(16)], "replicas");
+        let scraped = c(&[Some(1), Some(1), Some(2), None], "up");
+        let used = checked_against(declared, scraped);
+        assert_eq!(used.per_step, [Some(1), Some(1), Some(2), None]);
+        assert!(used.by.contains("3 of the 3 steps"), "{}", used.by);
+        let agree = checked_against(
+            c(&[Some(2), Some(2), Some(3)], "replicas"),
+            c(&[Some(2), None, Some(3)], "up"),
+        );
+        assert_eq!(
+            (agree.per_step[1], agree.by.as_str()),
+            (Some(2), "replicas")
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ use crate::report::Format;
 use crate::wire::resp::RedisUrl;
 use std::time::Duration;
 
+/// `sweep --workers 1,2,4`: the sweep at each worker count, scaled by `--scale-cmd` or Docker.
+pub(super) mod scale;
+
 pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let format = a.output.format::<Run>("sweep")?;
     let interrupt = crate::util::Interrupt::install();
@@ -37,7 +40,7 @@ pub(super) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
 }
 
 /// One sweep, judged and saved: what `sweep` shows, and each count of a scale sweep.
-pub(super) struct Swept {
+struct Swept {
     pub summary: crate::record::Summary,
     pub diagnosis: crate::record::Diagnosis,
     pub recommendation: Result<crate::record::Recommendation, crate::error::NoPlan>,
@@ -46,29 +49,14 @@ pub(super) struct Swept {
 }
 
 /// Checks the arguments, runs the stages (ended early by `interrupt`), judges and saves them.
-pub(super) async fn sweep_once(
+async fn sweep_once(
     a: &SweepArgs,
     interrupt: &crate::util::Interrupt,
     progress: bool,
 ) -> anyhow::Result<Swept> {
     let flags = a.settings.settings()?;
     let task_request_timeout = a.settings.task_request_timeout()?;
-    let mut profile = Profile::load(&a.profile)?;
-    profile.apply(&Overrides {
-        url: a.url.clone(),
-        vus: a.vus.clone(),
-        rates: a.rates.clone(),
-        stage_duration: a.stage_duration.clone(),
-        warmup: a.warmup.clone(),
-        body: a.body.clone(),
-        timeout: a.timeout.clone(),
-        ca_cert: a.ca_cert.clone(),
-        insecure: a.insecure,
-    })?;
-    // Everything the profile says is checked before anything is created or sent.
-    let planned = profile.resolve_stages()?;
-    profile.scenarios()?;
-    profile.require_target()?;
+    let (profile, planned) = checked_profile(a)?;
     let Watch {
         queue_metrics_interval,
         metrics,
@@ -78,18 +66,7 @@ pub(super) async fn sweep_once(
     // The DSN is read and tried before any load: one that does not parse or answer is said now.
     let dsn = checked_dsn(a).await?;
     let (out_dir, out, preflight) = checked_out(a, &profile).await?;
-    let docker = if a.docker || a.project.is_some() {
-        super::docker_watch(a.project.as_deref())
-            .await
-            .map_err(|e| eprintln!("n8ncap: {e:#}; the sweep runs without container data"))
-            .ok()
-    } else {
-        None
-    };
-    let docker_cores = match &docker {
-        Some(w) => crate::observe::docker::engine_cores(&w.docker).await,
-        None => None,
-    };
+    let (docker, docker_cores) = containers(a).await;
     let known = match &docker {
         Some(w) => flags.or(w.topology.model_settings()),
         None => flags,
@@ -130,12 +107,19 @@ pub(super) async fn sweep_once(
     if let Some(d) = &dsn {
         summary.executions_left = Some(left_behind(d, started).await);
     }
+    judged(summary, ending, out_dir, task_request_timeout)
+}
+
+/// The sweep judged, and saved with its page when it has a results directory.
+fn judged(
+    mut summary: crate::record::Summary,
+    ending: Ending,
+    out_dir: Option<std::path::PathBuf>,
+    task_request_timeout: Option<f64>,
+) -> anyhow::Result<Swept> {
     let (diagnosis, rec) = super::analyze(&mut summary, Settings::default(), task_request_timeout);
     if let Some(dir) = &out_dir {
-        crate::record::dir::write_atomic(
-            &dir.join("summary.json"),
-            &serde_json::to_vec_pretty(&summary)?,
-        )?;
+        crate::record::dir::write_summary(dir, &summary)?;
         crate::report::html::write(dir, &summary)?;
     }
     Ok(Swept {
@@ -145,6 +129,44 @@ pub(super) async fn sweep_once(
         ending,
         out_dir,
     })
+}
+
+/// The profile with the flags applied, and its stages: everything it says is checked before
+/// anything is created or sent.
+fn checked_profile(a: &SweepArgs) -> anyhow::Result<(Profile, Vec<crate::load::profile::Stage>)> {
+    let mut profile = Profile::load(a.profile_name())?;
+    profile.apply(&Overrides {
+        url: a.url.clone(),
+        vus: a.vus.clone(),
+        rates: a.rates.clone(),
+        stage_duration: a.stage_duration.clone(),
+        warmup: a.warmup.clone(),
+        body: a.body.clone(),
+        timeout: a.timeout.clone(),
+        ca_cert: a.ca_cert.clone(),
+        insecure: a.insecure,
+    })?;
+    let planned = profile.resolve_stages()?;
+    profile.scenarios()?;
+    profile.require_target()?;
+    Ok((profile, planned))
+}
+
+/// The containers watched (`--docker`, `--project`) and the engine's cores; a sweep goes on
+/// without them when Docker cannot be read, saying so.
+async fn containers(a: &SweepArgs) -> (Option<crate::commands::DockerWatch>, Option<f64>) {
+    if !(a.docker || a.project.is_some()) {
+        return (None, None);
+    }
+    let docker = super::docker_watch(a.project.as_deref())
+        .await
+        .map_err(|e| eprintln!("n8ncap: {e:#}; the sweep runs without container data"))
+        .ok();
+    let cores = match &docker {
+        Some(w) => crate::observe::docker::engine_cores(&w.docker).await,
+        None => None,
+    };
+    (docker, cores)
 }
 
 /// The thresholds and each request checked, the results directory made, then the pre-flight

@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a trigger counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Waiting and active jobs together (KEDA's `scalingModifiers` formula, or n8ncap's
@@ -27,6 +27,13 @@ pub enum Metric {
     Active,
     /// A list that is not the queue's (a wrong prefix or database): always empty.
     Nothing,
+    /// A `scalingModifiers` formula that weighs the lists otherwise than once each
+    /// (`waiting * 1000 + active`): its weights and constant, as the formula reads.
+    Weighted {
+        waiting: f64,
+        active: f64,
+        constant: f64,
+    },
 }
 
 /// One behaviour policy: at most `value` pods (or percent) per `period_s`.
@@ -187,6 +194,11 @@ impl Controller<'_> {
                     Metric::Waiting => waiting,
                     Metric::Active => active,
                     Metric::Nothing => 0.0,
+                    Metric::Weighted {
+                        waiting: w,
+                        active: a,
+                        constant,
+                    } => w * waiting + a * active + constant,
                 };
                 let ratio = v / (target * f64::from(current.max(1)));
                 if current > 0 && (ratio - 1.0).abs() <= 0.1 {

@@ -6,13 +6,13 @@ use super::{same_pod, Node, Role, Topology};
 use crate::error::BadInput;
 use crate::model::n8n_defaults;
 use crate::model::settings::{Provenance, Sourced};
-use crate::record::autoscaling::{QueueAddress, ScaleTarget};
+use crate::record::autoscaler::{AutoscalerTarget, QueueAddress};
 
 /// Kubernetes' `terminationGracePeriodSeconds` when a pod does not set it.
 pub const K8S_TERMINATION_GRACE_S: f64 = 30.0;
 
 /// The worker to autoscale: the first worker of the deployment, its runner sidecar, its queue.
-pub fn scale_target(t: &Topology) -> Result<ScaleTarget, BadInput> {
+pub fn autoscaler_target(t: &Topology) -> Result<AutoscalerTarget, BadInput> {
     let w = t
         .nodes
         .iter()
@@ -88,7 +88,7 @@ pub fn scale_target(t: &Topology) -> Result<ScaleTarget, BadInput> {
             Provenance::Default("Kubernetes default".into()),
         ),
     };
-    Ok(ScaleTarget {
+    let target = AutoscalerTarget {
         namespace: k.and_then(|k| k.namespace.clone()),
         container,
         runner_sidecar: sidecar,
@@ -101,9 +101,122 @@ pub fn scale_target(t: &Topology) -> Result<ScaleTarget, BadInput> {
         termination_grace_s: grace,
         worker_pool: pool(w),
         other_connections: others,
-        existing: k.and_then(|k| k.autoscaler.as_ref()).map(|a| a.by.clone()),
+        existing: k.and_then(|k| k.autoscaler.as_ref()).map(|a| {
+            std::iter::once(a.by.as_str())
+                .chain(a.also.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        }),
         workload,
-    })
+    };
+    checked_names(&target)?;
+    Ok(target)
+}
+
+/// An RFC 1123 label (a namespace's, a container's name): at most 63 lowercase letters, digits
+/// and '-', starting and ending with a letter or a digit.
+fn is_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// An RFC 1123 subdomain (an object's name): labels joined by '.', at most 253 characters.
+fn is_subdomain(v: &str) -> bool {
+    v.len() <= 253 && v.split('.').all(is_label)
+}
+
+/// A Secret's key: letters, digits, '-', '_' and '.', at most 253.
+fn is_secret_key(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 253
+        && v.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// The names the generated objects carry, refused as the API server would refuse them (exit 2,
+/// naming the field and the object), before anything is written: a Deployment, a namespace, a
+/// container, a Secret and its key; an image or a Redis address holding a space or a control
+/// character.
+fn checked_names(t: &AutoscalerTarget) -> Result<(), BadInput> {
+    let shown = |v: &str| crate::util::escape_control(&crate::util::truncate(v, 80)).into_owned();
+    let refuse = |what: &str, v: &str, rule: &str| {
+        Err(BadInput(format!(
+            "{what} \"{}\" is not a name Kubernetes takes ({rule}): the KEDA/HPA objects would \
+             be refused — rename it in the deployment, or write the objects by hand",
+            shown(v)
+        )))
+    };
+    const SUBDOMAIN: &str = "RFC 1123: lowercase letters, digits, '-' and '.', each part \
+                             starting and ending with a letter or digit, at most 253";
+    const LABEL: &str = "RFC 1123 label: lowercase letters, digits and '-', starting and ending \
+                         with a letter or digit, at most 63";
+    // The TriggerAuthentication is named after the workload, with "-redis".
+    if !is_subdomain(&t.workload) || t.workload.len() + "-redis".len() > 253 {
+        return refuse(
+            "the worker Deployment's name (metadata.name)",
+            &t.workload,
+            SUBDOMAIN,
+        );
+    }
+    if let Some(ns) = t.namespace.as_deref().filter(|n| !is_label(n)) {
+        return refuse(
+            "the worker Deployment's namespace (metadata.namespace)",
+            ns,
+            LABEL,
+        );
+    }
+    for (what, v) in [
+        ("the worker container's name", Some(&t.container)),
+        ("the runner sidecar's name", t.runner_sidecar.as_ref()),
+    ] {
+        if let Some(v) = v.filter(|v| !is_label(v)) {
+            return refuse(what, v, LABEL);
+        }
+    }
+    let q = &t.queue;
+    for (var, r) in [
+        ("N8N_RUNNERS_AUTH_TOKEN", &t.auth_token_secret),
+        ("QUEUE_BULL_REDIS_PASSWORD", &q.password_secret),
+        ("QUEUE_BULL_REDIS_USERNAME", &q.username_secret),
+    ] {
+        let Some(r) = r else { continue };
+        let (name, key) = r.split_once('/').unwrap_or((r.as_str(), "token"));
+        if !is_subdomain(name) {
+            return refuse(&format!("the Secret {var} is read from"), name, SUBDOMAIN);
+        }
+        if !is_secret_key(key) {
+            return refuse(
+                &format!("the Secret key {var} is read from"),
+                key,
+                "letters, digits, '-', '_' and '.', at most 253",
+            );
+        }
+    }
+    let plain = |v: &str| !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control());
+    let mut addresses = vec![("QUEUE_BULL_REDIS_HOST", q.host.value.as_str())];
+    addresses.extend(
+        q.cluster_nodes
+            .iter()
+            .map(|n| ("QUEUE_BULL_REDIS_CLUSTER_NODES", n.as_str())),
+    );
+    for (what, v) in addresses {
+        if !plain(v) {
+            return refuse(what, v, "no space or control character");
+        }
+    }
+    if t.image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse(
+            "the worker's image",
+            &t.image,
+            "no space or control character",
+        );
+    }
+    Ok(())
 }
 
 /// A process's most replicas: its autoscaler's maximum, else its replicas.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The worker Deployment an autoscaler targets, and its queue, as read from the deployment
 /// (`-f` manifests or compose files, or a running compose project).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScaleTarget {
+pub struct AutoscalerTarget {
     /// The worker's Deployment (or compose service, deployed under that name).
     pub workload: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +82,7 @@ impl QueueAddress {
 /// What the autoscaler is set to, each value with its source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutoscalerPlan {
-    pub target: ScaleTarget,
+    pub target: AutoscalerTarget,
     /// Jobs (waiting + active) per replica: what one worker holds at the 2/3 operating point.
     pub per_replica: Sourced<f64>,
     pub min_replicas: Sourced<u32>,
@@ -111,11 +111,11 @@ pub struct ReplayRun {
     /// Arrivals per second: mean and peak.
     pub arrivals_mean_per_s: f64,
     pub arrivals_peak_per_s: f64,
-    pub workload: crate::model::autoscale::Workload,
+    pub workload: crate::model::autoscaler::Workload,
     /// Where one worker's ceiling, the job time and the shutdown window came from.
     pub workload_from: Vec<String>,
     /// Each autoscaler replayed (ticks thinned to at most a few thousand).
-    pub replays: Vec<crate::model::autoscale::Replay>,
+    pub replays: Vec<crate::model::autoscaler::Replay>,
     /// Autoscalers read and not replayed, with why.
     pub not_replayed: Vec<String>,
     pub verdict: String,

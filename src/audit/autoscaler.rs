@@ -2,15 +2,16 @@
 //! replica against the jobs one worker holds at the 2/3 operating point, and its maximum
 //! against the shared bound past which workers add nothing.
 
-use super::{finding, Ctx, Measured};
+use super::{finding, Ctx};
 use crate::findings::{Finding, FindingId};
-use crate::model::autoscale::{Control, Metric};
+use crate::model::autoscaler::{Control, Metric};
+use crate::model::OperatingPoint;
 use crate::topology::Role;
 
 /// A target this many times off the operating point, either way, is far.
 const FAR: f64 = 2.0;
 
-pub(super) fn rules(c: &Ctx, m: &Measured, out: &mut Vec<Finding>) {
+pub(super) fn rules(c: &Ctx, m: &OperatingPoint, out: &mut Vec<Finding>) {
     for n in c.n8n.iter().copied().filter(|n| n.role == Role::Worker) {
         let Some(a) = n.facts.k8s.as_ref().and_then(|k| k.autoscaler.as_ref()) else {
             continue;
