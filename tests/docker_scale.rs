@@ -115,6 +115,7 @@ async fn a_scale_sweep_through_docker_adds_pairs_that_take_jobs_and_removes_them
     if !have_docker() {
         return;
     }
+    let _turn = crate::common::one_scale_study_at_a_time().await;
     let stack = one_pair("scale", "0");
     let port = stack.main_port();
     wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;
@@ -206,6 +207,7 @@ async fn main_s_intake_stops_a_docker_scale_sweep_and_the_plan_adds_webhook_proc
     if !have_docker() {
         return;
     }
+    let _turn = crate::common::one_scale_study_at_a_time().await;
     let stack = one_pair("scalemain", "80");
     let port = stack.main_port();
     wait_http_ok(&format!("http://127.0.0.1:{port}/healthz")).await;

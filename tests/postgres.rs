@@ -231,6 +231,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     let Some(pg) = start_postgres(40).await else {
         return;
     };
+    let _turn = crate::common::one_scale_study_at_a_time().await;
     // Worker concurrency 10, a pool of 2, 50 ms of database time per execution: 2 ÷ 0.05 s.
     let (s1, _) = sweep_db(db(pg.port, 2, 50), 1, &[1, 2, 4, 8, 16]).await;
     let d = diagnose(&s1.stages, &inputs(given(1)));
@@ -344,21 +345,27 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     );
     // Never past the slots' bound, and past what the old pool allowed: two connections held
     // at least 50 ms each (pg_sleep never ends early) cannot serve more than 40/s, so a peak
-    // above 44/s was served through the raised pool. Its best stage, not the ceiling's mean: a
+    // above 44/s was served through the raised pool. The slots' bound is physics, not the mean
+    // slot time: every execution holds its slot at least 100 ms in the runner and 50 ms in
+    // pg_sleep, so 10 slots serve at most 10 ÷ 0.150 s = 66.7/s (5 % for a stage's window
+    // edges). The run's mean slot time is not a bound on its best stage: a CI run of
+    // 2026-12-06 read a peak of 62.7/s against 10 ÷ 0.177 s, the mean pulled up by the most
+    // loaded stage's waits for a pool connection. Its best stage, not the ceiling's mean: a
     // busy host (a CPU hog on every core, other tests' stacks) thins the load this process
     // generates at some levels (measured 0.71 of the slots' bound once beside `stress-ng --cpu
     // 0`; within 1 % quiet).
-    let bound = 10.0 / served2.slot_s;
+    let bound = 10.0 / (0.100 + 0.050);
     let peak = s2
         .stages
         .iter()
         .map(|st| st.throughput_rps)
         .fold(0.0, f64::max);
     let figures = format!(
-        "peak {peak}, ceiling {x2} vs 10 slots ÷ {} s (predicted {predicted} at S {st1}), pool {pool}",
+        "peak {peak}, ceiling {x2} vs 10 slots ÷ 0.150 s; mean slot {} s (predicted {predicted} at S {st1}), pool {pool}",
         served2.slot_s
     );
-    assert!(x2 <= bound * 1.10 && peak <= bound * 1.10, "{figures}");
+    assert!(x2 <= bound * 1.05 && peak <= bound * 1.05, "{figures}");
+    assert!(served2.slot_s >= 0.150, "{figures}");
     assert!(peak > 1.1 * 2.0 / 0.050, "{figures}");
 }
 

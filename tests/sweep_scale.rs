@@ -432,6 +432,7 @@ async fn main_s_intake_stops_scale_out_in_a_sweep_and_in_its_prometheus_history(
     {
         return;
     }
+    let _turn = crate::common::one_scale_study_at_a_time().await;
     // Each count loaded long enough that two 5 s windows of Prometheus' fall inside its load,
     // wherever the windows begin.
     let mut d = Deployment::start_with("scale-main", 4, 80).await;
@@ -636,6 +637,7 @@ async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
     if !have_command("curl", "--version", "apt install curl") {
         return;
     }
+    let _turn = crate::common::one_scale_study_at_a_time().await;
     let Some(pg) = crate::postgres::start_postgres(9).await else {
         return;
     };

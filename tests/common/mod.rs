@@ -375,6 +375,20 @@ pub fn assert_host_shared(d: &n8ncap::record::Diagnosis) {
     assert!(f.get("other_cores").unwrap() >= 0.25, "{f:?}");
 }
 
+/// Tests that measure how a ceiling moves with workers or a pool run one at a time: five tests
+/// share the suite's two cores, and two 4-worker sweeps side by side starve each other's main
+/// (a CI run of 2026-12-06: a Postgres pool's sweep and main's intake sweep failed together, each
+/// through the other's load). The other tests, which mostly wait, still run beside them.
+static SCALE_STUDY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Waits for the scale study's turn; held until the returned permit drops (a panic drops it).
+pub async fn one_scale_study_at_a_time() -> tokio::sync::SemaphorePermit<'static> {
+    SCALE_STUDY
+        .acquire()
+        .await
+        .expect("the semaphore is never closed")
+}
+
 /// The stack's own service times in this run, which a busy machine stretches as it stretches
 /// throughput: tests hold a rate against these instead of against the job time they asked for.
 #[derive(Debug, Clone, Copy)]
