@@ -175,9 +175,11 @@ async fn queue_on_redis_keeps_the_fidelity_and_the_sweep_reads_it() {
     let q = st.queue.as_ref().expect("queue read from redis");
     assert_eq!(q.source, n8ncap::record::stage::QueueSource::Redis);
     assert!(q.samples >= 15, "{} samples at 500 ms", q.samples);
-    // Whenever a job waited every slot was taken: 15, read from Bull's lists.
+    // Whenever a job waited every slot was taken: 15, read from Bull's lists, less a slot
+    // caught between its job's end and the next job's pickup, which a busy host stretches
+    // (a cold run beside `stress-ng --cpu 0` read 14.57: 9 of 21 samples caught one such).
     let full = q.active_while_waiting.expect("jobs waited");
-    assert!((full - 15.0).abs() < 0.3, "{q:?}");
+    assert!((14.0..=15.0).contains(&full), "{q:?}");
     assert!(q.active_mean <= 15.0 && q.active_max == 15.0, "{q:?}");
     assert!((3.5..=5.3).contains(&q.waiting_mean), "{q:?}");
     assert!(!q.coarse);

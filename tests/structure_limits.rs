@@ -416,12 +416,18 @@ fn the_recipe_is_the_list_of_files_adding_a_kind_touched() {
 /// same on its `words()`): it matches the variant.
 #[test]
 fn provenance_is_a_type_and_no_code_branches_on_its_words() {
-    let settings = std::fs::read_to_string(root().join("src/model/settings.rs")).unwrap();
-    let def = &settings[settings
-        .find("pub struct Sourced<T>")
-        .expect("Sourced is defined in model/settings.rs")..];
-    let def = &def[..def.find('}').unwrap()];
-    assert!(def.contains("pub source: Provenance,"), "{def}");
+    // Where a setting's value and a bound's servers figure came from: a type, not words.
+    for (file, def) in [
+        ("src/model/settings.rs", "pub struct Sourced<T>"),
+        ("src/model/bound.rs", "pub struct Bound {"),
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        let at = &text[text
+            .find(def)
+            .unwrap_or_else(|| panic!("{def} is defined in {file}"))..];
+        let at = &at[..at.find('}').unwrap()];
+        assert!(at.contains("pub source: Provenance,"), "{file}: {at}");
+    }
     let mut branches = Vec::new();
     for p in sources() {
         let text = code(&std::fs::read_to_string(&p).unwrap());

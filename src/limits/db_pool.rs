@@ -84,10 +84,7 @@ impl Kind for DbPool {
             servers: pool.value as f64 * workers as f64,
             demand_s: d.value,
             holds: Holds::Measured,
-            source: format!(
-                "DB_POSTGRESDB_POOL_SIZE {} ({}) × {workers} worker(s)",
-                pool.value, pool.source
-            ),
+            source: pool.source.with_note(&format!(" × {workers} worker(s)")),
         })
     }
 
@@ -248,9 +245,10 @@ impl Kind for DbPool {
                 ),
             ))
             .evidence(format!(
-                "{in_use:.1} connections in use (X × D = {x:.2} × {d:.3} s) = {} of {:.0} ({}); {at}",
+                "{in_use:.1} connections in use (X × D = {x:.2} × {d:.3} s) = {} of {:.0} (DB_POSTGRESDB_POOL_SIZE {:.0}: {}); {at}",
                 pct(in_use / b.servers.max(1.0)),
                 b.servers,
+                b.servers / s.worker_count().max(1) as f64,
                 b.source
             ))
             .evidence(format!(

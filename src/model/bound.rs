@@ -3,6 +3,7 @@
 //! long, and where the servers figure came from. The capacity is a set of bounds; the smallest
 //! servers ÷ demand is the ceiling, and the curves come from the binding one.
 
+use super::provenance::{Provenance, ProvenanceKind};
 use super::Limit;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +20,10 @@ pub enum Holds {
     Measured,
 }
 
+/// In JSON as a setting is: `source` (the words) and `provenance` (the variant); a file from
+/// before the type is read back as [`Provenance::Recorded`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "BoundRepr", from = "BoundRepr")]
 pub struct Bound {
     pub limit: Limit,
     /// Servers of the resource across the deployment.
@@ -27,8 +31,46 @@ pub struct Bound {
     /// Seconds one execution holds a server.
     pub demand_s: f64,
     pub holds: Holds,
-    /// Where the servers figure came from.
-    pub source: String,
+    /// Where the servers figure came from: the provenance of the setting it counts (the
+    /// workers' slots, their runners' tasks, their pools), or the model's own where it was
+    /// handed bare figures.
+    pub source: Provenance,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BoundRepr {
+    limit: Limit,
+    servers: f64,
+    demand_s: f64,
+    holds: Holds,
+    source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provenance: Option<ProvenanceKind>,
+}
+
+impl From<Bound> for BoundRepr {
+    fn from(b: Bound) -> BoundRepr {
+        BoundRepr {
+            limit: b.limit,
+            servers: b.servers,
+            demand_s: b.demand_s,
+            holds: b.holds,
+            provenance: Some(b.source.kind()),
+            source: b.source.words(),
+        }
+    }
+}
+
+impl From<BoundRepr> for Bound {
+    fn from(r: BoundRepr) -> Bound {
+        Bound {
+            limit: r.limit,
+            servers: r.servers,
+            demand_s: r.demand_s,
+            holds: r.holds,
+            source: Provenance::from_saved(r.source, r.provenance),
+        }
+    }
 }
 
 impl Bound {

@@ -21,6 +21,7 @@ pub mod usl;
 pub use bound::{Bound, Holds};
 pub use capacity::Capacity;
 pub use operating_point::OperatingPoint;
+use provenance::Provenance;
 
 use serde::{Deserialize, Serialize};
 
@@ -232,6 +233,25 @@ pub mod unbounded {
 /// moves them that much.
 pub const INSEPARABLE: f64 = 0.10;
 
+impl Capacity {
+    /// The slot and runner bounds' servers as the settings gave them: each takes its setting's
+    /// provenance (with how it was multiplied) in place of the model's own words.
+    pub fn source_bounds(&mut self, slots: Option<Provenance>, runners: Option<Provenance>) {
+        for b in &mut self.bounds {
+            let given = if b.limit == Limit::WorkerConcurrency {
+                slots.clone()
+            } else if b.limit == Limit::RunnerLimit {
+                runners.clone()
+            } else {
+                None
+            };
+            if let Some(p) = given {
+                b.source = p;
+            }
+        }
+    }
+}
+
 /// The ceilings of `n` identical workers.
 pub fn slots_and_runners_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity {
     let one = slots_and_runners(&[w], job);
@@ -245,7 +265,7 @@ pub fn slots_and_runners_uniform(n: u32, w: WorkerLimits, job: Job) -> Capacity 
             .into_iter()
             .map(|b| Bound {
                 servers: b.servers * n_f,
-                source: format!("{} × {n} workers", b.source),
+                source: b.source.with_note(&format!(" × {n} workers")),
                 ..b
             })
             .collect(),
@@ -282,14 +302,14 @@ pub fn slots_and_runners(workers: &[WorkerLimits], job: Job) -> Capacity {
             servers: c as f64,
             demand_s: s,
             holds: Holds::Execution,
-            source: "worker slots (--concurrency)".into(),
+            source: Provenance::Model("worker slots (--concurrency)".into()),
         },
         Bound {
             limit: Limit::RunnerLimit,
             servers: r as f64,
             demand_s: job.code_s,
             holds: Holds::Code,
-            source: "runner tasks (N8N_RUNNERS_MAX_CONCURRENCY)".into(),
+            source: Provenance::Model("runner tasks (N8N_RUNNERS_MAX_CONCURRENCY)".into()),
         },
     ];
     bounds.sort_by(|a, b| a.per_s().total_cmp(&b.per_s()));

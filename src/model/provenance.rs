@@ -28,6 +28,9 @@ pub enum Provenance {
     Proposed(String),
     /// Read from a results file written before provenance was typed: its words as they were.
     Recorded(String),
+    /// The model's own arithmetic on figures handed to it without their provenance, and what
+    /// they are ("worker slots (--concurrency)"): a bound computed outside the settings.
+    Model(String),
 }
 
 /// The variant's name, as `summary.json` stores it beside the words.
@@ -43,6 +46,7 @@ pub enum ProvenanceKind {
     Assumed,
     Proposed,
     Recorded,
+    Model,
 }
 
 const FLAG: &str = "flag ";
@@ -60,7 +64,8 @@ impl Provenance {
             | Provenance::Measured(w)
             | Provenance::Inferred(w)
             | Provenance::Assumed(w)
-            | Provenance::Recorded(w) => w.clone(),
+            | Provenance::Recorded(w)
+            | Provenance::Model(w) => w.clone(),
         }
     }
 
@@ -75,6 +80,7 @@ impl Provenance {
             Provenance::Assumed(_) => ProvenanceKind::Assumed,
             Provenance::Proposed(_) => ProvenanceKind::Proposed,
             Provenance::Recorded(_) => ProvenanceKind::Recorded,
+            Provenance::Model(_) => ProvenanceKind::Model,
         }
     }
 
@@ -90,6 +96,7 @@ impl Provenance {
             Some(ProvenanceKind::Measured) => Provenance::Measured(words),
             Some(ProvenanceKind::Inferred) => Provenance::Inferred(words),
             Some(ProvenanceKind::Assumed) => Provenance::Assumed(words),
+            Some(ProvenanceKind::Model) => Provenance::Model(words),
             Some(ProvenanceKind::Recorded) | None => Provenance::Recorded(words),
         }
     }
@@ -107,6 +114,7 @@ impl Provenance {
             Provenance::Assumed(w) => Provenance::Assumed(add(w)),
             Provenance::Proposed(w) => Provenance::Proposed(add(w)),
             Provenance::Recorded(w) => Provenance::Recorded(add(w)),
+            Provenance::Model(w) => Provenance::Model(add(w)),
         }
     }
 }
@@ -133,6 +141,7 @@ mod tests {
             Provenance::Assumed("assumed: n8n's default".into()),
             Provenance::Proposed("one step of 1.5×".into()),
             Provenance::Recorded("flag --workers".into()),
+            Provenance::Model("worker slots (--concurrency)".into()),
         ];
         for p in all {
             assert_eq!(Provenance::from_saved(p.words(), Some(p.kind())), p);

@@ -336,7 +336,20 @@ impl Settings {
             worker_concurrency: self.worker_concurrency.as_ref()?.value,
             runner_capacity: self.runner_capacity_per_worker()?,
         };
-        Some(slots_and_runners_uniform(self.worker_count(), limits, job))
+        let n = self.worker_count();
+        let mut cap = slots_and_runners_uniform(n, limits, job);
+        // Each bound's servers are a setting's: its provenance, and how it was multiplied.
+        let per = self.runners_per_worker_count();
+        cap.source_bounds(
+            self.worker_concurrency
+                .as_ref()
+                .map(|v| v.source.with_note(&format!(" × {n} workers"))),
+            self.runner_limit.as_ref().map(|v| {
+                v.source
+                    .with_note(&format!(" × {per} runner(s) × {n} workers"))
+            }),
+        );
+        Some(cap)
     }
 
     /// Fills what `self` lacks from `other` (flags first, then what the run knows).
@@ -397,6 +410,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Limit;
 
     /// What was measured has a struct of its own and is still written flat, so summaries saved
     /// before the split read back the same and what is written now reads in older tools.
@@ -424,5 +438,37 @@ mod tests {
         let read: Settings = serde_json::from_value(older).unwrap();
         assert_eq!(read.measured.db_acquire_p99_s.map(|d| d.value), Some(0.2));
         assert!(read.measured.db_time.is_none());
+    }
+
+    /// A bound's servers carry the provenance of the setting they count, kept through
+    /// `summary.json`; a bound saved before the type reads back as recorded, its words kept.
+    #[test]
+    fn a_bound_s_servers_carry_their_setting_s_provenance_through_json() {
+        let s = Settings {
+            workers: Some(Sourced::new(3, Provenance::Flag("--workers".into()))),
+            worker_concurrency: Some(Sourced::new(
+                10,
+                Provenance::Deployment("--concurrency of n8n-worker".into()),
+            )),
+            runner_limit: Some(Sourced::new(5, Provenance::Default("n8n 2.x".into()))),
+            job_time: Some(Sourced::new(1.0, Provenance::Body("sleep_ms".into()))),
+            ..Settings::default()
+        };
+        let cap = s.slots_and_runners(0.0).unwrap();
+        let of = |l: Limit| cap.bounds.iter().find(|b| b.limit == l).unwrap().clone();
+        let (slots, runners) = (of(Limit::WorkerConcurrency), of(Limit::RunnerLimit));
+        assert_eq!((slots.servers, runners.servers), (30.0, 15.0));
+        assert_eq!(slots.source.kind(), ProvenanceKind::Deployment);
+        assert_eq!(runners.source.kind(), ProvenanceKind::Default);
+        let v = serde_json::to_value(&slots).unwrap();
+        assert_eq!(v["provenance"], "deployment");
+        assert_eq!(v["source"], "--concurrency of n8n-worker × 3 workers");
+        let back: super::super::Bound = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, slots);
+        let mut older = v;
+        older.as_object_mut().unwrap().remove("provenance");
+        let old: super::super::Bound = serde_json::from_value(older).unwrap();
+        assert_eq!(old.source.kind(), ProvenanceKind::Recorded);
+        assert_eq!(old.source.words(), slots.source.words());
     }
 }
