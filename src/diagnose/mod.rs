@@ -112,28 +112,19 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     crate::limits::read_run(&mut settings, stages, &levels);
     let capacity = crate::limits::capacity(&settings, overhead_s);
     let job = settings.job(overhead_s);
-    let v = judge(
-        &settings,
-        capacity.as_ref(),
-        job,
-        ceiling.as_ref(),
-        &levels,
+    // What caps, decided once; nothing after this changes the limit.
+    let v = decide(
+        (&settings, capacity.as_ref(), job),
+        (ceiling.as_ref(), &levels),
+        (stages, service_time.as_ref()),
         &mut findings,
     );
-    let v = crate::limits::no_runner::when_no_runner_takes(v, &findings);
-    let v = leads_first(v, stages, &settings, &mut findings);
-    let v = contended(v, stages, (service_time.as_ref(), &settings), &mut findings);
+    let led = leads(stages, &settings, &mut findings);
+    let unnamed = failures::unnamed(stages, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
     let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
-    let books = measured
-        .as_ref()
-        .and_then(|(x, l)| backlog_words(stages, l, x.mean));
-    let v = Verdict {
-        text: v.text + books.as_deref().unwrap_or("") + mix_words.as_deref().unwrap_or(""),
-        ..v
-    };
     observations(
         (stages, &levels, measured.as_ref().map(|(_, l)| *l)),
         (&cpu, v.cpu.as_ref()),
@@ -141,13 +132,20 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         &mut findings,
     );
     let runner_memory = lifecycle::runner_memory(stages, &settings, &deaths);
-    let v = deaths_first(v, &deaths, runner_memory.as_ref(), inputs, &mut findings);
+    let died = deaths_first(&deaths, runner_memory.as_ref(), inputs, &mut findings);
+    // What is said around it, in one place.
+    let v = Said {
+        died,
+        led,
+        unnamed,
+        backlog: measured
+            .as_ref()
+            .and_then(|(x, l)| backlog_words(stages, l, x.mean)),
+        mix: mix_words,
+    }
+    .around(v);
     let (comparison, curve) = curves(capacity.as_ref(), job, &v, &levels);
     let effective = measured.as_ref().zip(s_value).map(|((x, _), s)| x.mean * s);
-    let cpu_read_zero = match (&measured, cpu.is_empty()) {
-        (Some((_, l)), true) => cpu::read_zero(stages, l),
-        _ => Vec::new(),
-    };
     Diagnosis {
         capping_limit: v.limit,
         cpu_limit: v.cpu,
@@ -165,6 +163,10 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         saturation_rule: levels::saturation_rule(),
         failure_point: failure_point(stages, &levels),
         knee: knee(&levels, measured.as_ref().map(|(x, _)| x.mean), effective),
+        cpu_read_zero: match (&measured, cpu.is_empty()) {
+            (Some((_, l)), true) => cpu::read_zero(stages, l),
+            _ => Vec::new(),
+        },
         // Levels a source did not choose (a history's windows): there is no next one to try.
         next_level: next_level(
             &levels,
@@ -174,7 +176,6 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         levels,
         comparison,
         curve,
-        cpu_read_zero,
         cpu,
         findings,
         mix,
@@ -204,28 +205,53 @@ fn observations(
     ramp::findings(stages, levels, findings);
 }
 
-/// A resource that refused work (Postgres' connections) leads the verdict, its finding first.
-/// Failures nothing watched explains are said to be n8n's generic ones, with what names them.
-fn leads_first(
-    v: Verdict,
-    stages: &[StageResult],
-    settings: &Settings,
+/// Which limit caps, decided in one pass: the bounds' verdict ([`judge`]), a runner the
+/// findings refute ([`crate::limits::no_runner`]), and a history whose jobs slowed at load with
+/// their slots full ([`contended`]: a shared resource, not the slot limit it seemed).
+fn decide(
+    (settings, capacity, job): (&Settings, Option<&Capacity>, Option<Job>),
+    (ceiling, levels): (Option<&Ceiling>, &[Level]),
+    (stages, service_time): (&[StageResult], Option<&Sourced<f64>>),
     findings: &mut Vec<Finding>,
 ) -> Verdict {
-    let v = crate::limits::SET
+    let v = judge(settings, capacity, job, ceiling, levels, findings);
+    let v = crate::limits::no_runner::when_no_runner_takes(v, findings);
+    contended(v, stages, (service_time, settings), findings)
+}
+
+/// What a verdict says around the limit decided: containers that died, then resources that
+/// refused work (Postgres' connections), the limit, failures nothing watched explains, the
+/// backlog, a mix's words.
+struct Said {
+    died: Option<String>,
+    led: Vec<String>,
+    unnamed: Option<String>,
+    backlog: Option<String>,
+    mix: Option<String>,
+}
+
+impl Said {
+    fn around(self, v: Verdict) -> Verdict {
+        let mut text = self.died.unwrap_or_default();
+        for lead in self.led.iter().rev() {
+            text += lead;
+            text += " ";
+        }
+        text += &v.text;
+        for after in [self.unnamed, self.backlog, self.mix].into_iter().flatten() {
+            text += &after;
+        }
+        Verdict { text, ..v }
+    }
+}
+
+/// A resource that refused work (Postgres' connections): each kind's finding, first, and the
+/// words that lead the verdict.
+fn leads(stages: &[StageResult], settings: &Settings, findings: &mut Vec<Finding>) -> Vec<String> {
+    crate::limits::SET
         .iter()
         .filter_map(|l| crate::limits::of(*l).leads(stages, settings, findings))
-        .fold(v, |v, lead| Verdict {
-            text: format!("{lead} {}", v.text),
-            ..v
-        });
-    match failures::unnamed(stages, findings) {
-        Some(words) => Verdict {
-            text: v.text + &words,
-            ..v
-        },
-        None => v,
-    }
+        .collect()
 }
 
 /// History: jobs slower at load than quietly with their slots full are a shared resource,
@@ -251,33 +277,20 @@ fn contended(
     }
 }
 
-/// Containers that died: their findings, the verdict prefixed with them, and their findings
-/// first (stable, so severity order holds within each group).
+/// Containers that died: their findings, first (stable, so severity order holds within each
+/// group), and the words that open the verdict.
 fn deaths_first(
-    v: Verdict,
     deaths: &[crate::record::diagnosis::ContainerDeath],
     runner_memory: Option<&crate::record::diagnosis::RunnerMemory>,
     inputs: &Inputs,
     findings: &mut Vec<Finding>,
-) -> Verdict {
+) -> Option<String> {
     lifecycle::findings(
         deaths,
         runner_memory,
         inputs.task_request_timeout_s,
         findings,
     );
-    let v = match lifecycle::verdict_prefix(
-        deaths,
-        inputs
-            .task_request_timeout_s
-            .unwrap_or(model::n8n_defaults::TASK_REQUEST_TIMEOUT_S),
-    ) {
-        Some(p) => Verdict {
-            text: p + &v.text,
-            ..v
-        },
-        None => v,
-    };
     findings.sort_by_key(|f| {
         (
             std::cmp::Reverse(f.severity),
@@ -286,7 +299,12 @@ fn deaths_first(
             }),
         )
     });
-    v
+    lifecycle::verdict_prefix(
+        deaths,
+        inputs
+            .task_request_timeout_s
+            .unwrap_or(model::n8n_defaults::TASK_REQUEST_TIMEOUT_S),
+    )
 }
 
 /// The model's predictions at each level and its curve, bounded by the CPU site that binds.
