@@ -359,7 +359,7 @@ proptest! {
         let flags = n8ncap::model::settings::Settings::default();
         // As `diagnose --prometheus --out` makes, judges and writes it.
         let ev = n8ncap::observe::history::evidence(h, flags.clone(), "prometheus: fuzz");
-        let d = n8ncap::diagnose::history::judge(&ev, &flags, None);
+        let d = n8ncap::diagnose::history::judge_windows(&ev, &flags, None);
         let h = ev.windows.clone().unwrap();
         let mut s = ev.summary;
         s.diagnosis = Some(d.clone());

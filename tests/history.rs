@@ -896,7 +896,7 @@ fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
     let judge = |h: &n8ncap::record::history::History| {
         let flags = n8ncap::model::settings::Settings::default();
         let ev = n8ncap::observe::history::evidence(h.clone(), flags.clone(), "test");
-        n8ncap::diagnose::history::judge(&ev, &flags, None)
+        n8ncap::diagnose::history::judge_windows(&ev, &flags, None)
     };
     let (a, b, c) = (judge(&one), judge(&parts), judge(&coarse));
     assert_eq!(

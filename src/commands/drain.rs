@@ -430,7 +430,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         interrupted: loaded.interrupted,
         ..inputs
     };
-    let d = crate::diagnose::drain::judge(inputs, &loaded.sent, loaded.dropped, stop);
+    let d = crate::diagnose::drain::judge_drain(inputs, &loaded.sent, loaded.dropped, stop);
     if let Some(dir) = &a.out {
         crate::record::dir::write_atomic(&dir.join("drain.json"), &serde_json::to_vec_pretty(&d)?)?;
     }

@@ -4,6 +4,7 @@
 //! an interrupt — judges (`diagnose::outage`) and reports.
 
 use crate::cli::OutageArgs;
+use crate::diagnose::outage::judge_outage;
 use crate::error::{self, BadInput};
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
@@ -282,7 +283,7 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
         outage_s: t.outage.as_secs_f64(),
         threshold_s: threshold,
     };
-    let o = crate::diagnose::outage::judge(inputs, &loaded.sent, loaded.dropped, stop, processes);
+    let o = judge_outage(inputs, &loaded.sent, loaded.dropped, stop, processes);
     if let Some(dir) = &a.out {
         crate::record::dir::write_atomic(
             &dir.join("outage.json"),

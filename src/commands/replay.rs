@@ -63,7 +63,7 @@ pub(super) async fn run(a: ReplayArgs) -> anyhow::Result<i32> {
         policies,
         not_replayed,
     };
-    let r = crate::diagnose::replay::judge(inputs);
+    let r = crate::diagnose::replay::judge_replay(inputs);
     crate::report::emit(&View(&r), format)?;
     Ok(error::EXIT_OK)
 }

@@ -36,7 +36,7 @@ async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result
     let range = super::input::range(&a.history, Settings::default())?;
     let hist = super::input::read(&a.history, range.history()).await?;
     let parts = crate::observe::history::by_workers(&hist, &range.flags, &range.title());
-    let counts = crate::diagnose::scale::history::judge(parts, &range.flags, None);
+    let counts = crate::diagnose::scale::history::judge_each_count(parts, &range.flags, None);
     let shown = &range.source.shown;
     if counts.len() < 2 {
         let held: Vec<String> = counts.iter().map(|c| c.workers.to_string()).collect();

@@ -43,7 +43,7 @@ pub struct Known {
     pub interrupted: bool,
 }
 
-pub fn judge(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain {
+pub fn judge_drain(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> Drain {
     let signal = stop.signal_s;
     let span = (signal - i.warmup_s).max(0.0);
     let before: Vec<&Sent> = sent
@@ -437,7 +437,7 @@ mod tests {
 
     #[test]
     fn docker_s_grace_cuts_the_window_when_it_is_shorter() {
-        let d = judge(
+        let d = judge_drain(
             inputs(30.0, 3.0),
             &answered_before(),
             0,
@@ -459,7 +459,7 @@ mod tests {
     /// the advice is a window whose 0.8 covers them (4 s), above the 3 s set.
     #[test]
     fn the_task_budget_is_four_fifths_of_the_window_and_the_advice_covers_the_p99_with_it() {
-        let d = judge(
+        let d = judge_drain(
             inputs(3.0, 2.9),
             &answered_before(),
             0,
@@ -477,7 +477,7 @@ mod tests {
             })
         );
         // 2.0 s jobs fit the budget: nothing lost, nothing to change.
-        let d = judge(
+        let d = judge_drain(
             inputs(3.0, 2.0),
             &answered_before(),
             0,
@@ -499,7 +499,7 @@ mod tests {
         ];
         let mut i = inputs(3.0, 6.0);
         i.rate_per_s.value = 1.0;
-        let d = judge(i, &sent, 0, stop(StopSignal::Kill, None, None));
+        let d = judge_drain(i, &sent, 0, stop(StopSignal::Kill, None, None));
         assert_eq!(d.budget_s.as_ref().unwrap().value, 0.0);
         // 0.5/s per worker × 6 s = 3 held, all lost: as measured.
         let p = d.predicted.unwrap();
@@ -518,7 +518,7 @@ mod tests {
         let failing: Vec<Sent> = (0..6)
             .map(|k| sent(1.0 + k as f64, Some(1.5 + k as f64), Outcome::Answered(500)))
             .collect();
-        let d = judge(
+        let d = judge_drain(
             inputs(30.0, 3.0),
             &failing,
             0,
@@ -542,7 +542,7 @@ mod tests {
         let mut st = stop(StopSignal::Term, Some(10.0), Some(4));
         st.exited_after_s = Some(0.1);
         st.exit_code = Some(0);
-        let d = judge(inputs(3.0, 1.0), &sent, 0, st);
+        let d = judge_drain(inputs(3.0, 1.0), &sent, 0, st);
         assert_eq!(d.predicted.unwrap().lost, 0.0);
         assert_eq!(d.agrees, Some(false));
         assert_eq!(

@@ -77,7 +77,7 @@ const HISTOGRAM: &str = "n8n_workflow_execution_duration_seconds";
 /// A history's evidence judged: its stages through the same diagnosis as a run's, with the
 /// settings its source knew; the findings of its windows added, and the verdict says the range
 /// it read. `flags` are the settings given (a slots gauge above them is a finding).
-pub fn judge(ev: &Evidence, flags: &Settings, timeout_s: Option<f64>) -> Diagnosis {
+pub fn judge_windows(ev: &Evidence, flags: &Settings, timeout_s: Option<f64>) -> Diagnosis {
     let settings = ev.summary.settings.clone().unwrap_or_default();
     let stages = &ev.summary.stages;
     let inputs = Inputs {

@@ -205,7 +205,7 @@ fn observations(
     ramp::findings(stages, levels, findings);
 }
 
-/// Which limit caps, decided in one pass: the bounds' verdict ([`judge`]), a runner the
+/// Which limit caps, decided in one pass: the bounds' verdict ([`bounds_verdict`]), a runner the
 /// findings refute ([`crate::limits::no_runner`]), and a history whose jobs slowed at load with
 /// their slots full ([`contended`]: a shared resource, not the slot limit it seemed).
 fn decide(
@@ -214,7 +214,7 @@ fn decide(
     (stages, service_time): (&[StageResult], Option<&Sourced<f64>>),
     findings: &mut Vec<Finding>,
 ) -> Verdict {
-    let v = judge(settings, capacity, job, ceiling, levels, findings);
+    let v = bounds_verdict(settings, capacity, job, ceiling, levels, findings);
     let v = crate::limits::no_runner::when_no_runner_takes(v, findings);
     contended(v, stages, (service_time, settings), findings)
 }
@@ -344,7 +344,7 @@ fn backlog_words(stages: &[StageResult], l: &Level, x: f64) -> Option<String> {
 }
 
 /// The verdict, or why there is none.
-fn judge(
+fn bounds_verdict(
     settings: &Settings,
     capacity: Option<&Capacity>,
     job: Option<Job>,

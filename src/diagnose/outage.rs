@@ -20,7 +20,7 @@ pub struct Known {
     pub threshold_s: Sourced<f64>,
 }
 
-pub fn judge(
+pub fn judge_outage(
     i: Known,
     sent: &[Sent],
     dropped: u64,
@@ -207,7 +207,7 @@ mod tests {
             sent(4.8, Some(15.2), Outcome::Broken),
             sent(16.0, Some(16.0), Outcome::Broken),
         ];
-        let o = judge(
+        let o = judge_outage(
             inputs(15.0),
             &s,
             0,
@@ -229,7 +229,7 @@ mod tests {
             sent(6.0, Some(8.5), Outcome::Answered(200)),
             sent(8.5, Some(9.0), Outcome::Answered(200)),
         ];
-        let o = judge(
+        let o = judge_outage(
             inputs(3.0),
             &s,
             0,

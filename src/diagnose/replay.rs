@@ -19,7 +19,7 @@ pub struct Replays {
     pub not_replayed: Vec<String>,
 }
 
-pub fn judge(i: Replays) -> ReplayRun {
+pub fn judge_replay(i: Replays) -> ReplayRun {
     let n = i.arrivals.len();
     let mean = i.arrivals.iter().sum::<f64>() / n.max(1) as f64;
     let peak = i.arrivals.iter().copied().fold(0.0, f64::max);

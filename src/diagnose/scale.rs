@@ -44,12 +44,12 @@ pub fn judge_labelled(
             diagnosis,
         })
         .collect();
-    judge(&runs, target)
+    judge_counts(&runs, target)
 }
 
 /// The runs judged together; refused when a run's worker count is not known or two runs
 /// share one.
-pub fn judge(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
+pub fn judge_counts(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInput> {
     let mut points = Vec::new();
     for r in runs {
         let w = r.diagnosis.settings.workers.as_ref().ok_or_else(|| {

@@ -37,7 +37,7 @@ pub fn analyze(
 }
 
 /// Evidence judged and planned for, through one door: a Prometheus history (evidence with
-/// windows) by `diagnose::history::judge` — the windows' own findings, the range in the verdict
+/// windows) by `diagnose::history::judge_windows` — the windows' own findings, the range in the verdict
 /// — and stages alone by [`analyze`]; the diagnosis and the plan stored in its summary.
 pub fn judged(
     ev: &mut crate::record::evidence::Evidence,
@@ -47,7 +47,7 @@ pub fn judged(
     if ev.windows.is_none() {
         return analyze(&mut ev.summary, flags, task_request_timeout_s);
     }
-    let d = crate::diagnose::history::judge(ev, &flags, task_request_timeout_s);
+    let d = crate::diagnose::history::judge_windows(ev, &flags, task_request_timeout_s);
     let rec = super::recommend(&d, None);
     ev.summary.diagnosis = Some(d.clone());
     ev.summary.recommendation = rec.as_ref().ok().cloned();

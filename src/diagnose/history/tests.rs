@@ -8,7 +8,7 @@ use crate::record::Role;
 /// the diagnosis and the stages; `h` left marked.
 fn judge(h: &mut History, flags: Settings, timeout: Option<f64>) -> (Diagnosis, Vec<StageResult>) {
     let ev = crate::observe::history::evidence(h.clone(), flags.clone(), "test");
-    let d = super::judge(&ev, &flags, timeout);
+    let d = super::judge_windows(&ev, &flags, timeout);
     *h = ev
         .windows
         .clone()

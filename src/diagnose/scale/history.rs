@@ -17,7 +17,7 @@ pub struct AtCount {
 }
 
 /// Each count's evidence (`observe::history::by_workers`) judged as a run at that count.
-pub fn judge(
+pub fn judge_each_count(
     parts: Vec<(u32, Evidence)>,
     flags: &Settings,
     timeout_s: Option<f64>,
@@ -31,7 +31,7 @@ pub fn judge(
                 .settings
                 .as_ref()
                 .and_then(|s| s.workers.clone());
-            let diagnosis = super::super::history::judge(&evidence, &f, timeout_s);
+            let diagnosis = super::super::history::judge_windows(&evidence, &f, timeout_s);
             AtCount {
                 workers,
                 evidence,

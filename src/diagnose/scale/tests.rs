@@ -28,7 +28,7 @@ fn judged(ds: &[(u32, Diagnosis)], target: Option<f64>) -> Scaling {
             diagnosis: d,
         })
         .collect();
-    judge(&runs, target).unwrap()
+    judge_counts(&runs, target).unwrap()
 }
 
 /// A webhook processor swept beside main (11.1 ms per execution, n8n 2.41.1's): the
@@ -293,7 +293,7 @@ fn a_run_without_its_worker_count_or_two_at_one_count_are_refused() {
             diagnosis: &d,
         },
     ];
-    assert!(judge(&runs, None)
+    assert!(judge_counts(&runs, None)
         .unwrap_err()
         .contains("a: its worker count"));
     let (x, y) = (at(2, 9.8), at(2, 9.7));
@@ -307,7 +307,7 @@ fn a_run_without_its_worker_count_or_two_at_one_count_are_refused() {
             diagnosis: &y,
         },
     ];
-    assert!(judge(&runs, None).is_err());
+    assert!(judge_counts(&runs, None).is_err());
 }
 
 /// A target past what 1000 workers reach (5000/s at about 4.9/s a worker: 7500/s needed at 2/3)
