@@ -37,8 +37,9 @@ pub fn analyze(
 }
 
 /// Evidence judged and planned for, through one door: a Prometheus history (evidence with
-/// windows) by `diagnose::history::judge_windows` — the windows' own findings, the range in the verdict
-/// — and stages alone by [`analyze`]; the diagnosis and the plan stored in its summary.
+/// windows) by `diagnose::history::judge_windows` — the windows' own findings, the range in
+/// the verdict — and stages alone by [`analyze`]; the diagnosis and the plan stored in its
+/// summary.
 pub fn judged(
     ev: &mut crate::record::evidence::Evidence,
     flags: Settings,
