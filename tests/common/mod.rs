@@ -375,10 +375,11 @@ pub fn assert_host_shared(d: &n8ncap::record::Diagnosis) {
     assert!(f.get("other_cores").unwrap() >= 0.25, "{f:?}");
 }
 
-/// Tests that measure how a ceiling moves with workers or a pool run one at a time: five tests
-/// share the suite's two cores, and two 4-worker sweeps side by side starve each other's main
-/// (a CI run of 2026-12-06: a Postgres pool's sweep and main's intake sweep failed together, each
-/// through the other's load). The other tests, which mostly wait, still run beside them.
+/// Tests that measure how a ceiling moves with workers or a pool, or a process's CPU per
+/// execution from Prometheus, run one at a time: five tests share the suite's two cores, and
+/// two 4-worker sweeps side by side starve each other's main (a CI run of 2026-12-06: a
+/// Postgres pool's sweep and main's intake sweep failed together, each through the other's
+/// load). The other tests, which mostly wait, still run beside them.
 static SCALE_STUDY: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// Waits for the scale study's turn; held until the returned permit drops (a panic drops it).
@@ -387,6 +388,16 @@ pub async fn one_scale_study_at_a_time() -> tokio::sync::SemaphorePermit<'static
         .acquire()
         .await
         .expect("the semaphore is never closed")
+}
+
+/// [`one_scale_study_at_a_time`] for a test without a runtime of its own (the permit is the
+/// static semaphore's, so it outlives the small runtime that waited for it).
+pub fn one_scale_study_at_a_time_blocking() -> tokio::sync::SemaphorePermit<'static> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime to wait in")
+        .block_on(one_scale_study_at_a_time())
 }
 
 /// The stack's own service times in this run, which a busy machine stretches as it stretches
