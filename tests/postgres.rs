@@ -333,11 +333,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     // The prediction is the next bound, the slots: 10 ÷ S as run 1 measured S. A busy host
     // stretches S between the runs, so run 2 holds the same bound at its own slot time (n8n's
     // execution histogram); on a quiet host the two ceilings agree within 1 %.
-    use n8ncap::record::recommendation::PredictedBound;
-    assert_eq!(
-        rec.predicted_bound,
-        PredictedBound::Kind(Limit::WorkerConcurrency)
-    );
+    assert_eq!(rec.predicted_bound, Limit::WorkerConcurrency);
     let st1 = d.service_time.as_ref().unwrap().value;
     assert!(
         within(predicted, 10.0 / st1, 0.01),

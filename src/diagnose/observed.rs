@@ -410,8 +410,16 @@ fn cpu_saturated(cpu: &[CpuUse], binding: Option<&CpuUse>, regular: bool, out: &
 /// workers spread a worker's or a runner's load (and the host's), never that of what every
 /// worker shares — main's intake (in regular mode, main runs every execution), the webhook
 /// processors, Redis, Postgres' server.
+/// A shared server as the relief line names it.
+fn server_name(r: Role) -> &'static str {
+    match r {
+        Role::Redis => "Redis",
+        Role::Postgres => "Postgres",
+        other => other.word(),
+    }
+}
+
 fn relief(hot: &[&CpuUse], regular: bool) -> String {
-    use crate::record::scaling::SharedKind;
     const SPREAD: &str = "spread the load: more workers (each with its runner), more runners per worker for Code-heavy work, or a faster CPU; move n8ncap off the machine if it is the one saturated";
     let of = |u: &CpuUse| -> (&'static str, &'static str) {
         match u.role {
@@ -419,14 +427,16 @@ fn relief(hot: &[&CpuUse], regular: bool) -> String {
                 "main",
                 "queue mode (EXECUTIONS_MODE=queue) moves the executions off main to workers, or give main a faster core",
             ),
-            Some(Role::Main) => ("main", SharedKind::MainIntake.fix()),
             Some(Role::Webhook) => (
                 "webhook processors",
                 "more webhook processors (`n8n webhook`) behind the load balancer, or faster cores; more workers will not help",
             ),
-            Some(Role::Redis) => ("Redis", SharedKind::Redis.fix()),
-            Some(Role::Postgres) => ("Postgres", SharedKind::PostgresServer.fix()),
-            _ => ("workers, runners and the host", SPREAD),
+            // A server every worker shares (main's intake, Redis, Postgres): its kind's relief.
+            Some(r) => match crate::limits::server_relief(r) {
+                Some(fix) => (server_name(r), fix),
+                None => ("workers, runners and the host", SPREAD),
+            },
+            None => ("workers, runners and the host", SPREAD),
         }
     };
     let mut lines: Vec<(&str, &str)> = Vec::new();
@@ -490,9 +500,7 @@ mod tests {
         let worker = hot(Role::Worker, "n8n-worker");
         let queue = fix(std::slice::from_ref(&main), false);
         assert!(queue.contains("n8n webhook") && !queue.contains("more workers (each"));
-        // Redis and Postgres' server are shared too; a host of many processes is spread.
-        let redis = fix(&[hot(Role::Redis, "redis")], false);
-        assert!(redis.starts_with("Redis") && !redis.contains("more workers (each"));
+        // Postgres' server is shared too (its kind's relief); a host of many processes is spread.
         let pg = fix(&[hot(Role::Postgres, "postgres")], false);
         assert!(pg.contains("EXECUTIONS_DATA_PRUNE") && !pg.contains("more workers (each"));
         let regular = fix(std::slice::from_ref(&main), true);

@@ -6,23 +6,15 @@
 pub mod history;
 
 use crate::error::BadInput;
-use crate::findings::FindingId;
 use crate::model::usl;
 use crate::record::diagnosis::CpuSite;
-use crate::record::scaling::{
-    PerWorker, ScalePoint, Scaling, SharedKind, SharedLimit, UslFit, WorkersPlan,
-};
+use crate::record::scaling::{PerWorker, ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
 use crate::record::{Diagnosis, Role};
 
 /// A worker adds less than this share of one worker's ceiling: diminishing returns.
 const DIMINISHING: f64 = 0.1;
 /// Most workers a plan looks at.
 const MAX_WORKERS: u32 = 1000;
-/// Main's event loop lagging this long (mean over the top run's scrapes) is its intake at its
-/// bound whatever its CPU reads: a request then waits a tenth of a second before main reads it.
-/// At n8n's 27 ms of main CPU per execution that is a thread about 88 % busy (M/D/1: wait =
-/// ρ ÷ 2(1 − ρ) × service); idle, n8n's main lags 0–8 ms (fixtures/n8n-real).
-pub const LAG_SATURATED_S: f64 = 0.1;
 /// The operating point's share of the ceiling (the 2/3 safety factor).
 use crate::model::OPERATING_SHARE as OPERATING;
 
@@ -85,7 +77,9 @@ pub fn judge_counts(runs: &[Run], target: Option<f64>) -> Result<Scaling, BadInp
     let top = runs
         .iter()
         .max_by_key(|r| r.diagnosis.settings.workers.as_ref().map(|w| w.value));
-    let shared = top.map(|r| shared_limits(r.diagnosis)).unwrap_or_default();
+    let shared = top
+        .map(|r| crate::limits::shared_limits(r.diagnosis))
+        .unwrap_or_default();
     let verdict = verdict(&points, fit.as_ref(), &shared);
     let plan = target.map(|t| plan(t, fit.as_ref(), &shared, top.map(|r| r.diagnosis)));
     Ok(Scaling {
@@ -168,144 +162,6 @@ fn fit_of(points: &[ScalePoint]) -> Option<UslFit> {
         ceiling_per_s: f.ceiling(),
         diminishing_from: f.diminishing_from(DIMINISHING, MAX_WORKERS),
     })
-}
-
-/// The limits every worker shares, as the run at the highest count saw them. Postgres comes
-/// first when it refused connections or its pools capped: those fail or hold executions
-/// whatever the other limits allow, and each added worker's pool asks for more.
-pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
-    let mut out = Vec::new();
-    let db = d.findings.iter().find(|f| {
-        matches!(
-            f.id,
-            FindingId::PostgresConnectionsExhausted | FindingId::DbPoolCaps
-        )
-    });
-    if let Some(f) = db {
-        out.push(SharedLimit {
-            kind: SharedKind::Postgres,
-            bound_per_s: f.get("db_pool_bound_per_s"),
-            reached: true,
-            evidence: vec![f.title.clone()],
-            fix: f
-                .fix
-                .clone()
-                .unwrap_or_else(|| SharedKind::Postgres.fix().into()),
-        });
-    }
-    let main = d
-        .cpu
-        .iter()
-        .find(|u| u.site == CpuSite::Process && u.role == Some(Role::Main));
-    if let Some(m) = main {
-        let lagging = m.eventloop_lag_s.filter(|l| *l >= LAG_SATURATED_S);
-        let mut evidence = vec![format!(
-            "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \
-             JavaScript thread takes at most {:.1} executions/s",
-            m.name,
-            m.cores_used,
-            m.usable_cores.value,
-            m.cpu_s_per_execution * 1000.0,
-            m.bound_per_s
-        )];
-        if let Some(lag) = m.eventloop_lag_s {
-            evidence.push(format!(
-                "its event loop lagged {:.0} ms on average{}",
-                lag * 1000.0,
-                if lagging.is_some() {
-                    format!(
-                        " (≥ {:.0} ms: requests waited for its one thread)",
-                        LAG_SATURATED_S * 1000.0
-                    )
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        out.push(SharedLimit {
-            kind: SharedKind::MainIntake,
-            bound_per_s: Some(m.bound_per_s),
-            reached: m.saturated || lagging.is_some(),
-            evidence,
-            fix: SharedKind::MainIntake.fix().into(),
-        });
-    }
-    servers(d, &mut out);
-    // Other work on the host took the CPU the stack's processes needed: their bounds (main's
-    // among them) could not be reached, and the host is what stopped the count.
-    let taken = d.findings.iter().find(|f| f.id == FindingId::HostShared);
-    if let Some(h) = d.cpu.iter().find(|u| u.site == CpuSite::Host) {
-        let mut evidence = vec![format!(
-            "{} used {:.2} of {:.1} cores ({})",
-            h.name.strip_prefix("host: ").unwrap_or(&h.name),
-            h.cores_used,
-            h.usable_cores.value,
-            h.usable_cores.source
-        )];
-        evidence.extend(taken.map(|f| f.title.clone()));
-        out.push(SharedLimit {
-            kind: SharedKind::HostCpu,
-            bound_per_s: Some(h.bound_per_s),
-            reached: h.saturated || taken.is_some(),
-            evidence,
-            fix: SharedKind::HostCpu.fix().into(),
-        });
-    }
-    // History: every job slower at load with the slots full — the host's CPU (or another shared
-    // resource) stopped the count, whatever the slots allowed.
-    if let Some(g) = d.findings.iter().find(|f| f.id == FindingId::JobTimeGrows) {
-        match out.iter_mut().find(|l| l.kind == SharedKind::HostCpu) {
-            Some(l) => {
-                l.reached = true;
-                l.evidence.push(g.title.clone());
-            }
-            None => out.push(SharedLimit {
-                kind: SharedKind::HostCpu,
-                bound_per_s: g.get("throughput_per_s"),
-                reached: true,
-                evidence: g.evidence.clone(),
-                fix: SharedKind::HostCpu.fix().into(),
-            }),
-        }
-    }
-    out
-}
-
-/// The queue's Redis runs its commands on one thread; Postgres' server answers every process's
-/// pool: their CPU per execution (their containers') bounds every worker together.
-fn servers(d: &Diagnosis, out: &mut Vec<SharedLimit>) {
-    for (role, kind, what) in [
-        (
-            Role::Redis,
-            SharedKind::Redis,
-            "its commands run on one thread",
-        ),
-        (
-            Role::Postgres,
-            SharedKind::PostgresServer,
-            "every process's pool draws on it",
-        ),
-    ] {
-        if let Some(u) = d.cpu.iter().find(|u| u.role == Some(role)) {
-            out.push(SharedLimit {
-                kind,
-                bound_per_s: Some(u.bound_per_s),
-                reached: u.saturated,
-                evidence: vec![format!(
-                    "{} ({}) used {:.2} of {:.1} usable cores ({}): {:.2} ms of CPU per \
-                     execution, so it takes at most {:.1} executions/s",
-                    role.word(),
-                    u.name,
-                    u.cores_used,
-                    u.usable_cores.value,
-                    what,
-                    u.cpu_s_per_execution * 1000.0,
-                    u.bound_per_s
-                )],
-                fix: kind.fix().into(),
-            });
-        }
-    }
 }
 
 fn verdict(points: &[ScalePoint], fit: Option<&UslFit>, shared: &[SharedLimit]) -> String {
@@ -405,7 +261,7 @@ fn plan(
             s.words(),
             s.fix
         );
-        if s.kind == SharedKind::MainIntake {
+        if crate::limits::of(s.kind).before_the_workers() {
             // A webhook processor swept beside main: its own measured bound, else main's.
             let processor = top.and_then(|d| {
                 d.cpu

@@ -8,7 +8,6 @@ use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
-use crate::record::recommendation::PredictedBound;
 use crate::record::Role;
 
 pub struct Cpu;
@@ -57,12 +56,7 @@ impl Kind for Cpu {
 
     /// A process's CPU bound scales with how many of it the plan runs; main is one (regular
     /// mode: queue mode's main is main's intake); the host's cores are the host's.
-    fn predicted(
-        &self,
-        d: &[CpuUse],
-        now: &Settings,
-        plan: &Settings,
-    ) -> Vec<(f64, PredictedBound)> {
+    fn predicted(&self, d: &[CpuUse], now: &Settings, plan: &Settings) -> Vec<(f64, Limit)> {
         let scale = |role: Role, n_now: u32, n_new: u32| {
             per_role_bound(d, role).map(|b| b / n_now.max(1) as f64 * n_new as f64)
         };
@@ -79,8 +73,8 @@ impl Kind for Cpu {
         processes
             .into_iter()
             .flatten()
-            .map(|b| (b, PredictedBound::ProcessCpu))
-            .chain(host_bound(d).map(|h| (h.bound_per_s, PredictedBound::HostCpu)))
+            .map(|b| (b, Limit::Cpu))
+            .chain(host_bound(d).map(|h| (h.bound_per_s, Limit::HostCpu)))
             .collect()
     }
 

@@ -5,17 +5,25 @@
 //! seconds per execution. No worker or runner setting raises it; webhook processors or a
 //! faster core do. In regular mode main also runs the executions: its CPU is CPU's, not this.
 
-use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
+use super::{Ceiling, Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
 use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
-use crate::record::recommendation::PredictedBound;
-use crate::record::scaling::SharedKind;
+use crate::record::scaling::SharedLimit;
 use crate::record::Role;
 
 pub struct MainIntake;
+
+const RELIEF: &str = "add webhook processors (`n8n webhook`) behind the load balancer for \
+                      production webhooks, or give main a faster core; more workers will not help";
+
+/// Main's event loop lagging this long (mean over the top run's scrapes) is its intake at its
+/// bound whatever its CPU reads: a request then waits a tenth of a second before main reads it.
+/// At n8n's 27 ms of main CPU per execution that is a thread about 88 % busy (M/D/1: wait =
+/// ρ ÷ 2(1 − ρ) × service); idle, n8n's main lags 0–8 ms (fixtures/n8n-real).
+pub const LAG_SATURATED_S: f64 = 0.1;
 
 /// Main's CPU site, when it is the one whose CPU binds, in queue mode.
 fn site<'a>(s: &Settings, c: &Ceiling<'a>) -> Option<&'a CpuUse> {
@@ -25,6 +33,54 @@ fn site<'a>(s: &Settings, c: &Ceiling<'a>) -> Option<&'a CpuUse> {
 }
 
 impl Kind for MainIntake {
+    fn scope(&self) -> Scope {
+        Scope::Deployment { relief: RELIEF }
+    }
+
+    fn server(&self) -> Option<Role> {
+        Some(Role::Main)
+    }
+
+    /// Main's CPU as the top count's run measured it: the bound its one thread allows, reached
+    /// when saturated or when its event loop lagged [`LAG_SATURATED_S`] or more.
+    fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
+        let m = d
+            .cpu
+            .iter()
+            .find(|u| u.site == CpuSite::Process && u.role == Some(Role::Main))?;
+        let lagging = m.eventloop_lag_s.filter(|l| *l >= LAG_SATURATED_S);
+        let mut evidence = vec![format!(
+            "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \
+             JavaScript thread takes at most {:.1} executions/s",
+            m.name,
+            m.cores_used,
+            m.usable_cores.value,
+            m.cpu_s_per_execution * 1000.0,
+            m.bound_per_s
+        )];
+        if let Some(lag) = m.eventloop_lag_s {
+            evidence.push(format!(
+                "its event loop lagged {:.0} ms on average{}",
+                lag * 1000.0,
+                if lagging.is_some() {
+                    format!(
+                        " (≥ {:.0} ms: requests waited for its one thread)",
+                        LAG_SATURATED_S * 1000.0
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        Some(SharedLimit {
+            kind: Limit::MainIntake,
+            bound_per_s: Some(m.bound_per_s),
+            reached: m.saturated || lagging.is_some(),
+            evidence,
+            fix: RELIEF.into(),
+        })
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         super::reading::slot_and_runner_readings(s)
     }
@@ -48,15 +104,10 @@ impl Kind for MainIntake {
     }
 
     /// Main is one process however many workers a plan runs: its measured bound holds as is.
-    fn predicted(
-        &self,
-        d: &[CpuUse],
-        _now: &Settings,
-        plan: &Settings,
-    ) -> Vec<(f64, PredictedBound)> {
+    fn predicted(&self, d: &[CpuUse], _now: &Settings, plan: &Settings) -> Vec<(f64, Limit)> {
         super::cpu::per_role_bound(d, Role::Main)
             .filter(|_| !plan.is_regular())
-            .map(|b| (b, PredictedBound::Kind(Limit::MainIntake)))
+            .map(|b| (b, Limit::MainIntake))
             .into_iter()
             .collect()
     }
@@ -86,7 +137,7 @@ impl Kind for MainIntake {
             "main's intake caps at {x:.2} req/s{}: no worker or runner setting raises it — {}",
             per.map(|p| format!(" ({p:.3} CPU s per execution on main)"))
                 .unwrap_or_default(),
-            SharedKind::MainIntake.fix()
+            RELIEF
         )))
     }
 
@@ -114,7 +165,7 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
     .figure("cpu_s_per_execution", u.cpu_s_per_execution)
     .figure("main_intake_bound_per_s", u.bound_per_s)
     .why("Every production webhook passes main's one JavaScript thread before any worker sees it: more workers, slots or runners only wait behind it.")
-    .fix(SharedKind::MainIntake.fix());
+    .fix(RELIEF);
     if let Some(cap) = cap {
         f = f.evidence(format!(
             "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",

@@ -14,8 +14,11 @@
 pub mod both;
 pub mod cpu;
 pub mod db_pool;
+pub mod host_cpu;
 pub mod main_intake;
 pub mod no_runner;
+pub mod postgres_connections;
+pub mod postgres_server;
 pub mod production_limit;
 pub mod reading;
 pub mod runner_limit;
@@ -28,7 +31,8 @@ use crate::model::mix::KindUse;
 use crate::model::settings::Settings;
 use crate::model::{Bound, Capacity, Capping, Job, Limit};
 use crate::record::diagnosis::{CpuUse, Diagnosis, Level};
-use crate::record::recommendation::PredictedBound;
+use crate::record::scaling::SharedLimit;
+use crate::record::Role;
 use crate::record::{Estimate, StageResult};
 
 pub use crate::model::proposal::{Dialect, Key, Process, Proposal, SettingLine};
@@ -128,8 +132,36 @@ pub type Share = (&'static str, fn(&KindUse) -> f64);
 /// Every execution holds a slot: the slots are what a mix shares.
 pub const SLOTS: Share = ("worker slots", |u| u.slot_share);
 
+/// How many of a limit a deployment has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Each worker (or each process a plan multiplies) brings its own: more of them raise it.
+    PerWorker,
+    /// One for the deployment however many workers it runs (main's intake, the host's cores,
+    /// Postgres, Redis): what moves it when it stops scale-out, which no worker setting does.
+    Deployment { relief: &'static str },
+}
+
 /// What each limit kind answers.
 pub trait Kind: Sync {
+    /// Whether each worker brings its own, or one is shared by the deployment and what moves it.
+    fn scope(&self) -> Scope {
+        Scope::PerWorker
+    }
+
+    /// One for the deployment: its bound as the run at the highest worker count of a scale-out
+    /// saw it, whether that run was at it, and the evidence (None: per worker, or not measured).
+    fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
+        let _ = d;
+        None
+    }
+
+    /// The process whose own CPU is this bound (main's intake: main), for the relief of a
+    /// saturated process of that role.
+    fn server(&self) -> Option<Role> {
+        None
+    }
+
     /// Its bound from the settings and the job (none when the settings do not hold it: CPU is
     /// measured, not set).
     fn bound(&self, s: &Settings, job: Job) -> Option<Bound> {
@@ -190,12 +222,7 @@ pub trait Kind: Sync {
 
     /// The bounds a plan's settings `plan` meet from what the run measured of it (CPU: each
     /// process's scaled by how many of it the plan runs, and the host's), against today's `now`.
-    fn predicted(
-        &self,
-        d: &[CpuUse],
-        now: &Settings,
-        plan: &Settings,
-    ) -> Vec<(f64, PredictedBound)> {
+    fn predicted(&self, d: &[CpuUse], now: &Settings, plan: &Settings) -> Vec<(f64, Limit)> {
         let _ = (d, now, plan);
         Vec::new()
     }
@@ -275,6 +302,79 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
         Limit::ProductionLimit => &production_limit::ProductionLimit,
         Limit::DbPool => &db_pool::DbPool,
         Limit::MainIntake => &main_intake::MainIntake,
+        Limit::HostCpu => &host_cpu::HostCpu,
+        Limit::PostgresConnections => &postgres_connections::PostgresConnections,
+        Limit::PostgresServer => &postgres_server::PostgresServer,
+    }
+}
+
+/// Every kind one for the deployment, in the order a scale-out names them: Postgres'
+/// connections first (refused or pooled, they fail or hold executions whatever the rest
+/// allow, and each added worker's pool asks for more), then the servers, the host last.
+pub const SHARED: [Limit; 4] = [
+    Limit::PostgresConnections,
+    Limit::MainIntake,
+    Limit::PostgresServer,
+    Limit::HostCpu,
+];
+
+/// The limits every worker shares, as the run at the highest worker count saw them
+/// ([`Kind::shared`], in [`SHARED`]'s order).
+pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
+    SHARED.iter().filter_map(|l| of(*l).shared(d)).collect()
+}
+
+/// What relieves a saturated process of `role` when it is a server every worker shares (main's
+/// intake, Postgres' server): its kind's relief; None for a role each worker brings.
+pub fn server_relief(role: Role) -> Option<&'static str> {
+    SHARED
+        .iter()
+        .map(|l| of(*l))
+        .filter(|k| k.server() == Some(role))
+        .find_map(|k| match k.scope() {
+            Scope::Deployment { relief } => Some(relief),
+            Scope::PerWorker => None,
+        })
+}
+
+/// A server's CPU as a shared limit (Postgres' server, Redis): its bound where the run measured
+/// the process of `role`, with `what` it does for every worker, and `relief`.
+pub fn server_cpu(d: &Diagnosis, kind: Limit, role: Role, what: &str) -> Option<SharedLimit> {
+    let u = d.cpu.iter().find(|u| u.role == Some(role))?;
+    Some(SharedLimit {
+        kind,
+        bound_per_s: Some(u.bound_per_s),
+        reached: u.saturated,
+        evidence: vec![format!(
+            "{} ({}) used {:.2} of {:.1} usable cores ({}): {:.2} ms of CPU per execution, so \
+             it takes at most {:.1} executions/s",
+            role.word(),
+            u.name,
+            u.cores_used,
+            u.usable_cores.value,
+            what,
+            u.cpu_s_per_execution * 1000.0,
+            u.bound_per_s
+        )],
+        fix: relief(kind).to_string(),
+    })
+}
+
+/// The verdict of a kind one run names through another (the host's CPU is CPU's site, Postgres'
+/// connections the pools'): no limit, and which kind says it.
+pub fn named_elsewhere(what: &str, by: &str) -> Verdict {
+    Verdict {
+        limit: None,
+        text: format!("{what} was named, but in one run it is named as {by}"),
+        cpu: None,
+    }
+}
+
+/// What moves a kind one for the deployment ("" for a kind each worker brings).
+pub fn relief(kind: Limit) -> &'static str {
+    match of(kind).scope() {
+        Scope::Deployment { relief } => relief,
+        Scope::PerWorker => "",
     }
 }
 
@@ -317,11 +417,7 @@ pub fn measured_caps(
 }
 
 /// Every bound the measured kinds put on a plan's settings.
-pub fn measured_bounds(
-    d: &[CpuUse],
-    now: &Settings,
-    plan: &Settings,
-) -> Vec<(f64, PredictedBound)> {
+pub fn measured_bounds(d: &[CpuUse], now: &Settings, plan: &Settings) -> Vec<(f64, Limit)> {
     MEASURED
         .iter()
         .flat_map(|l| of(*l).predicted(d, now, plan))

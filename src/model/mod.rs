@@ -158,6 +158,14 @@ pub enum Limit {
     DbPool,
     /// Main's intake in queue mode: its one thread receives and enqueues every execution.
     MainIntake,
+    /// The host's cores, shared by every process on it (one for the deployment's host).
+    HostCpu,
+    /// Postgres' connections: `max_connections` against every process's pool (written
+    /// `postgres`, as scale.json has always named it).
+    #[serde(rename = "postgres")]
+    PostgresConnections,
+    /// Postgres' server CPU, which every process's queries draw on.
+    PostgresServer,
 }
 
 impl Limit {
@@ -169,7 +177,43 @@ impl Limit {
             Limit::ProductionLimit => "production limit (regular mode)",
             Limit::DbPool => "database pool",
             Limit::MainIntake => "main's intake",
+            Limit::HostCpu => "the host's CPU",
+            Limit::PostgresConnections => "Postgres' connections",
+            Limit::PostgresServer => "Postgres' server CPU",
         }
+    }
+
+    /// How a plan's prediction names the bound it meets: a process's CPU (a verdict's "CPU" is
+    /// whichever site bound), else the kind's words.
+    pub fn as_plan_bound(&self) -> &'static str {
+        if *self == Limit::Cpu {
+            "a process's CPU"
+        } else {
+            self.words()
+        }
+    }
+}
+
+/// A plan's bound as `summary.json` has always written it (`predicted_bound`): a process's CPU
+/// is `process_cpu` (a verdict's capping `cpu`), every other kind its own name.
+pub mod plan_bound {
+    use super::Limit;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(l: &Limit, s: S) -> Result<S::Ok, S::Error> {
+        if *l == Limit::Cpu {
+            s.serialize_str("process_cpu")
+        } else {
+            l.serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Limit, D::Error> {
+        let word = String::deserialize(d)?;
+        if word == "process_cpu" {
+            return Ok(Limit::Cpu);
+        }
+        Limit::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&word))
     }
 }
 

@@ -180,7 +180,7 @@ fn shutdown(target: &AutoscalerTarget, p99: f64, code: f64) -> (Sourced<u32>, So
 /// Workers past which none adds throughput: the first shared bound the run measured (main's
 /// intake, the host's CPU) ÷ one worker's ceiling, with what bounds it.
 pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
-    let shared: Vec<SharedLimit> = crate::diagnose::scale::shared_limits(d);
+    let shared: Vec<SharedLimit> = crate::limits::shared_limits(d);
     shared
         .iter()
         .filter_map(|l| Some((l, l.bound_per_s.filter(|b| b.is_finite() && *b > 0.0)?)))

@@ -22,7 +22,7 @@ use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::{self, n8n_defaults, Job};
 use crate::record::diagnosis::{BreakPointKind, CpuUse, Diagnosis, RunnerMemory};
-use crate::record::recommendation::{PredictedBound, Recommendation};
+use crate::record::recommendation::Recommendation;
 
 pub use crate::limits::runner_limit::RUNNER_LIMIT_PER_RUNNER;
 
@@ -317,11 +317,11 @@ struct Basis {
 
 /// The predicted ceiling of `plan` with every bound known, and which binds; None when no
 /// bound is known.
-fn predict(plan: &Settings, ctx: &Context) -> Option<(f64, PredictedBound)> {
+fn predict(plan: &Settings, ctx: &Context) -> Option<(f64, crate::model::Limit)> {
     let mut bounds = Vec::new();
     if let Some(c) = limits::capacity(plan, ctx.job.overhead_s) {
         if let Some(b) = c.binding() {
-            bounds.push((c.ceiling, PredictedBound::Kind(b.limit)));
+            bounds.push((c.ceiling, b.limit));
         }
     }
     bounds.extend(limits::measured_bounds(ctx.cpu, ctx.current, plan));

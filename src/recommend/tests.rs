@@ -81,10 +81,7 @@ fn a_runner_limited_knee_raises_the_runners_and_keeps_the_slots() {
     assert!(r.predicted_throughput > 4.7);
     // X × S = 4.7 × 1.06: what the deployment held at its ceiling.
     assert_eq!(r.operating_concurrency, 4);
-    assert_eq!(
-        r.predicted_bound,
-        PredictedBound::Kind(Limit::WorkerConcurrency)
-    );
+    assert_eq!(r.predicted_bound, (Limit::WorkerConcurrency));
     assert!(r
         .notes
         .iter()
@@ -132,7 +129,7 @@ fn a_cpu_bound_worker_gets_more_workers_up_to_the_host() {
     let host = 2.0 / (1.68 / 12.5);
     assert!(r.predicted_throughput <= host + 1e-9);
     assert!(r.predicted_throughput > 12.5);
-    assert_eq!(r.predicted_bound, PredictedBound::HostCpu);
+    assert_eq!(r.predicted_bound, Limit::HostCpu);
 }
 
 #[test]
@@ -385,11 +382,7 @@ fn a_plan_past_mains_intake_is_bound_by_it_not_by_a_process_cpu() {
     // A break point of 60 in flight: 40 slots, which allow 39/s; main allows 19.5.
     let given = Sourced::new(60, Provenance::Flag("--break-point".into()));
     let r = recommend(&d, Some(given)).unwrap();
-    assert_eq!(
-        r.predicted_bound,
-        PredictedBound::Kind(Limit::MainIntake),
-        "{r:?}"
-    );
+    assert_eq!(r.predicted_bound, (Limit::MainIntake), "{r:?}");
     assert!((r.predicted_throughput - 3.9 / 0.2).abs() < 1e-6, "{r:?}");
 }
 

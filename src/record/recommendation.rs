@@ -6,20 +6,6 @@ use crate::model::settings::{Settings, Sourced};
 use crate::model::Limit;
 use serde::{Deserialize, Serialize};
 
-/// Which ceiling the prediction is bound by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PredictedBound {
-    /// One process's CPU (main, or every worker).
-    ProcessCpu,
-    /// The host's cores (or the containers' CPU limits together).
-    HostCpu,
-    /// A limit kind's bound (worker concurrency, the runner limit, main's intake), written as
-    /// the limit's name.
-    #[serde(untagged)]
-    Kind(Limit),
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recommendation {
     /// In flight at the break point the plan comes from.
@@ -37,7 +23,9 @@ pub struct Recommendation {
     pub runner_memory_limit_mb: Option<Sourced<u64>>,
     /// Throughput ceiling with the proposed settings, jobs/s.
     pub predicted_throughput: f64,
-    pub predicted_bound: PredictedBound,
+    /// The kind whose bound the prediction meets (a process's CPU written `process_cpu`).
+    #[serde(with = "crate::model::plan_bound")]
+    pub predicted_bound: Limit,
     /// False: no CPU was measured, the prediction is an upper bound.
     pub cpu_measured: bool,
     /// Mean response at the operating concurrency, s.

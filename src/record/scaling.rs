@@ -2,6 +2,7 @@
 //! worker gained, the Universal Scalability Law fitted to them, the shared limit that bends the
 //! curve (main's intake, Postgres, the host) with its evidence, and a plan for a target rate.
 
+use crate::model::Limit;
 use serde::{Deserialize, Serialize};
 
 /// One worker count and what its run measured.
@@ -64,7 +65,9 @@ impl UslFit {
 /// A limit all workers share, and whether the runs reached it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SharedLimit {
-    pub kind: SharedKind,
+    /// Its kind, one for the deployment (`main_intake`, `host_cpu`, `postgres`, …; its file in
+    /// `src/limits/` says its bound from the evidence and its relief).
+    pub kind: Limit,
     /// Its bound, /s, when it can be computed (main: its one core ÷ CPU s per execution).
     pub bound_per_s: Option<f64>,
     /// The run at the highest worker count was at it.
@@ -74,68 +77,15 @@ pub struct SharedLimit {
     pub fix: String,
 }
 
-/// Which server all workers share (its name in JSON: `main_intake`, `host_cpu`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SharedKind {
-    /// Main (or the webhook processors) receiving, writing and enqueuing each execution.
-    MainIntake,
-    /// The cores of the host the workers share.
-    HostCpu,
-    /// Postgres' connections (`max_connections` against the pools).
-    Postgres,
-    /// The queue's Redis, one thread.
-    Redis,
-    /// Postgres' server CPU.
-    PostgresServer,
-}
-
-impl SharedKind {
-    /// What a person calls the limit, in the verdict, the plan and the chart.
-    pub fn words(self) -> &'static str {
-        match self {
-            SharedKind::MainIntake => "Main's intake (its CPU)",
-            SharedKind::HostCpu => "The host's CPU",
-            SharedKind::Postgres => "Postgres",
-            SharedKind::Redis => "Redis (its one thread)",
-            SharedKind::PostgresServer => "Postgres' server CPU",
-        }
-    }
-
-    /// What relieves the server, where no setting of the workers does (Postgres' connections
-    /// take the pool finding's change).
-    pub fn fix(self) -> &'static str {
-        match self {
-            SharedKind::MainIntake => {
-                "add webhook processors (`n8n webhook`) behind the load balancer for production \
-                 webhooks, or give main a faster core; more workers will not help"
-            }
-            SharedKind::HostCpu => {
-                "put workers on more nodes (or a bigger host); workers sharing these cores share \
-                 their CPU, and other work on the host takes it from them"
-            }
-            SharedKind::Postgres => {
-                "give every pool its connections within Postgres' max_connections (fewer per \
-                 pool, a larger max_connections, or a pooler such as PgBouncer)"
-            }
-            SharedKind::Redis => {
-                "give Redis a faster core (or its own node), keep other clients off the queue's \
-                 Redis, and check the job data each execution writes to the queue; more workers \
-                 will not help"
-            }
-            SharedKind::PostgresServer => {
-                "give Postgres more CPU (or a faster disk), prune execution data \
-                 (EXECUTIONS_DATA_PRUNE, EXECUTIONS_DATA_SAVE_ON_SUCCESS=none); more workers \
-                 will not help"
-            }
-        }
-    }
-}
-
 impl SharedLimit {
-    /// What a person calls the limit, in the verdict, the plan and the chart.
-    pub fn words(&self) -> &'static str {
-        self.kind.words()
+    /// What a person calls the limit at a sentence's start, in the verdict, the plan and the
+    /// chart: its kind's words.
+    pub fn words(&self) -> String {
+        let w = self.kind.words();
+        let mut c = w.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect())
+            .unwrap_or_default()
     }
 }
 

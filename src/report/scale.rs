@@ -301,7 +301,7 @@ mod tests {
         let n = f.diminishing_from.unwrap();
         assert!(n > 100, "{n}");
         let main = SharedLimit {
-            kind: crate::record::scaling::SharedKind::MainIntake,
+            kind: crate::model::Limit::MainIntake,
             bound_per_s: Some(35.7),
             reached: false,
             evidence: Vec::new(),
@@ -352,7 +352,7 @@ mod tests {
                 diminishing_from: None,
             }),
             shared: vec![SharedLimit {
-                kind: crate::record::scaling::SharedKind::MainIntake,
+                kind: crate::model::Limit::MainIntake,
                 bound_per_s: Some(40.0),
                 reached: false,
                 evidence: Vec::new(),

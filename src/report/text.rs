@@ -4,7 +4,6 @@ use crate::findings::Finding;
 use crate::model::proposal::{Dialect, Key, Process};
 use crate::record::diagnosis::{BreakPointKind, CpuSite};
 use crate::record::recommendation::MemoryPlan;
-use crate::record::recommendation::PredictedBound;
 use crate::record::{Diagnosis, Recommendation};
 use std::fmt::Write as _;
 
@@ -162,11 +161,7 @@ pub fn recommendation(r: &Recommendation) -> String {
     if let Some(m) = &r.runner_memory_limit_mb {
         let _ = writeln!(s, "  runner memory limit: {} MiB ({})", m.value, m.source);
     }
-    let bound = match r.predicted_bound {
-        PredictedBound::Kind(l) => l.words(),
-        PredictedBound::ProcessCpu => "a process's CPU",
-        PredictedBound::HostCpu => "the host's CPU",
-    };
+    let bound = r.predicted_bound.as_plan_bound();
     let _ = writeln!(
         s,
         "  predicted: ceiling {:.2} req/s ({:.0}/min, bound by {bound}{}), mean response {} at {} in flight{}",
