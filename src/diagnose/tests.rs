@@ -12,6 +12,7 @@ use crate::record::{LoadLevel, LoadModel, Role};
 
 mod failures;
 mod host;
+mod redis;
 use failures::failing;
 
 /// A valid closed stage at `vus` in flight with throughput `x` and mean response N ÷ X.

@@ -72,6 +72,9 @@ registry! {
     MainIntakeCaps = "main-intake-caps", Run, Error,
         "main's intake caps throughput: main's one thread receives and enqueues every execution, whatever the workers could run",
         "add webhook processors (n8n webhook) behind the load balancer, or give main a faster core; more workers will not help";
+    RedisCaps = "redis-caps", Run, Error,
+        "the queue's Redis caps throughput: its one thread runs every Bull command of main and the workers",
+        "give Redis a faster core or a host of its own (a Redis Cluster does not spread one Bull queue), keep other clients off it; more workers will not help";
     ProductionLimitCaps = "production-limit-caps", Run, Warning,
         "N8N_CONCURRENCY_PRODUCTION_LIMIT caps the executions main (regular mode) runs at once",
         "raise N8N_CONCURRENCY_PRODUCTION_LIMIT, or move to queue mode with workers";

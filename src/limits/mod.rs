@@ -21,6 +21,7 @@ pub mod postgres_connections;
 pub mod postgres_server;
 pub mod production_limit;
 pub mod reading;
+pub mod redis;
 pub mod runner_limit;
 pub mod slots;
 pub mod worker_concurrency;
@@ -305,15 +306,17 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
         Limit::HostCpu => &host_cpu::HostCpu,
         Limit::PostgresConnections => &postgres_connections::PostgresConnections,
         Limit::PostgresServer => &postgres_server::PostgresServer,
+        Limit::Redis => &redis::Redis,
     }
 }
 
 /// Every kind one for the deployment, in the order a scale-out names them: Postgres'
 /// connections first (refused or pooled, they fail or hold executions whatever the rest
 /// allow, and each added worker's pool asks for more), then the servers, the host last.
-pub const SHARED: [Limit; 4] = [
+pub const SHARED: [Limit; 5] = [
     Limit::PostgresConnections,
     Limit::MainIntake,
+    Limit::Redis,
     Limit::PostgresServer,
     Limit::HostCpu,
 ];
@@ -397,7 +400,7 @@ pub const SET: [Limit; 4] = [
 ];
 
 /// Every kind measured rather than set: its bound is read from the run, not from settings.
-pub const MEASURED: [Limit; 2] = [Limit::MainIntake, Limit::Cpu];
+pub const MEASURED: [Limit; 3] = [Limit::MainIntake, Limit::Redis, Limit::Cpu];
 
 /// Whether a measured kind was seen saturated at the ceiling.
 pub fn measured_saturated(s: &Settings, c: &Ceiling) -> bool {

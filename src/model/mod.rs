@@ -166,6 +166,8 @@ pub enum Limit {
     PostgresConnections,
     /// Postgres' server CPU, which every process's queries draw on.
     PostgresServer,
+    /// The queue's Redis: one thread runs every command of every worker's and main's Bull.
+    Redis,
 }
 
 impl Limit {
@@ -180,6 +182,7 @@ impl Limit {
             Limit::HostCpu => "the host's CPU",
             Limit::PostgresConnections => "Postgres' connections",
             Limit::PostgresServer => "Postgres' server CPU",
+            Limit::Redis => "Redis' one thread",
         }
     }
 

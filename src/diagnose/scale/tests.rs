@@ -148,6 +148,36 @@ fn main_s_intake_bends_the_curve_and_is_named() {
     assert_eq!(p.postgres_connections, Some((after + 1 + 2) * 2));
 }
 
+/// The queue's Redis at 0.9 of its one core at 8 workers: named as what stops scale-out,
+/// with its bound (one core ÷ its CPU per execution), and a plan beyond it gets no workers.
+#[test]
+fn redis_at_its_one_thread_is_a_shared_limit() {
+    let mut ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4), (8, 30.0)]
+        .iter()
+        .map(|&(n, x)| (n, at(n, x)))
+        .collect();
+    let redis = crate::record::diagnosis::CpuUse {
+        site: CpuSite::Process,
+        role: Some(Role::Redis),
+        name: "n8n-redis-1".into(),
+        cores_used: 0.9,
+        cpu_s_per_execution: 0.03,
+        usable_cores: Sourced::new(1.0, Provenance::Default("one thread".into())),
+        bound_per_s: 1.0 / 0.03,
+        saturated: true,
+        eventloop_lag_s: None,
+    };
+    ds[3].1.cpu.push(redis);
+    let s = judged(&ds, Some(30.0));
+    let r = s.shared.iter().find(|l| l.kind == Limit::Redis).unwrap();
+    assert!(r.reached);
+    assert!((r.bound_per_s.unwrap() - 33.3).abs() < 0.1);
+    // 30/s needs a 45/s ceiling, beyond Redis' 33/s: no workers.
+    let p = s.plan.as_ref().unwrap();
+    assert_eq!(p.workers, None);
+    assert!(p.note.starts_with("Redis"), "{}", p.note);
+}
+
 /// Main's event loop lagging 150 ms at 8 workers while its CPU reads 0.75 of a core (under
 /// 85 %): its intake is named as reached, from the lag; at 20 ms it is not.
 #[test]
