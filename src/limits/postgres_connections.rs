@@ -49,7 +49,7 @@ impl Kind for PostgresConnections {
 
     /// The pools name it in one run (`db_pool.rs`), never these settings alone.
     fn caps(&self, _n: &Named, _findings: &mut Vec<Finding>) -> Verdict {
-        super::named_elsewhere("Postgres' connections", "the database pool")
+        super::named_elsewhere("Postgres' connection limit", "the database pool")
     }
 
     fn shared_as(&self) -> Option<super::Share> {

@@ -180,7 +180,7 @@ impl Limit {
             Limit::DbPool => "database pool",
             Limit::MainIntake => "main's intake",
             Limit::HostCpu => "the host's CPU",
-            Limit::PostgresConnections => "Postgres' connections",
+            Limit::PostgresConnections => "Postgres' connection limit",
             Limit::PostgresServer => "Postgres' server CPU",
             Limit::Redis => "Redis' one thread",
         }
