@@ -5,6 +5,7 @@
 //! names the limit that caps throughput, `report` renders. `sim` is an n8n queue-mode stand-in
 //! the rest is tested against; it depends on none of them.
 
+pub mod actuate;
 pub mod audit;
 pub mod cli;
 pub mod commands;

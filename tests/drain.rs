@@ -14,7 +14,7 @@ use std::process::Command;
 
 /// The Code tasks a worker's log says it aborted at shutdown (n8n's line, one per task).
 pub(crate) fn aborted_in(log: &str) -> u64 {
-    n8ncap::observe::docker_stop::aborted_in_log(log)
+    n8ncap::actuate::docker_stop::aborted_in_log(log)
 }
 
 /// `tag` names the project and its image: tests side by side must not share them.

@@ -550,3 +550,66 @@ fn the_commands_room_dispatches_and_does_no_other_work() {
         "{text}"
     );
 }
+
+/// What changes a deployment in `text` (code only): a Docker call that creates, starts, stops,
+/// kills, restarts or removes a container, or the operator's command run through `run_shell`.
+fn changes_a_deployment(text: &str) -> Vec<&'static str> {
+    [
+        "create_container(",
+        "start_container(",
+        "stop_container(",
+        "kill_container(",
+        "restart_container(",
+        "remove_container(",
+        "run_shell(",
+    ]
+    .into_iter()
+    .filter(|call| text.contains(call))
+    .collect()
+}
+
+/// One room changes a deployment: every Docker call that makes, starts, stops or removes a
+/// container and every operator's command n8ncap runs is in `src/actuate/` (the runner of
+/// commands itself, `util/shell.rs`, and tests aside), and each actuator there answers the one
+/// trait, `Actuator`.
+#[test]
+fn only_the_actuators_change_a_deployment_and_each_answers_the_trait() {
+    // The detector finds a planted change.
+    assert_eq!(
+        changes_a_deployment("docker.stop_container(&name, None).await"),
+        ["stop_container("]
+    );
+    let mut outside = Vec::new();
+    let mut inside = 0;
+    for p in sources() {
+        let r = rel(&p);
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let found = changes_a_deployment(text);
+        let exempt =
+            r.starts_with("util/shell") || r.contains("/tests/") || r.ends_with("tests.rs");
+        if r.starts_with("actuate/") {
+            inside += found.len();
+        } else if !exempt && !found.is_empty() {
+            outside.push(format!("src/{r}: {found:?}"));
+        }
+    }
+    assert!(inside >= 5, "the actuators' calls moved: {inside}");
+    assert!(
+        outside.is_empty(),
+        "changes a deployment outside src/actuate/:\n{}",
+        outside.join("\n")
+    );
+    for (file, actuator) in [
+        ("stop.rs", "Stopper"),
+        ("scale.rs", "Scaler"),
+        ("outage.rs", "Outager"),
+    ] {
+        let text = std::fs::read_to_string(root().join("src/actuate").join(file)).unwrap();
+        assert!(
+            text.contains(&format!("pub enum {actuator} {{"))
+                && text.contains(&format!("impl Actuator for {actuator} {{")),
+            "src/actuate/{file}: {actuator} answers Actuator"
+        );
+    }
+}

@@ -1,14 +1,14 @@
 //! `n8ncap drain`: parses and checks the arguments, finds the worker to stop and what the
 //! prediction needs (the rate and job times of `--run`, the worker's shutdown timeout from the
-//! Docker API), runs the load (`load::drain`) with the stop beside it (`observe::docker_stop`
+//! Docker API), runs the load (`load::drain`) with the stop beside it (`actuate::stop`: the Docker API's
 //! or the operator's `--stop-cmd`), judges (`diagnose::drain`) and reports.
 
+use crate::actuate::docker_stop::{self, DockerStop};
+use crate::actuate::stop::Stopper;
 use crate::cli::DrainArgs;
 use crate::error::{self, BadInput};
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
-use crate::observe::docker_stop::{self, DockerStop};
-use crate::record::drain::StopRecord;
 use crate::report::views::Drain as View;
 use std::time::{Duration, Instant};
 
@@ -157,15 +157,12 @@ fn times(a: &DrainArgs) -> Result<Times, BadInput> {
     })
 }
 
-/// The stop, as chosen: the Docker API or the operator's command.
-enum Stopper {
-    Docker(
-        Box<DockerStop>,
-        Option<Sourced<f64>>,
-        Sourced<u32>,
-        Box<Bull>,
-    ),
-    Command(String),
+/// What the Docker API read of the worker it stops: its shutdown window, the workers sharing
+/// the load, its Bull lease and check interval.
+struct Read {
+    graceful: Option<Sourced<f64>>,
+    count: Sourced<u32>,
+    bull: Bull,
 }
 
 /// The stopped worker's Bull lease and stalled-check interval, ms: when n8n answers what a
@@ -264,9 +261,9 @@ fn chosen<'a>(
         })
 }
 
-async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
+async fn stopper(a: &DrainArgs) -> anyhow::Result<(Stopper, Option<Read>)> {
     if let Some(c) = &a.stop_cmd {
-        return Ok(command_stopper(a, c)?);
+        return Ok((command_stopper(a, c)?, None));
     }
     let Some(project) = &a.project else {
         return Err(BadInput(
@@ -293,49 +290,19 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<Stopper> {
             .await
             .unwrap_or(docker_stop::DOCKER_DEFAULT_GRACE_S),
     };
-    Ok(Stopper::Docker(
-        Box::new(DockerStop {
-            docker: found.docker,
-            container: node.name().to_string(),
-            grace_s: grace,
-            restart: !a.no_restart,
-            signal: a.signal.into(),
-        }),
+    let stop = DockerStop {
+        docker: found.docker,
+        container: node.name().to_string(),
+        grace_s: grace,
+        restart: !a.no_restart,
+        signal: a.signal.into(),
+    };
+    let read = Read {
         graceful,
         count,
-        Box::new(bull),
-    ))
-}
-
-async fn command_stop(
-    command: &str,
-    signal: crate::model::drain::StopSignal,
-    load_start: Instant,
-    interrupt: &crate::util::Interrupt,
-) -> StopRecord {
-    let signal_s = load_start.elapsed().as_secs_f64();
-    let ran = crate::util::run_shell(
-        command,
-        crate::load::scaleout::COMMAND_DEADLINE,
-        Some(interrupt),
-    )
-    .await;
-    StopRecord {
-        how: "command".into(),
-        signal,
-        what: command.to_string(),
-        signal_s,
-        exited_after_s: Some(ran.seconds),
-        exit_code: ran.exit_code.map(i64::from),
-        grace_s: None,
-        held_logged: crate::observe::docker_stop::held_in_log(&ran.output),
-        aborted_logged: None,
-        detail: Some(match ran.failure {
-            Some(f) => format!("{f}: {}", ran.output),
-            None => ran.output,
-        }),
-        restarted_s: None,
-    }
+        bull,
+    };
+    Ok((Stopper::Docker(Box::new(stop)), Some(read)))
 }
 
 /// The webhook with the body and the request timeout (`--timeout`, else `default`).
@@ -358,17 +325,10 @@ type Worker = (Option<Sourced<u32>>, Option<Sourced<f64>>, Bull);
 
 /// What is known of the worker stopped: the workers sharing the load, its shutdown window and
 /// its Bull lease and check interval — read through Docker, else the flags, else n8n's defaults.
-fn the_worker(a: &DrainArgs, stopper: &Stopper) -> anyhow::Result<Worker> {
-    let (workers, graceful, bull) = match stopper {
-        Stopper::Docker(_, g, n, b) => (
-            Some(n.clone()),
-            g.clone(),
-            Bull {
-                lock_ms: b.lock_ms.clone(),
-                stalled_ms: b.stalled_ms.clone(),
-            },
-        ),
-        Stopper::Command(_) => (
+fn the_worker(a: &DrainArgs, read: Option<Read>) -> anyhow::Result<Worker> {
+    let (workers, graceful, bull) = match read {
+        Some(r) => (Some(r.count), r.graceful, r.bull),
+        None => (
             a.workers
                 .map(|n| Sourced::new(n, Provenance::Flag("--workers".into()))),
             None,
@@ -396,8 +356,8 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let t = times(&a)?;
     let known = from_run(&a).await?;
     out_dir(&a)?;
-    let stopper = stopper(&a).await?;
-    let (workers, graceful, bull) = the_worker(&a, &stopper)?;
+    let (stopper, read) = stopper(&a).await?;
+    let (workers, graceful, bull) = the_worker(&a, read)?;
     let target = target(&a, bull.timeout()).await?;
     crate::load::drain::preflight(&target).await?;
     let failed_before = crate::observe::scrape::jobs_failed(a.metrics.as_deref()).await;
@@ -409,12 +369,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     };
     let inputs = inputs(&a, known, &t, (workers, graceful, bull), target.timeout);
     let load_start = Instant::now();
-    let stop = async {
-        match &stopper {
-            Stopper::Docker(d, ..) => d.run(load_start).await,
-            Stopper::Command(c) => command_stop(c, a.signal.into(), load_start, &interrupt).await,
-        }
-    };
+    let stop = async { stopper.stop(a.signal.into(), load_start, &interrupt).await };
     let loaded = crate::load::drain::run(&target, &plan, stop, &interrupt).await;
     let Some(stop) = loaded.stop else {
         eprintln!("n8ncap drain: interrupted before the stop; the worker was left alone");

@@ -1,14 +1,16 @@
 //! `n8ncap outage`: parses and checks the arguments, finds the Redis to stop and the n8n
-//! processes to read back (`observe::docker_outage`, or the operator's commands), runs the load
+//! processes to read back (`actuate::outage`: the Docker API, or the operator's commands), runs the load
 //! (`load::drain`) with the outage beside it — Redis always started again, also on an error or
 //! an interrupt — judges (`diagnose::outage`) and reports.
 
+use crate::actuate::docker_outage::DockerOutage;
+use crate::actuate::outage::Outager;
+use crate::actuate::Actuator;
 use crate::cli::OutageArgs;
 use crate::diagnose::outage::judge_outage;
 use crate::error::{self, BadInput};
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
-use crate::observe::docker_outage::DockerOutage;
 use crate::record::outage::RedisStop;
 use crate::report::views::Outage as View;
 use crate::topology::Role;
@@ -19,48 +21,6 @@ const MAX_IN_FLIGHT: usize = 2000;
 
 fn duration(flag: &str, v: &str) -> Result<Duration, BadInput> {
     crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
-}
-
-/// How Redis is stopped and started: the Docker API or the operator's commands.
-enum Outager {
-    Docker(Box<DockerOutage>),
-    Commands { stop: String, start: String },
-}
-
-impl Outager {
-    fn what(&self) -> (String, String) {
-        match self {
-            Outager::Docker(d) => ("docker".into(), d.redis.clone()),
-            Outager::Commands { stop, start } => ("command".into(), format!("{stop} … {start}")),
-        }
-    }
-
-    /// Stops Redis; the operator's command is ended (its process group) by an interrupt.
-    async fn stop(&self, interrupt: &crate::util::Interrupt) -> anyhow::Result<()> {
-        match self {
-            Outager::Docker(d) => d.stop().await,
-            Outager::Commands { stop, .. } => shell(stop, Some(interrupt)).await,
-        }
-    }
-
-    async fn start(&self) -> anyhow::Result<()> {
-        match self {
-            Outager::Docker(d) => d.start().await,
-            Outager::Commands { start, .. } => shell(start, None).await,
-        }
-    }
-}
-
-async fn shell(command: &str, interrupt: Option<&crate::util::Interrupt>) -> anyhow::Result<()> {
-    let ran =
-        crate::util::run_shell(command, crate::load::scaleout::COMMAND_DEADLINE, interrupt).await;
-    match ran.failure {
-        None => Ok(()),
-        Some(f) => anyhow::bail!(
-            "the command {f}: {}",
-            crate::util::truncate(&ran.output, 300)
-        ),
-    }
 }
 
 /// The project's Redis and n8n containers, and the threshold the n8n processes read.
@@ -205,7 +165,7 @@ async fn outage(
     load_start: Instant,
     interrupt: &crate::util::Interrupt,
 ) -> RedisStop {
-    let (how, what) = o.what();
+    let (how, what) = (o.how().to_string(), o.what());
     let stopped_s = load_start.elapsed().as_secs_f64();
     let stopped = o.stop(interrupt).await;
     let down_s = stopped.is_ok().then(|| load_start.elapsed().as_secs_f64());

@@ -13,5 +13,4 @@ pub mod k6;
 pub mod k6series;
 pub mod profile;
 pub mod run;
-pub mod scaleout;
 pub mod stats;

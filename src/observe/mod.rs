@@ -5,14 +5,12 @@
 pub mod bull;
 pub mod db_watch;
 pub mod docker;
-pub mod docker_outage;
-pub mod docker_scale;
-pub mod docker_stop;
 mod events;
 pub mod history;
 pub mod postgres;
 pub mod prometheus;
 mod queue_refresh;
+pub mod redis_log;
 pub mod refresh;
 pub mod scrape;
 pub mod watch;

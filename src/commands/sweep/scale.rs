@@ -1,18 +1,19 @@
 //! `n8ncap sweep --workers 1,2,4 --scale-cmd 'COMMAND {workers}'` (or `--project P`): the same
 //! sweep at each worker count, the workers scaled between by the operator's command
-//! (`load::scaleout`) or, for a compose project, by n8ncap through the Docker API in
-//! worker/runner pairs (`observe::docker_scale`), each count's
+//! or, for a compose project, by n8ncap through the Docker API in worker/runner pairs (both
+//! `actuate::scale`), each count's
 //! run saved as `wN/` in the results directory, the runs judged together (`diagnose::scale`)
 //! into its scale.json file; the deployment returned to the count it had however the sweep ends.
 
 use super::{sweep_once, Swept};
+use crate::actuate::command::{self as scaleout, ScaleCommand};
+use crate::actuate::docker_scale::DockerPairs;
+use crate::actuate::scale::Scaler;
 use crate::cli::SweepArgs;
 use crate::diagnose::scale::judge_labelled;
 use crate::error::{self, BadInput};
 use crate::load::run::Ending;
-use crate::load::scaleout::{self, ScaleCommand};
 use crate::observe::bull;
-use crate::observe::docker_scale::DockerPairs;
 use crate::record::scaling::ScaleSweep;
 use crate::report::views::ScaleSweep as View;
 use crate::report::Format;
@@ -31,30 +32,6 @@ struct Plan {
     original_source: String,
     base: PathBuf,
     per_count: Vec<SweepArgs>,
-}
-
-/// What changes the worker count between counts.
-enum Scaler {
-    /// The operator's command.
-    Command(ScaleCommand),
-    /// n8ncap itself, in the compose project's worker/runner pairs.
-    Docker(Box<DockerPairs>),
-}
-
-impl Scaler {
-    fn describe(&self, n: u32) -> String {
-        match self {
-            Scaler::Command(c) => c.for_count(n),
-            Scaler::Docker(_) => format!("worker/runner pairs through the Docker API to {n}"),
-        }
-    }
-
-    async fn scale_to(&mut self, n: u32, restore: bool) -> crate::record::scaling::ScaleStep {
-        match self {
-            Scaler::Command(c) => c.scale_to(n, restore, None).await,
-            Scaler::Docker(d) => d.scale_to(n, restore).await,
-        }
-    }
 }
 
 pub(in crate::commands) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
@@ -84,7 +61,7 @@ pub(in crate::commands) async fn run(a: SweepArgs) -> anyhow::Result<i32> {
         "n8ncap: returning to {original} worker(s): {}",
         scaler.describe(original)
     );
-    let mut restored = scaler.scale_to(original, true).await;
+    let mut restored = scaler.scale_to(original, true, None).await;
     // A queue no join could read (another Redis or prefix, a silent server) is not read again.
     let unobservable = book
         .steps
@@ -338,10 +315,7 @@ async fn scale_step(
     interrupt: &crate::util::Interrupt,
 ) -> Option<crate::record::scaling::ScaleStep> {
     eprintln!("n8ncap: scaling to {n} worker(s): {}", scaler.describe(n));
-    let mut step = match scaler {
-        Scaler::Command(c) => c.scale_to(n, false, Some(interrupt)).await,
-        Scaler::Docker(_) => scaler.scale_to(n, false).await,
-    };
+    let mut step = scaler.scale_to(n, false, Some(interrupt)).await;
     if let (Scaler::Command(_), Some(url), None) = (&*scaler, &plan.redis, &step.failure) {
         let joined = tokio::select! {
             j = bull::wait_for_workers(url, prefix, n, JOIN_LIMIT) => j,

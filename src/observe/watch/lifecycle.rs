@@ -61,7 +61,7 @@ pub(super) async fn follow_lifecycle(
         books.recorded += 1;
         // Why it died, when n8n said so: its last lines about Redis.
         let redis_lost = ev.action == LifecycleAction::Die
-            && crate::observe::docker_outage::exited_for_redis(&d, &c.id).await;
+            && crate::observe::redis_log::exited_for_redis(&d, &c.id).await;
         let Ok(mut st) = state.lock() else { return };
         record_lifecycle(&mut st, c, ev, (oom_killed, redis_lost), exit_code);
     }

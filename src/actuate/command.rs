@@ -1,4 +1,4 @@
-//! Scaling the workers between the stages of a scale sweep (`sweep --workers 1,2,4 --scale-cmd
+//! The operator's scale command: scaling the workers between the stages of a scale sweep (`sweep --workers 1,2,4 --scale-cmd
 //! 'COMMAND'`): the operator's own command, `{workers}` replaced by the count, run through
 //! `sh -c`; its exit status, its time and the end of its output recorded. The sweep measures
 //! only after the command succeeded and the settle time passed; it returns to the count it found
@@ -45,6 +45,11 @@ impl ScaleCommand {
             template: template.to_string(),
             settle,
         })
+    }
+
+    /// The command as given, `{workers}` in place.
+    pub fn template(&self) -> &str {
+        &self.template
     }
 
     /// The command for `workers`.

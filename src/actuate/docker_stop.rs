@@ -1,8 +1,7 @@
 //! `n8ncap drain`'s stop, through the Docker API: one worker stopped as a scale-down stops it
 //! (SIGTERM, SIGKILL after the grace) or killed at once (SIGKILL: an OOM kill, a grace of 0),
 //! the jobs it said it held read back from its log, and the worker started again once it
-//! exited, so the project keeps the workers it had. With `observe::docker_scale`, the places
-//! n8ncap changes a deployment.
+//! exited, so the project keeps the workers it had.
 
 use super::docker_scale::{inspect, start_running};
 use crate::model::drain::StopSignal;
@@ -76,7 +75,7 @@ impl DockerStop {
             }
         }
         StopRecord {
-            how: "docker".into(),
+            how: super::DOCKER.into(),
             signal: self.signal,
             what: self.container.clone(),
             signal_s: signal.duration_since(load_start).as_secs_f64(),

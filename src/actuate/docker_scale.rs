@@ -1,5 +1,4 @@
-//! A scale sweep's worker/runner pairs in a compose project, through the Docker API: the one
-//! place n8ncap changes a deployment. A new pair copies the project's first worker and the
+//! A scale sweep's worker/runner pairs in a compose project, through the Docker API. A new pair copies the project's first worker and the
 //! runner attached to it (image, command, environment, resources, compose labels; on the same
 //! networks under its own name), the runner's `N8N_RUNNERS_TASK_BROKER_URI` pointed at its own
 //! new worker (or, when the runner shares the worker's network namespace, the namespace of the
