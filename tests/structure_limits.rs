@@ -217,6 +217,7 @@ fn every_way_in_is_an_evidence_source_and_the_diagnosis_makes_no_stage() {
             "load: K6Series",
             "load: K6Summary",
             "load: LiveSweep",
+            "observe: AtWorkers",
             "observe: Range",
             "record: SavedRun"
         ]

@@ -3,8 +3,6 @@
 //! to them (`model::usl`), the shared limit that bends the curve — main's intake, the host's
 //! CPU, Postgres — read from the run at the highest count, and the workers a target rate needs.
 
-pub mod history;
-
 use crate::error::BadInput;
 use crate::model::usl;
 use crate::record::diagnosis::CpuSite;

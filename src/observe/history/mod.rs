@@ -652,7 +652,7 @@ mod grain;
 mod grid;
 mod node;
 mod stages;
-pub use stages::{by_workers, evidence, known, mark, settings, split, stage, stages};
+pub use stages::{by_workers, evidence, known, mark, settings, split, stage, stages, AtWorkers};
 #[cfg(test)]
 mod tests;
 mod workers;

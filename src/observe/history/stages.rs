@@ -51,9 +51,24 @@ pub fn split(h: &History) -> Vec<(u32, History)> {
         .collect()
 }
 
-/// Each worker count's windows as evidence of a run at that count: the flags, with the count
-/// read from the history in place of any other.
-pub fn by_workers(h: &History, flags: &Settings, title: &str) -> Vec<(u32, Evidence)> {
+/// One worker count's windows of a history read once: a run at that count, as an evidence
+/// source (its stages made from those windows, with the count read from the history in place
+/// of any other in the flags).
+pub struct AtWorkers {
+    pub workers: u32,
+    part: History,
+    flags: Settings,
+    title: String,
+}
+
+impl crate::record::evidence::Source for AtWorkers {
+    async fn evidence(self) -> anyhow::Result<Evidence> {
+        Ok(evidence(self.part, self.flags, &self.title))
+    }
+}
+
+/// Each worker count the history held, fewest first, as a run at that count.
+pub fn by_workers(h: &History, flags: &Settings, title: &str) -> Vec<AtWorkers> {
     let by = h.workers_by.clone().unwrap_or_default();
     split(h)
         .into_iter()
@@ -66,7 +81,12 @@ pub fn by_workers(h: &History, flags: &Settings, title: &str) -> Vec<(u32, Evide
                     part.windows.len()
                 )),
             ));
-            (n, evidence(part, f, &format!("{title} ({n} workers)")))
+            AtWorkers {
+                workers: n,
+                part,
+                flags: f,
+                title: format!("{title} ({n} workers)"),
+            }
         })
         .collect()
 }
