@@ -65,29 +65,7 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
     };
     // Gauges refreshed less often than the stage lasted may describe another level: not used.
     let queue = |s: &StageResult| s.queue.clone().filter(|q| q.samples > 0 && !q.coarse);
-    let xs: Vec<f64> = used.iter().map(|s| s.throughput_rps).collect();
-    let p95s: Vec<f64> = used
-        .iter()
-        .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
-        .collect();
-    let p95_half: Vec<f64> = used.iter().filter_map(|s| p95_order_half(s)).collect();
-    // One window with its own interval (k6 time series) keeps it; repeats give Student's t.
-    let seconds: f64 = used.iter().map(|s| s.window_s).sum();
-    let counted = (seconds > 0.0).then(|| {
-        let events: f64 = used.iter().map(|s| s.throughput_rps * s.window_s).sum();
-        [events, seconds]
-    });
-    let throughput = match used.as_slice() {
-        [one] => match one.throughput_ci {
-            Some(ci) => Estimate::with_interval(one.throughput_rps, ci),
-            None => Estimate::of(&xs),
-        },
-        _ => Estimate::of(&xs),
-    };
-    let throughput = match counted {
-        Some([events, seconds]) => throughput.with_counting(events, seconds),
-        None => throughput,
-    };
+    let (throughput, counted) = pooled_throughput(used);
     let impossible = used.iter().find_map(|s| impossible(s));
     let mean_ms = mean_over(&|s| s.latency.as_ref().map(|l| l.mean_ms));
     let in_flight = match level {
@@ -122,16 +100,7 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
         requests: used.iter().map(|s| s.requests).sum(),
         mean_ms,
         p50_ms: mean_over(&|s| s.latency.as_ref().map(|l| l.p50_ms)),
-        p95_ms: (!p95s.is_empty()).then(|| {
-            // The repeats' spread, and at least the order statistics' of the answers counted.
-            let e = Estimate::of(&p95s);
-            let half = p95_half.iter().sum::<f64>() / (p95_half.len().max(1) as f64).powf(1.5);
-            Estimate {
-                low: e.low.min((e.mean - half).max(0.0)),
-                high: e.high.max(e.mean + half),
-                ..e
-            }
-        }),
+        p95_ms: pooled_p95(used),
         slots_taken: mean_over(&|s| queue(s).map(|q| q.active_mean)),
         slots_full: mean_over(&|s| queue(s)?.active_while_waiting),
         executions_in_slots: mean_over(&|s| {
@@ -150,6 +119,48 @@ fn merge(level: LoadLevel, first: usize, group: &[StageResult]) -> Level {
             .filter(|s| s.history.is_some())
             .map(|s| s.label.clone()),
     }
+}
+
+/// A level's throughput from its stages: one window with its own interval (k6 time series)
+/// keeps it, repeats give Student's t; and the executions counted over the seconds measured.
+fn pooled_throughput(used: &[&StageResult]) -> (Estimate, Option<[f64; 2]>) {
+    let xs: Vec<f64> = used.iter().map(|s| s.throughput_rps).collect();
+    let seconds: f64 = used.iter().map(|s| s.window_s).sum();
+    let counted = (seconds > 0.0).then(|| {
+        let events: f64 = used.iter().map(|s| s.throughput_rps * s.window_s).sum();
+        [events, seconds]
+    });
+    let throughput = match used {
+        [one] => match one.throughput_ci {
+            Some(ci) => Estimate::with_interval(one.throughput_rps, ci),
+            None => Estimate::of(&xs),
+        },
+        _ => Estimate::of(&xs),
+    };
+    let throughput = match counted {
+        Some([events, seconds]) => throughput.with_counting(events, seconds),
+        None => throughput,
+    };
+    (throughput, counted)
+}
+
+/// A level's p95 from its stages: the repeats' spread, and at least the order statistics' of
+/// the answers counted.
+fn pooled_p95(used: &[&StageResult]) -> Option<Estimate> {
+    let p95s: Vec<f64> = used
+        .iter()
+        .filter_map(|s| s.latency.as_ref().map(|l| l.p95_ms))
+        .collect();
+    let p95_half: Vec<f64> = used.iter().filter_map(|s| p95_order_half(s)).collect();
+    (!p95s.is_empty()).then(|| {
+        let e = Estimate::of(&p95s);
+        let half = p95_half.iter().sum::<f64>() / (p95_half.len().max(1) as f64).powf(1.5);
+        Estimate {
+            low: e.low.min((e.mean - half).max(0.0)),
+            high: e.high.max(e.mean + half),
+            ..e
+        }
+    })
 }
 
 /// The p95's 95 % interval from one stage's `requests` answers, as order statistics give it:

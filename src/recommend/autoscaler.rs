@@ -86,8 +86,35 @@ pub fn plan(m: &Basis, target: AutoscalerTarget) -> Result<AutoscalerPlan, NoPla
     let max_replicas = max_replicas(d, &target, per_worker, min_replicas.value, &mut notes);
     let p99 = m.job_p99_s;
     let (graceful, termination) = shutdown(&target, p99, m.code_p99_s.unwrap_or(p99));
+    let scale_down = scale_down(p99, &mut notes);
+    if target.runner_sidecar.is_none() {
+        notes.push(format!(
+            "{} has no runner in its pod: each new worker would start without one — the patch adds a runner sidecar",
+            target.workload
+        ));
+    }
+    Ok(AutoscalerPlan {
+        per_replica,
+        min_replicas,
+        max_replicas,
+        polling_s: Sourced::new(
+            POLLING_S,
+            Provenance::Proposed("half KEDA's default 30 s: a backlog is seen sooner".into()),
+        ),
+        scale_down_s: scale_down,
+        graceful_shutdown_s: graceful,
+        termination_grace_s: termination,
+        job_p99_s: Sourced::new(p99, Provenance::Measured(m.from.clone())),
+        notes,
+        target,
+    })
+}
+
+/// How long the autoscaler holds a scale-down: 1.5 × the p99 job time, at least Kubernetes'
+/// default and at most the longest hold it takes (said in the notes when the jobs are longer).
+fn scale_down(p99: f64, notes: &mut Vec<String>) -> Sourced<u32> {
     let stabilise = (p99 * 1.5).ceil() as u32;
-    let scale_down = if stabilise <= HPA_SCALE_DOWN_DEFAULT_S {
+    if stabilise <= HPA_SCALE_DOWN_DEFAULT_S {
         Sourced::new(
             HPA_SCALE_DOWN_DEFAULT_S,
             Provenance::Default(format!(
@@ -112,28 +139,7 @@ pub fn plan(m: &Basis, target: AutoscalerTarget) -> Result<AutoscalerPlan, NoPla
                  {p99:.1} s"
             )),
         )
-    };
-    if target.runner_sidecar.is_none() {
-        notes.push(format!(
-            "{} has no runner in its pod: each new worker would start without one — the patch adds a runner sidecar",
-            target.workload
-        ));
     }
-    Ok(AutoscalerPlan {
-        per_replica,
-        min_replicas,
-        max_replicas,
-        polling_s: Sourced::new(
-            POLLING_S,
-            Provenance::Proposed("half KEDA's default 30 s: a backlog is seen sooner".into()),
-        ),
-        scale_down_s: scale_down,
-        graceful_shutdown_s: graceful,
-        termination_grace_s: termination,
-        job_p99_s: Sourced::new(p99, Provenance::Measured(m.from.clone())),
-        notes,
-        target,
-    })
 }
 
 /// n8n's shutdown window (at least the p99 job, and a Code task's 0.8 share of it at least the

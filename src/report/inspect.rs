@@ -113,34 +113,7 @@ pub fn topology_table(
             .as_ref()
             .map(|c| format!("{} {}", c.value, notes.cite(&c.source.words())))
             .unwrap_or_default();
-        let runner = match n.role {
-            Role::Runner => {
-                let l = n
-                    .runner_limit
-                    .as_ref()
-                    .map(|l| format!("{} {}", l.value, notes.cite(&l.source.words())))
-                    .unwrap_or_default();
-                match &n.attached_to {
-                    Some(w) => format!("{l} → {w}"),
-                    None => format!("{l} → attached to nothing"),
-                }
-            }
-            Role::Worker => n
-                .runner_capacity
-                .map(|c| format!("capacity {c}"))
-                .unwrap_or_default(),
-            Role::Main if regular(n) => n
-                .runner_capacity
-                .map(|c| format!("capacity {c} (every execution: regular mode)"))
-                .unwrap_or_default(),
-            // Main runs only manual executions' Code (and none when they go to workers).
-            Role::Main => match n.runner_capacity {
-                Some(0) => "no runner (manual executions only)".into(),
-                Some(c) => format!("capacity {c} (manual executions)"),
-                None => String::new(),
-            },
-            _ => String::new(),
-        };
+        let runner = runner_cell(n, &mut notes);
         let mode = n
             .runners_mode
             .as_ref()
@@ -183,6 +156,40 @@ pub fn topology_table(
         }
     }
     out
+}
+
+/// A node's runner cell: a runner's limit and the worker it serves, a worker's runner
+/// capacity, main's (every execution in regular mode, manual ones in queue mode).
+fn runner_cell(n: &crate::topology::Node, notes: &mut Notes) -> String {
+    use crate::topology::Role;
+    match n.role {
+        Role::Runner => {
+            let l = n
+                .runner_limit
+                .as_ref()
+                .map(|l| format!("{} {}", l.value, notes.cite(&l.source.words())))
+                .unwrap_or_default();
+            match &n.attached_to {
+                Some(w) => format!("{l} → {w}"),
+                None => format!("{l} → attached to nothing"),
+            }
+        }
+        Role::Worker => n
+            .runner_capacity
+            .map(|c| format!("capacity {c}"))
+            .unwrap_or_default(),
+        Role::Main if regular(n) => n
+            .runner_capacity
+            .map(|c| format!("capacity {c} (every execution: regular mode)"))
+            .unwrap_or_default(),
+        // Main runs only manual executions' Code (and none when they go to workers).
+        Role::Main => match n.runner_capacity {
+            Some(0) => "no runner (manual executions only)".into(),
+            Some(c) => format!("capacity {c} (manual executions)"),
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
 }
 
 /// `n8ncap inspect -f`: the topology a compose file or manifest describes — roles, replicas

@@ -64,38 +64,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
             x.describe("req/s")
         );
     }
-    // The sites near their cores say something here; the others' figures stay in the JSON.
-    let busy = |u: &&crate::record::diagnosis::CpuUse| {
-        u.saturated || u.cores_used >= CPU_SHOWN_SHARE * u.usable_cores.value
-    };
-    let quiet = d.cpu.iter().filter(|u| !busy(u)).count();
-    if quiet > 0 {
-        let _ = writeln!(
-            s,
-            "  CPU: {quiet} site(s) under {:.0} % of their usable cores (figures in --json)",
-            CPU_SHOWN_SHARE * 100.0
-        );
-    }
-    for u in d.cpu.iter().filter(busy) {
-        let _ = writeln!(
-            s,
-            "  CPU {}: {:.2} cores, {:.3} CPU s per execution, allows {:.2}/s of {:.1} usable cores{}",
-            match u.site {
-                CpuSite::Host => "host".to_string(),
-                // Two runners are two lines: each says which container it is.
-                CpuSite::Process => format!(
-                    "{} {}",
-                    u.role.map(|r| r.word()).unwrap_or("process"),
-                    u.name
-                ),
-            },
-            u.cores_used,
-            u.cpu_s_per_execution,
-            u.bound_per_s,
-            u.usable_cores.value,
-            if u.saturated { " — saturated" } else { "" }
-        );
-    }
+    cpu_lines(&mut s, &d.cpu);
     for b in d.failure_point.iter().chain(d.knee.iter()) {
         let kind = match b.kind {
             BreakPointKind::Failure => "failure break point",
@@ -123,6 +92,43 @@ pub fn diagnosis(d: &Diagnosis) -> String {
         s.push_str(&findings(&d.findings));
     }
     s
+}
+
+/// The CPU sites near their cores, one line each; the others counted (their figures stay in
+/// the JSON).
+fn cpu_lines(out: &mut String, cpu: &[crate::record::diagnosis::CpuUse]) {
+    // The sites near their cores say something here; the others' figures stay in the JSON.
+    let busy = |u: &&crate::record::diagnosis::CpuUse| {
+        u.saturated || u.cores_used >= CPU_SHOWN_SHARE * u.usable_cores.value
+    };
+    let quiet = cpu.iter().filter(|u| !busy(u)).count();
+    if quiet > 0 {
+        let _ = writeln!(
+            out,
+            "  CPU: {quiet} site(s) under {:.0} % of their usable cores (figures in --json)",
+            CPU_SHOWN_SHARE * 100.0
+        );
+    }
+    for u in cpu.iter().filter(busy) {
+        let _ = writeln!(
+            out,
+            "  CPU {}: {:.2} cores, {:.3} CPU s per execution, allows {:.2}/s of {:.1} usable cores{}",
+            match u.site {
+                CpuSite::Host => "host".to_string(),
+                // Two runners are two lines: each says which container it is.
+                CpuSite::Process => format!(
+                    "{} {}",
+                    u.role.map(|r| r.word()).unwrap_or("process"),
+                    u.name
+                ),
+            },
+            u.cores_used,
+            u.cpu_s_per_execution,
+            u.bound_per_s,
+            u.usable_cores.value,
+            if u.saturated { " — saturated" } else { "" }
+        );
+    }
 }
 
 pub fn recommendation(r: &Recommendation) -> String {

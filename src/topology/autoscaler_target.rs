@@ -49,6 +49,40 @@ pub fn autoscaler_target(t: &Topology) -> Result<AutoscalerTarget, BadInput> {
         .filter(|n| matches!(n.role, Role::Main | Role::Webhook))
         .map(|n| pool(n).value * most(n))
         .sum();
+    let (shutdown, runner_shutdown, grace) = stop_times(w, runner, &workload);
+    let target = AutoscalerTarget {
+        namespace: k.and_then(|k| k.namespace.clone()),
+        container,
+        runner_sidecar: sidecar,
+        image: w.facts.image.clone(),
+        runner_limit: runner.and_then(|r| r.runner_limit.as_ref().map(|l| l.value)),
+        auth_token_secret: w.facts.secret_refs.get("N8N_RUNNERS_AUTH_TOKEN").cloned(),
+        queue: queue(w),
+        graceful_shutdown_s: shutdown,
+        runner_shutdown_s: runner_shutdown,
+        termination_grace_s: grace,
+        worker_pool: pool(w),
+        other_connections: others,
+        existing: k.and_then(|k| k.autoscaler.as_ref()).map(|a| {
+            std::iter::once(a.by.as_str())
+                .chain(a.also.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        }),
+        workload,
+    };
+    checked_names(&target)?;
+    Ok(target)
+}
+
+/// The times a scale-down gives the worker: n8n's shutdown window, its sidecar runner's, and the
+/// pod's termination grace — each the deployment's, else the default.
+fn stop_times(
+    w: &Node,
+    runner: Option<&Node>,
+    workload: &str,
+) -> (Sourced<f64>, Sourced<f64>, Sourced<f64>) {
+    let k = w.facts.k8s.as_ref();
     let shutdown = w
         .times
         .as_ref()
@@ -88,29 +122,7 @@ pub fn autoscaler_target(t: &Topology) -> Result<AutoscalerTarget, BadInput> {
             Provenance::Default("Kubernetes default".into()),
         ),
     };
-    let target = AutoscalerTarget {
-        namespace: k.and_then(|k| k.namespace.clone()),
-        container,
-        runner_sidecar: sidecar,
-        image: w.facts.image.clone(),
-        runner_limit: runner.and_then(|r| r.runner_limit.as_ref().map(|l| l.value)),
-        auth_token_secret: w.facts.secret_refs.get("N8N_RUNNERS_AUTH_TOKEN").cloned(),
-        queue: queue(w),
-        graceful_shutdown_s: shutdown,
-        runner_shutdown_s: runner_shutdown,
-        termination_grace_s: grace,
-        worker_pool: pool(w),
-        other_connections: others,
-        existing: k.and_then(|k| k.autoscaler.as_ref()).map(|a| {
-            std::iter::once(a.by.as_str())
-                .chain(a.also.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        }),
-        workload,
-    };
-    checked_names(&target)?;
-    Ok(target)
+    (shutdown, runner_shutdown, grace)
 }
 
 /// An RFC 1123 label (a namespace's, a container's name): at most 63 lowercase letters, digits

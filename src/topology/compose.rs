@@ -451,37 +451,7 @@ fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, 
             crate::wire::url::truncate(&bad.0, 20)
         )));
     }
-    // env_file first: `environment` wins over it, as in Compose.
-    let mut env: Vec<(String, Option<String>)> = Vec::new();
-    let env_files: Vec<(String, bool)> = match svc.get("env_file") {
-        Some(Value::String(s)) => vec![(s.clone(), true)],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| match x {
-                Value::Object(o) => (
-                    o.get("path").map(scalar).unwrap_or_default(),
-                    o.get("required").and_then(Value::as_bool).unwrap_or(true),
-                ),
-                other => (scalar(other), true),
-            })
-            .collect(),
-        None | Some(Value::Null) => Vec::new(),
-        Some(_) => {
-            return Err(BadInput(format!(
-                "{place}: env_file must be a path or a list of paths"
-            )))
-        }
-    };
-    for (ef, required) in env_files {
-        let p = file.parent().unwrap_or(Path::new(".")).join(&ef);
-        env.extend(read_env_file(&p, required, &place)?);
-    }
-    if let Some(Value::Object(m)) = svc.get("environment") {
-        for (k, v) in m {
-            env.retain(|(n, _)| n != k);
-            env.push((k.clone(), (!v.is_null()).then(|| scalar(v))));
-        }
-    }
+    let env = environment(svc, file, &place)?;
     f.set_env(env.iter().map(|(k, v)| (k.as_str(), v.as_deref())));
     f.replicas = match svc.pointer("/deploy/replicas").or_else(|| svc.get("scale")) {
         None | Some(Value::Null) => 1,
@@ -527,6 +497,47 @@ fn facts_of(name: &str, svc: &Value, file: &Path, line: usize) -> Result<Facts, 
         }
     }
     Ok(f)
+}
+
+/// A service's variables as Compose reads them: its `env_file`s first (each path relative to
+/// the compose file, a missing one refused when required), then `environment`, which wins.
+fn environment(
+    svc: &Value,
+    file: &Path,
+    place: &str,
+) -> Result<Vec<(String, Option<String>)>, BadInput> {
+    // env_file first: `environment` wins over it, as in Compose.
+    let mut env: Vec<(String, Option<String>)> = Vec::new();
+    let env_files: Vec<(String, bool)> = match svc.get("env_file") {
+        Some(Value::String(s)) => vec![(s.clone(), true)],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::Object(o) => (
+                    o.get("path").map(scalar).unwrap_or_default(),
+                    o.get("required").and_then(Value::as_bool).unwrap_or(true),
+                ),
+                other => (scalar(other), true),
+            })
+            .collect(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => {
+            return Err(BadInput(format!(
+                "{place}: env_file must be a path or a list of paths"
+            )))
+        }
+    };
+    for (ef, required) in env_files {
+        let p = file.parent().unwrap_or(Path::new(".")).join(&ef);
+        env.extend(read_env_file(&p, required, place)?);
+    }
+    if let Some(Value::Object(m)) = svc.get("environment") {
+        for (k, v) in m {
+            env.retain(|(n, _)| n != k);
+            env.push((k.clone(), (!v.is_null()).then(|| scalar(v))));
+        }
+    }
+    Ok(env)
 }
 
 /// The service's restart policy: Swarm's `deploy.restart_policy` (its `condition`, `any` when

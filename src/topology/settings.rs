@@ -386,43 +386,7 @@ pub(super) fn settle(n: &mut Node) {
                 ));
             }
             if n.role == Role::Worker {
-                let flag = concurrency_flag(&n.facts.command);
-                n.worker_concurrency = match (n.production_limit.clone(), flag) {
-                    (Some(l), flag) => {
-                        if let Some(Ok(f)) = flag {
-                            n.overridden_concurrency = Some(f);
-                            n.notes.push(format!(
-                                "N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency={f}",
-                                l.value
-                            ));
-                        }
-                        Some(Sourced::new(
-                            l.value,
-                            Provenance::Deployment(format!(
-                                "{} (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency)",
-                                l.source
-                            )),
-                        ))
-                    }
-                    (_, Some(Ok(f))) => Some(Sourced::new(
-                        f,
-                        Provenance::Deployment(format!("--concurrency in the command of {origin}")),
-                    )),
-                    (_, Some(Err(bad))) => {
-                        n.notes
-                            .push(format!("--concurrency {bad:?} is not a number"));
-                        None
-                    }
-                    _ => Some(Sourced::new(
-                        n8n_defaults::WORKER_CONCURRENCY,
-                        Provenance::Default("n8n default (--concurrency not set)".into()),
-                    )),
-                };
-                if let Some(v) = get("QUEUE_WORKER_CONCURRENCY") {
-                    n.notes.push(format!(
-                        "QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting: it has no effect"
-                    ));
-                }
+                worker_concurrency(n, &get, &origin);
             }
         }
         Role::Postgres => postgres_connections(n),
@@ -430,6 +394,49 @@ pub(super) fn settle(n: &mut Node) {
         _ => {}
     }
     time_settings(n, &get, &src);
+}
+
+/// A worker's concurrency: `N8N_CONCURRENCY_PRODUCTION_LIMIT` where set (it overrides the
+/// flag, said in the notes), else `--concurrency` in its command, else n8n's default; a
+/// `QUEUE_WORKER_CONCURRENCY` (no n8n setting) is said to have no effect.
+fn worker_concurrency(n: &mut Node, get: &dyn Fn(&str) -> Option<String>, origin: &str) {
+    let flag = concurrency_flag(&n.facts.command);
+    n.worker_concurrency = match (n.production_limit.clone(), flag) {
+        (Some(l), flag) => {
+            if let Some(Ok(f)) = flag {
+                n.overridden_concurrency = Some(f);
+                n.notes.push(format!(
+                    "N8N_CONCURRENCY_PRODUCTION_LIMIT={} overrides --concurrency={f}",
+                    l.value
+                ));
+            }
+            Some(Sourced::new(
+                l.value,
+                Provenance::Deployment(format!(
+                    "{} (N8N_CONCURRENCY_PRODUCTION_LIMIT overrides --concurrency)",
+                    l.source
+                )),
+            ))
+        }
+        (_, Some(Ok(f))) => Some(Sourced::new(
+            f,
+            Provenance::Deployment(format!("--concurrency in the command of {origin}")),
+        )),
+        (_, Some(Err(bad))) => {
+            n.notes
+                .push(format!("--concurrency {bad:?} is not a number"));
+            None
+        }
+        _ => Some(Sourced::new(
+            n8n_defaults::WORKER_CONCURRENCY,
+            Provenance::Default("n8n default (--concurrency not set)".into()),
+        )),
+    };
+    if let Some(v) = get("QUEUE_WORKER_CONCURRENCY") {
+        n.notes.push(format!(
+            "QUEUE_WORKER_CONCURRENCY={v} is not an n8n setting: it has no effect"
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -341,26 +341,8 @@ async fn read_within(
         step,
         n: ((range / step).floor() as usize + 1).max(1),
     };
-    let mut read: Vec<Vec<Series>> = Vec::with_capacity(MAIN_READ.len());
-    // A long history takes a while: say how far it is (on stderr).
-    let long = q.end - q.start > 86_400.0;
-    for (i, k) in MAIN_READ.iter().enumerate() {
-        if long {
-            eprintln!(
-                "n8ncap: reading {} ({}/{})",
-                READ[*k],
-                i + 1,
-                MAIN_READ.len()
-            );
-        }
-        let m = src
-            .query_range(&selector(READ[*k], &q.matchers), q.start, q.end, step)
-            .await?;
-        h.warnings.extend(m.warnings);
-        read.push(m.series);
-    }
     let [active, waiting, completed, failed, dur_sum, dur_count] =
-        <[Vec<Series>; 6]>::try_from(read).unwrap_or_else(|_| unreachable!());
+        read_main(src, q, step, &mut h).await?;
     h.exporter = exporter(src, q).await;
     let a = g.main(&active, READ[0], true, &mut h);
     let w = g.main(&waiting, READ[1], true, &mut h);
@@ -400,6 +382,50 @@ async fn read_within(
         }
         i = j;
     }
+    per_process(src, q, (&g, per), (cut, &active), bounds, &mut h).await?;
+    Ok(h)
+}
+
+/// Main's series over the range (active, waiting, completed, failed, and the execution
+/// histogram's sum and count), saying how far a long history is on stderr.
+async fn read_main(
+    src: &Api,
+    q: &Query,
+    step: f64,
+    h: &mut History,
+) -> Result<[Vec<Series>; 6], PromError> {
+    let mut read: Vec<Vec<Series>> = Vec::with_capacity(MAIN_READ.len());
+    // A long history takes a while: say how far it is (on stderr).
+    let long = q.end - q.start > 86_400.0;
+    for (i, k) in MAIN_READ.iter().enumerate() {
+        if long {
+            eprintln!(
+                "n8ncap: reading {} ({}/{})",
+                READ[*k],
+                i + 1,
+                MAIN_READ.len()
+            );
+        }
+        let m = src
+            .query_range(&selector(READ[*k], &q.matchers), q.start, q.end, step)
+            .await?;
+        h.warnings.extend(m.warnings);
+        read.push(m.series);
+    }
+    Ok(<[Vec<Series>; 6]>::try_from(read).unwrap_or_else(|_| unreachable!()))
+}
+
+/// Each process's series, read only over the windows a judgement can use, and the workers of
+/// each window: into the windows `cut` made of the grid's steps.
+async fn per_process(
+    src: &Api,
+    q: &Query,
+    (g, per): (&Steps, usize),
+    (cut, active): (Vec<std::ops::Range<usize>>, &[Series]),
+    bounds: Bounds,
+    h: &mut History,
+) -> Result<(), PromError> {
+    let step = g.step;
     // Each process's series only over the windows a judgement can use (memory and the points
     // read are a month's busy hours, not the month): see `chunks::usable`.
     let top = h
@@ -414,8 +440,8 @@ async fn read_within(
         .filter(|(_, u)| **u)
         .map(|(r, _)| r.clone())
         .collect();
-    let procs = grain::read(src, q, (&g, per), &spans, (&active, bounds.budget), &mut h).await?;
-    let counts = workers::counts(src, q, &g, &h.processes, &procs).await;
+    let procs = grain::read(src, q, (g, per), &spans, (active, bounds.budget), h).await?;
+    let counts = workers::counts(src, q, g, &h.processes, &procs).await;
     h.workers_by = counts.as_ref().map(|c| c.by.clone());
     for ((w, r), u) in h.windows.iter_mut().zip(cut).zip(usable) {
         w.workers = counts
@@ -425,7 +451,7 @@ async fn read_within(
             w.cpu = procs.figures(r.start, r.end, step);
         }
     }
-    Ok(h)
+    Ok(())
 }
 
 /// How often main's queue figures refresh: from the completion counter's raw ticks, else from
