@@ -58,20 +58,7 @@ pub fn judge_drain(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> D
     });
     let (job_p50_s, job_p99_s) = job_times(&i, &before);
     let in_flight = in_flight_at(sent, signal);
-    let (lock_ms, stalled_ms) = (i.lock_ms.value, i.stalled_ms.value);
-    let stalled_answer = Some((
-        Sourced::new(
-            stalled_answer_s(lock_ms, stalled_ms),
-            Provenance::Inferred(format!(
-                "QUEUE_WORKER_LOCK_DURATION {:.0} ms ({}) + QUEUE_WORKER_STALLED_INTERVAL {:.0} ms ({})",
-                lock_ms,
-                i.lock_ms.source.words(),
-                stalled_ms,
-                i.stalled_ms.source.words()
-            )),
-        ),
-        stalled_answer_latest_s(lock_ms, stalled_ms),
-    ));
+    let stalled_answer = Some(stalled_answer(&i));
     let failed_after = sent
         .iter()
         .filter(|s| s.sent_s >= signal && !s.ok())
@@ -86,19 +73,7 @@ pub fn judge_drain(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> D
         || i.graceful_s
             .as_ref()
             .is_some_and(|g| killed_before_budget(StopSignal::Term, g.value, stop.grace_s));
-    let predicted = match (&job_p50_s, &budget) {
-        (Some(j), Some(b)) => {
-            let per_worker = i.rate_per_s.value
-                / f64::from(i.workers.as_ref().map(|w| w.value).unwrap_or(1).max(1));
-            Some(predict(
-                stop.held_logged.map(|h| h as f64),
-                per_worker,
-                j.value,
-                b.value,
-            ))
-        }
-        _ => None,
-    };
+    let predicted = predicted(&i, &stop, job_p50_s.as_ref(), budget.as_ref());
     let agrees = predicted.map(|p| loss_agrees(in_flight.lost(), &p));
     let mut d = Drain {
         target: i.target,
@@ -137,6 +112,48 @@ pub fn judge_drain(i: Known, sent: &[Sent], dropped: u64, stop: StopRecord) -> D
     }
     d.verdict = verdict(&d);
     d
+}
+
+/// When n8n answers what a killed worker held: Bull's lease plus its stalled check, at the
+/// soonest and at the latest.
+fn stalled_answer(i: &Known) -> (Sourced<f64>, f64) {
+    let (lock_ms, stalled_ms) = (i.lock_ms.value, i.stalled_ms.value);
+    (
+        Sourced::new(
+            stalled_answer_s(lock_ms, stalled_ms),
+            Provenance::Inferred(format!(
+                "QUEUE_WORKER_LOCK_DURATION {:.0} ms ({}) + QUEUE_WORKER_STALLED_INTERVAL {:.0} ms ({})",
+                lock_ms,
+                i.lock_ms.source.words(),
+                stalled_ms,
+                i.stalled_ms.source.words()
+            )),
+        ),
+        stalled_answer_latest_s(lock_ms, stalled_ms),
+    )
+}
+
+/// The loss the model predicts for the stop: the executions a worker holds at its share of the
+/// rate, past what the budget lets finish (None without the job time or the budget).
+fn predicted(
+    i: &Known,
+    stop: &StopRecord,
+    job_p50_s: Option<&Sourced<f64>>,
+    budget: Option<&Sourced<f64>>,
+) -> Option<crate::model::drain::DrainPrediction> {
+    match (job_p50_s, budget) {
+        (Some(j), Some(b)) => {
+            let per_worker = i.rate_per_s.value
+                / f64::from(i.workers.as_ref().map(|w| w.value).unwrap_or(1).max(1));
+            Some(predict(
+                stop.held_logged.map(|h| h as f64),
+                per_worker,
+                j.value,
+                b.value,
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Why the stop is not judged: no request sent before it was answered OK (the webhook was

@@ -363,32 +363,7 @@ fn throughput_alerts(
     let op = OPERATING_SHARE * x;
     let near = NEAR_CEILING * x;
     let mut out = vec![
-        alert(
-            "N8nOperatingPointPassed",
-            format!("{} > {}", names::COMPLETED, num(op)),
-            "10m",
-            "warning",
-            [
-                "n8n runs past its measured operating point".into(),
-                format!(
-                    "Executions complete faster than {op:.2}/s, 2/3 of the ceiling {x:.2}/s \
-                     measured in {from}: the margin kept for bursts is being used. The limit \
-                     that caps is {limit}: {}",
-                    if !before_workers {
-                        format!(
-                            "raise it as `n8ncap recommend {from}` proposes, or add workers as \
-                             its scale plan says."
-                        )
-                    } else {
-                        format!(
-                            "more workers will not raise it; `n8ncap recommend {from}` says \
-                             what does."
-                        )
-                    }
-                ),
-                format!("2/3 × ceiling {x:.2}/s ({from})"),
-            ],
-        ),
+        passed(from, (op, x), limit, before_workers),
         alert(
             "N8nNearMeasuredCeiling",
             format!("{} > {}", names::COMPLETED, num(near)),
@@ -447,6 +422,37 @@ fn throughput_alerts(
         ));
     }
     out
+}
+
+/// Completions past the operating point (2/3 of the ceiling `x`): the margin kept for bursts
+/// is in use; what raises the limit that caps, or that more workers will not.
+fn passed(from: &str, (op, x): (f64, f64), limit: &str, before_workers: bool) -> Rule {
+    alert(
+        "N8nOperatingPointPassed",
+        format!("{} > {}", names::COMPLETED, num(op)),
+        "10m",
+        "warning",
+        [
+            "n8n runs past its measured operating point".into(),
+            format!(
+                "Executions complete faster than {op:.2}/s, 2/3 of the ceiling {x:.2}/s \
+                 measured in {from}: the margin kept for bursts is being used. The limit \
+                 that caps is {limit}: {}",
+                if !before_workers {
+                    format!(
+                        "raise it as `n8ncap recommend {from}` proposes, or add workers as \
+                         its scale plan says."
+                    )
+                } else {
+                    format!(
+                        "more workers will not raise it; `n8ncap recommend {from}` says \
+                         what does."
+                    )
+                }
+            ),
+            format!("2/3 × ceiling {x:.2}/s ({from})"),
+        ],
+    )
 }
 
 /// The queue: a wait past the caller's budget, a stalled queue.

@@ -374,52 +374,9 @@ fn keda_control(v: &Value, object: &str, (min, max): (u32, u32), poll: Option<u3
         return Control::NotReplayed("it has no trigger".into());
     }
     if let Some(m) = v.pointer("/spec/advanced/scalingModifiers") {
-        let formula = s(m, "/formula").unwrap_or("");
-        let shown = crate::util::truncate(formula, 120);
-        let target = m.pointer("/target").and_then(quantity);
-        let read = super::formula::parse(formula).and_then(|e| {
-            super::formula::weights(&e, &names).ok_or_else(|| {
-                super::formula::Unread(
-                    "it is not a weighted sum of its triggers' names".to_string(),
-                )
-            })
-        });
-        let (w, constant) = match read {
-            Ok(r) => r,
-            Err(why) => {
-                return Control::NotReplayed(format!(
-                    "its scalingModifiers formula {shown:?} is not read: {}",
-                    why.0
-                ))
-            }
-        };
-        let weight = |which: Metric| -> f64 {
-            signals
-                .iter()
-                .zip(&w)
-                .filter(|((m, _), _)| *m == which)
-                .map(|(_, w)| w)
-                .sum()
-        };
-        let (wait, active) = (weight(Metric::Waiting), weight(Metric::Active));
-        let metric = if (wait, active, constant) == (1.0, 1.0, 0.0) {
-            Metric::Held
-        } else {
-            Metric::Weighted {
-                waiting: wait,
-                active,
-                constant,
-            }
-        };
-        match target {
-            Some(t) if t > 0.0 => signals = vec![(metric, t)],
-            _ => {
-                return Control::NotReplayed(
-                    "its scalingModifiers target is missing or 0 (the API server refuses an \
-                     average value that is not positive)"
-                        .into(),
-                )
-            }
+        match modified(m, &signals, &names) {
+            Ok(one) => signals = vec![one],
+            Err(why) => return Control::NotReplayed(why),
         }
     }
     if let Some((_, t)) = signals.iter().find(|(_, t)| *t <= 0.0) {
@@ -437,6 +394,58 @@ fn keda_control(v: &Value, object: &str, (min, max): (u32, u32), poll: Option<u3
         up: rules(v, &format!("{behavior}/scaleUp"), true),
         down: rules(v, &format!("{behavior}/scaleDown"), false),
     })
+}
+
+/// The one signal KEDA's `scalingModifiers` makes of the triggers: its formula read as a
+/// weighted sum of their names, against its target; why it cannot be replayed otherwise.
+fn modified(
+    m: &Value,
+    signals: &[(Metric, f64)],
+    names: &[String],
+) -> Result<(Metric, f64), String> {
+    let formula = s(m, "/formula").unwrap_or("");
+    let shown = crate::util::truncate(formula, 120);
+    let target = m.pointer("/target").and_then(quantity);
+    let read = super::formula::parse(formula).and_then(|e| {
+        super::formula::weights(&e, names).ok_or_else(|| {
+            super::formula::Unread("it is not a weighted sum of its triggers' names".to_string())
+        })
+    });
+    let (w, constant) = match read {
+        Ok(r) => r,
+        Err(why) => {
+            return Err(format!(
+                "its scalingModifiers formula {shown:?} is not read: {}",
+                why.0
+            ))
+        }
+    };
+    let weight = |which: Metric| -> f64 {
+        signals
+            .iter()
+            .zip(&w)
+            .filter(|((m, _), _)| *m == which)
+            .map(|(_, w)| w)
+            .sum()
+    };
+    let (wait, active) = (weight(Metric::Waiting), weight(Metric::Active));
+    let metric = if (wait, active, constant) == (1.0, 1.0, 0.0) {
+        Metric::Held
+    } else {
+        Metric::Weighted {
+            waiting: wait,
+            active,
+            constant,
+        }
+    };
+    match target {
+        Some(t) if t > 0.0 => Ok((metric, t)),
+        _ => Err(
+            "its scalingModifiers target is missing or 0 (the API server refuses an \
+             average value that is not positive)"
+                .into(),
+        ),
+    }
 }
 
 /// An HPA's loop on n8ncap's external metric (`n8n_queue_jobs_held`, an average value per pod),

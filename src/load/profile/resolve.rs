@@ -35,52 +35,7 @@ impl Profile {
                     i + 1
                 ));
             }
-            let max = crate::record::stage::MAX_IN_FLIGHT;
-            let stage = format!("profile {}: stage {}", self.name, i + 1);
-            if let Some(r) = s.ramp_to {
-                if !(r.is_finite() && (0.0..=MAX_RATE).contains(&r)) {
-                    return bad_input(format!(
-                        "{stage}: ramp_to must be an arrival rate from 0 to {MAX_RATE} per second"
-                    ));
-                }
-            }
-            if let Some(m) = s.max_vus {
-                if m == 0 || m > max {
-                    return bad_input(format!("{stage}: max_vus must be from 1 to {max}"));
-                }
-            }
-            if s.vus.is_some_and(|v| v > max) {
-                return bad_input(format!("{stage}: vus must be at most {max}"));
-            }
-            if s.rate
-                .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
-            {
-                return bad_input(format!(
-                    "{stage}: rate must be an arrival rate above 0 and at most {MAX_RATE} per second"
-                ));
-            }
-            match self.model {
-                LoadModel::Closed => match s.vus {
-                    Some(v) if v > 0 => {}
-                    _ => {
-                        return bad_input(format!(
-                            "profile {}: stage {} of a closed model needs `vus` of at least 1",
-                            self.name,
-                            i + 1
-                        ))
-                    }
-                },
-                LoadModel::Open => match s.rate {
-                    Some(r) if r > 0.0 && r.is_finite() => {}
-                    _ => {
-                        return bad_input(format!(
-                        "profile {}: stage {} of an open model needs a `rate` (arrivals/s) above 0",
-                        self.name,
-                        i + 1
-                    ))
-                    }
-                },
-            }
+            self.check_stage(i, s)?;
             out.push(Stage {
                 vus: if self.model == LoadModel::Closed {
                     s.vus
@@ -104,6 +59,58 @@ impl Profile {
             });
         }
         Ok(out)
+    }
+
+    /// A fixed stage's figures within what n8ncap sends, and the load its model needs (`vus`
+    /// closed, `rate` open).
+    fn check_stage(&self, i: usize, s: &StageSpec) -> anyhow::Result<()> {
+        let max = crate::record::stage::MAX_IN_FLIGHT;
+        let stage = format!("profile {}: stage {}", self.name, i + 1);
+        if let Some(r) = s.ramp_to {
+            if !(r.is_finite() && (0.0..=MAX_RATE).contains(&r)) {
+                return bad_input(format!(
+                    "{stage}: ramp_to must be an arrival rate from 0 to {MAX_RATE} per second"
+                ));
+            }
+        }
+        if let Some(m) = s.max_vus {
+            if m == 0 || m > max {
+                return bad_input(format!("{stage}: max_vus must be from 1 to {max}"));
+            }
+        }
+        if s.vus.is_some_and(|v| v > max) {
+            return bad_input(format!("{stage}: vus must be at most {max}"));
+        }
+        if s.rate
+            .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
+        {
+            return bad_input(format!(
+                "{stage}: rate must be an arrival rate above 0 and at most {MAX_RATE} per second"
+            ));
+        }
+        match self.model {
+            LoadModel::Closed => match s.vus {
+                Some(v) if v > 0 => {}
+                _ => {
+                    return bad_input(format!(
+                        "profile {}: stage {} of a closed model needs `vus` of at least 1",
+                        self.name,
+                        i + 1
+                    ))
+                }
+            },
+            LoadModel::Open => match s.rate {
+                Some(r) if r > 0.0 && r.is_finite() => {}
+                _ => {
+                    return bad_input(format!(
+                        "profile {}: stage {} of an open model needs a `rate` (arrivals/s) above 0",
+                        self.name,
+                        i + 1
+                    ))
+                }
+            },
+        }
+        Ok(())
     }
 
     /// k6's `ramping-vus`: a stage whose target differs from the one before becomes windows of

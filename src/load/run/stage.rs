@@ -22,12 +22,7 @@ impl Sweep {
             );
         }
         let stage_start = Instant::now();
-        let cpu_start = crate::util::own_cpu_seconds();
-        let host_start = crate::util::host_busy_cpu_seconds();
-        // On n8n's own host, every process read: the host's CPU placed on what spent it.
-        let procs_start = self
-            .local_port
-            .map(|port| (port, crate::load::host_cpu::snapshot()));
+        let clocks = Clocks::start(self.local_port);
         let rec = self.recorder(stage_start, stage.warmup);
         self.shared.set_current(rec.clone());
         let mut stage_tasks: JoinSet<()> = JoinSet::new();
@@ -91,15 +86,7 @@ impl Sweep {
             seen.into_stage(&mut result);
         }
         let wall = ended.saturating_duration_since(stage_start).as_secs_f64();
-        cpu_figures(
-            &mut result,
-            (cpu_start, host_start),
-            wall,
-            self.target_is_local,
-        );
-        if let Some((port, s)) = &procs_start {
-            result.host_processes = crate::load::host_cpu::since(s, *port);
-        }
+        clocks.into_stage(&mut result, wall, self.target_is_local);
         if self.opts.progress {
             stage_ended(index, &result);
         }
@@ -264,6 +251,32 @@ impl Sweep {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The CPU clocks read around a stage: n8ncap's own process, the host's busy time, and on n8n's
+/// own host every process (the host's CPU placed on what spent it).
+struct Clocks {
+    own: f64,
+    host: Option<f64>,
+    processes: Option<(u16, crate::load::host_cpu::Snapshot)>,
+}
+
+impl Clocks {
+    fn start(local_port: Option<u16>) -> Clocks {
+        Clocks {
+            own: crate::util::own_cpu_seconds(),
+            host: crate::util::host_busy_cpu_seconds(),
+            processes: local_port.map(|port| (port, crate::load::host_cpu::snapshot())),
+        }
+    }
+
+    /// The CPU spent since the start over `wall` seconds, into the stage's figures.
+    fn into_stage(self, result: &mut StageResult, wall: f64, target_is_local: bool) {
+        cpu_figures(result, (self.own, self.host), wall, target_is_local);
+        if let Some((port, s)) = &self.processes {
+            result.host_processes = crate::load::host_cpu::since(s, *port);
         }
     }
 }

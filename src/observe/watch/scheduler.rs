@@ -142,25 +142,7 @@ impl Observer for Watcher {
         let endpoints = acc
             .endpoints
             .into_iter()
-            .map(|(url, a)| EndpointObserved {
-                url,
-                role: a.role,
-                samples: a.rss.len() as u32,
-                gaps: a.gaps,
-                last_error: a.last_error,
-                rss_mean_bytes: mean(&a.rss),
-                rss_max_bytes: max(&a.rss).max(0.0),
-                heap_used_mean_bytes: mean(&a.heap),
-                heap_used_max_bytes: max(&a.heap).max(0.0),
-                external_mean_bytes: mean(&a.external),
-                eventloop_lag_mean_s: mean(&a.lag),
-                eventloop_lag_max_s: max(&a.lag).max(0.0),
-                cpu_percent_mean: mean(&a.cpu_rate) * 100.0,
-                runner_tasks_requested_per_s: (!a.runner_requested_rate.is_empty())
-                    .then(|| mean(&a.runner_requested_rate)),
-                db_pool: super::aggregate::db_pool(&a.pool, a.pool_gaps),
-                n8n_version: a.version,
-            })
+            .map(|(url, a)| endpoint_observed(url, a))
             .collect();
         let containers = acc
             .containers
@@ -348,4 +330,27 @@ fn unit_random(n: u64) -> f64 {
         h.finish()
     });
     (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// One `/metrics` endpoint's readings over a stage, reduced to its figures.
+fn endpoint_observed(url: String, a: super::aggregate::EndpointAcc) -> EndpointObserved {
+    EndpointObserved {
+        url,
+        role: a.role,
+        samples: a.rss.len() as u32,
+        gaps: a.gaps,
+        last_error: a.last_error,
+        rss_mean_bytes: mean(&a.rss),
+        rss_max_bytes: max(&a.rss).max(0.0),
+        heap_used_mean_bytes: mean(&a.heap),
+        heap_used_max_bytes: max(&a.heap).max(0.0),
+        external_mean_bytes: mean(&a.external),
+        eventloop_lag_mean_s: mean(&a.lag),
+        eventloop_lag_max_s: max(&a.lag).max(0.0),
+        cpu_percent_mean: mean(&a.cpu_rate) * 100.0,
+        runner_tasks_requested_per_s: (!a.runner_requested_rate.is_empty())
+            .then(|| mean(&a.runner_requested_rate)),
+        db_pool: super::aggregate::db_pool(&a.pool, a.pool_gaps),
+        n8n_version: a.version,
+    }
 }
