@@ -682,8 +682,13 @@ async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
         .find(|l| l["reached"] == true)
         .unwrap_or_else(|| panic!("no shared limit reached: {s}"));
     assert_eq!(first["kind"], "postgres", "{s}");
+    // The verdict names it by its kind's words, as the registry has them.
+    let words = n8ncap::model::Limit::PostgresConnections.words();
     assert!(
-        s["verdict"].as_str().unwrap().contains("Postgres stops it"),
+        s["verdict"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{words} stops it")),
         "{}",
         s["verdict"]
     );

@@ -376,7 +376,7 @@ fn keda_control(v: &Value, object: &str, (min, max): (u32, u32), poll: Option<u3
     if let Some(m) = v.pointer("/spec/advanced/scalingModifiers") {
         match modified(m, &signals, &names) {
             Ok(one) => signals = vec![one],
-            Err(why) => return Control::NotReplayed(why),
+            Err(why) => return Control::NotReplayed(why.0),
         }
     }
     if let Some((_, t)) = signals.iter().find(|(_, t)| *t <= 0.0) {
@@ -402,7 +402,7 @@ fn modified(
     m: &Value,
     signals: &[(Metric, f64)],
     names: &[String],
-) -> Result<(Metric, f64), String> {
+) -> Result<(Metric, f64), super::formula::Unread> {
     let formula = s(m, "/formula").unwrap_or("");
     let shown = crate::util::truncate(formula, 120);
     let target = m.pointer("/target").and_then(quantity);
@@ -414,10 +414,10 @@ fn modified(
     let (w, constant) = match read {
         Ok(r) => r,
         Err(why) => {
-            return Err(format!(
+            return Err(super::formula::Unread(format!(
                 "its scalingModifiers formula {shown:?} is not read: {}",
                 why.0
-            ))
+            )))
         }
     };
     let weight = |which: Metric| -> f64 {
@@ -440,11 +440,11 @@ fn modified(
     };
     match target {
         Some(t) if t > 0.0 => Ok((metric, t)),
-        _ => Err(
+        _ => Err(super::formula::Unread(
             "its scalingModifiers target is missing or 0 (the API server refuses an \
              average value that is not positive)"
                 .into(),
-        ),
+        )),
     }
 }
 

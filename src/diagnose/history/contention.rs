@@ -166,6 +166,23 @@ pub fn grows(
             lag_calm * 1000.0
         ));
     }
+    let words = verdict_words(
+        (quiet, slot, cores, x),
+        (host, host_full),
+        capping,
+        settings,
+    );
+    Some((f, words))
+}
+
+/// The words that lead the verdict when it needed a slot setting inferred from the quiet job
+/// time (or named none): the growth is the shared resource, read wrong as a lower limit.
+fn verdict_words(
+    (quiet, slot, cores, x): (f64, f64, f64, f64),
+    (host, host_full): (Option<(f64, f64)>, bool),
+    capping: Option<Capping>,
+    settings: &Settings,
+) -> Option<String> {
     // A slot limit the verdict inferred from the quiet job time is this growth, read wrong.
     let inferred = |s: &Option<Sourced<u32>>| {
         s.as_ref()
@@ -185,11 +202,10 @@ pub fn grows(
         }
         _ => "a shared resource (the host's CPU when that is near its cores)".to_string(),
     };
-    let words = misread.then(|| {
+    misread.then(|| {
         format!(
             "The job time grew from {quiet:.3} s quietly to {slot:.3} s at load while the slots filled, and n8n's processes used {cores:.2} cores together: {what} caps throughput at {x:.2}/s, not a lower runner limit or worker concurrency{}.",
             if runner_known { "" } else { " (a runner limit below the slots would lengthen the slots too: give --runner-limit to rule it out)" }
         )
-    });
-    Some((f, words))
+    })
 }
