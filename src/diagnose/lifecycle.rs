@@ -557,6 +557,17 @@ fn oom(d: &ContainerDeath, memory: Option<&RunnerMemory>, timeout: f64) -> Findi
         )
     });
     f = f.why("Code-node memory lands in the runner, not the worker: a runner's memory limit must hold its concurrent tasks × their peak plus its base, or the kernel kills it and the worker's Code tasks wait for a runner that is gone.");
+    runner_fix(f, d, memory, limit_mib)
+}
+
+/// A killed runner's change: the memory limit its tasks need (tasks × per-task peak + base,
+/// with headroom), or the tasks its limit holds; the generic change without the figures.
+fn runner_fix(
+    f: Finding,
+    d: &ContainerDeath,
+    memory: Option<&RunnerMemory>,
+    limit_mib: Option<f64>,
+) -> Finding {
     let (Some(m), Some(limit)) = (memory, limit_mib) else {
         return f.fix("raise the runner's memory limit (mem_limit, resources.limits.memory) to tasks × per-task peak + base, or lower N8N_RUNNERS_MAX_CONCURRENCY");
     };

@@ -46,14 +46,7 @@ pub(crate) fn mark_validity(s: &mut StageResult) {
 /// `k6 run --summary-export FILE`: the whole run as one stage. k6's default summary has no p99:
 /// it is reported as the maximum (an upper bound).
 pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
-    let v: serde_json::Value = serde_json::from_str(&read(path)?).map_err(|e| {
-        BadInput(format!(
-            "{} is not JSON (line {}, column {}): is it k6's --summary-export output?",
-            path.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let v = summary_json(path)?;
     let m = v.get("metrics").ok_or_else(|| {
         BadInput(format!(
             "{} has no `metrics`: is it k6's --summary-export output?",
@@ -108,16 +101,7 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     s.ok = (count * (1.0 - failed)).round() as u64;
     s.check_pass_rate = checks;
     s.throughput_rps = rate * (1.0 - failed) * checks.min(1.0);
-    // A summary keeps no time series: the count's Poisson interval (wider than a closed loop's
-    // real spread, so an inferred limit is never surer than the data).
-    let good = s.throughput_rps * s.window_s;
-    if good >= 1.0 {
-        let half = 1.96 / good.sqrt();
-        s.throughput_ci = Some([
-            (s.throughput_rps * (1.0 - half)).max(0.0),
-            s.throughput_rps * (1.0 + half),
-        ]);
-    }
+    s.throughput_ci = count_interval(s.throughput_rps, s.window_s);
     s.latency = latency(durations);
     // Iterations (a VU's whole loop, think time included) for Little's law on the VUs — only
     // when the users never moved (vus min = max): a summary of steps mixes them.
@@ -137,6 +121,28 @@ pub fn from_summary(path: &Path) -> Result<Vec<StageResult>, BadInput> {
     }
     mark_validity(&mut s);
     Ok(vec![s])
+}
+
+/// The file as JSON, refused with the place it stops being JSON.
+fn summary_json(path: &Path) -> Result<serde_json::Value, BadInput> {
+    serde_json::from_str(&read(path)?).map_err(|e| {
+        BadInput(format!(
+            "{} is not JSON (line {}, column {}): is it k6's --summary-export output?",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// A summary keeps no time series: the count's Poisson interval on `x` over `window_s` (wider
+/// than a closed loop's real spread, so an inferred limit is never surer than the data).
+fn count_interval(x: f64, window_s: f64) -> Option<[f64; 2]> {
+    let good = x * window_s;
+    (good >= 1.0).then(|| {
+        let half = 1.96 / good.sqrt();
+        [(x * (1.0 - half)).max(0.0), x * (1.0 + half)]
+    })
 }
 
 /// The summary's `http_req_duration` (med, avg, min, p90, p95, p99, max in ms) as a latency.

@@ -196,7 +196,6 @@ fn runner_cell(n: &crate::topology::Node, notes: &mut Notes) -> String {
 /// (fixed, or min–max from an autoscaler), worker concurrency, runner pairing, runners mode,
 /// resources — with each setting's source as a numbered note under the table.
 pub fn manifest_table(t: &crate::topology::Topology) -> String {
-    use crate::topology::Role;
     let mut table = fitted();
     table.set_header(vec![
         "container",
@@ -226,37 +225,7 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
             .as_ref()
             .map(|c| format!("{} {}", c.value, notes.cite(&c.source.words())))
             .unwrap_or_default();
-        let external = n
-            .runners_mode
-            .as_ref()
-            .is_some_and(|m| m.value == crate::topology::RunnersMode::External);
-        let runners = match n.role {
-            Role::Runner => {
-                let l = n
-                    .runner_limit
-                    .as_ref()
-                    .map(|l| format!("limit {} {}", l.value, notes.cite(&l.source.words())))
-                    .unwrap_or_default();
-                format!(
-                    "{l} → {}",
-                    n.attached_to.as_deref().unwrap_or("attached to nothing")
-                )
-            }
-            // Counted as the audit counts: runners attached against replicas; a paired pod
-            // has its runners' share.
-            Role::Worker => match n.runner_capacity {
-                Some(c) if external && n.runners_attached < n.facts.replicas => format!(
-                    "{} runner(s) for {} replicas: {} without; capacity {} where paired",
-                    n.runners_attached,
-                    n.facts.replicas,
-                    n.facts.replicas - n.runners_attached,
-                    c / n.runners_attached.max(1)
-                ),
-                Some(c) => format!("capacity {} per pod", c / n.facts.replicas.max(1)),
-                None => String::new(),
-            },
-            _ => String::new(),
-        };
+        let runners = manifest_runners(n, &mut notes);
         let mode = n
             .runners_mode
             .as_ref()
@@ -286,4 +255,41 @@ pub fn manifest_table(t: &crate::topology::Topology) -> String {
     out.push_str(&mode_lines(&table, t));
     out.push_str(&node_warnings(&table, t));
     out
+}
+
+/// A manifest node's runners cell: a runner's limit and the worker it serves; a worker's runner
+/// capacity per pod, counted as the audit counts (runners attached against replicas).
+fn manifest_runners(n: &crate::topology::Node, notes: &mut Notes) -> String {
+    use crate::topology::Role;
+    let external = n
+        .runners_mode
+        .as_ref()
+        .is_some_and(|m| m.value == crate::topology::RunnersMode::External);
+    match n.role {
+        Role::Runner => {
+            let l = n
+                .runner_limit
+                .as_ref()
+                .map(|l| format!("limit {} {}", l.value, notes.cite(&l.source.words())))
+                .unwrap_or_default();
+            format!(
+                "{l} → {}",
+                n.attached_to.as_deref().unwrap_or("attached to nothing")
+            )
+        }
+        // Counted as the audit counts: runners attached against replicas; a paired pod
+        // has its runners' share.
+        Role::Worker => match n.runner_capacity {
+            Some(c) if external && n.runners_attached < n.facts.replicas => format!(
+                "{} runner(s) for {} replicas: {} without; capacity {} where paired",
+                n.runners_attached,
+                n.facts.replicas,
+                n.facts.replicas - n.runners_attached,
+                c / n.runners_attached.max(1)
+            ),
+            Some(c) => format!("capacity {} per pod", c / n.facts.replicas.max(1)),
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
 }

@@ -154,18 +154,7 @@ pub(super) fn stage_result(
             0.0
         }
     };
-    let http_failed = agg.errors.http_failed();
-    let error_rate = if agg.requests == 0 {
-        // Nothing reached the steady window (a stage interrupted in its warm-up): the share
-        // that failed is the warm-up's, not 0.
-        if agg.warmup_requests > 0 {
-            agg.warmup_failed as f64 / agg.warmup_requests as f64
-        } else {
-            0.0
-        }
-    } else {
-        http_failed as f64 / agg.requests as f64
-    };
+    let error_rate = error_rate(agg);
     let good = agg.ok.saturating_sub(agg.errors.check_failed);
     let stage_thresholds = evaluate(thresholds, agg, window_s, dropped);
     let invalid_reasons = invalid_reasons(thresholds, agg, (window_s, dropped));
@@ -221,6 +210,20 @@ pub(super) fn stage_result(
         database: None,
         host_processes: Vec::new(),
         history: None,
+    }
+}
+
+/// The share of requests that failed in the steady window; when nothing reached it (a stage
+/// interrupted in its warm-up), the warm-up's share, not 0.
+fn error_rate(agg: &Agg) -> f64 {
+    if agg.requests == 0 {
+        if agg.warmup_requests > 0 {
+            agg.warmup_failed as f64 / agg.warmup_requests as f64
+        } else {
+            0.0
+        }
+    } else {
+        agg.errors.http_failed() as f64 / agg.requests as f64
     }
 }
 
