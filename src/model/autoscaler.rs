@@ -278,6 +278,38 @@ impl Controller<'_> {
     }
 }
 
+/// The controller's change from `replicas` to `to` at `t`: new pods serve once started; the
+/// HPA does not know which pods are busy, so each removed one held its share of the active
+/// executions, of which the drain loses part; pods not yet serving go first.
+fn scaled(
+    t: u32,
+    (replicas, to): (u32, u32),
+    ready_at: &mut Vec<u32>,
+    active: f64,
+    w: &Workload,
+) -> ScaleEvent {
+    let mut e = ScaleEvent {
+        t,
+        from: replicas,
+        to,
+        held: 0.0,
+        lost: 0.0,
+    };
+    if to > replicas {
+        ready_at.extend(std::iter::repeat_n(
+            t + w.pod_start_s,
+            (to - replicas) as usize,
+        ));
+    } else {
+        let serving = ready_at.iter().filter(|r| **r <= t).count().max(1) as f64;
+        e.held = active / serving * f64::from(replicas - to);
+        e.lost = e.held * super::drain::lost_share(w.job_s, w.window_s);
+        ready_at.sort_unstable();
+        ready_at.truncate(to as usize);
+    }
+    e
+}
+
 /// Replays `arrivals` (per second) through the autoscaler `p` on workers `w`.
 pub fn replay(arrivals: &[f64], p: &Policy, w: &Workload) -> Replay {
     let mu = w.per_worker_per_s.max(1e-9);
@@ -309,28 +341,8 @@ pub fn replay(arrivals: &[f64], p: &Policy, w: &Workload) -> Replay {
         if p.poll_s > 0 && t.is_multiple_of(p.poll_s) && t > 0 {
             let to = c.decide(t, replicas, waiting, active);
             if to != replicas {
-                let mut e = ScaleEvent {
-                    t,
-                    from: replicas,
-                    to,
-                    held: 0.0,
-                    lost: 0.0,
-                };
-                if to > replicas {
-                    ready_at.extend(std::iter::repeat_n(
-                        t + w.pod_start_s,
-                        (to - replicas) as usize,
-                    ));
-                } else {
-                    // The HPA does not know which pods are busy: each removed one held its share.
-                    let serving = ready_at.iter().filter(|r| **r <= t).count().max(1) as f64;
-                    e.held = active / serving * f64::from(replicas - to);
-                    e.lost = e.held * super::drain::lost_share(w.job_s, w.window_s);
-                    out.lost += e.lost;
-                    // Pods not yet serving go first, as the HPA removes unready ones first.
-                    ready_at.sort_unstable();
-                    ready_at.truncate(to as usize);
-                }
+                let e = scaled(t, (replicas, to), &mut ready_at, active, w);
+                out.lost += e.lost;
                 c.changes.push((t, i64::from(to) - i64::from(replicas)));
                 replicas = to;
                 out.replicas_range = (out.replicas_range.0.min(to), out.replicas_range.1.max(to));

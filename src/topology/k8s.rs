@@ -354,19 +354,13 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         d.line,
     )?;
     let autoscaler = autoscaler_of(ix, kind, &name);
-    // Replicas counted at the most the workload can run: Σ pools at max replicas is what the
-    // database must allow; the autoscaler's range is kept for the findings that need it.
-    let replicas = match &autoscaler {
-        Some(a) => a.max.max(a.min),
-        None => declared.unwrap_or(1),
-    };
-    if replicas > 10_000 {
-        return Err(BadInput(format!(
+    let replicas = most_replicas(autoscaler.as_ref(), declared).map_err(|replicas| {
+        BadInput(format!(
             "{}:{}: {kind} {name}: {replicas} replicas is beyond any deployment",
             file.display(),
             d.line
-        )));
-    }
+        ))
+    })?;
     let grace = pod
         .get("terminationGracePeriodSeconds")
         .and_then(Value::as_u64);
@@ -433,6 +427,21 @@ fn workload(file: &Path, d: &Doc, kind: &str, ix: &Index) -> Result<Vec<Service>
         });
     }
     Ok(out)
+}
+
+/// Replicas counted at the most the workload can run (Σ pools at max replicas is what the
+/// database must allow; the autoscaler's range is kept for the findings that need it); the
+/// count refused past 10 000, which no deployment runs.
+fn most_replicas(autoscaler: Option<&Autoscaler>, declared: Option<u32>) -> Result<u32, u32> {
+    let replicas = match autoscaler {
+        Some(a) => a.max.max(a.min),
+        None => declared.unwrap_or(1),
+    };
+    if replicas <= 10_000 {
+        Ok(replicas)
+    } else {
+        Err(replicas)
+    }
 }
 
 /// The 1-based line (within a document) of the first line containing `needle`.

@@ -118,29 +118,7 @@ pub(super) fn stage_of(
         .iter()
         .filter(|r| r.start() >= from && r.start() < w0)
         .count() as u64;
-    let mut h = hist()?;
-    let mut per: Vec<PerScenario> = vec![(0, 0, 0, None); s.scenarios.len()];
-    let (mut bad, mut good) = (0u64, 0u64);
-    for r in &started {
-        record(&mut h, r.dur);
-        if r.failed {
-            bad += 1;
-            match r.status {
-                0 => st.errors.io += 1,
-                code => *st.errors.http_status.entry(code).or_insert(0) += 1,
-            }
-        }
-        good += u64::from(r.good());
-        let e = &mut per[r.scenario];
-        e.0 += 1;
-        e.1 += u64::from(!r.failed);
-        e.2 += u64::from(r.good());
-        let hh = match &mut e.3 {
-            Some(hh) => hh,
-            None => e.3.insert(hist()?),
-        };
-        record(hh, r.dur);
-    }
+    let Tally { h, per, bad, good } = tally(&started, s.scenarios.len(), &mut st)?;
     let n = started.len() as u64;
     let per_s = |k: u64| {
         if st.window_s > 0.0 {
@@ -174,6 +152,42 @@ pub(super) fn stage_of(
     }
     k6::mark_validity(&mut st);
     Ok(st)
+}
+
+/// What the requests started in a window add up to: their latency histogram, each scenario's
+/// (requests, ok, good, latency), the failed (their errors counted into the stage) and the good.
+struct Tally {
+    h: Histogram<u32>,
+    per: Vec<PerScenario>,
+    bad: u64,
+    good: u64,
+}
+
+fn tally(started: &[&&Req], scenarios: usize, st: &mut StageResult) -> Result<Tally, BadInput> {
+    let mut h = hist()?;
+    let mut per: Vec<PerScenario> = vec![(0, 0, 0, None); scenarios];
+    let (mut bad, mut good) = (0u64, 0u64);
+    for r in started {
+        record(&mut h, r.dur);
+        if r.failed {
+            bad += 1;
+            match r.status {
+                0 => st.errors.io += 1,
+                code => *st.errors.http_status.entry(code).or_insert(0) += 1,
+            }
+        }
+        good += u64::from(r.good());
+        let e = &mut per[r.scenario];
+        e.0 += 1;
+        e.1 += u64::from(!r.failed);
+        e.2 += u64::from(r.good());
+        let hh = match &mut e.3 {
+            Some(hh) => hh,
+            None => e.3.insert(hist()?),
+        };
+        record(hh, r.dur);
+    }
+    Ok(Tally { h, per, bad, good })
 }
 
 /// A closed span's users: a held step's, with its throughput's interval; a ramp's middle.

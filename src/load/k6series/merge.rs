@@ -162,31 +162,7 @@ pub fn merge(files: Vec<(String, Series)>) -> Result<(Series, Vec<MergedFile>), 
         return Err(BadInput("no k6 output to read".into()));
     };
     same_output_twice(&files)?;
-    let first_name = files[0].0.clone();
-    let mut series = Vec::new();
-    let mut books = Vec::new();
-    for (name, mut s) in files {
-        let ahead = offset(&first, &s).unwrap_or(0.0);
-        if ahead.is_infinite() {
-            return Err(BadInput(format!(
-                "{name}: its vus curve matches {first_name}'s at no offset within ±{MOST_SKEW_S:.0} \
-                 s: the clocks are further apart than that, or the files are not one run — set \
-                 the load generators' clocks (NTP) and run again, or read each file alone"
-            )));
-        }
-        let aligned = ahead.abs() >= SKEW_S;
-        if aligned {
-            shift(&mut s, -ahead);
-        }
-        books.push(MergedFile {
-            file: name,
-            clock_ahead_s: ahead,
-            aligned,
-            requests: s.reqs.len() as u64,
-            cut_requests: 0,
-        });
-        series.push(s);
-    }
+    let (series, mut books) = aligned(&first, files)?;
     let spans: Vec<(f64, f64)> = series.iter().map(span).collect();
     let from = spans.iter().map(|s| s.0).fold(f64::NEG_INFINITY, f64::max);
     let to = spans.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
@@ -246,6 +222,41 @@ pub fn merge(files: Vec<(String, Series)>) -> Result<(Series, Vec<MergedFile>), 
         )));
     }
     Ok((out, books))
+}
+
+/// Each file's series on the first file's clock: shifted by how far its vus curve is ahead
+/// when that is past the skew k6's resolution allows, with its book; a file whose curve matches
+/// at no offset is refused.
+fn aligned(
+    first: &Series,
+    files: Vec<(String, Series)>,
+) -> Result<(Vec<Series>, Vec<MergedFile>), BadInput> {
+    let first_name = files[0].0.clone();
+    let mut series = Vec::new();
+    let mut books = Vec::new();
+    for (name, mut s) in files {
+        let ahead = offset(first, &s).unwrap_or(0.0);
+        if ahead.is_infinite() {
+            return Err(BadInput(format!(
+                "{name}: its vus curve matches {first_name}'s at no offset within ±{MOST_SKEW_S:.0} \
+                 s: the clocks are further apart than that, or the files are not one run — set \
+                 the load generators' clocks (NTP) and run again, or read each file alone"
+            )));
+        }
+        let aligned = ahead.abs() >= SKEW_S;
+        if aligned {
+            shift(&mut s, -ahead);
+        }
+        books.push(MergedFile {
+            file: name,
+            clock_ahead_s: ahead,
+            aligned,
+            requests: s.reqs.len() as u64,
+            cut_requests: 0,
+        });
+        series.push(s);
+    }
+    Ok((series, books))
 }
 
 #[cfg(test)]

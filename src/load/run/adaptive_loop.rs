@@ -54,22 +54,11 @@ impl Sweep {
             let warmup = Duration::try_from_secs_f64(search.warmup_s(n))
                 .unwrap_or(a.max_stage)
                 .min(a.max_stage);
-            let mut stage = template.clone().unwrap_or(Stage {
-                vus: None,
-                rate: None,
-                ramp_to: None,
-                max_vus: None,
-                duration: Duration::ZERO,
-                warmup: Duration::ZERO,
-                ramp: None,
-            });
-            stage.vus = Some(n);
-            stage.ramp = None;
-            stage.warmup = warmup;
             // A level that counts slots only needs the queue gauges to refresh twice.
             let counting = (2 * self.opts.queue_metrics_interval).max(Duration::from_secs(3));
-            stage.duration = warmup + if count_slots { counting } else { a.max_stage };
-            self.stages.push((stage, 0));
+            let held = if count_slots { counting } else { a.max_stage };
+            self.stages
+                .push((level_stage(template.as_ref(), n, warmup, held), 0));
             let index = self.stages.len() - 1;
             let steady = Steady {
                 // A refining level only has to say on which side of 95 % of the ceiling it
@@ -96,6 +85,25 @@ impl Sweep {
                 .push(seen(&self.summary.stages[index], n, failed));
         }
     }
+}
+
+/// The search's level at `n` in flight: the profile's stage settings (max_vus …) with the
+/// search's users, `warmup`, then `held` seconds measured.
+fn level_stage(template: Option<&Stage>, n: u32, warmup: Duration, held: Duration) -> Stage {
+    let mut stage = template.cloned().unwrap_or(Stage {
+        vus: None,
+        rate: None,
+        ramp_to: None,
+        max_vus: None,
+        duration: Duration::ZERO,
+        warmup: Duration::ZERO,
+        ramp: None,
+    });
+    stage.vus = Some(n);
+    stage.ramp = None;
+    stage.warmup = warmup;
+    stage.duration = warmup + held;
+    stage
 }
 
 /// A finished stage as the search sees it.
