@@ -336,6 +336,21 @@ fn page(
         }
         h.push_str(&c.svg());
     }
+    stages_html(&mut h, s);
+    scenarios_html(&mut h, s);
+    if let Some(d) = d {
+        diagnosis_html(&mut h, d);
+    }
+    if let Some(r) = r {
+        recommendation_html(&mut h, r);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The stages' table: each stage's load, validity, checks, errors, throughput, latency and
+/// the queue's gauges.
+fn stages_html(h: &mut String, s: &Summary) {
     h.push_str("<h2>Stages</h2><table><tr><th>stage</th><th>load</th><th>valid</th><th>check %</th><th>error %</th><th>req/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>new conns/req</th><th>slots taken</th><th>waiting</th></tr>");
     for st in &s.stages {
         let lat = |f: fn(&crate::record::stage::Latency) -> f64| match (&st.latency, st.valid) {
@@ -361,36 +376,32 @@ fn page(
         );
     }
     h.push_str("</table>");
-    scenarios_html(&mut h, s);
-    if let Some(d) = d {
-        diagnosis_html(&mut h, d);
+}
+
+/// The recommendation: its first line, each further line, and the settings as compose.
+fn recommendation_html(h: &mut String, r: &Recommendation) {
+    let text = super::text::recommendation(r);
+    let mut lines = text.lines();
+    let _ = write!(
+        h,
+        "<h2>Recommendation</h2><p><b>{}</b></p><ul>",
+        esc(lines
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("Recommendation: "))
+    );
+    for l in lines.filter(|l| !l.trim().is_empty()) {
+        let _ = write!(h, "<li>{}</li>", esc(l.trim()));
     }
-    if let Some(r) = r {
-        let text = super::text::recommendation(r);
-        let mut lines = text.lines();
-        let _ = write!(
-            h,
-            "<h2>Recommendation</h2><p><b>{}</b></p><ul>",
-            esc(lines
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("Recommendation: "))
-        );
-        for l in lines.filter(|l| !l.trim().is_empty()) {
-            let _ = write!(h, "<li>{}</li>", esc(l.trim()));
-        }
-        let _ = write!(
-            h,
-            "</ul><pre>{}</pre>",
-            esc(&super::dialect::settings(
-                r,
-                super::Dialect::Compose,
-                &Default::default(),
-            ))
-        );
-    }
-    h.push_str("</body></html>\n");
-    h
+    let _ = write!(
+        h,
+        "</ul><pre>{}</pre>",
+        esc(&super::dialect::settings(
+            r,
+            super::Dialect::Compose,
+            &Default::default(),
+        ))
+    );
 }
 
 /// A mix: what each scenario sent, then its figures per stage (they add up to the stage's).
