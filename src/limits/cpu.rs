@@ -217,7 +217,7 @@ pub fn verdict(
         CpuSite::Host => "the host's CPU".to_string(),
         CpuSite::Process => process_words(site.role, &site.name),
     };
-    let mut f = Finding::new(FindingId::CpuLimitCaps,
+    let f = Finding::new(FindingId::CpuLimitCaps,
         format!("CPU caps throughput at {x:.2} req/s: {where_} is saturated"),
     )
     .evidence(format!(
@@ -229,22 +229,10 @@ pub fn verdict(
         site.usable_cores.value.max(site.cores_used),
         site.cpu_s_per_execution,
         site.bound_per_s
-    ))
-    .figure("throughput_per_s", x)
-    .figure("cores_used", site.cores_used)
-    .figure("usable_cores", site.usable_cores.value)
-    .figure("cpu_s_per_execution", site.cpu_s_per_execution)
-    .figure("cpu_bound_per_s", site.bound_per_s)
-    .why("No concurrency setting raises a CPU ceiling: slots and runner tasks only wait for the CPU.");
-    if let Some(c) = cap {
-        f = f.evidence(format!(
-            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            c.ceiling,
-            c.worker_bound(),
-            c.runner_bound()
-        ));
-    }
-    f = f.fix(match site.site {
+    ));
+    let f = site_figures(f, x, &site, "cpu_bound_per_s")
+        .why("No concurrency setting raises a CPU ceiling: slots and runner tasks only wait for the CPU.");
+    let f = settings_allow(f, cap).fix(match site.site {
         CpuSite::Process => process_relief(site.role),
         CpuSite::Host => "more cores or another host: adding processes on this one adds nothing",
     });
@@ -260,6 +248,29 @@ pub fn verdict(
             site.bound_per_s
         ),
         cpu: Some(site),
+    }
+}
+
+/// A saturated CPU site's figures on its kind's finding: the throughput `x`, the cores used
+/// and usable, the CPU seconds per execution, and the bound they allow (named `bound`).
+pub fn site_figures(f: Finding, x: f64, u: &CpuUse, bound: &str) -> Finding {
+    f.figure("throughput_per_s", x)
+        .figure("cores_used", u.cores_used)
+        .figure("usable_cores", u.usable_cores.value)
+        .figure("cpu_s_per_execution", u.cpu_s_per_execution)
+        .figure(bound, u.bound_per_s)
+}
+
+/// What the settings would allow beside a measured bound, when the capacity is known.
+pub fn settings_allow(f: Finding, cap: Option<&Capacity>) -> Finding {
+    match cap {
+        Some(c) => f.evidence(format!(
+            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
+            c.ceiling,
+            c.worker_bound(),
+            c.runner_bound()
+        )),
+        None => f,
     }
 }
 

@@ -151,30 +151,18 @@ impl Kind for MainIntake {
 /// verdict that more workers will not help.
 fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Finding>) -> Verdict {
     let x = c.x.mean;
-    let mut f = Finding::new(
+    let f = Finding::new(
         FindingId::MainIntakeCaps,
         format!("Main's intake caps throughput at {x:.2} req/s: main ({}) is at its core", u.name),
     )
     .evidence(format!(
         "{:.2} cores used of {:.1} usable ({}); {:.3} CPU s per execution on main → {:.2} executions/s",
         u.cores_used, u.usable_cores.value, u.usable_cores.source, u.cpu_s_per_execution, u.bound_per_s
-    ))
-    .figure("throughput_per_s", x)
-    .figure("cores_used", u.cores_used)
-    .figure("usable_cores", u.usable_cores.value)
-    .figure("cpu_s_per_execution", u.cpu_s_per_execution)
-    .figure("main_intake_bound_per_s", u.bound_per_s)
-    .why("Every production webhook passes main's one JavaScript thread before any worker sees it: more workers, slots or runners only wait behind it.")
-    .fix(RELIEF);
-    if let Some(cap) = cap {
-        f = f.evidence(format!(
-            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            cap.ceiling,
-            cap.worker_bound(),
-            cap.runner_bound()
-        ));
-    }
-    findings.push(f);
+    ));
+    let f = super::cpu::site_figures(f, x, &u, "main_intake_bound_per_s")
+        .why("Every production webhook passes main's one JavaScript thread before any worker sees it: more workers, slots or runners only wait behind it.")
+        .fix(RELIEF);
+    findings.push(super::cpu::settings_allow(f, cap));
     Verdict {
         limit: Some(Limit::MainIntake.into()),
         text: format!(

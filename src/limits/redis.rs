@@ -108,7 +108,7 @@ impl Kind for Redis {
 /// more workers will not help.
 fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Finding>) -> Verdict {
     let x = c.x.mean;
-    let mut f = Finding::new(
+    let f = Finding::new(
         FindingId::RedisCaps,
         format!("Redis caps throughput at {x:.2} req/s: its one thread ({}) is at its core", u.name),
     )
@@ -119,23 +119,11 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
         u.usable_cores.source,
         u.cpu_s_per_execution * 1000.0,
         u.bound_per_s
-    ))
-    .figure("throughput_per_s", x)
-    .figure("cores_used", u.cores_used)
-    .figure("usable_cores", u.usable_cores.value)
-    .figure("cpu_s_per_execution", u.cpu_s_per_execution)
-    .figure("redis_bound_per_s", u.bound_per_s)
-    .why("Every execution is enqueued, picked up, locked and completed through Bull's commands on Redis' one thread: more workers only add commands to it.")
-    .fix(RELIEF);
-    if let Some(cap) = cap {
-        f = f.evidence(format!(
-            "the settings would allow {:.2} req/s (worker-bound {:.2}, runner-bound {:.2})",
-            cap.ceiling,
-            cap.worker_bound(),
-            cap.runner_bound()
-        ));
-    }
-    findings.push(f);
+    ));
+    let f = super::cpu::site_figures(f, x, &u, "redis_bound_per_s")
+        .why("Every execution is enqueued, picked up, locked and completed through Bull's commands on Redis' one thread: more workers only add commands to it.")
+        .fix(RELIEF);
+    findings.push(super::cpu::settings_allow(f, cap));
     Verdict {
         limit: Some(Limit::Redis.into()),
         text: format!(
