@@ -1,7 +1,7 @@
 //! `n8ncap drain`: parses and checks the arguments, finds the worker to stop and what the
 //! prediction needs (the rate and job times of `--run`, the worker's shutdown timeout from the
-//! Docker API), runs the load (`load::drain`) with the stop beside it (`actuate::stop`: the Docker API's
-//! or the operator's `--stop-cmd`), judges (`diagnose::drain`) and reports.
+//! Docker API), runs the load (`load::drain`) with the stop beside it (`actuate::stop`: the
+//! Docker API's or the operator's `--stop-cmd`), judges (`diagnose::drain`) and reports.
 
 use crate::actuate::docker_stop::{self, DockerStop};
 use crate::actuate::stop::Stopper;

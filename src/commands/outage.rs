@@ -1,7 +1,7 @@
 //! `n8ncap outage`: parses and checks the arguments, finds the Redis to stop and the n8n
-//! processes to read back (`actuate::outage`: the Docker API, or the operator's commands), runs the load
-//! (`load::drain`) with the outage beside it — Redis always started again, also on an error or
-//! an interrupt — judges (`diagnose::outage`) and reports.
+//! processes to read back (`actuate::outage`: the Docker API, or the operator's commands), runs
+//! the load (`load::drain`) with the outage beside it — Redis always started again, also on an
+//! error or an interrupt — judges (`diagnose::outage`) and reports.
 
 use crate::actuate::docker_outage::DockerOutage;
 use crate::actuate::outage::Outager;

@@ -328,7 +328,7 @@ pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
 }
 
 /// What relieves a saturated process of `role` when it is a server every worker shares (main's
-/// intake, Postgres' server): its kind's relief; None for a role each worker brings.
+/// intake, Redis, Postgres' server): its kind's relief; None for a role each worker brings.
 pub fn server_relief(role: Role) -> Option<&'static str> {
     SHARED
         .iter()
@@ -341,7 +341,7 @@ pub fn server_relief(role: Role) -> Option<&'static str> {
 }
 
 /// A server's CPU as a shared limit (Postgres' server, Redis): its bound where the run measured
-/// the process of `role`, with `what` it does for every worker, and `relief`.
+/// the process of `role`, with `what` it does for every worker, and its kind's relief.
 pub fn server_cpu(d: &Diagnosis, kind: Limit, role: Role, what: &str) -> Option<SharedLimit> {
     let u = d.cpu.iter().find(|u| u.role == Some(role))?;
     Some(SharedLimit {
