@@ -495,6 +495,35 @@ mod tests {
         assert!(serde_json::from_value::<Capping>("slots".into()).is_err());
     }
 
+    /// A plan's bound is written as summary.json always wrote it — a process's CPU
+    /// `process_cpu`, the host's `host_cpu`, a kind its own name — and read back, `cpu` too.
+    #[test]
+    fn a_plan_s_bound_keeps_its_words_in_json() {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct P {
+            #[serde(with = "super::plan_bound")]
+            b: Limit,
+        }
+        for (l, word) in [
+            (Limit::Cpu, "process_cpu"),
+            (Limit::HostCpu, "host_cpu"),
+            (Limit::WorkerConcurrency, "worker_concurrency"),
+            (Limit::Redis, "redis"),
+        ] {
+            let v = serde_json::to_value(P { b: l }).unwrap();
+            assert_eq!(v["b"], word);
+            assert_eq!(serde_json::from_value::<P>(v).unwrap(), P { b: l });
+        }
+        let cpu: P = serde_json::from_value(serde_json::json!({"b": "cpu"})).unwrap();
+        assert_eq!(cpu.b, Limit::Cpu);
+        assert!(serde_json::from_value::<P>(serde_json::json!({"b": "slots"})).is_err());
+        // A shared limit's kind keeps scale.json's word for Postgres' connections.
+        assert_eq!(
+            serde_json::to_value(Limit::PostgresConnections).unwrap(),
+            "postgres"
+        );
+    }
+
     use super::*;
 
     fn one(c: u32, r: u32) -> Vec<WorkerLimits> {
