@@ -6,7 +6,7 @@
 //! into its scale.json file; the deployment returned to the count it had however the sweep ends.
 
 use super::{sweep_once, Swept};
-use crate::actuate::command::{self as scaleout, ScaleCommand};
+use crate::actuate::command::{self, ScaleCommand};
 use crate::actuate::docker_scale::DockerPairs;
 use crate::actuate::scale::Scaler;
 use crate::cli::SweepArgs;
@@ -265,7 +265,7 @@ async fn scaler(
 }
 
 async fn checked(a: &SweepArgs) -> anyhow::Result<(Plan, Scaler)> {
-    let counts = scaleout::counts(&a.settings.workers)?;
+    let counts = command::counts(&a.settings.workers)?;
     let searched = with_levels(a, &counts);
     let a = searched.as_ref();
     let settle = crate::util::parse_duration(&a.scale_settle)
