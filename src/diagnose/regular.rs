@@ -5,7 +5,7 @@
 
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
-use crate::record::diagnosis::{CpuSite, CpuUse};
+use crate::record::diagnosis::CpuUse;
 use crate::record::Role;
 
 /// Of the CPU an execution costs, the part main keeps in queue mode (the webhook intake):
@@ -22,8 +22,7 @@ pub fn queue_mode_advice(
     service_time_s: f64,
     findings: &mut Vec<Finding>,
 ) {
-    let Some(site) = cpu.filter(|c| c.site == CpuSite::Process && c.role == Some(Role::Main))
-    else {
+    let Some(site) = cpu.filter(|c| c.is_process_of(Role::Main)) else {
         return;
     };
     if !s.is_regular() || x <= 0.0 {

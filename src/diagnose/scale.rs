@@ -5,7 +5,6 @@
 
 use crate::error::BadInput;
 use crate::model::usl;
-use crate::record::diagnosis::CpuSite;
 use crate::record::scaling::{PerWorker, ScalePoint, Scaling, SharedLimit, UslFit, WorkersPlan};
 use crate::record::{Diagnosis, Role};
 
@@ -264,7 +263,7 @@ fn plan(
             let processor = top.and_then(|d| {
                 d.cpu
                     .iter()
-                    .filter(|u| u.site == CpuSite::Process && u.role == Some(Role::Webhook))
+                    .filter(|u| u.is_process_of(Role::Webhook))
                     .map(|u| u.bound_per_s)
                     .min_by(f64::total_cmp)
             });

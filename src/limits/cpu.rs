@@ -22,7 +22,7 @@ pub fn binding(uses: &[CpuUse]) -> Option<&CpuUse> {
 /// What one more process of `role` adds, and what the host allows, for predictions.
 pub fn per_role_bound(uses: &[CpuUse], role: Role) -> Option<f64> {
     uses.iter()
-        .filter(|u| u.site == CpuSite::Process && u.role == Some(role))
+        .filter(|u| u.is_process_of(role))
         .map(|u| u.bound_per_s)
         .min_by(f64::total_cmp)
 }

@@ -10,7 +10,7 @@ use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
-use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::diagnosis::{CpuUse, Diagnosis};
 use crate::record::scaling::SharedLimit;
 use crate::record::Role;
 
@@ -28,7 +28,7 @@ pub const LAG_SATURATED_S: f64 = 0.1;
 /// Main's CPU site, when it is the one whose CPU binds, in queue mode.
 fn site<'a>(s: &Settings, c: &Ceiling<'a>) -> Option<&'a CpuUse> {
     super::cpu::binding(c.cpu)
-        .filter(|u| u.site == CpuSite::Process && u.role == Some(Role::Main))
+        .filter(|u| u.is_process_of(Role::Main))
         .filter(|_| !s.is_regular())
 }
 
@@ -44,10 +44,7 @@ impl Kind for MainIntake {
     /// Main's CPU as the top count's run measured it: the bound its one thread allows, reached
     /// when saturated or when its event loop lagged [`LAG_SATURATED_S`] or more.
     fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
-        let m = d
-            .cpu
-            .iter()
-            .find(|u| u.site == CpuSite::Process && u.role == Some(Role::Main))?;
+        let m = d.cpu.iter().find(|u| u.is_process_of(Role::Main))?;
         let lagging = m.eventloop_lag_s.filter(|l| *l >= LAG_SATURATED_S);
         let mut evidence = vec![format!(
             "main ({}) used {:.2} cores of {:.1}: {:.1} ms of CPU per execution, so its one \

@@ -11,7 +11,7 @@ use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Capacity, Job, Limit};
-use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
+use crate::record::diagnosis::{CpuUse, Diagnosis};
 use crate::record::scaling::SharedLimit;
 use crate::record::Role;
 
@@ -23,7 +23,7 @@ const RELIEF: &str = "give Redis a faster core (or its own node), keep other cli
 
 /// Redis' CPU site, when it is the one whose CPU binds.
 fn site<'a>(c: &Ceiling<'a>) -> Option<&'a CpuUse> {
-    super::cpu::binding(c.cpu).filter(|u| u.site == CpuSite::Process && u.role == Some(Role::Redis))
+    super::cpu::binding(c.cpu).filter(|u| u.is_process_of(Role::Redis))
 }
 
 impl Kind for Redis {
@@ -142,6 +142,7 @@ fn verdict(u: CpuUse, cap: Option<&Capacity>, c: &Ceiling, findings: &mut Vec<Fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::diagnosis::CpuSite;
 
     /// A saturated Redis is relieved as the server every worker shares (its kind's relief, never
     /// "more workers"), and a plan meets its bound once, whatever the plan's workers.

@@ -160,6 +160,13 @@ pub struct CpuUse {
     pub eventloop_lag_s: Option<f64>,
 }
 
+impl CpuUse {
+    /// Whether this reading is one process's of `role` (not the host's).
+    pub fn is_process_of(&self, role: Role) -> bool {
+        self.site == CpuSite::Process && self.role == Some(role)
+    }
+}
+
 /// The diagnosis of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {

@@ -3,6 +3,7 @@ use super::*;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::{Provenance, Sourced};
 use crate::model::Limit;
+use crate::record::diagnosis::CpuSite;
 use crate::record::stage::EndpointObserved;
 
 /// A run at `workers` workers of 5 slots and 5 runner tasks (1 s jobs): 1 in flight, then a
