@@ -341,8 +341,13 @@ pub fn server_relief(role: Role) -> Option<&'static str> {
 }
 
 /// A server's CPU as a shared limit (Postgres' server, Redis): its bound where the run measured
-/// the process of `role`, with `what` it does for every worker, and its kind's relief.
-pub fn server_cpu(d: &Diagnosis, kind: Limit, role: Role, what: &str) -> Option<SharedLimit> {
+/// the process of `role`, with `what` it does for every worker, and `relief`, its kind's.
+pub fn server_cpu(
+    d: &Diagnosis,
+    (kind, relief): (Limit, &str),
+    role: Role,
+    what: &str,
+) -> Option<SharedLimit> {
     let u = d.cpu.iter().find(|u| u.role == Some(role))?;
     Some(SharedLimit {
         kind,
@@ -359,7 +364,7 @@ pub fn server_cpu(d: &Diagnosis, kind: Limit, role: Role, what: &str) -> Option<
             u.cpu_s_per_execution * 1000.0,
             u.bound_per_s
         )],
-        fix: relief(kind).to_string(),
+        fix: relief.to_string(),
     })
 }
 
@@ -370,14 +375,6 @@ pub fn named_elsewhere(what: &str, by: &str) -> Verdict {
         limit: None,
         text: format!("{what} was named, but in one run it is named as {by}"),
         cpu: None,
-    }
-}
-
-/// What moves a kind one for the deployment ("" for a kind each worker brings).
-pub fn relief(kind: Limit) -> &'static str {
-    match of(kind).scope() {
-        Scope::Deployment { relief } => relief,
-        Scope::PerWorker => "",
     }
 }
 

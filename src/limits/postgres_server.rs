@@ -26,7 +26,7 @@ impl Kind for PostgresServer {
     fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
         super::server_cpu(
             d,
-            Limit::PostgresServer,
+            (Limit::PostgresServer, RELIEF),
             Role::Postgres,
             "every process's pool draws on it",
         )

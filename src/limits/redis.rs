@@ -38,7 +38,7 @@ impl Kind for Redis {
     fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
         super::server_cpu(
             d,
-            Limit::Redis,
+            (Limit::Redis, RELIEF),
             Role::Redis,
             "its commands run on one thread",
         )
