@@ -28,22 +28,26 @@ struct Site {
     lag: Vec<f64>,
 }
 
-/// The valid stages a level was merged from.
-fn valid_stages<'a>(stages: &'a [StageResult], level: &Level) -> Vec<&'a StageResult> {
-    level
-        .stages
-        .iter()
+/// The measured ceiling's top level (named in words) and the levels it pools (whose stages are
+/// read).
+pub type AtCeiling<'a> = (&'a Level, &'a [&'a Level]);
+
+/// The valid stages the levels at the ceiling were merged from.
+fn valid_stages<'a>(stages: &'a [StageResult], at: &[&Level]) -> Vec<&'a StageResult> {
+    at.iter()
+        .flat_map(|l| l.stages.iter())
         .filter_map(|i| stages.get(*i))
         .filter(|s| s.valid)
         .collect()
 }
 
-/// CPU per site at `level`, whose throughput is `x` executions/s.
-pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<CpuUse> {
+/// CPU per site over the levels `at` the ceiling, whose pooled throughput is `x` executions/s
+/// (the CPU read over the same stages the throughput was).
+pub fn uses(stages: &[StageResult], at: &[&Level], x: f64, host: &Host) -> Vec<CpuUse> {
     if x <= 0.0 {
         return Vec::new();
     }
-    let used = valid_stages(stages, level);
+    let used = valid_stages(stages, at);
     let mut sites: BTreeMap<String, Site> = BTreeMap::new();
     let from_containers = used
         .iter()
@@ -83,12 +87,12 @@ pub fn uses(stages: &[StageResult], level: &Level, x: f64, host: &Host) -> Vec<C
     out
 }
 
-/// The processes sampled at `level` whose CPU read 0 in every valid stage: their counters did
-/// not move (several roles in one process, as `sim all`) or are absent, so they bound nothing —
-/// which is not the same as CPU never having been watched.
-pub fn read_zero(stages: &[StageResult], level: &Level) -> Vec<String> {
+/// The processes sampled at the ceiling (the levels `at` it) whose CPU read 0 in every valid
+/// stage: their counters did not move (several roles in one process, as `sim all`) or are
+/// absent, so they bound nothing — which is not the same as CPU never having been watched.
+pub fn read_zero(stages: &[StageResult], at: &[&Level]) -> Vec<String> {
     let mut moved: BTreeMap<String, bool> = BTreeMap::new();
-    for s in valid_stages(stages, level) {
+    for s in valid_stages(stages, at) {
         let containers = s.containers.iter().filter(|c| c.samples > 0);
         for (name, pct) in containers.map(|c| (&c.name, c.cpu_percent_mean)) {
             *moved.entry(name.clone()).or_default() |= pct > 0.0;
@@ -244,19 +248,20 @@ fn host_use(procs: &[CpuUse], used: &[&StageResult], x: f64, host: &Host) -> Opt
 const OTHER_WORK_CORES: f64 = 0.25;
 const OTHER_WORK_SHARE: f64 = 0.10;
 
-/// The host's CPU used by work outside the stack at `level`: this machine's busy CPU
-/// (`/proc/stat`, when it is n8n's host) less what the stack's processes and n8ncap used.
+/// The host's CPU used by work outside the stack at the ceiling (`top`, named in its words, and
+/// the levels `at` it, whose stages are read): this machine's busy CPU (`/proc/stat`, when it is
+/// n8n's host) less what the stack's processes and n8ncap used.
 /// It is never the stack's CPU — a build or another load beside the sweep makes the host busy
 /// whatever caps the stack, and a CPU per execution taken from it equals the measured ceiling by
 /// construction — so it is a validity finding with its share, never a CPU verdict.
 pub fn other_work(
     stages: &[StageResult],
-    level: &Level,
+    (top, at): AtCeiling,
     uses: &[CpuUse],
     host: &Host,
 ) -> Option<crate::findings::Finding> {
     let cores = host.cores.as_ref()?;
-    let used = valid_stages(stages, level);
+    let used = valid_stages(stages, at);
     let busy: Vec<f64> = used
         .iter()
         .filter_map(|s| s.host_cpu_percent)
@@ -277,7 +282,7 @@ pub fn other_work(
         format!(
             "{other:.1} of {:.0} cores were used by processes outside the stack at {}: the ceiling measured may be the contention's",
             cores.value,
-            level.words()
+            top.words()
         ),
     )
     .evidence(format!(

@@ -338,9 +338,9 @@ pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
     if top.throughput.mean <= 0.0 {
         return None;
     }
-    let samples: Vec<f64> = sat
+    let pooled = at_ceiling(levels, top);
+    let samples: Vec<f64> = pooled
         .iter()
-        .filter(|l| l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean)
         .flat_map(|l| l.throughput.samples.clone())
         .collect();
     // One sample: the level's own estimate keeps its interval (a k6 window, a summary's count).
@@ -348,14 +348,26 @@ pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
     let x = if samples.len() == 1 {
         top.throughput.clone()
     } else {
-        let pooled = sat
+        let counted = pooled
             .iter()
-            .filter(|l| l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean)
             .filter_map(|l| l.counted)
             .fold([0.0, 0.0], |[n, t], [dn, dt]| [n + dn, t + dt]);
-        Estimate::of(&samples).with_counting(pooled[0], pooled[1])
+        Estimate::of(&samples).with_counting(counted[0], counted[1])
     };
     Some((x, top))
+}
+
+/// The saturated levels the measured ceiling at `top` pools (within [`crate::limits::AT_CEILING`]
+/// of its throughput): what is read per execution at the ceiling (CPU seconds) is read over
+/// these same stages, so that the figure and the throughput it is divided by share their
+/// windows.
+pub fn at_ceiling<'a>(levels: &'a [Level], top: &Level) -> Vec<&'a Level> {
+    levels
+        .iter()
+        .filter(|l| {
+            l.saturated() && l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean
+        })
+        .collect()
 }
 
 /// Whether the levels were chosen by the run that measured them (a sweep's, a k6 script's), not

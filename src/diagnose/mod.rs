@@ -34,7 +34,7 @@ use crate::model::{self, Capacity, Job};
 use crate::record::diagnosis::{
     BreakPoint, BreakPointKind, Comparison, CpuUse, CurvePoint, Diagnosis, Level,
 };
-use crate::record::StageResult;
+use crate::record::{Estimate, StageResult};
 use verdict::{Ceiling, Verdict};
 
 /// Everything `diagnose` needs beyond the stages.
@@ -99,10 +99,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     );
 
     let measured = levels::measured_ceiling(&levels);
-    let cpu = measured
-        .as_ref()
-        .map(|(x, l)| cpu::uses(stages, l, x.mean, &inputs.host))
-        .unwrap_or_default();
+    let (at, cpu, cpu_read_zero) = cpu_at_ceiling(stages, &levels, measured.as_ref(), &inputs.host);
     let s_value = service_time.as_ref().map(|s| s.value);
     let ceiling = measured
         .as_ref()
@@ -126,7 +123,11 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     }
     let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
     observations(
-        (stages, &levels, measured.as_ref().map(|(_, l)| *l)),
+        (
+            stages,
+            &levels,
+            measured.as_ref().map(|(_, top)| (*top, &at[..])),
+        ),
         (&cpu, v.cpu.as_ref()),
         (inputs, &settings),
         &mut findings,
@@ -163,10 +164,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         saturation_rule: levels::saturation_rule(),
         failure_point: failure_point(stages, &levels),
         knee: knee(&levels, measured.as_ref().map(|(x, _)| x.mean), effective),
-        cpu_read_zero: match (&measured, cpu.is_empty()) {
-            (Some((_, l)), true) => cpu::read_zero(stages, l),
-            _ => Vec::new(),
-        },
+        cpu_read_zero,
         // Levels a source did not choose (a history's windows): there is no next one to try.
         next_level: next_level(
             &levels,
@@ -184,10 +182,31 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
     }
 }
 
+/// The levels the measured ceiling pools, each process's CPU read over their stages, and —
+/// when none is — the processes sampled there whose CPU read 0.
+fn cpu_at_ceiling<'a>(
+    stages: &[StageResult],
+    levels: &'a [Level],
+    measured: Option<&(Estimate, &Level)>,
+    host: &cpu::Host,
+) -> (Vec<&'a Level>, Vec<CpuUse>, Vec<String>) {
+    let Some((x, top)) = measured else {
+        return (Vec::new(), Vec::new(), Vec::new());
+    };
+    let at = levels::at_ceiling(levels, top);
+    let cpu = cpu::uses(stages, &at, x.mean, host);
+    let zero = if cpu.is_empty() {
+        cpu::read_zero(stages, &at)
+    } else {
+        Vec::new()
+    };
+    (at, cpu, zero)
+}
+
 /// Findings of what was observed beside the verdict: the processes and containers, the host's
 /// CPU taken by other work, an upload's memory, ramps.
 fn observations(
-    (stages, levels, at): (&[StageResult], &[Level], Option<&Level>),
+    (stages, levels, at): (&[StageResult], &[Level], Option<cpu::AtCeiling>),
     (cpu, binding): (&[CpuUse], Option<&CpuUse>),
     (inputs, settings): (&Inputs, &Settings),
     findings: &mut Vec<Finding>,
@@ -200,7 +219,7 @@ fn observations(
         &inputs.host,
         findings,
     );
-    findings.extend(at.and_then(|l| cpu::other_work(stages, l, cpu, &inputs.host)));
+    findings.extend(at.and_then(|at| cpu::other_work(stages, at, cpu, &inputs.host)));
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), findings);
     ramp::findings(stages, levels, findings);
 }

@@ -21,15 +21,15 @@ impl Kind for PostgresConnections {
         Scope::Deployment { relief: RELIEF }
     }
 
-    /// Reached when the top count's run was refused connections or its pools capped: the
-    /// finding's title, its pool bound and its change.
+    /// Reached when the top count's run was refused connections: the finding's title and its
+    /// change. A pool that caps (`db-pool-caps`) is each process's own — every added worker
+    /// brings one, so its bound grows with the workers and stops no scale-out — and is the
+    /// database pool's (per worker), not this one.
     fn shared(&self, d: &Diagnosis) -> Option<SharedLimit> {
-        let f = d.findings.iter().find(|f| {
-            matches!(
-                f.id,
-                FindingId::PostgresConnectionsExhausted | FindingId::DbPoolCaps
-            )
-        })?;
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::PostgresConnectionsExhausted)?;
         Some(SharedLimit {
             kind: Limit::PostgresConnections,
             bound_per_s: f.get("db_pool_bound_per_s"),

@@ -183,8 +183,14 @@ fn shutdown(target: &AutoscalerTarget, p99: f64, code: f64) -> (Sourced<u32>, So
     (graceful, termination)
 }
 
-/// Workers past which none adds throughput: the first shared bound the run measured (main's
-/// intake, the host's CPU) ÷ one worker's ceiling, with what bounds it.
+/// A worker that would add less than this share of one worker's ceiling before the shared
+/// bound is not counted: a bound measured a hair above one worker's ceiling (main's CPU read
+/// over the same stages, within its noise) does not make a second worker useful.
+const USEFUL_SHARE: f64 = 0.1;
+
+/// Workers past which none adds throughput (more than [`USEFUL_SHARE`] of a worker): the first
+/// shared bound the run measured (main's intake, the host's CPU) ÷ one worker's ceiling, with
+/// what bounds it.
 pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
     let shared: Vec<SharedLimit> = crate::limits::shared_limits(d);
     shared
@@ -193,10 +199,10 @@ pub fn useful_workers(d: &Diagnosis, per_worker: f64) -> Option<(u32, String)> {
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(l, b)| {
             (
-                ((b / per_worker).ceil() as u32).max(1),
+                ((b / per_worker - USEFUL_SHARE).ceil() as u32).max(1),
                 format!(
                     "{} bounds the deployment at {b:.1}/s = {:.1} workers of {per_worker:.2}/s",
-                    l.words(),
+                    l.kind.words(),
                     b / per_worker
                 ),
             )

@@ -418,3 +418,22 @@ fn a_scale_down_hold_stays_within_what_kubernetes_takes() {
         );
     }
 }
+
+/// Main's intake measured a hair above one worker's ceiling (its CPU read within its noise:
+/// 1.0025 workers' worth) makes no second worker useful; a bound of 1.5 workers' does.
+#[test]
+fn a_shared_bound_a_hair_above_one_worker_makes_no_second_one_useful() {
+    let useful = |main_cores: f64| {
+        let hi = with_cpu(closed(1, 20, 25.0), &[(Role::Main, main_cores)]);
+        let d = run(
+            &[closed(0, 1, 1.0 / 0.05), hi],
+            settings(0.04, Some(10), Some(10)),
+        );
+        let (n, _) = crate::recommend::autoscaler::useful_workers(&d, 25.0).expect("main's bound");
+        n
+    };
+    // 1.0 core ÷ (0.998 ÷ 25/s) = 25.05/s: 1.002 workers of 25/s.
+    assert_eq!(useful(0.998), 1);
+    // 1.0 ÷ (0.667 ÷ 25) = 37.5/s: 1.5 workers.
+    assert_eq!(useful(0.667), 2);
+}

@@ -327,3 +327,40 @@ fn a_target_past_the_most_workers_planned_is_said_to_fall_short() {
     assert_eq!(p.postgres_connections, None);
     assert_eq!(connections(u32::MAX / 2, 4), u32::MAX);
 }
+
+/// Each worker's own pool capping at every count (the database pool, per worker) while the
+/// ceiling grows with the workers: Postgres' connection limit is not what stops scale-out — it
+/// is reached only when Postgres refuses connections.
+#[test]
+fn a_pool_that_caps_each_worker_is_no_shared_postgres_limit() {
+    let pool = |n: u32, x: f64| {
+        let mut d = at(n, x);
+        d.findings.push(
+            Finding::new(FindingId::DbPoolCaps, "the pool caps").figure("db_pool_bound_per_s", x),
+        );
+        d
+    };
+    let ds: Vec<(u32, Diagnosis)> = [(1, 4.9), (2, 9.8), (4, 19.4)]
+        .iter()
+        .map(|&(n, x)| (n, pool(n, x)))
+        .collect();
+    let s = judged(&ds, None);
+    assert!(
+        s.shared
+            .iter()
+            .all(|l| l.kind != Limit::PostgresConnections),
+        "{:?}",
+        s.shared
+    );
+    let mut refused = ds;
+    refused[2].1.findings.push(Finding::new(
+        FindingId::PostgresConnectionsExhausted,
+        "Postgres refused connections",
+    ));
+    let s = judged(&refused, None);
+    let pg = s
+        .shared
+        .iter()
+        .find(|l| l.kind == Limit::PostgresConnections);
+    assert!(pg.is_some_and(|l| l.reached), "{:?}", s.shared);
+}

@@ -131,3 +131,28 @@ fn a_host_busy_with_other_work_is_named_and_never_a_cpu_verdict() {
     let other = f.get("other_cores").unwrap();
     assert!(other > 1.5 && other < 2.0, "{other}");
 }
+
+/// A ceiling pooled over several levels reads the CPU over the same stages: a worker at 100 ms
+/// of CPU per execution, three levels at its 10/s, the last of them cut short (a history's
+/// window at the load's end, its CPU rate over fewer samples: 0.775 cores). CPU per execution
+/// is the pooled cores over the pooled throughput (0.91 ÷ 9.83 ≈ 0.093 s), not the last level's
+/// cores over the pooled throughput (0.079 s; a quiet CI run read 0.069 s so, and the worker not
+/// saturated).
+#[test]
+fn cpu_per_execution_is_read_over_the_levels_the_ceiling_pools() {
+    let stages = vec![
+        closed(0, 1, 1.0 / 0.12),
+        with_cpu(closed(1, 16, 9.5), &[(Role::Worker, 0.928)]),
+        with_cpu(closed(2, 24, 10.0), &[(Role::Worker, 1.028)]),
+        with_cpu(closed(3, 32, 10.0), &[(Role::Worker, 0.775)]),
+    ];
+    let d = run(&stages, settings(0.02, Some(30), Some(30)));
+    let x = d.measured_ceiling.as_ref().unwrap();
+    assert_eq!(x.n, 3, "{x:?}");
+    let worker = d.cpu.iter().find(|u| u.role == Some(Role::Worker)).unwrap();
+    let cores = (0.928 + 1.028 + 0.775) / 3.0;
+    assert!((worker.cores_used - cores).abs() < 1e-9, "{worker:?}");
+    assert!((worker.cpu_s_per_execution - cores / x.mean).abs() < 1e-9);
+    assert!(worker.saturated, "{worker:?}");
+    assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
+}
