@@ -420,7 +420,7 @@ fn a_scale_down_hold_stays_within_what_kubernetes_takes() {
 }
 
 /// Main's intake measured a hair above one worker's ceiling (its CPU read within its noise:
-/// 1.0025 workers' worth) makes no second worker useful; a bound of 1.5 workers' does.
+/// 1.002 workers' worth) makes no second worker useful; a bound of 1.5 workers' does.
 #[test]
 fn a_shared_bound_a_hair_above_one_worker_makes_no_second_one_useful() {
     let useful = |main_cores: f64| {
