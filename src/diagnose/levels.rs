@@ -338,7 +338,7 @@ pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
     if top.throughput.mean <= 0.0 {
         return None;
     }
-    let pooled = at_ceiling(levels, top);
+    let pooled = crate::limits::at_ceiling(levels, top);
     let samples: Vec<f64> = pooled
         .iter()
         .flat_map(|l| l.throughput.samples.clone())
@@ -355,19 +355,6 @@ pub fn measured_ceiling(levels: &[Level]) -> Option<(Estimate, &Level)> {
         Estimate::of(&samples).with_counting(counted[0], counted[1])
     };
     Some((x, top))
-}
-
-/// The saturated levels the measured ceiling at `top` pools (within [`crate::limits::AT_CEILING`]
-/// of its throughput): what is read per execution at the ceiling (CPU seconds) is read over
-/// these same stages, so that the figure and the throughput it is divided by share their
-/// windows.
-pub fn at_ceiling<'a>(levels: &'a [Level], top: &Level) -> Vec<&'a Level> {
-    levels
-        .iter()
-        .filter(|l| {
-            l.saturated() && l.throughput.mean >= crate::limits::AT_CEILING * top.throughput.mean
-        })
-        .collect()
 }
 
 /// Whether the levels were chosen by the run that measured them (a sweep's, a k6 script's), not

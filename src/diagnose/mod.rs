@@ -193,7 +193,7 @@ fn cpu_at_ceiling<'a>(
     let Some((x, top)) = measured else {
         return (Vec::new(), Vec::new(), Vec::new());
     };
-    let at = levels::at_ceiling(levels, top);
+    let at = crate::limits::at_ceiling(levels, top);
     let cpu = cpu::uses(stages, &at, x.mean, host);
     let zero = if cpu.is_empty() {
         cpu::read_zero(stages, &at)

@@ -66,9 +66,8 @@ impl<'a> Ceiling<'a> {
         (s, overhead_s): (f64, f64),
         cpu: &'a [CpuUse],
     ) -> Ceiling<'a> {
-        let first = levels
-            .iter()
-            .filter(|l| l.saturated() && l.throughput.mean >= AT_CEILING * level.throughput.mean)
+        let first = at_ceiling(levels, level)
+            .into_iter()
             .min_by(|a, b| a.level.magnitude().total_cmp(&b.level.magnitude()))
             .unwrap_or(level);
         Ceiling {
@@ -141,6 +140,16 @@ pub enum Scope {
     /// One for the deployment however many workers it runs (main's intake, the host's cores,
     /// Postgres, Redis): what moves it when it stops scale-out, which no worker setting does.
     Deployment { relief: &'static str },
+}
+
+/// The saturated levels the measured ceiling at `top` pools (within [`AT_CEILING`] of its
+/// throughput): what is read per execution at the ceiling (CPU seconds) is read over these same
+/// stages, so that the figure and the throughput it is divided by share their windows.
+pub fn at_ceiling<'a>(levels: &'a [Level], top: &Level) -> Vec<&'a Level> {
+    levels
+        .iter()
+        .filter(|l| l.saturated() && l.throughput.mean >= AT_CEILING * top.throughput.mean)
+        .collect()
 }
 
 /// What each limit kind answers.
@@ -348,7 +357,7 @@ pub fn server_cpu(
     role: Role,
     what: &str,
 ) -> Option<SharedLimit> {
-    let u = d.cpu.iter().find(|u| u.role == Some(role))?;
+    let u = d.cpu.iter().find(|u| u.is_process_of(role))?;
     Some(SharedLimit {
         kind,
         bound_per_s: Some(u.bound_per_s),

@@ -32,7 +32,8 @@ impl Kind for PostgresConnections {
             .find(|f| f.id == FindingId::PostgresConnectionsExhausted)?;
         Some(SharedLimit {
             kind: Limit::PostgresConnections,
-            bound_per_s: f.get("db_pool_bound_per_s"),
+            // Refusals fail executions; they put no rate on the deployment.
+            bound_per_s: None,
             reached: true,
             evidence: vec![f.title.clone()],
             fix: f.fix.clone().unwrap_or_else(|| RELIEF.into()),
