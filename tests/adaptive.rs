@@ -70,6 +70,7 @@ fn knee(s: &n8ncap::record::Summary) -> u32 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 15 s): a simulated stack under load"]
 async fn finds_a_runner_capped_knee_within_ten_percent() {
     // 5 runner tasks of 200 ms, 15 slots: X_max = 25/s; S ≈ 0.24 s → the knee near 6 in flight.
     // Never below the 5 runner tasks; on a busy machine a level next to the knee reads a little
@@ -91,6 +92,7 @@ async fn finds_a_runner_capped_knee_within_ten_percent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 19 s): a simulated stack under load"]
 async fn finds_a_worker_capped_knee_within_ten_percent() {
     // 4 slots of 220 ms (job + in-slot overhead), runners out of the way: X_max ≈ 18/s, and
     // Little's law puts the knee at X_max × S ≈ 4.4. Never below the slots; on a busy machine

@@ -547,6 +547,7 @@ impl Drop for Cleanup {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 30 s): a compose project"]
 fn live_audit_finds_the_same_problems_on_running_containers() {
     if !have_docker()
         || !have_command(
@@ -644,6 +645,7 @@ fn live_audit_finds_the_same_problems_on_running_containers() {
 /// half a second; a runner that stops Code after 0.3 s fails them, one that allows the default
 /// 300 s does not, and without a run the audit says what it could not check.
 #[test]
+#[ignore = "stack tier (≈ 32 s): a simulated stack under load"]
 fn the_time_budget_is_checked_against_a_saved_run() {
     let dir = scratch().join(format!("n8ncap-budget-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

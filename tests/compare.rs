@@ -63,6 +63,7 @@ fn compare(args: &[&str]) -> (Option<i32>, String, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 73 s): a simulated stack under load"]
 async fn the_same_stack_is_noise_and_a_raised_runner_limit_a_change_of_verdict() {
     let root = scratch().join(format!("n8ncap-compare-{}", std::process::id()));
     let (a, b, c) = (root.join("a"), root.join("b"), root.join("c"));
@@ -173,6 +174,7 @@ fn markdown_to_html(md: &str) -> String {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 33 s): a simulated stack under load"]
 fn runs_of_another_model_or_body_are_refused_with_the_reason() {
     // Two saved summaries that differ only in their request body.
     let root = scratch().join(format!("n8ncap-compare-refused-{}", std::process::id()));

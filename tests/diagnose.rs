@@ -61,6 +61,7 @@ fn finding<'a>(d: &'a n8ncap::record::Diagnosis, id: &str) -> &'a n8ncap::findin
 /// worker-bound ceiling feels and the runner-bound one does not. On an idle machine the runner's
 /// 5 tasks of 200 ms give 25/s; the rates are held against the task time this run measured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 12 s): a simulated stack under load"]
 async fn runner_limit_5_is_named_with_its_numbers() {
     let (mut s, served) = sweep_served(15, 5, &[20, 30], 200, "6s").await;
     let (d, _) = analyze(&mut s, known(15, 5), None);
@@ -93,6 +94,7 @@ async fn runner_limit_5_is_named_with_its_numbers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 12 s): a simulated stack under load"]
 async fn runner_limit_20_leaves_worker_concurrency_named() {
     let mut s = sweep_sim(15, 20, &[20, 30], 200, "6s").await;
     let (d, _) = analyze(&mut s, known(15, 20), None);
@@ -145,6 +147,7 @@ async fn one_level_pins_an_unknown_runner_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 18 s): a simulated stack under load"]
 async fn ceiling_reached_and_queue_backlog() {
     // The queue gauges are snapshots: read every 100 ms (refreshed as often), their mean over
     // the 3 s window is a time average, not three moments that may fall between a batch of
@@ -333,6 +336,7 @@ async fn a_ceiling_below_every_modelled_one_is_an_unmodelled_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 18 s): a simulated stack under load"]
 /// 10 slots (held 320 ms with the overhead) against 9 runner tasks of 300 ms: ceilings within
 /// the overhead's uncertainty of each other, so the diagnosis does not guess.
 async fn repeated_stages_give_intervals_and_equal_limits_are_not_guessed() {
@@ -370,6 +374,7 @@ async fn repeated_stages_give_intervals_and_equal_limits_are_not_guessed() {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 32 s): the demo: a simulated stack swept"]
 fn demo_ends_with_the_runner_limit_verdict_and_a_recommendation() {
     let out = std::process::Command::new(bin())
         .args(["demo", "--json"])
@@ -435,6 +440,7 @@ async fn cpu_watched(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 14 s): a simulated stack under load"]
 async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
     let (d, rec) = cpu_watched(StackConfig {
         worker_cpu: Duration::from_millis(100),
@@ -509,6 +515,7 @@ async fn a_cpu_bound_simulated_worker_is_named_and_more_workers_are_proposed() {
 /// tasks each, 0.5 s jobs (the stack: 6 tasks, 12/s). Whatever is named, its bound is
 /// not below what was measured, and the refresh the scrapes saw is reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 22 s): a simulated stack under load"]
 async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
     let stack = Stack::start(StackConfig {
         workers: 2,
@@ -578,6 +585,7 @@ async fn stale_gauges_never_name_a_bound_below_the_measured_ceiling() {
 /// and runners far above it: main's intake is named (not "CPU"), with main's CPU per execution,
 /// and no plan adds workers. A busy host may saturate first: then that is what is said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 14 s): a simulated stack under load"]
 async fn a_simulated_main_at_its_core_is_named_as_mains_intake() {
     let (d, rec) = cpu_watched(StackConfig {
         main_cpu: Duration::from_millis(60),

@@ -213,6 +213,7 @@ fn assert_no_secret(what: &str, text: &str) {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 36 s): Docker containers"]
 fn inspect_and_sweep_a_stack_of_real_containers() {
     if !docker_available() {
         return;
@@ -485,6 +486,7 @@ fn docker_socket_absent_is_one_clear_line_and_the_sweep_runs() {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 14 s): Docker containers"]
 fn a_container_that_disappears_mid_run_is_noted_not_fatal() {
     if !docker_available() {
         return;
@@ -634,6 +636,7 @@ fn finding<'a>(d: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Val
 }
 
 #[test]
+#[ignore = "stack tier (≈ 17 s): Docker containers"]
 fn a_runner_killed_at_its_memory_limit_is_the_first_thing_the_diagnosis_says() {
     if !docker_available() {
         return;
@@ -748,6 +751,7 @@ fn a_runner_killed_at_its_memory_limit_is_the_first_thing_the_diagnosis_says() {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 18 s): Docker containers"]
 fn a_container_restarted_mid_run_is_named_and_invents_no_figures() {
     if !docker_available() {
         return;

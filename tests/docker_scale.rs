@@ -111,6 +111,7 @@ fn running(name: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 31 s): a scale study, one at a time, Docker containers"]
 async fn a_scale_sweep_through_docker_adds_pairs_that_take_jobs_and_removes_them() {
     if !have_docker() {
         return;
@@ -203,6 +204,7 @@ async fn a_scale_sweep_through_docker_adds_pairs_that_take_jobs_and_removes_them
 /// intake as what stops scale-out, the step to 4 workers gains well under linear, and the plan
 /// for a rate past main's bound adds webhook processors, not workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 53 s): a scale study, one at a time, Docker containers"]
 async fn main_s_intake_stops_a_docker_scale_sweep_and_the_plan_adds_webhook_processors() {
     if !have_docker() {
         return;

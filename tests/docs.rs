@@ -8,7 +8,8 @@
 //!   definitions, so a renamed or removed flag fails here;
 //! - `sh walkthrough` — the README's Docker walkthrough, run by `compose_example.rs`;
 //! - `sh setup` — the README's set-up: `cargo test` must be what `.ci/run` runs, `cargo run
-//!   --release -- demo` is run as `n8ncap demo` with this build.
+//!   --release -- demo` is run as `n8ncap demo` with this build;
+//! - `sh tiers` — the README's test tiers: each command is one `.ci/run` runs.
 //!
 //! A shell block with no such word fails: no command reaches the documentation untested.
 
@@ -241,7 +242,7 @@ fn every_shell_block_says_how_it_is_tested() {
         assert!(
             matches!(
                 b.kind.as_str(),
-                "runnable" | "template" | "walkthrough" | "setup"
+                "runnable" | "template" | "walkthrough" | "setup" | "tiers"
             ),
             "{}: a shell block marked {:?} — mark it runnable, template, walkthrough or setup:\n{}",
             b.page,
@@ -270,20 +271,48 @@ fn every_template_command_parses_with_the_cli() {
     assert!(parsed >= 10, "{parsed} template commands parsed");
 }
 
-#[test]
-fn the_setup_block_is_what_ci_runs() {
-    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+/// The README's set-up block, each command as shell words.
+fn setup_commands() -> Vec<Vec<String>> {
     let setup: Vec<Block> = shell_blocks(&root().join("README.md"))
         .into_iter()
         .filter(|b| b.kind == "setup")
         .collect();
     assert_eq!(setup.len(), 1);
-    let cmds: Vec<Vec<String>> = commands(&setup[0].text).iter().map(|c| words(c)).collect();
-    assert!(cmds.iter().any(|c| c == &["cargo", "test"]));
+    commands(&setup[0].text).iter().map(|c| words(c)).collect()
+}
+
+/// `.ci/run` runs the README's test command and each tier the README names, as written there
+/// (its cargo-nextest branch runs the same tests; this is the branch without it).
+#[test]
+fn the_setup_block_and_the_tiers_are_what_ci_runs() {
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let ci_lines: Vec<&str> = ci.lines().map(str::trim).collect();
+    assert!(setup_commands().iter().any(|c| c == &["cargo", "test"]));
     assert!(
-        ci.lines().any(|l| l.trim() == "cargo test"),
+        ci_lines.contains(&"cargo test"),
         ".ci/run runs the README's test command"
     );
+    let tiers: Vec<Block> = shell_blocks(&root().join("README.md"))
+        .into_iter()
+        .filter(|b| b.kind == "tiers")
+        .collect();
+    assert_eq!(tiers.len(), 1, "one block of the test tiers in the README");
+    let cmds = commands(&tiers[0].text);
+    assert_eq!(cmds.len(), 3, "fast, stack and real-time: {cmds:?}");
+    assert_eq!(words(&cmds[0]), ["cargo", "test"]);
+    for cmd in &cmds[1..] {
+        let cmd = words(cmd).join(" ");
+        assert!(
+            ci_lines.iter().any(|l| l.contains(&cmd)),
+            ".ci/run does not run the README's `{cmd}`"
+        );
+    }
+}
+
+#[test]
+#[ignore = "stack tier (≈ 30 s): the demo, a simulated stack swept"]
+fn the_setup_block_s_demo_says_the_runner_limit() {
+    let cmds = setup_commands();
     let demo = cmds
         .iter()
         .find(|c| c.starts_with(&["cargo".into(), "run".into()]))

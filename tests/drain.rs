@@ -95,6 +95,7 @@ pub(crate) fn lost(d: &serde_json::Value) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 18 s): Docker containers"]
 async fn jobs_shorter_than_the_shutdown_window_are_not_lost() {
     if !have_docker() {
         return;
@@ -149,6 +150,7 @@ fn failed_statuses(d: &serde_json::Value) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 35 s): Docker containers"]
 async fn code_tasks_past_the_task_budget_fail_with_http_500_when_it_runs_out() {
     if !have_docker() {
         return;
@@ -216,6 +218,7 @@ async fn code_tasks_past_the_task_budget_fail_with_http_500_when_it_runs_out() {
 /// stalled check fails them once their lease lapsed — answered HTTP 500, never re-run, not in
 /// n8n's failed counter, as n8n 2.41.1 did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 36 s): a PostgreSQL cluster, a real Redis"]
 async fn on_redis_the_jobs_a_killed_worker_held_fail_by_bull_s_stalled_check() {
     if !have_command("redis-server", "--version", "apt-get install redis-server") {
         return;
@@ -402,4 +405,85 @@ fn a_drain_that_cannot_run_is_refused_before_it_starts() {
         );
         assert!(o.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// `drain --metrics` takes main's /metrics as `sweep --metrics` does, `URL` or `main=URL`, and
+/// reads n8n's failed counter through either; a worker's endpoint is refused (exit 2, the
+/// counter is main's). Simulated processes, a 4 s drain each: the fast tier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_reads_main_s_metrics_given_as_url_or_main_url() {
+    let (http, queue) = (free_port(), free_port());
+    let _main = spawn_sim_main(http, queue);
+    wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
+    let metrics = format!("http://127.0.0.1:{http}/metrics");
+    for (i, form) in [metrics.clone(), format!("main={metrics}")]
+        .iter()
+        .enumerate()
+    {
+        let mut workers: Vec<ChildGuard> = (0..2)
+            .map(|_| {
+                spawn_role(
+                    &["sim", "worker", "--concurrency", "4"],
+                    &[
+                        ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+                        ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
+                        ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
+                        ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "2".into()),
+                    ],
+                )
+            })
+            .collect();
+        let pid = workers[0].0.id();
+        let stop = format!("kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done");
+        let d = drain(&[
+            "--url",
+            &format!("http://127.0.0.1:{http}/webhook/load"),
+            "--rate",
+            "4",
+            "--body",
+            r#"{"sleep_ms":200}"#,
+            "--duration",
+            "4s",
+            "--stop-after",
+            "2s",
+            "--warmup",
+            "1s",
+            "--stop-cmd",
+            &stop,
+            "--workers",
+            "2",
+            "--shutdown-timeout",
+            "2s",
+            "--timeout",
+            "5s",
+            "--metrics",
+            form,
+        ]);
+        // Read through either form: n8n's failed counter over the drain (0: 200 ms jobs end
+        // inside the 2 s window).
+        assert_eq!(d["n8n_failed"].as_f64(), Some(0.0), "form {i}: {d}");
+        assert_eq!(lost(&d), 0, "form {i}: {d}");
+        workers.clear();
+    }
+    let o = Command::new(bin())
+        .args([
+            "drain",
+            "--url",
+            "http://127.0.0.1:9/webhook/load",
+            "--rate",
+            "2",
+        ])
+        .args([
+            "--stop-cmd",
+            "true",
+            "--metrics",
+            &format!("worker={metrics}"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("main=URL"),
+        "{o:?}"
+    );
 }

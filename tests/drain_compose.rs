@@ -127,6 +127,7 @@ fn statuses(d: &serde_json::Value) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 84 s): a compose project, a real Redis"]
 async fn the_compose_stack_stops_a_worker_as_n8n_2_41_does() {
     if !have_docker()
         || !have_command(

@@ -286,6 +286,7 @@ fn ids(d: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 45 s): a simulated stack scraped by a live Prometheus"]
 fn a_runner_capped_peak_in_prometheus_gives_the_runner_limit_and_a_restart_invents_nothing() {
     if !available() {
         return;
@@ -363,6 +364,7 @@ fn a_runner_capped_peak_in_prometheus_gives_the_runner_limit_and_a_restart_inven
 }
 
 #[test]
+#[ignore = "stack tier (≈ 31 s): a simulated stack scraped by a live Prometheus"]
 fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reached() {
     if !available() {
         return;
@@ -408,6 +410,7 @@ fn a_worker_capped_peak_gives_worker_concurrency_and_a_quiet_range_is_not_reache
 }
 
 #[test]
+#[ignore = "stack tier (≈ 34 s): a simulated stack on PostgreSQL, scraped by a live Prometheus"]
 fn a_pool_capped_peak_in_prometheus_names_the_database_pool() {
     if !available() {
         return;
@@ -459,6 +462,7 @@ fn a_pool_capped_peak_in_prometheus_names_the_database_pool() {
 /// history, against a runner that stops Code after 0.05 s while n8n's slots held each job
 /// about 0.1 s or more.
 #[test]
+#[ignore = "stack tier (≈ 11 s): a simulated stack scraped by a live Prometheus"]
 fn the_time_budget_is_checked_against_prometheus_history() {
     if !available() {
         return;
@@ -493,6 +497,7 @@ fn the_time_budget_is_checked_against_prometheus_history() {
 /// /proc/stat counts them, busy at least as much as the CPU-bound worker alone and never more
 /// than it has.
 #[test]
+#[ignore = "stack tier (≈ 27 s): a simulated stack, node_exporter and a live Prometheus"]
 fn the_host_s_cores_are_read_from_node_exporter_on_n8n_s_host() {
     if !available()
         || !have_command(
@@ -550,6 +555,7 @@ fn the_host_s_cores_are_read_from_node_exporter_on_n8n_s_host() {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 39 s): a scale study, one at a time, scraped by a live Prometheus"]
 fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
     if !available() {
         return;
@@ -640,6 +646,7 @@ fn a_cpu_bound_worker_in_prometheus_is_its_cpu_and_a_stuck_queue_is_named() {
 /// no flag beyond what the evidence needs (the runner-capped one: the Code time). The ceiling
 /// is checked against the load generator's own count of the same load.
 #[test]
+#[ignore = "stack tier (≈ 71 s): a simulated stack scraped by a live Prometheus"]
 fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
     production_sampling(Sampling {
         refresh: "2",
@@ -651,9 +658,9 @@ fn at_production_sampling_worker_and_runner_capped_stacks_are_judged_right() {
 
 /// The same at production's own timing, not scaled: main's queue gauges at n8n's default 20 s,
 /// a 15 s scrape, 75 s windows, five minutes of load per stack (about 12 minutes in all). The
-/// slower tier: `cargo test --test integration -- --ignored history::`, which `.ci/run` runs.
+/// real-time tier: `cargo test --test integration -- --ignored in_real_time`, which `.ci/run` runs.
 #[test]
-#[ignore = "real-time tier (12 min): cargo test --test integration -- --ignored history::"]
+#[ignore = "real-time tier (12 min): cargo test --test integration -- --ignored in_real_time"]
 fn at_production_sampling_in_real_time() {
     production_sampling(Sampling {
         refresh: "20",
@@ -842,6 +849,7 @@ fn an_https_prometheus_is_read_with_its_ca_file_and_refused_without() {
 /// one-second steps, three 5 s windows each): the same windows on the same edges, the same
 /// verdict and ceiling as one read, and the idle windows keep no per-process figures.
 #[test]
+#[ignore = "stack tier (≈ 28 s): a simulated stack scraped by a live Prometheus"]
 fn a_range_read_in_parts_gives_the_windows_and_verdict_of_one_read() {
     if !available() {
         return;

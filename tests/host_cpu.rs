@@ -8,6 +8,7 @@ use crate::common::*;
 use std::process::Command;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 12 s): a simulated stack under load"]
 async fn the_host_s_cpu_is_placed_on_the_workers_no_one_named() {
     let (http, queue) = (free_port(), free_port());
     let _main = spawn_sim_main(http, queue);

@@ -183,6 +183,7 @@ fn the_open_scheduler_stops_at_its_stage_end() {
 }
 
 #[test]
+#[ignore = "stack tier (≈ 12 s): a load against servers of malformed answers"]
 fn malformed_answers_are_io_errors_and_the_virtual_user_lives_on() {
     for answer in [
         &b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nabc"[..],

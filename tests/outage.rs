@@ -129,6 +129,7 @@ fn processes(o: &serde_json::Value) -> Vec<&serde_json::Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 91 s): a compose project, a real Redis"]
 async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
     if !have_docker()
         || !have_command(

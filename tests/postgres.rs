@@ -227,6 +227,7 @@ fn inputs(s: Settings) -> Inputs {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 38 s): a scale study, one at a time, a PostgreSQL cluster"]
 async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
     let Some(pg) = start_postgres(40).await else {
         return;
@@ -366,6 +367,7 @@ async fn a_pool_of_two_caps_at_pool_over_db_time_and_the_plan_raises_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 5 s): a PostgreSQL cluster"]
 async fn pools_past_max_connections_are_refused_and_lead_the_verdict() {
     // max_connections 8 less 3 reserved: 5 for n8n; main and three workers with pools of 3 ask
     // for up to 12.

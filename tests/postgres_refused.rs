@@ -53,6 +53,7 @@ fn counter(text: &str, name: &str) -> Option<f64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 29 s): a PostgreSQL cluster"]
 async fn out_of_connections_n8n_answers_generically_and_the_sweep_names_postgres() {
     let Some(pg) = start_postgres(20).await else {
         return;
@@ -291,6 +292,7 @@ async fn out_of_connections_n8n_answers_generically_and_the_sweep_names_postgres
 /// in a container (host network, to reach the test's PostgreSQL on loopback) whose pools cannot
 /// grow because every other non-reserved slot is held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 8 s): Docker containers, a PostgreSQL cluster"]
 async fn the_sweep_names_postgres_from_n8n_s_logs_through_the_docker_api() {
     if !have_docker() {
         return;

@@ -42,6 +42,7 @@ async fn wait_redis(url: &RedisUrl) -> Conn {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 14 s): a simulated stack on a real Redis"]
 async fn queue_on_redis_keeps_the_fidelity_and_the_sweep_reads_it() {
     let Some((_redis, rport)) = start_redis() else {
         return;
@@ -342,6 +343,7 @@ done
 /// Redis the sweep waits until the new worker is connected to the queue (Bull's worker client
 /// in `CLIENT LIST`) and measures 2 workers as 2 — not a stage where one of them was missing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 30 s): a scale sweep on a real Redis"]
 async fn a_scale_sweep_waits_for_late_workers_to_join_the_queue_in_redis() {
     let Some((_redis, rport)) = start_redis() else {
         return;

@@ -18,6 +18,7 @@ fn chromium() -> Option<&'static str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 11 s): Chromium"]
 async fn report_html_renders_its_charts_in_a_browser() {
     let stack = Stack::start(StackConfig {
         worker_concurrency: 15,

@@ -73,21 +73,25 @@ async fn fidelity_case(runner_limit: u32) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 22 s): a simulated stack under load"]
 async fn runner_limit_2_caps_at_two_jobs_per_job_time() {
     fidelity_case(2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 22 s): a simulated stack under load"]
 async fn runner_limit_5_caps_at_five_jobs_per_job_time() {
     fidelity_case(5).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 22 s): a simulated stack under load"]
 async fn runner_limit_10_caps_at_ten_jobs_per_job_time() {
     fidelity_case(10).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 22 s): a simulated stack under load"]
 async fn runner_limit_20_leaves_worker_concurrency_as_the_cap() {
     fidelity_case(20).await;
 }

@@ -79,6 +79,7 @@ async fn start(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 19 s): a simulated stack under load"]
 async fn runner_limit_5_as_processes_caps_throughput_and_the_worker_variable_is_ignored() {
     // The worker says N8N_RUNNERS_MAX_CONCURRENCY=2; in external mode only the runner's 5 counts
     // (seen on real n8n 2.41: 4.8 req/s with 1 s jobs, not 1.9).
@@ -124,6 +125,7 @@ async fn runner_limit_5_as_processes_caps_throughput_and_the_worker_variable_is_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 19 s): a simulated stack under load"]
 async fn runner_limit_20_as_processes_leaves_worker_concurrency_as_the_cap() {
     let s = start(15, &[20], None).await;
     let st = one_stage(

@@ -613,3 +613,107 @@ fn only_the_actuators_change_a_deployment_and_each_answers_the_trait() {
         );
     }
 }
+
+/// Each integration test: (file, its attributes' lines, name, body up to the next test).
+fn integration_tests() -> Vec<(String, String, String, String)> {
+    let is_test = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("#[test]") || l.starts_with("#[tokio::test")
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root().join("tests")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let file = p.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, _) in lines.iter().enumerate().filter(|(_, l)| is_test(l)) {
+            let at_fn = (i..lines.len())
+                .find(|&k| lines[k].contains("fn "))
+                .expect("a test attribute before a fn");
+            let attrs = lines[i..at_fn]
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let name = lines[at_fn]
+                .split("fn ")
+                .nth(1)
+                .and_then(|r| r.split('(').next())
+                .unwrap_or_default()
+                .to_string();
+            let end = (at_fn..lines.len())
+                .find(|&k| is_test(lines[k]))
+                .unwrap_or(lines.len());
+            out.push((file.clone(), attrs, name, lines[at_fn..end].join("\n")));
+        }
+    }
+    out
+}
+
+/// The tiers are told apart by their ignore reasons and names, as the README's commands select
+/// them: every ignored integration test is of the stack tier (`-- --ignored --skip in_real_time`)
+/// or the real-time tier (`-- --ignored in_real_time`); a study that takes the scale studies'
+/// turn is in the stack tier, and cargo-nextest's `scale-study` group (`.config/nextest.toml`,
+/// which `.ci/run` uses) holds exactly those tests, so the two ways of running them one at a
+/// time agree.
+#[test]
+fn each_ignored_test_names_its_tier_and_the_scale_studies_take_one_turn_in_both_runners() {
+    let tests = integration_tests();
+    assert!(tests.len() >= 300, "{} tests found", tests.len());
+    let mut studies = std::collections::BTreeSet::new();
+    let mut stack = 0;
+    for (file, attrs, name, body) in &tests {
+        let ignore = attrs
+            .lines()
+            .find(|l| l.starts_with("#[ignore"))
+            .map(|l| l.trim_start_matches("#[ignore = \"").to_string());
+        let real_time = name.contains("in_real_time");
+        match &ignore {
+            Some(r) if r.starts_with("stack tier (") => {
+                stack += 1;
+                assert!(
+                    !real_time,
+                    "{file}: {name} is of the stack tier but named as real-time"
+                );
+            }
+            Some(r) if r.starts_with("real-time tier (") => {
+                assert!(
+                    real_time,
+                    "{file}: {name}: a real-time test's name says in_real_time"
+                );
+            }
+            Some(r) => panic!("{file}: {name}: an ignore that names no tier: {r}"),
+            None => assert!(
+                !real_time,
+                "{file}: {name} is named real-time but not ignored"
+            ),
+        }
+        // The call, written so that this test's own text does not contain it.
+        let turn = ["one_scale_study_at_a_time", "().await", "_blocking()"];
+        if body.contains(&(turn[0].to_owned() + turn[1]))
+            || body.contains(&(turn[0].to_owned() + turn[2]))
+        {
+            assert!(
+                ignore
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("stack tier (")),
+                "{file}: {name} is a scale study outside the stack tier"
+            );
+            studies.insert(format!("{}::{name}", file.trim_end_matches(".rs")));
+        }
+    }
+    assert!(stack >= 60, "{stack} tests in the stack tier");
+    let nextest = std::fs::read_to_string(root().join(".config/nextest.toml")).unwrap();
+    let grouped: std::collections::BTreeSet<String> = nextest
+        .split("test(=")
+        .skip(1)
+        .filter_map(|r| r.split(')').next().map(str::to_string))
+        .collect();
+    assert_eq!(
+        grouped, studies,
+        "nextest's scale-study group against the tests that take the turn"
+    );
+}

@@ -223,6 +223,7 @@ pub(crate) fn ceiling(v: &serde_json::Value, workers: u64) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 54 s): a scale sweep of simulated workers"]
 async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
     if !have_command("curl", "--version", "apt install curl") {
         return;
@@ -323,6 +324,7 @@ async fn a_scale_sweep_measures_each_count_and_returns_to_the_one_it_found() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 30 s): a scale sweep of simulated workers"]
 async fn a_failing_scale_command_stops_the_sweep_keeps_what_it_measured_and_restores() {
     if !have_command("curl", "--version", "apt install curl") {
         return;
@@ -360,6 +362,7 @@ async fn a_failing_scale_command_stops_the_sweep_keeps_what_it_measured_and_rest
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 23 s): a scale sweep of simulated workers"]
 async fn a_scale_sweep_stopped_midway_keeps_its_runs_and_restores() {
     if !have_command("curl", "--version", "apt install curl") {
         return;
@@ -426,6 +429,7 @@ pub(crate) fn shared<'a>(v: &'a serde_json::Value, kind: &str) -> &'a serde_json
 /// every worker each second while the scale sweep runs; the same load read back from it, its
 /// windows cut by the workers up, gives the same shape and names the same limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 83 s): a scale study, one at a time, a live Prometheus"]
 async fn main_s_intake_stops_scale_out_in_a_sweep_and_in_its_prometheus_history() {
     if !have_command("curl", "--version", "apt install curl")
         || !have_command("prometheus", "--version", "apt-get install prometheus")
@@ -633,6 +637,7 @@ fn history_agrees(
 /// 5 and 7 connections), 4 ask for up to 11. The scale sweep names Postgres' connections as what stops
 /// scale-out, not the workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 61 s): a scale study, one at a time, a PostgreSQL cluster"]
 async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
     if !have_command("curl", "--version", "apt install curl") {
         return;
@@ -701,6 +706,7 @@ async fn postgres_connections_stop_scale_out_and_the_verdict_names_them() {
 /// CPU full at 3. The sweep must place the CPU on the workers it was not given and name the
 /// host with a bound near where it saturated — or, beside other work, name that work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 55 s): a scale sweep of CPU-bound simulated workers"]
 async fn three_workers_on_two_cores_meet_the_host_s_cpu_placed_on_the_workers() {
     if !have_command("curl", "--version", "apt install curl") {
         return;

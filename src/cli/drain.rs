@@ -55,7 +55,8 @@ pub struct DrainArgs {
     /// with --project; n8n's default 30 s otherwise).
     #[arg(long)]
     pub shutdown_timeout: Option<String>,
-    /// main's /metrics, for n8n's failed-executions counter over the run.
+    /// main's /metrics, for n8n's failed-executions counter over the run: URL or main=URL, as
+    /// sweep takes it (the counter is on main only).
     #[arg(long)]
     pub metrics: Option<String>,
     /// The request body (JSON).

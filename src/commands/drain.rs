@@ -139,10 +139,7 @@ fn times(a: &DrainArgs) -> Result<Times, BadInput> {
             a.warmup, a.stop_after, a.duration
         )));
     }
-    if let Some(m) = &a.metrics {
-        // A URL that cannot be read would be dropped silently: n8n's failed count not read.
-        crate::wire::url::HttpUrl::parse(m, "--metrics")?;
-    }
+    main_metrics(a)?;
     if a.workers == Some(0) {
         return Err(BadInput(
             "--workers 0: the workers sharing the load before the stop, at least 1 (the one \
@@ -155,6 +152,15 @@ fn times(a: &DrainArgs) -> Result<Times, BadInput> {
         stop_at,
         warmup,
     })
+}
+
+/// main's `/metrics` from `--metrics` (`URL` or `main=URL`, as `sweep` takes it): a URL that
+/// cannot be read would be dropped silently later, n8n's failed count not read.
+fn main_metrics(a: &DrainArgs) -> Result<Option<String>, BadInput> {
+    a.metrics
+        .as_deref()
+        .map(|m| crate::observe::watch::main_metrics(m, "n8n's failed-executions counter"))
+        .transpose()
 }
 
 /// What the Docker API read of the worker it stops: its shutdown window, the workers sharing
@@ -360,7 +366,8 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let (workers, graceful, bull) = the_worker(&a, read)?;
     let target = target(&a, bull.timeout()).await?;
     crate::load::drain::preflight(&target).await?;
-    let failed_before = crate::observe::scrape::jobs_failed(a.metrics.as_deref()).await;
+    let metrics = main_metrics(&a)?;
+    let failed_before = crate::observe::scrape::jobs_failed(metrics.as_deref()).await;
     let plan = crate::load::drain::Plan {
         rate_per_s: known.rate.value,
         duration: t.total,
@@ -375,7 +382,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         eprintln!("n8ncap drain: interrupted before the stop; the worker was left alone");
         return Ok(interrupt.exit_code());
     };
-    let n8n_failed = crate::observe::scrape::jobs_failed(a.metrics.as_deref())
+    let n8n_failed = crate::observe::scrape::jobs_failed(metrics.as_deref())
         .await
         .zip(failed_before)
         .filter(|(e, b)| e >= b)

@@ -5,7 +5,9 @@
 use crate::error::BadInput;
 use crate::error::Incomparable;
 use crate::model::settings::{Settings, Sourced};
-use crate::record::comparison::{Change, LevelChange, RunBrief, RunComparison, Versus};
+use crate::record::comparison::{
+    Change, LevelChange, RunBrief, RunComparison, Versus, P95_INTERVAL_ANSWERS,
+};
 use crate::record::diagnosis::Level;
 use crate::record::{Diagnosis, Estimate, Recommendation, Summary};
 
@@ -237,6 +239,7 @@ pub fn change(a: &Estimate, b: &Estimate) -> Change {
         change_pct: pct(b.mean, a.mean),
         interval_pct: [pct(b.low, a.high), pct(b.high, a.low)],
         beyond_noise: measured_noise && (b.low > a.high || b.high < a.low),
+        answers: None,
     }
 }
 
@@ -319,7 +322,7 @@ fn levels(a: &[Level], b: &[Level]) -> Vec<LevelChange> {
                     .as_ref()
                     .zip(lb.p95_ms.as_ref())
                     .filter(|_| both)
-                    .map(|(x, y)| change(x, y)),
+                    .map(|(x, y)| p95_change(x, y, [la.requests, lb.requests])),
                 error_rate: [la.error_rate, lb.error_rate],
                 error_beyond_noise: error_interval[1][0] > error_interval[0][1]
                     || error_interval[1][1] < error_interval[0][0],
@@ -327,6 +330,17 @@ fn levels(a: &[Level], b: &[Level]) -> Vec<LevelChange> {
             })
         })
         .collect()
+}
+
+/// Two levels' p95s: beyond noise only where both have the answers for an interval (the p95's
+/// upper order statistic needs [`P95_INTERVAL_ANSWERS`]; below, its interval is open above).
+fn p95_change(a: &Estimate, b: &Estimate, answers: [u64; 2]) -> Change {
+    let c = change(a, b);
+    Change {
+        beyond_noise: c.beyond_noise && answers[0].min(answers[1]) >= P95_INTERVAL_ANSWERS,
+        answers: Some(answers),
+        ..c
+    }
 }
 
 /// A level's error rate's 95 % Wilson score interval over the requests it counted ([0, 1]

@@ -144,8 +144,13 @@ fn pooled_throughput(used: &[&StageResult]) -> (Estimate, Option<[f64; 2]>) {
     (throughput, counted)
 }
 
+/// How finely a stage's latency was recorded: n8ncap's histograms keep 3 significant figures
+/// (`load::stats`), so a p95 is known to 0.1 % at best, whatever its order statistics span.
+const LATENCY_RESOLUTION: f64 = 0.001;
+
 /// A level's p95 from its stages: the repeats' spread, and at least the order statistics' of
-/// the answers counted.
+/// the answers counted and the recording's resolution (answers that took the same time to the
+/// histogram's precision leave an interval of that width, never of none).
 fn pooled_p95(used: &[&StageResult]) -> Option<Estimate> {
     let p95s: Vec<f64> = used
         .iter()
@@ -154,7 +159,8 @@ fn pooled_p95(used: &[&StageResult]) -> Option<Estimate> {
     let p95_half: Vec<f64> = used.iter().filter_map(|s| p95_order_half(s)).collect();
     (!p95s.is_empty()).then(|| {
         let e = Estimate::of(&p95s);
-        let half = p95_half.iter().sum::<f64>() / (p95_half.len().max(1) as f64).powf(1.5);
+        let half = (p95_half.iter().sum::<f64>() / (p95_half.len().max(1) as f64).powf(1.5))
+            .max(e.mean * LATENCY_RESOLUTION);
         Estimate {
             low: e.low.min((e.mean - half).max(0.0)),
             high: e.high.max(e.mean + half),

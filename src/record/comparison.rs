@@ -34,7 +34,16 @@ pub struct Change {
     pub interval_pct: [f64; 2],
     /// The intervals do not overlap: a change, not noise.
     pub beyond_noise: bool,
+    /// The answers each figure was read from, baseline then candidate (a level's p95): too few
+    /// for a p95's interval is said with the count, never as noise unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<[u64; 2]>,
 }
+
+/// The fewest answers whose p95 has an upper order statistic: the rank 0.95 n + 1.96 √(0.0475 n)
+/// stays within n from 73 answers on; below, the p95's interval is open above (the slowest
+/// answer is no bound on it).
+pub const P95_INTERVAL_ANSWERS: u64 = 73;
 
 /// Latency and errors at one load level both runs measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +116,15 @@ impl Change {
             format!(
                 "{:+.1} % ({:+.1} to {:+.1} %)",
                 self.change_pct, self.interval_pct[0], self.interval_pct[1]
+            )
+        } else if let Some([a, b]) = self
+            .answers
+            .filter(|n| n[0].min(n[1]) < P95_INTERVAL_ANSWERS)
+        {
+            format!(
+                "{:+.1} % (not beyond noise: {a} and {b} answers, too few for the p95's \
+                 interval; {P95_INTERVAL_ANSWERS} needed)",
+                self.change_pct
             )
         } else if self.has_noise() {
             format!("within noise ({:+.1} %)", self.change_pct)

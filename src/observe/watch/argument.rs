@@ -42,3 +42,19 @@ impl Endpoint {
         }
     }
 }
+
+/// main's `/metrics` for a command that reads a series only main has (n8n's queue counters):
+/// `URL` or `main=URL`, the forms `sweep --metrics` takes; a worker's or a webhook processor's
+/// endpoint is refused, since it would be read as main's and say nothing.
+pub fn main_metrics(text: &str, what: &str) -> Result<String, BadInput> {
+    let e = Endpoint::parse(text)?;
+    match e.role {
+        None | Some(Role::Main) => Ok(e.url),
+        Some(role) => Err(BadInput(format!(
+            "--metrics {}: {what} is on main's /metrics only, not a {role}'s: give main=URL \
+             (or main's URL alone)",
+            crate::wire::url::redact(text),
+            role = role.word()
+        ))),
+    }
+}

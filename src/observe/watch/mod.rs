@@ -18,7 +18,7 @@ mod sources;
 #[cfg(test)]
 mod tests;
 
-pub use argument::Endpoint;
+pub use argument::{main_metrics, Endpoint};
 pub use scheduler::{observer, Watcher};
 pub use sources::role_of;
 
