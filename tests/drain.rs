@@ -487,3 +487,58 @@ async fn drain_reads_main_s_metrics_given_as_url_or_main_url() {
         "{o:?}"
     );
 }
+
+/// `drain --run RUN` sends the run's body, whose job times its prediction uses: a sweep of
+/// 500 ms jobs (examples/runs/before, ceiling 19.9/s) drained at its operating point, 13.3/s,
+/// holds about 13.3 × 0.5 ≈ 6.6 requests in flight at the signal (an empty body's jobs, which
+/// the drain sent before, held none). Simulated processes, a 4 s drain: the fast tier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_of_a_run_sends_the_run_s_body() {
+    let (http, queue) = (free_port(), free_port());
+    let _main = spawn_sim_main(http, queue);
+    wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
+    let workers: Vec<ChildGuard> = (0..2)
+        .map(|_| {
+            spawn_role(
+                &["sim", "worker", "--concurrency", "20"],
+                &[
+                    ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+                    ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
+                    ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
+                    ("N8N_RUNNERS_MAX_CONCURRENCY", "20".into()),
+                    ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "3".into()),
+                ],
+            )
+        })
+        .collect();
+    let pid = workers[0].0.id();
+    let stop = format!("kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done");
+    let d = drain(&[
+        "--url",
+        &format!("http://127.0.0.1:{http}/webhook/load"),
+        "--run",
+        "examples/runs/before",
+        "--duration",
+        "4s",
+        "--stop-after",
+        "2s",
+        "--warmup",
+        "1s",
+        "--stop-cmd",
+        &stop,
+        "--workers",
+        "2",
+        "--shutdown-timeout",
+        "3s",
+        "--timeout",
+        "5s",
+    ]);
+    let rate = d["rate_per_s"]["value"].as_f64().unwrap();
+    assert!((rate - 19.91 * 2.0 / 3.0).abs() < 0.1, "{d}");
+    // Little's law at the signal: 13.3/s × 0.5 s ≈ 6.6 in flight; at least half of it.
+    let total = d["in_flight"]["total"].as_u64().unwrap();
+    assert!(total as f64 >= 0.5 * rate * 0.5, "{total} in flight: {d}");
+    // The 500 ms jobs end inside the 3 s window: nothing lost.
+    assert_eq!(lost(&d), 0, "{d}");
+    drop(workers);
+}

@@ -59,9 +59,10 @@ pub struct DrainArgs {
     /// sweep takes it (the counter is on main only).
     #[arg(long)]
     pub metrics: Option<String>,
-    /// The request body (JSON).
-    #[arg(long, default_value = "{}")]
-    pub body: String,
+    /// The request body (JSON); default: the body of --run's sweep (whose job times the
+    /// prediction uses), else {}.
+    #[arg(long)]
+    pub body: Option<String>,
     /// How long a request waits for its answer before it counts as never answered (default:
     /// long enough for n8n's answer to a killed worker's executions — the worker's
     /// QUEUE_WORKER_LOCK_DURATION + 2 × QUEUE_WORKER_STALLED_INTERVAL + 5 s, 125 s with n8n's

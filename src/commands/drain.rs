@@ -19,11 +19,13 @@ fn duration(flag: &str, v: &str) -> Result<Duration, BadInput> {
     crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
 }
 
-/// The rate and job times: the flag's, else the run's operating point.
+/// The rate and job times: the flag's, else the run's operating point; and the body the load
+/// sends: `--body`, else the run's (its job times are that body's), else `{}`.
 struct FromRun {
     rate: Sourced<f64>,
     p50: Option<Sourced<f64>>,
     p99: Option<Sourced<f64>>,
+    body: String,
 }
 
 async fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
@@ -39,12 +41,13 @@ async fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
             rate: sendable(Sourced::new(rate, Provenance::Flag("--rate".into())))?,
             p50: None,
             p99: None,
+            body: a.body.clone().unwrap_or_else(|| "{}".into()),
         });
     };
     let super::input::Judged {
         diagnosis: d,
         point: budget,
-        ..
+        summary,
     } = super::input::judged_run(run).await?;
     let shown = run.display().to_string();
     let p99 = Some(Sourced::new(
@@ -68,10 +71,18 @@ async fn from_run(a: &DrainArgs) -> anyhow::Result<FromRun> {
             .into())
         }
     };
+    // The run's job times are its body's: with another body they are not this load's, and the
+    // answers before the signal give them instead.
+    let run_body = summary.body.as_ref().map(|b| b.to_string());
+    let same_body = a.body.as_deref().is_none_or(|flag| {
+        serde_json::from_str::<serde_json::Value>(flag)
+            .is_ok_and(|f| Some(&f) == summary.body.as_ref())
+    });
     Ok(FromRun {
         rate: sendable(rate)?,
-        p50: d.settings.job_time.clone(),
-        p99,
+        p50: d.settings.job_time.clone().filter(|_| same_body),
+        p99: p99.filter(|_| same_body),
+        body: a.body.clone().or(run_body).unwrap_or_else(|| "{}".into()),
     })
 }
 
@@ -312,7 +323,11 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<(Stopper, Option<Read>)> {
 }
 
 /// The webhook with the body and the request timeout (`--timeout`, else `default`).
-async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load::client::Target> {
+async fn target(
+    a: &DrainArgs,
+    body: &str,
+    default: Duration,
+) -> anyhow::Result<crate::load::client::Target> {
     let timeout = match &a.timeout {
         Some(t) => duration("--timeout", t)?,
         None => default,
@@ -323,7 +338,7 @@ async fn target(a: &DrainArgs, default: Duration) -> anyhow::Result<crate::load:
         )
         .into());
     }
-    crate::load::drain::post_target(&a.url, &a.body, timeout).await
+    crate::load::drain::post_target(&a.url, body, timeout).await
 }
 
 /// The workers sharing the load, the stopped worker's shutdown window, its Bull settings.
@@ -364,7 +379,7 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     out_dir(&a)?;
     let (stopper, read) = stopper(&a).await?;
     let (workers, graceful, bull) = the_worker(&a, read)?;
-    let target = target(&a, bull.timeout()).await?;
+    let target = target(&a, &known.body, bull.timeout()).await?;
     crate::load::drain::preflight(&target).await?;
     let metrics = main_metrics(&a)?;
     let failed_before = crate::observe::scrape::jobs_failed(metrics.as_deref()).await;
