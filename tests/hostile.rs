@@ -620,3 +620,109 @@ fn a_redis_that_accepts_and_never_answers_is_a_counted_gap() {
     assert_eq!(st["queue"]["samples"].as_u64(), Some(0), "{st}");
     assert!(st["queue"]["gaps"].as_u64().unwrap() >= 1, "{st}");
 }
+
+/// Round 6's saved fields, each refused when read with the field named (exit 2), by every
+/// command that reads a saved run — never a panic (exit 101), never a verdict from them: a
+/// start past any clock, cores beyond the host or a process, Postgres' figures no server has, a
+/// pool of no size. The valid values beside them are read.
+#[test]
+fn saved_database_and_host_figures_no_measurement_has_are_refused_by_every_reader() {
+    let mut valid: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("fixtures/hostile/summary-valid.json").unwrap(),
+    )
+    .unwrap();
+    // The fixture's run read Postgres and the host's processes, and counted what it left.
+    valid["executions_left"] = serde_json::json!({"since_unix": 1.7e9, "new": 0, "running": 0});
+    valid["stages"][1]["host_processes"] = serde_json::json!([
+        {"group": "n8n worker", "role": "worker", "stack": true, "processes": 1, "cores": 0.9},
+        {"group": "stress-ng", "stack": false, "processes": 2, "cores": 0.5}
+    ]);
+    valid["stages"][1]["database"] = serde_json::json!({
+        "logs_read": true, "refusal_lines": 0, "problem_lines": 0,
+        "postgres": {"samples": 2, "refused": 0, "gaps": 0, "max_connections": 100,
+                     "reserved": 3, "open_max": 5, "by_application": [["main", 2], ["n8ncap", 1]]}
+    });
+    let d = dir("summary6");
+    let f = write(&d, "summary.json", &valid.to_string());
+    assert_eq!(
+        run(&["diagnose", &f]).status.code(),
+        Some(0),
+        "the valid run"
+    );
+    for (path, value, field) in [
+        (
+            "/executions_left/since_unix",
+            serde_json::json!(1e19),
+            "executions_left.since_unix",
+        ),
+        (
+            "/executions_left/since_unix",
+            serde_json::json!(-5.0),
+            "executions_left.since_unix",
+        ),
+        (
+            "/stages/1/host_processes/1/cores",
+            serde_json::json!(1e308),
+            "host_processes[1].cores",
+        ),
+        (
+            "/stages/1/host_processes/1/cores",
+            serde_json::json!(-1.0),
+            "host_processes[1].cores",
+        ),
+        // 1000 cores on the fixture's 2-core host.
+        (
+            "/stages/1/host_processes/1/cores",
+            serde_json::json!(1000.0),
+            "stages[1].host_processes",
+        ),
+        // More refusals than a 2 s stage has rounds (one a second at most).
+        (
+            "/stages/1/database/postgres/refused",
+            serde_json::json!(7000),
+            "database.postgres",
+        ),
+        (
+            "/stages/1/database/postgres/max_connections",
+            serde_json::json!(4_294_967_295u64),
+            "database.postgres",
+        ),
+        (
+            "/stages/1/database/postgres/reserved",
+            serde_json::json!(101),
+            "database.postgres",
+        ),
+        (
+            "/stages/1/database/refusal_lines",
+            serde_json::json!(u64::MAX),
+            "database.refusal_lines",
+        ),
+    ] {
+        let mut v = valid.clone();
+        *v.pointer_mut(path).unwrap() = value;
+        let f = write(&d, "summary.json", &v.to_string());
+        for cmd in ["diagnose", "recommend", "report", "compare"] {
+            let args: Vec<&str> = match cmd {
+                "compare" => vec![cmd, &f, &f],
+                "report" => vec![cmd, d.to_str().unwrap()],
+                _ => vec![cmd, &f],
+            };
+            let out = run(&args);
+            refused(&out, &[field]);
+        }
+    }
+    // A pool of negative or astronomical size, on an endpoint.
+    for size in [-4.0, 1e300] {
+        let mut v = valid.clone();
+        let e = serde_json::json!([{"url": "http://127.0.0.1:5678/metrics", "role": "worker",
+            "samples": 2, "gaps": 0, "rss_mean_bytes": 1e8, "rss_max_bytes": 1e8,
+            "heap_used_mean_bytes": 1e7, "heap_used_max_bytes": 1e7, "external_mean_bytes": 0.0,
+            "eventloop_lag_mean_s": 0.001, "eventloop_lag_max_s": 0.002, "cpu_percent_mean": 10.0,
+            "runner_tasks_requested_per_s": null,
+            "db_pool": {"max": size, "active_mean": 1.0, "active_max": 2.0, "pending_mean": 0.0,
+                        "pending_max": 0.0, "samples": 2}}]);
+        v["stages"][1]["endpoints"] = e;
+        let f = write(&d, "summary.json", &v.to_string());
+        refused(&run(&["diagnose", &f]), &["db_pool.max"]);
+    }
+}

@@ -123,3 +123,33 @@ fn tls_to_postgres_is_said_to_be_unspoken() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 0);
 }
+
+/// A DSN pasted where the variable's name or the file goes is refused (exit 2) without being
+/// echoed, by the audit and the sweep alike.
+#[test]
+fn a_dsn_pasted_for_the_variable_or_the_file_is_never_echoed() {
+    let pasted = "postgres://n8n:s3cr3t@127.0.0.1:5432/n8n";
+    for (cmd, flag) in [
+        (vec!["audit", "--json"], "--postgres-env"),
+        (vec!["audit", "--json"], "--postgres-file"),
+        (
+            vec!["sweep", "--url", "http://127.0.0.1:9/webhook/load"],
+            "--postgres-env",
+        ),
+        (
+            vec!["sweep", "--url", "http://127.0.0.1:9/webhook/load"],
+            "--postgres-file",
+        ),
+    ] {
+        let out = Command::new(bin())
+            .args(&cmd)
+            .args([flag, pasted])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?} {flag}: {err}");
+        assert!(!err.contains("s3cr3t"), "{cmd:?} {flag}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cr3t"));
+    }
+}

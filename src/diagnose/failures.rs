@@ -88,9 +88,7 @@ pub fn unnamed(stages: &[StageResult], findings: &mut Vec<Finding>) -> Option<St
 /// were left, or when they could not be counted (said as evidence of nothing: no finding).
 pub fn left_behind(left: Option<&crate::record::db::ExecutionsLeft>) -> Option<Finding> {
     let l = left?;
-    let since = crate::util::utc_rfc3339(
-        std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(l.since_unix.max(0.0)),
-    );
+    let since = crate::util::clock(l.since_unix);
     let find = format!("SELECT id, status, \"createdAt\" FROM execution_entity WHERE status IN ('new','running') AND \"createdAt\" >= '{since}'");
     if let Some(why) = &l.not_counted {
         return Some(

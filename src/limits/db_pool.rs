@@ -523,7 +523,11 @@ fn refused_leads(
     if named.is_empty() {
         return None;
     }
-    let sum = |f: fn(&Seen) -> u64| named.iter().map(|(_, n)| f(n)).sum::<u64>();
+    let sum = |f: fn(&Seen) -> u64| {
+        named
+            .iter()
+            .fold(0u64, |acc, (_, n)| acc.saturating_add(f(n)))
+    };
     let (bodies, lines, problems) = (sum(|n| n.bodies), sum(|n| n.lines), sum(|n| n.problems));
     let (failed, no_data) = (sum(|n| n.failed), sum(|n| n.no_data));
     let pg_refused = sum(|n| n.pg_refused as u64);

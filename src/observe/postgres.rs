@@ -55,15 +55,38 @@ fn raw_at_in_userinfo(dsn: &str) -> Result<(), BadInput> {
     Ok(())
 }
 
-/// The DSN from `--postgres-env VAR` or `--postgres-file FILE` (its first line).
+/// The DSN from `--postgres-env VAR` or `--postgres-file FILE` (its first line). A DSN pasted
+/// where the variable's name or the file goes is refused without being echoed: it may hold a
+/// password.
 pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<String>, BadInput> {
     match (env, file) {
-        (Some(v), _) => std::env::var(v).map(Some).map_err(|_| {
-            BadInput(format!(
-                "--postgres-env {v}: the variable is not set (it holds the DSN: host=… user=… dbname=… or postgres://…)"
-            ))
-        }),
+        (Some(v), _) => {
+            let name = !v.is_empty()
+                && !v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !name {
+                return Err(BadInput(
+                    "--postgres-env takes the name of a variable that holds the DSN, not the DSN \
+                     (not shown: it may hold a password): export N8N_DB='postgres://…' and give \
+                     --postgres-env N8N_DB"
+                        .into(),
+                ));
+            }
+            std::env::var(v).map(Some).map_err(|_| {
+                BadInput(format!(
+                    "--postgres-env {v}: the variable is not set (it holds the DSN: host=… user=… dbname=… or postgres://…)"
+                ))
+            })
+        }
         (None, Some(f)) => {
+            let text = f.to_string_lossy();
+            if !f.exists() && (text.contains("://") || text.contains('=')) {
+                return Err(BadInput(
+                    "--postgres-file takes a file whose first line is the DSN, not the DSN (not \
+                     shown: it may hold a password)"
+                        .into(),
+                ));
+            }
             let text = crate::util::read_text_file(f, 64 * 1024, "--postgres-file")?;
             let line = text.lines().next().unwrap_or("").trim().to_string();
             if line.is_empty() {

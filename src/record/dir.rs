@@ -332,6 +332,10 @@ fn check_recorded(summary: &super::Summary) -> Result<(), BadInput> {
             }
         }
     }
+    check_host_processes(summary)?;
+    if let Some(l) = &summary.executions_left {
+        check_executions_left(l)?;
+    }
     let Some(s) = &summary.settings else {
         return Ok(());
     };
@@ -370,6 +374,54 @@ fn check_recorded(summary: &super::Summary) -> Result<(), BadInput> {
         if let Some(v) = v.filter(|v| !(v.is_finite() && (0.0..=days).contains(v))) {
             return Err(format!("{name} is {v}: it must be from 0 to 30 days (seconds)").into());
         }
+    }
+    Ok(())
+}
+
+/// The host's processes of each stage use no more cores than the host has (a tenth of slack for
+/// the readings' edges): more is a reading of another host, or damage, and would flip a CPU
+/// verdict.
+fn check_host_processes(summary: &super::Summary) -> Result<(), BadInput> {
+    let Some(cores) = summary
+        .host
+        .as_ref()
+        .and_then(|h| h.cores.as_ref())
+        .map(|c| c.value)
+    else {
+        return Ok(());
+    };
+    for (i, st) in summary.stages.iter().enumerate() {
+        let used: f64 = st.host_processes.iter().map(|p| p.cores).sum();
+        if used > cores * 1.1 + 0.05 {
+            return Err(format!(
+                "stages[{i}].host_processes use {used:.2} cores on a host of {cores}: more than the host has"
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Executions left unfinished, counted since the run's start: a time that has come (Unix
+/// seconds, not past a day from now) and counts one n8n table can hold.
+fn check_executions_left(l: &super::db::ExecutionsLeft) -> Result<(), BadInput> {
+    const MOST_EXECUTIONS: u64 = 1_000_000_000_000;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    if !(l.since_unix.is_finite() && (0.0..=now + 86_400.0).contains(&l.since_unix)) {
+        return Err(format!(
+            "executions_left.since_unix is {}: the run's start in Unix seconds, not later than now",
+            l.since_unix
+        )
+        .into());
+    }
+    if l.new.saturating_add(l.running) > MOST_EXECUTIONS {
+        return Err(format!(
+            "executions_left: new {} and running {}: more executions than one n8n table holds",
+            l.new, l.running
+        )
+        .into());
     }
     Ok(())
 }

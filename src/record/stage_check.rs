@@ -93,7 +93,78 @@ impl StageResult {
                 ).into());
             }
         }
-        self.check_counts(at)
+        self.check_counts(at)?;
+        self.check_database(at)?;
+        self.check_host_processes(at)
+    }
+
+    /// What the stage saw of the database, as Postgres and n8n's pools can have it: Postgres'
+    /// rounds (at most one a second, `observe::db_watch`) no more than the stage's seconds,
+    /// `max_connections` within Postgres' own limit, the reserved and the open within it; log
+    /// lines no more than ten million a second; a pool's figures finite, at least 0, within
+    /// [`MOST_POOL`].
+    fn check_database(&self, at: &str) -> Result<(), BadInput> {
+        let seconds = self.duration_s + self.warmup_s;
+        if let Some(db) = &self.database {
+            let most = MOST_REQUESTS_PER_S * (seconds + 1.0);
+            for (name, n) in [
+                ("refusal_lines", db.refusal_lines),
+                ("problem_lines", db.problem_lines),
+            ] {
+                if n as f64 > most {
+                    return Err(format!(
+                        "{at}.database.{name} is {n} in a stage of {seconds:.0} s: more log lines than requests any load sends"
+                    )
+                    .into());
+                }
+            }
+            if let Some(pg) = &db.postgres {
+                check_postgres(at, pg, seconds)?;
+            }
+        }
+        for (i, e) in self.endpoints.iter().enumerate() {
+            let Some(p) = &e.db_pool else { continue };
+            let figures = [
+                ("max", p.max),
+                ("active_mean", p.active_mean),
+                ("active_max", p.active_max),
+                ("pending_mean", p.pending_mean),
+                ("pending_max", p.pending_max),
+                ("acquires", p.acquires),
+            ];
+            for (name, v) in figures {
+                if !(v.is_finite() && (0.0..=MOST_POOL).contains(&v)) {
+                    return Err(format!(
+                        "{at}.endpoints[{i}].db_pool.{name} is {v}: a pool's figure is a number from 0 to {MOST_POOL:e}"
+                    )
+                    .into());
+                }
+            }
+            if p.active_max > p.max + 1e-6 || p.active_mean > p.active_max + 1e-6 {
+                return Err(format!(
+                    "{at}.endpoints[{i}].db_pool: {} in use of a pool of {} (mean {}): more than the pool holds",
+                    p.active_max, p.max, p.active_mean
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The host's processes: cores used that one host can have (finite, at least 0, at most
+    /// 4 096); whether they fit the host's own cores is `record::dir`'s check, which knows them.
+    fn check_host_processes(&self, at: &str) -> Result<(), BadInput> {
+        for (i, p) in self.host_processes.iter().enumerate() {
+            if !(p.cores.is_finite() && (0.0..=MOST_CPU_PERCENT / 100.0).contains(&p.cores)) {
+                return Err(format!(
+                    "{at}.host_processes[{i}].cores is {}: cores used are a number from 0 to {}",
+                    p.cores,
+                    MOST_CPU_PERCENT / 100.0
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// Each endpoint's URL on one line, its CPU and memory figures a process can have, its
@@ -280,4 +351,43 @@ impl StageResult {
         }
         Ok(())
     }
+}
+
+/// A pool's size, use and waits above this are no pool's (n8n's pool is `DB_POSTGRESDB_POOL_SIZE`
+/// connections; a million is past any).
+const MOST_POOL: f64 = 1e6;
+
+/// Postgres' connections as one server can have them: at most `MAX_BACKENDS` (2^18 − 1), the
+/// reserved no more than the maximum, the open no more than it; rounds of the watch (one a
+/// second at most) no more than the stage's seconds allow.
+fn check_postgres(at: &str, pg: &super::db::PostgresSampled, seconds: f64) -> Result<(), BadInput> {
+    const MAX_BACKENDS: u32 = (1 << 18) - 1;
+    let rounds = u64::from(pg.samples) + u64::from(pg.refused) + u64::from(pg.gaps);
+    if rounds as f64 > seconds + 2.0 {
+        return Err(format!(
+            "{at}.database.postgres: {rounds} rounds (samples {}, refused {}, gaps {}) in a stage of {seconds:.0} s: Postgres is read once a second at most",
+            pg.samples, pg.refused, pg.gaps
+        )
+        .into());
+    }
+    let open_by_app: u64 = pg.by_application.iter().map(|(_, n)| u64::from(*n)).sum();
+    if pg.max_connections > MAX_BACKENDS
+        || pg.reserved > pg.max_connections
+        || pg.open_max > pg.max_connections
+        || open_by_app > u64::from(pg.max_connections)
+    {
+        return Err(format!(
+            "{at}.database.postgres: max_connections {}, reserved {}, open {} ({open_by_app} by application): Postgres allows at most {MAX_BACKENDS} connections, and reserves and opens no more than its maximum",
+            pg.max_connections, pg.reserved, pg.open_max
+        )
+        .into());
+    }
+    if pg.samples > 0 && pg.max_connections == 0 {
+        return Err(format!(
+            "{at}.database.postgres: {} samples read no max_connections: a Postgres that answered says it",
+            pg.samples
+        )
+        .into());
+    }
+    Ok(())
 }

@@ -486,9 +486,7 @@ pub fn history(h: &crate::record::history::History) -> String {
         );
     }
     for w in busy.iter().take(40) {
-        let t = crate::util::utc_rfc3339(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(w.start.max(0.0)),
-        );
+        let t = crate::util::clock(w.start.max(0.0));
         let ev: Vec<&str> = w.evidence.iter().map(|e| e.words()).collect();
         let cpu: Vec<String> = w
             .cpu

@@ -40,14 +40,30 @@ pub fn evidence(mut h: History, flags: Settings, title: &str) -> Evidence {
 }
 
 /// The counts the history's windows held, fewest first, each with its windows; a window
-/// where workers came or went belongs to none.
+/// where workers came or went belongs to none. Nor does the first window after the count
+/// changed (or was not known): it holds the change's wake — the count before's backlog
+/// draining, a load paused for the step, a new worker not yet taking jobs — and its rate is the
+/// step's, not the count's (a CI run read 2 workers at 4.2/s from such a window, for 7.0/s
+/// steady). A count seen in no window but such ones keeps them: the history has no better.
 pub fn split(h: &History) -> Vec<(u32, History)> {
     let mut counts: Vec<u32> = h.windows.iter().filter_map(|w| w.workers).collect();
     counts.sort_unstable();
     counts.dedup();
     counts
         .into_iter()
-        .map(|n| (n, h.with_windows(|w| w.workers == Some(n))))
+        .map(|n| {
+            let held = |i: usize| h.windows[i].workers == Some(n);
+            let steady: Vec<f64> = (1..h.windows.len())
+                .filter(|&i| held(i) && held(i - 1))
+                .map(|i| h.windows[i].start)
+                .collect();
+            let part = if steady.is_empty() {
+                h.with_windows(|w| w.workers == Some(n))
+            } else {
+                h.with_windows(|w| w.workers == Some(n) && steady.contains(&w.start))
+            };
+            (n, part)
+        })
         .collect()
 }
 

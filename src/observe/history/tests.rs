@@ -145,3 +145,57 @@ fn a_window_reads_the_slots_where_a_job_waited_step_by_step() {
     let win = window(&s, 0, 5, 0.0, 1.0, 1.0).unwrap();
     assert_eq!((win.active_while_waiting, win.waited_samples), (None, 0));
 }
+
+#[test]
+fn a_count_s_first_window_after_a_step_is_left_out_when_it_has_steady_ones() {
+    // Workers by window: unknown, 1, 1, unknown (the step), 2 (the step's wake: the backlog of
+    // one worker draining at a lower rate), 2, 2; then 4 in one window only.
+    let g = Grid {
+        name: "g".into(),
+        values: vec![Some(1.0); 2],
+    };
+    let done: Vec<Option<f64>> = vec![Some(1.0); 2];
+    let s = Series5 {
+        a: Some(&g),
+        w: Some(&g),
+        done: Some(&done),
+        ticks: None,
+        fail: None,
+        dsum: None,
+        dcnt: None,
+    };
+    let base = window(&s, 0, 2, 0.0, 1.0, 1.0).unwrap();
+    let mut h = empty_history();
+    let counts = [
+        None,
+        Some(1),
+        Some(1),
+        None,
+        Some(2),
+        Some(2),
+        Some(2),
+        None,
+        Some(4),
+    ];
+    h.windows = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Window {
+            start: i as f64 * 5.0,
+            end: i as f64 * 5.0 + 5.0,
+            workers: n,
+            ..base.clone()
+        })
+        .collect();
+    let starts = |n: u32| -> Vec<f64> {
+        split(&h)
+            .into_iter()
+            .find(|(c, _)| *c == n)
+            .map(|(_, p)| p.windows.iter().map(|w| w.start).collect())
+            .unwrap()
+    };
+    assert_eq!(starts(1), [10.0]);
+    assert_eq!(starts(2), [25.0, 30.0]);
+    // A count seen only in a step's wake keeps it: nothing better was read.
+    assert_eq!(starts(4), [40.0]);
+}
