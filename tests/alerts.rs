@@ -476,3 +476,79 @@ fn regex_free_minutes(text: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Round 6: flags the rules cannot honour are refused (exit 2), never written into rules that
+/// promtool refuses or that never match, never ignored: a matcher on `job` or `__name__`, a
+/// regex Prometheus does not take, a caller who gives up before the p99 job, the autoscaler's
+/// tuning flags; a good regex matcher's rules pass promtool. A run of 10⁶ workers × 10⁶ slots
+/// (each within what a saved run may hold) is refused, not a panic.
+#[test]
+fn rules_refuse_what_they_cannot_honour_and_take_a_good_regex() {
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .current_dir(root())
+            .args(["recommend", RUNS[1], "--format", "prometheus-rules"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["--match", r#"job="n8n""#][..],
+        &["--match", r#"__name__=~"n8n_.*""#],
+        &["--match", r#"namespace=~"(n8n""#],
+        &["--match", r#"namespace=~"*n8n""#],
+        &["--caller-timeout", "100ms"],
+        &["--arrivals", "examples/scale/arrivals-step.csv"],
+        &["--max-wait", "5s"],
+        &["--pod-start", "10s"],
+    ] {
+        let out = run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // --max-wait with an autoscaler but no arrivals to replay is refused too.
+    let out = Command::new(bin())
+        .current_dir(root())
+        .args(["recommend", RUNS[1], "--format", "keda", "--max-wait", "5s"])
+        .args(["-f", "fixtures/k8s/rendered/community-queue-external.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["--match", r#"namespace=~"n8n-(prod|staging)""#]);
+    assert_eq!(out.status.code(), Some(0));
+    if promtool() {
+        let dir = fresh_dir("alerts-regex");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("alerts.yml"), &out.stdout).unwrap();
+        let (ok, said) = promtool_run(&["check", "rules", "alerts.yml"], &dir);
+        assert!(ok, "{said}");
+    }
+    // A million workers of a million slots each.
+    let dir = fresh_dir("alerts-slots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join(RUNS[1]).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    for k in ["workers", "worker_concurrency"] {
+        s["settings"][k] = serde_json::json!({"value": 1_000_000, "source": "hand edit"});
+    }
+    std::fs::write(dir.join("summary.json"), s.to_string()).unwrap();
+    let out = Command::new(bin())
+        .args([
+            "recommend",
+            dir.to_str().unwrap(),
+            "--format",
+            "prometheus-rules",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(matches!(out.status.code(), Some(1) | Some(2)), "{err}");
+}

@@ -289,15 +289,21 @@ fn postgres_read(dir: &std::path::Path) {
     }
 }
 
-/// The worker killed through the Docker API: every request in flight at the kill fails, none
-/// before Bull's 60 s lock lapsed (the stalled check answers it), as predicted for a kill.
+/// The worker killed through the Docker API: the requests in flight at the kill fail, but for
+/// an answer already on its way in the moment the kill took to land (a busy host: 1 of 4), none
+/// before Bull's 60 s lock lapsed (the stalled check answers them), as predicted for a kill.
 fn drained(dir: &std::path::Path) {
     let d: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("drain.json")).unwrap()).unwrap();
     assert_eq!(d["stop"]["signal"], "KILL", "{d}");
     let f = &d["in_flight"];
-    assert!(f["total"].as_u64() >= Some(1), "{d}");
-    assert_eq!(crate::drain::lost(&d), f["total"].as_u64().unwrap(), "{d}");
+    let lost = crate::drain::lost(&d);
+    assert!(lost >= 1, "{d}");
+    assert_eq!(
+        lost + f["finished"].as_u64().unwrap(),
+        f["total"].as_u64().unwrap(),
+        "{d}"
+    );
     assert_eq!(f["unanswered"], 0, "{d}");
     assert!(f["last_failure_after_s"].as_f64() >= Some(60.0), "{d}");
     assert_eq!(d["predicted"]["lost"], d["predicted"]["held"], "{d}");

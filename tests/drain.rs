@@ -366,6 +366,10 @@ async fn on_redis_the_jobs_a_killed_worker_held_fail_by_bull_s_stalled_check() {
 #[test]
 fn a_drain_that_cannot_run_is_refused_before_it_starts() {
     let url = "http://127.0.0.1:9/webhook/load";
+    let kept = fresh_dir("drain-kept");
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("drain.json"), "{}").unwrap();
+    let kept = kept.to_str().unwrap().to_string();
     for args in [
         vec!["--url", url, "--stop-cmd", "true"],
         vec![
@@ -391,6 +395,41 @@ fn a_drain_that_cannot_run_is_refused_before_it_starts() {
             "--out",
             "/proc/n8ncap-drain",
         ],
+        // Docker's stop waits whole seconds: 0.5 s would be a kill at once.
+        vec![
+            "--url",
+            url,
+            "--rate",
+            "2",
+            "--project",
+            "p",
+            "--grace",
+            "0.5s",
+        ],
+        // A kill has no grace to give.
+        vec![
+            "--url",
+            url,
+            "--rate",
+            "2",
+            "--project",
+            "p",
+            "--signal",
+            "kill",
+            "--grace",
+            "20s",
+        ],
+        // An earlier drain's record is not overwritten without --force.
+        vec![
+            "--url",
+            url,
+            "--rate",
+            "2",
+            "--stop-cmd",
+            "true",
+            "--out",
+            &kept,
+        ],
     ] {
         let o = Command::new(bin())
             .arg("drain")
@@ -405,6 +444,10 @@ fn a_drain_that_cannot_run_is_refused_before_it_starts() {
         );
         assert!(o.stdout.is_empty(), "{args:?}");
     }
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&kept).join("drain.json")).unwrap(),
+        "{}"
+    );
 }
 
 /// `drain --metrics` takes main's /metrics as `sweep --metrics` does, `URL` or `main=URL`, and

@@ -22,7 +22,11 @@ impl Actuator for Outager {
     fn what(&self) -> String {
         match self {
             Outager::Docker(d) => d.redis.clone(),
-            Outager::Commands { stop, start } => format!("{stop} … {start}"),
+            Outager::Commands { stop, start } => format!(
+                "{} … {}",
+                crate::wire::url::redact_command(stop),
+                crate::wire::url::redact_command(start)
+            ),
         }
     }
 }

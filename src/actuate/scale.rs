@@ -26,7 +26,7 @@ impl Actuator for Scaler {
 
     fn what(&self) -> String {
         match self {
-            Scaler::Command(c) => c.template().to_string(),
+            Scaler::Command(c) => crate::wire::url::redact_command(c.template()),
             Scaler::Docker(_) => "the project's worker/runner pairs".into(),
         }
     }

@@ -26,7 +26,7 @@ impl Actuator for Stopper {
     fn what(&self) -> String {
         match self {
             Stopper::Docker(d) => d.container.clone(),
-            Stopper::Command(c) => c.clone(),
+            Stopper::Command(c) => crate::wire::url::redact_command(c),
         }
     }
 }
@@ -58,7 +58,7 @@ async fn command_stop(
     StopRecord {
         how: COMMAND.into(),
         signal,
-        what: command.to_string(),
+        what: crate::wire::url::redact_command(command),
         signal_s,
         exited_after_s: Some(ran.seconds),
         exit_code: ran.exit_code.map(i64::from),

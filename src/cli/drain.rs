@@ -72,6 +72,9 @@ pub struct DrainArgs {
     /// Save the drain (drain.json) in this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Overwrite the drain.json an earlier drain left in --out.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

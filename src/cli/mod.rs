@@ -16,7 +16,7 @@ mod recommend;
 mod replay;
 mod sim;
 mod sweep;
-pub use drain::DrainArgs;
+pub use drain::{DrainArgs, SignalArg};
 pub use outage::OutageArgs;
 pub use recommend::{RecommendArgs, RecommendFormat};
 pub use replay::ReplayArgs;

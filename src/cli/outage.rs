@@ -49,6 +49,9 @@ pub struct OutageArgs {
     /// Save the outage (outage.json) in this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Overwrite the outage.json an earlier outage left in --out.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -53,12 +53,12 @@ pub struct RecommendArgs {
     /// minimum, target and maximum are chosen by replaying candidates over them.
     #[arg(long)]
     pub arrivals: Option<PathBuf>,
-    /// With --arrivals: the longest queue wait the object may let a job have.
-    #[arg(long, default_value = "5s")]
-    pub max_wait: String,
-    /// With --arrivals: seconds from a pod's creation to its first job.
-    #[arg(long, default_value = "30s")]
-    pub pod_start: String,
+    /// With --arrivals: the longest queue wait the object may let a job have (default 5s).
+    #[arg(long)]
+    pub max_wait: Option<String>,
+    /// With --arrivals: seconds from a pod's creation to its first job (default 30s).
+    #[arg(long)]
+    pub pod_start: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

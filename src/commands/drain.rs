@@ -9,6 +9,7 @@ use crate::cli::DrainArgs;
 use crate::error::{self, BadInput};
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
+use crate::record::dir::DrillFile;
 use crate::report::views::Drain as View;
 use std::time::{Duration, Instant};
 
@@ -124,11 +125,10 @@ fn inputs(
 
 /// A bad --out fails before any request or stop.
 fn out_dir(a: &DrainArgs) -> Result<(), BadInput> {
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
+    match &a.out {
+        Some(dir) => DrillFile::Drain.claim(dir, a.force),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The load's length, the stop's moment and the warm-up left out of "before".
@@ -151,6 +151,9 @@ fn times(a: &DrainArgs) -> Result<Times, BadInput> {
         )));
     }
     main_metrics(a)?;
+    if let Some(g) = &a.grace {
+        grace_s(a, g)?;
+    }
     if a.workers == Some(0) {
         return Err(BadInput(
             "--workers 0: the workers sharing the load before the stop, at least 1 (the one \
@@ -223,6 +226,25 @@ impl Bull {
             crate::model::drain::stalled_answer_latest_s(self.lock_ms.value, self.stalled_ms.value);
         Duration::from_secs_f64((latest + 5.0).min(crate::util::MAX_DURATION.as_secs_f64()))
     }
+}
+
+/// `--grace` as Docker's stop takes it: whole seconds, at least 1 (0 is a kill at once, which
+/// `--signal KILL` says), and only for a SIGTERM (a kill has no grace).
+fn grace_s(a: &DrainArgs, g: &str) -> Result<i32, BadInput> {
+    if a.signal == crate::cli::SignalArg::Kill {
+        return Err(BadInput(format!(
+            "--grace {g} with --signal KILL: a kill has no grace; drop --grace, or stop with \
+             SIGTERM (the default) to give the worker {g}"
+        )));
+    }
+    let d = duration("--grace", g)?;
+    if d.subsec_nanos() != 0 || d.as_secs() == 0 {
+        return Err(BadInput(format!(
+            "--grace {g}: Docker's stop waits whole seconds before SIGKILL: give 1s or more \
+             (--signal KILL kills at once)"
+        )));
+    }
+    i32::try_from(d.as_secs()).map_err(|_| BadInput(format!("--grace {g}: at most {} s", i32::MAX)))
 }
 
 /// `--stop-cmd`: the operator's command stops the worker, with none of the Docker stop's flags.
@@ -302,7 +324,7 @@ async fn stopper(a: &DrainArgs) -> anyhow::Result<(Stopper, Option<Read>)> {
         .and_then(|t| t.graceful_shutdown_s.clone());
     let bull = Bull::of(node);
     let grace = match &a.grace {
-        Some(g) => duration("--grace", g)?.as_secs() as i32,
+        Some(g) => grace_s(a, g)?,
         None => docker_stop::container_grace(&found.docker, node.name())
             .await
             .unwrap_or(docker_stop::DOCKER_DEFAULT_GRACE_S),
@@ -408,10 +430,11 @@ pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
         ..inputs
     };
     let d = crate::diagnose::drain::judge_drain(inputs, &loaded.sent, loaded.dropped, stop);
-    if let Some(dir) = &a.out {
-        crate::record::dir::write_atomic(&dir.join("drain.json"), &serde_json::to_vec_pretty(&d)?)?;
-    }
+    // The verdict first: a worker was really stopped, and a write that fails must not hide it.
     crate::report::emit(&View(&d), format)?;
+    if let Some(dir) = &a.out {
+        DrillFile::Drain.write(dir, &d)?;
+    }
     Ok(if loaded.interrupted {
         interrupt.exit_code()
     } else if d.stop_failed.is_some() || d.unjudged.is_some() {

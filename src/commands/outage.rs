@@ -11,6 +11,7 @@ use crate::diagnose::outage::judge_outage;
 use crate::error::{self, BadInput};
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
+use crate::record::dir::DrillFile;
 use crate::record::outage::RedisStop;
 use crate::report::views::Outage as View;
 use crate::topology::Role;
@@ -209,8 +210,7 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
     let target = target(&a).await?;
     crate::load::drain::preflight(&target).await?;
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
+        DrillFile::Outage.claim(dir, a.force)?;
     }
     let (outager, read) = outager(&a).await?;
     let threshold = threshold(&a, read)?;
@@ -244,13 +244,11 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
         threshold_s: threshold,
     };
     let o = judge_outage(inputs, &loaded.sent, loaded.dropped, stop, processes);
-    if let Some(dir) = &a.out {
-        crate::record::dir::write_atomic(
-            &dir.join("outage.json"),
-            &serde_json::to_vec_pretty(&o)?,
-        )?;
-    }
+    // The verdict first: Redis was really stopped, and a write that fails must not hide it.
     crate::report::emit(&View(&o), format)?;
+    if let Some(dir) = &a.out {
+        DrillFile::Outage.write(dir, &o)?;
+    }
     Ok(if loaded.interrupted {
         interrupt.exit_code()
     } else if o.stop.started_s.is_none() {

@@ -43,14 +43,22 @@ pub(super) async fn run(a: RecommendArgs) -> anyhow::Result<i32> {
     settings_plan(&a).await
 }
 
-/// The flags that shape an autoscaler or alerting rules, refused with a settings plan.
-fn stray_flags(a: &RecommendArgs) -> Result<(), BadInput> {
-    if a.arrivals.is_some() {
+/// The flags that tune an autoscaler, refused where no autoscaler is written: they would be
+/// ignored without a word.
+fn autoscaler_flags(a: &RecommendArgs) -> Result<(), BadInput> {
+    if a.arrivals.is_some() || a.max_wait.is_some() || a.pod_start.is_some() {
         return Err(BadInput(
-            "--arrivals tunes an autoscaler by replaying them: use it with --format keda or hpa"
+            "--arrivals, --max-wait and --pod-start tune an autoscaler by replaying the arrivals: \
+             use them with --format keda or hpa"
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// The flags that shape an autoscaler or alerting rules, refused with a settings plan.
+fn stray_flags(a: &RecommendArgs) -> Result<(), BadInput> {
+    autoscaler_flags(a)?;
     if !a.matchers.is_empty() || a.caller_timeout.is_some() || a.tests.is_some() {
         return Err(BadInput(
             "--match, --caller-timeout and --tests shape alerting rules: use them with --format \
@@ -113,6 +121,7 @@ async fn settings_plan(a: &RecommendArgs) -> anyhow::Result<i32> {
 /// `recommend SCALE_DIR --target-rate R`: the plan from the measured scaling of a scale sweep.
 async fn for_target_rate(a: &RecommendArgs, rate: f64) -> anyhow::Result<i32> {
     crate::cli::check_target_rate(rate)?;
+    stray_flags(a)?;
     let format = match (a.json, a.format) {
         (true, _) | (_, crate::cli::RecommendFormat::Json) => Format::Json,
         (_, crate::cli::RecommendFormat::Compose) => Format::Table,
@@ -168,30 +177,7 @@ async fn autoscaler(a: &RecommendArgs) -> anyhow::Result<i32> {
     }
     let t = topology(a).await?;
     let (mut plan, d) = super::input::autoscaler_plan(run, &t).await?;
-    match &a.arrivals {
-        Some(file) => {
-            let dur = |flag: &str, v: &str| {
-                crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
-            };
-            let arrivals = crate::load::arrivals::read(file)?;
-            let w = crate::recommend::autoscaler::workload(&d, dur("--pod-start", &a.pod_start)?);
-            let tuning = crate::recommend::tuned::Tuning {
-                arrivals: &arrivals.per_s,
-                from: &arrivals.from,
-                workload: w,
-                max_wait_s: dur("--max-wait", &a.max_wait)?.as_secs_f64(),
-            };
-            let (_, said) = crate::recommend::replayed::replayed(&t, &mut plan, Some(tuning))?;
-            for s in said.iter().filter(|s| s.starts_with("Tuning")) {
-                eprintln!("n8ncap: {s}");
-            }
-        }
-        None => plan.notes.push(
-            "sized from the run alone: --arrivals FILE (a history, a k6 output or a CSV) tunes \
-             the minimum, target and maximum by replaying them"
-                .into(),
-        ),
-    }
+    tune(a, &t, &mut plan, &d)?;
     let text = match a.format {
         crate::cli::RecommendFormat::Keda => crate::report::autoscaler::keda(&plan),
         _ => crate::report::autoscaler::hpa(&plan),
@@ -219,12 +205,14 @@ async fn alert_rules(a: &RecommendArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    autoscaler_flags(a)?;
     let mut checked = Vec::new();
     for m in &a.matchers {
         checked.push(alerts::check_matcher(m)?);
     }
     let caller = caller_timeout(a)?;
     let judged = super::input::judged_run(run).await?;
+    caller_outlasts(caller, judged.point.job_p99_s, run)?;
     let d = &judged.diagnosis;
     let from = run.display().to_string();
     let m = alerts::Basis {
@@ -275,6 +263,70 @@ fn write_cases(
         file.display(),
         file.display()
     );
+    Ok(())
+}
+
+/// `--arrivals` (with `--max-wait`, `--pod-start`): the autoscaler's minimum, target and maximum
+/// chosen by replaying them; without arrivals the run alone sizes it, and the tuning flags are
+/// refused rather than ignored.
+fn tune(
+    a: &RecommendArgs,
+    t: &crate::topology::Topology,
+    plan: &mut crate::record::autoscaler::AutoscalerPlan,
+    d: &crate::record::Diagnosis,
+) -> anyhow::Result<()> {
+    match &a.arrivals {
+        Some(file) => {
+            let dur = |flag: &str, v: &str| {
+                crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
+            };
+            let arrivals = crate::load::arrivals::read(file)?;
+            let pod_start = a.pod_start.as_deref().unwrap_or("30s");
+            let w = crate::recommend::autoscaler::workload(d, dur("--pod-start", pod_start)?);
+            let tuning = crate::recommend::tuned::Tuning {
+                arrivals: &arrivals.per_s,
+                from: &arrivals.from,
+                workload: w,
+                max_wait_s: dur("--max-wait", a.max_wait.as_deref().unwrap_or("5s"))?.as_secs_f64(),
+            };
+            let (_, said) = crate::recommend::replayed::replayed(t, plan, Some(tuning))?;
+            for s in said.iter().filter(|s| s.starts_with("Tuning")) {
+                eprintln!("n8ncap: {s}");
+            }
+        }
+        None if a.max_wait.is_some() || a.pod_start.is_some() => {
+            return Err(BadInput(
+                "--max-wait and --pod-start tune the object by replaying --arrivals: give \
+                 --arrivals FILE, or drop them"
+                    .into(),
+            )
+            .into())
+        }
+        None => plan.notes.push(
+            "sized from the run alone: --arrivals FILE (a history, a k6 output or a CSV) tunes \
+             the minimum, target and maximum by replaying them"
+                .into(),
+        ),
+    }
+    Ok(())
+}
+
+/// A caller's wait that was given must outlast the run's p99 job: below it the queue's wait
+/// budget is nothing (the rules would take 1 s for it without a word).
+fn caller_outlasts(
+    caller: (f64, bool),
+    job_p99_s: f64,
+    run: &std::path::Path,
+) -> Result<(), BadInput> {
+    if caller.1 && caller.0 <= job_p99_s {
+        return Err(BadInput(format!(
+            "--caller-timeout {:.1} s is not above the p99 job ({job_p99_s:.2} s in {}): the \
+             caller gives up before the slowest jobs end, whatever the queue; give the caller's \
+             real wait",
+            caller.0,
+            run.display()
+        )));
+    }
     Ok(())
 }
 

@@ -90,6 +90,31 @@ pub fn check_matcher(m: &str) -> Result<(String, String, String), BadInput> {
     if escaped {
         return Err(bad());
     }
+    // The rules tell main from the workers by `job` (WORKER_JOB) and choose each metric by its
+    // name: a matcher on either would sit beside the rules' own and select nothing, so an alert
+    // on a missing worker would fire for ever.
+    if matches!(name, "job" | "__name__") {
+        return Err(BadInput(format!(
+            "--match {name}{op}\"…\": the rules choose the metric by its name and tell main from \
+             the workers by job ({WORKER_JOB}); select the deployment by another label, e.g. \
+             --match 'namespace=\"n8n\"'"
+        )));
+    }
+    if op.ends_with('~') {
+        // PromQL reads the string's escapes first, then the regex (RE2, anchored).
+        let pattern = inner.replace("\\\\", "\\").replace("\\\"", "\"");
+        if let Err(e) = regex_syntax::Parser::new().parse(&pattern) {
+            let why = match &e {
+                regex_syntax::Error::Parse(e) => e.kind().to_string(),
+                regex_syntax::Error::Translate(e) => e.kind().to_string(),
+                _ => "a syntax error".to_string(),
+            };
+            return Err(BadInput(format!(
+                "--match {name}{op}\"…\": not a regular expression Prometheus takes ({why}): \
+                 promtool and Prometheus would refuse the rules"
+            )));
+        }
+    }
     Ok((name.to_string(), op.to_string(), inner.to_string()))
 }
 
@@ -107,9 +132,15 @@ fn sel(metric: &str, matchers: &[String], extra: &[&str]) -> String {
     }
 }
 
-/// A number as PromQL and the test file write it: enough digits, no exponent.
+/// A number as PromQL and the test file write it: six significant digits at least (a small
+/// threshold never rounds to 0, which every completion would pass), no exponent.
 pub fn num(v: f64) -> String {
-    let s = format!("{v:.6}");
+    let places = if v != 0.0 && v.abs() < 1.0 {
+        (6 - v.abs().log10().floor() as i32).clamp(6, 17) as usize
+    } else {
+        6
+    };
+    let s = format!("{v:.places$}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -230,6 +261,8 @@ pub fn plan(m: &Basis) -> Result<AlertPlan, NoPlan> {
         .as_ref()
         .map(|c| c.mean)
         .filter(|x| x.is_finite() && *x > 0.0);
+    // A ceiling is completions counted over a run's window: under one in 30 days none was.
+    let x = x.filter(|x| *x >= 1.0 / (30.0 * 86_400.0));
     let Some(x) = x else {
         return Err(NoPlan(format!(
             "{}: no measured ceiling — an alert before the ceiling needs one: sweep until a \
@@ -248,7 +281,16 @@ pub fn plan(m: &Basis) -> Result<AlertPlan, NoPlan> {
     let (mut thresholds, budget) = thresholds(m, x, limit);
     let mut rules = records(ms);
     let mut notes = Vec::new();
-    let slots = concurrency.map(|c| workers * c);
+    // Each figure was checked when read (at most 1 000 000); their product may still pass u32.
+    let slots = match concurrency {
+        Some(c) => Some(workers.checked_mul(c).ok_or_else(|| {
+            NoPlan(format!(
+                "{}: {workers} workers × concurrency {c}: more slots than any deployment has",
+                m.from
+            ))
+        })?),
+        None => None,
+    };
     match slots {
         Some(n) => {
             thresholds.push(Threshold {

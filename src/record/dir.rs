@@ -73,6 +73,52 @@ impl ResultsDir {
     }
 }
 
+/// A drill's record in a results directory (its file named by [`DrillFile::name`]), beside the
+/// sweep's files when it is the same directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrillFile {
+    Drain,
+    Outage,
+}
+
+impl DrillFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            DrillFile::Drain => "drain.json",
+            DrillFile::Outage => "outage.json",
+        }
+    }
+
+    /// Made ready before the drill stops anything: the directory exists (or is created), and a
+    /// record of an earlier drill there is overwritten only with `--force`, as a sweep's is.
+    pub fn claim(self, dir: &Path, force: bool) -> Result<(), BadInput> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BadInput(format!("--out {}: cannot create it: {e}", dir.display())))?;
+        let file = dir.join(self.name());
+        if file.exists() && !force {
+            return Err(BadInput(format!(
+                "--out {}: it holds {} already: give another directory, or --force to \
+                 overwrite it",
+                dir.display(),
+                self.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Written whole or not at all; an error names the file and says the verdict above is the
+    /// drill's (it was printed before, so a failed write loses nothing measured).
+    pub fn write(self, dir: &Path, record: &impl Serialize) -> anyhow::Result<()> {
+        let file = dir.join(self.name());
+        write_atomic(&file, &serde_json::to_vec_pretty(record)?).map_err(|e| {
+            anyhow::anyhow!(
+                "the {} above was not saved: {e}",
+                self.name().trim_end_matches(".json")
+            )
+        })
+    }
+}
+
 /// A run's summary.json in its results directory, written whole or not at all.
 pub fn write_summary(dir: &Path, s: &impl Serialize) -> anyhow::Result<()> {
     write_atomic(&dir.join("summary.json"), &serde_json::to_vec_pretty(s)?)

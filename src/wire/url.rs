@@ -130,6 +130,45 @@ pub fn redact(text: &str) -> String {
     redact_bare(&redact_schemes(text))
 }
 
+/// An operator's command as it may be shown: every URL's password (as [`redact`]), and the
+/// values of the flags and variables that carry secrets — `-a`, `--pass`, `--password`,
+/// `--token`, `--requirepass` (the next word, or after `=`), and `NAME=value` where the name says
+/// PASS, TOKEN, SECRET, AUTH or KEY — as `***`.
+pub fn redact_command(cmd: &str) -> String {
+    const FLAGS: [&str; 5] = ["-a", "--pass", "--password", "--token", "--requirepass"];
+    let secret_name = |name: &str| {
+        let n = name.to_ascii_uppercase();
+        ["PASS", "TOKEN", "SECRET", "AUTH", "KEY"]
+            .iter()
+            .any(|w| n.contains(w))
+    };
+    let mut out = Vec::new();
+    let mut hide_next = false;
+    for word in redact(cmd).split(' ') {
+        if std::mem::take(&mut hide_next) && !word.is_empty() {
+            out.push("***".to_string());
+            continue;
+        }
+        let bare = word.trim_start_matches(['"', '\'', '(']);
+        if FLAGS.contains(&bare) {
+            hide_next = true;
+            out.push(word.to_string());
+            continue;
+        }
+        match bare.split_once('=') {
+            Some((name, value))
+                if !value.is_empty()
+                    && (FLAGS.contains(&name) || (!name.starts_with('-') && secret_name(name))) =>
+            {
+                let lead = &word[..word.len() - bare.len()];
+                out.push(format!("{lead}{name}=***"));
+            }
+            _ => out.push(word.to_string()),
+        }
+    }
+    out.join(" ")
+}
+
 /// `user:password@host` written without a scheme (as `DOCKER_HOST` or a proxy setting may
 /// be): the part before the `@` of a word that holds a `:` before it.
 fn redact_bare(text: &str) -> String {
@@ -229,6 +268,21 @@ pub fn is_loopback_url(url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_s_secrets_are_hidden_and_the_rest_kept() {
+        let c = "docker exec r redis-cli -u redis://:s3cr3t@127.0.0.1:6379 -a s3cr3t2 shutdown; \
+                 REDISCLI_AUTH=s3cr3t3 redis-cli --pass=s3cr3t4 ping; PGPASSWORD=s3cr3t5 pg_ctl stop";
+        let shown = redact_command(c);
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("127.0.0.1:6379") && shown.contains("redis-cli"));
+        assert!(shown.contains("-a ***") && shown.contains("REDISCLI_AUTH=***"));
+        // Words that only look like flags or assignments are kept.
+        assert_eq!(
+            redact_command("kubectl scale --replicas=3 deploy/w"),
+            "kubectl scale --replicas=3 deploy/w"
+        );
+    }
 
     #[test]
     fn ports_out_of_range_and_garbage_are_refused() {

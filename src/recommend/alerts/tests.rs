@@ -7,7 +7,7 @@ fn matchers_are_label_matchers_or_refused() {
         check_matcher(r#"namespace="n8n""#).unwrap(),
         ("namespace".into(), "=".into(), "n8n".into())
     );
-    assert_eq!(check_matcher(r#" job =~ "n8n.*" "#).unwrap().1, "=~");
+    assert_eq!(check_matcher(r#" service =~ "n8n.*" "#).unwrap().1, "=~");
     assert_eq!(check_matcher(r#"a!="x\"y""#).unwrap().2, r#"x\"y"#);
     for bad in [
         "namespace",
@@ -19,9 +19,24 @@ fn matchers_are_label_matchers_or_refused() {
         r#"a="x\""#,
         r#"a~"x""#,
         r#"a="x"} or vector(1) # "#,
+        // Beside the rules' own job and metric name, they would select nothing.
+        r#"job="n8n""#,
+        r#"__name__=~"n8n_.*""#,
+        // Not a regex Prometheus takes.
+        r#"a=~"(x""#,
+        r#"a!~"*x""#,
     ] {
         assert!(check_matcher(bad).is_err(), "{bad:?}");
     }
+}
+
+#[test]
+fn a_small_threshold_keeps_its_digits_and_never_rounds_to_zero() {
+    assert_eq!(num(1e-9), "0.000000001");
+    assert_eq!(num(0.000123456789), "0.0001234568");
+    assert_eq!(num(3.29293), "3.29293");
+    assert_eq!(num(0.5), "0.5");
+    assert_eq!(num(120.0), "120");
 }
 
 fn measured(d: &Diagnosis) -> Basis<'_> {
