@@ -114,13 +114,23 @@ fn a_raw_at_in_a_url_password_is_refused_without_showing_it() {
 #[test]
 fn tls_to_postgres_is_said_to_be_unspoken() {
     let (port, seen) = fake(|_| {});
-    let out = audit(&format!("{} sslmode=require", dsn(port)));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("sslmode=require") && err.contains("TLS"),
-        "{err}"
-    );
+    for (mode, dsn) in [
+        ("require", format!("{} sslmode=require", dsn(port))),
+        ("verify-full", format!("{} sslmode=verify-full", dsn(port))),
+        (
+            "verify-ca",
+            format!("postgres://n8n:s3cr3t@127.0.0.1:{port}/n8n?sslmode=verify-ca"),
+        ),
+    ] {
+        let out = audit(&dsn);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("sslmode={mode}")) && err.contains("TLS"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cr3t"), "{err}");
+    }
     assert_eq!(seen.load(Ordering::SeqCst), 0);
 }
 

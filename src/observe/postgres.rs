@@ -104,6 +104,14 @@ pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<S
 /// The DSN parsed, read-only, and where it points without credentials ("host:port/database").
 fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
     raw_at_in_userinfo(dsn)?;
+    // tokio-postgres knows no verify-ca or verify-full and would call the DSN unparsable: they
+    // ask for TLS as require does, and are said so.
+    if let Some(mode) = ["verify-ca", "verify-full"]
+        .into_iter()
+        .find(|m| dsn.contains(&format!("sslmode={m}")))
+    {
+        return Err(no_tls(mode));
+    }
     let mut cfg: tokio_postgres::Config = dsn.parse().map_err(|_| {
         BadInput(
             "the Postgres DSN does not parse: give key=value pairs (host=… port=… user=… dbname=…) or a postgres:// URL"
@@ -111,12 +119,7 @@ fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
         )
     })?;
     if cfg.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(BadInput(
-            "the Postgres DSN asks for TLS (sslmode=require), which n8ncap does not speak to \
-             Postgres: read it over a plain connection (sslmode=disable or prefer, e.g. through \
-             a port-forward or from inside its network)"
-                .into(),
-        ));
+        return Err(no_tls("require"));
     }
     cfg.connect_timeout(DEADLINE)
         .application_name("n8ncap")
@@ -134,6 +137,15 @@ fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
         cfg.get_dbname().unwrap_or("postgres")
     );
     Ok((cfg, at))
+}
+
+/// A DSN whose `sslmode` asks for TLS, which n8ncap does not speak to Postgres yet.
+fn no_tls(mode: &str) -> BadInput {
+    BadInput(format!(
+        "the Postgres DSN asks for TLS (sslmode={mode}), which n8ncap does not speak to Postgres: \
+         read it over a plain connection (sslmode=disable or prefer, e.g. through a port-forward \
+         or from inside its network)"
+    ))
 }
 
 /// A Postgres error in its own words (its SQLSTATE), or that it did not answer.

@@ -365,13 +365,35 @@ pub struct WorkerConfig {
 /// `QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD` (ms, default 10 000): how long an n8n process keeps
 /// trying to reach a lost Redis before it exits (`RedisClientService`'s `maxTimeout`).
 pub fn redis_timeout_threshold(env: Env) -> Result<Duration, BadInput> {
-    let ms: f64 = env_parse(
-        env,
-        "QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD",
-        10_000.0,
-        "milliseconds",
-    )?;
-    positive_secs("QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD", ms / 1000.0)
+    let ms = js_number(env, "QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD", 10_000.0);
+    positive_ms("QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD", ms)
+}
+
+/// A number variable as n8n's `@n8n/config` reads it (JavaScript's `Number()`): one that is not
+/// a number keeps the default, with n8n's warning ("Invalid number value for …"), and the
+/// process starts.
+fn js_number(env: Env, var: &str, default: f64) -> f64 {
+    match env(var) {
+        None => default,
+        Some(v) => {
+            match v.trim().parse::<f64>() {
+                Ok(n) if !n.is_nan() => n,
+                _ => {
+                    eprintln!("Invalid number value for {var}: keeping its default {default} (as n8n does)");
+                    default
+                }
+            }
+        }
+    }
+}
+
+/// Milliseconds from a variable: more than 0 and at most 30 days.
+fn positive_ms(var: &str, ms: f64) -> Result<Duration, BadInput> {
+    positive_secs(var, ms / 1000.0).map_err(|_| {
+        BadInput(format!(
+            "{var} must be a number of milliseconds above 0 and at most 30 days"
+        ))
+    })
 }
 
 /// The share of the shutdown window a stopping worker's Code tasks get (n8n 2.41's task broker).
@@ -422,13 +444,21 @@ impl ShutdownConfig {
     pub fn from_env(env: Env) -> Result<Self, BadInput> {
         let d = ShutdownConfig::default();
         let ms = |var: &str, default: Duration| -> Result<Duration, BadInput> {
-            let v: f64 = env_parse(env, var, default.as_secs_f64() * 1000.0, "milliseconds")?;
-            positive_secs(var, v / 1000.0)
+            let v = js_number(env, var, default.as_secs_f64() * 1000.0);
+            positive_ms(var, v)
+        };
+        // n8n waits 0 s with 0 (and with less, as JavaScript's timers do).
+        let window = |var: &str, default: f64| -> Result<Duration, BadInput> {
+            let v = js_number(env, var, default).max(0.0);
+            Duration::try_from_secs_f64(v)
+                .ok()
+                .filter(|d| *d <= crate::util::MAX_DURATION)
+                .ok_or_else(|| BadInput(format!("{var} must be at most 30 days (seconds)")))
         };
         let graceful = match env("N8N_GRACEFUL_SHUTDOWN_TIMEOUT") {
-            Some(_) => seconds(env, "N8N_GRACEFUL_SHUTDOWN_TIMEOUT", 30.0)?,
+            Some(_) => window("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", 30.0)?,
             // The variable it replaced, still read by n8n when the new one is unset.
-            None => seconds(env, "QUEUE_WORKER_TIMEOUT", d.graceful.as_secs_f64())?,
+            None => window("QUEUE_WORKER_TIMEOUT", d.graceful.as_secs_f64())?,
         };
         let c = ShutdownConfig {
             graceful,
@@ -573,6 +603,27 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.to_string())
         }
+    }
+
+    #[test]
+    fn shutdown_variables_are_read_as_n8n_reads_them() {
+        // 0 is n8n's to take (no wait); a word keeps the default, as n8n's Number() does.
+        let c = ShutdownConfig::from_env(&env_of(&[("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "0")]));
+        assert_eq!(c.unwrap().graceful, Duration::ZERO);
+        let c = ShutdownConfig::from_env(&env_of(&[("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "abc")]));
+        assert_eq!(c.unwrap().graceful, Duration::from_secs(30));
+        let c = ShutdownConfig::from_env(&env_of(&[
+            ("QUEUE_WORKER_LOCK_DURATION", "4000"),
+            ("QUEUE_WORKER_LOCK_RENEW_TIME", "1000"),
+        ]));
+        assert_eq!(c.unwrap().lock, Duration::from_secs(4));
+        // A lease of no length is refused, in the variable's own unit.
+        let e =
+            ShutdownConfig::from_env(&env_of(&[("QUEUE_WORKER_LOCK_DURATION", "0")])).unwrap_err();
+        assert!(e.0.contains("milliseconds"), "{}", e.0);
+        let e = redis_timeout_threshold(&env_of(&[("QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD", "-1")]))
+            .unwrap_err();
+        assert!(e.0.contains("milliseconds"), "{}", e.0);
     }
 
     #[test]
