@@ -251,7 +251,8 @@ pub(super) async fn run(a: OutageArgs) -> anyhow::Result<i32> {
     }
     Ok(if loaded.interrupted {
         interrupt.exit_code()
-    } else if o.stop.started_s.is_none() {
+    } else if o.stop.started_s.is_none() || o.stop.down_s.is_none() {
+        // Redis not started again, or never stopped: no outage judged.
         error::EXIT_FAILED
     } else {
         error::EXIT_OK

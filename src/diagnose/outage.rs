@@ -39,17 +39,25 @@ pub fn judge_outage(
             .map(|e| e - start)
             .min_by(f64::total_cmp)
     });
+    let sent_after_start = stop.started_s.map_or(0, |start| {
+        sent.iter().filter(|s| s.sent_s >= start).count() as u64
+    });
     let recovered_after_start_s = stop
         .started_s
         .and_then(|start| recovery(&seconds, i.rate_per_s, start, i.duration_s - 1.0));
     // n8n counts its attempts from the first one, a second after the loss, and exits once they
     // passed the threshold.
-    let predicted_exit = i.outage_s > i.threshold_s.value;
+    // An interrupt cut the outage short: what Redis was really down for is what is judged.
+    let outage_s = match (stop.down_s, stop.started_s) {
+        (Some(d), Some(s)) if stop.cut_short => (s - d).max(0.0),
+        _ => i.outage_s,
+    };
+    let predicted_exit = outage_s > i.threshold_s.value;
     let mut o = Outage {
         target: i.target,
         rate_per_s: i.rate_per_s,
         duration_s: i.duration_s,
-        outage_s: i.outage_s,
+        outage_s,
         threshold_s: i.threshold_s,
         dropped,
         after_lost: after.len() as u64 - after_ok,
@@ -57,6 +65,7 @@ pub fn judge_outage(
         predicted_lost: if predicted_exit { in_flight.total } else { 0 },
         predicted_exit,
         in_flight,
+        sent_after_start,
         first_ok_after_start_s,
         recovered_after_start_s,
         processes,
@@ -88,6 +97,14 @@ fn process_words(p: &ProcessAfter) -> String {
 
 fn verdict(o: &Outage) -> String {
     let f = &o.in_flight;
+    if o.stop.down_s.is_none() {
+        return format!(
+            "Redis ({}) was never stopped ({}): no outage was measured, only the load against a \
+             running n8n.",
+            o.stop.what,
+            o.stop.detail.as_deref().unwrap_or("no reason given")
+        );
+    }
     let mut v = format!(
         "Redis ({}) was down at {:.1} s for {:.1} s; n8n gives a lost Redis {:.0} s ({}). Of the {} requests in flight, {} finished, {} failed, {} never answered; of those sent after, {} were answered OK and {} were not.",
         o.stop.what,
@@ -102,6 +119,9 @@ fn verdict(o: &Outage) -> String {
         o.after_ok,
         o.after_lost
     );
+    if o.stop.cut_short {
+        v.push_str(" The outage was cut short by an interrupt.");
+    }
     if o.stop.started_s.is_none() {
         v.push_str(&format!(
             " Redis could not be started again ({}): start it by hand.",
@@ -121,6 +141,9 @@ fn verdict(o: &Outage) -> String {
         (Some(first), None) => format!(
             " The first OK answer came {first:.1} s after Redis was started again, but not at the offered rate within the run."
         ),
+        (None, None) if o.stop.started_s.is_some() && o.sent_after_start == 0 => {
+            " No request was sent after Redis was started again (the load ended first): its recovery was not measured.".into()
+        }
         (None, None) if o.stop.started_s.is_some() => {
             " No request was answered OK after Redis was started again: nothing brought n8n back.".into()
         }
@@ -240,5 +263,31 @@ mod tests {
         assert_eq!(o.predicted_lost, 0);
         assert_eq!((o.in_flight.total, o.in_flight.lost()), (1, 0));
         assert_eq!(o.first_ok_after_start_s, Some(1.0));
+    }
+
+    /// A stop command that failed: no outage is judged (and the command exits 1); an interrupt
+    /// 2 s into a 6 s outage is judged as the 2 s it was; a load that ended before Redis came
+    /// back says its recovery was not measured, not that nothing brought n8n back.
+    #[test]
+    fn a_failed_stop_a_cut_outage_and_no_load_after_are_said_as_they_were() {
+        let s = [sent(4.0, Some(4.5), Outcome::Answered(200))];
+        let failed = RedisStop {
+            down_s: None,
+            detail: Some("stopping Redis failed: the command exited 1".into()),
+            ..stop(Some(5.1))
+        };
+        let o = judge_outage(inputs(6.0), &s, 0, failed, Vec::new());
+        assert!(o.verdict.contains("never stopped"), "{}", o.verdict);
+        assert!(!o.verdict.contains("was down"), "{}", o.verdict);
+        let cut = RedisStop {
+            cut_short: true,
+            ..stop(Some(7.0))
+        };
+        let o = judge_outage(inputs(6.0), &s, 0, cut, Vec::new());
+        assert!((o.outage_s - 2.0).abs() < 1e-9, "{}", o.outage_s);
+        assert!(!o.predicted_exit);
+        let o = judge_outage(inputs(6.0), &s, 0, stop(Some(11.0)), Vec::new());
+        assert_eq!(o.sent_after_start, 0);
+        assert!(!o.verdict.contains("nothing brought"), "{}", o.verdict);
     }
 }

@@ -59,7 +59,7 @@ pub struct Outage {
     pub target: String,
     pub rate_per_s: f64,
     pub duration_s: f64,
-    /// Seconds Redis was asked to stay down.
+    /// Seconds Redis was asked to stay down; what it was when an interrupt cut it short.
     pub outage_s: f64,
     /// How long n8n tries a lost Redis before it exits, s, with where it came from.
     pub threshold_s: Sourced<f64>,
@@ -71,6 +71,9 @@ pub struct Outage {
     /// Requests sent while Redis was down and after it, until the end: answered OK, and not.
     pub after_ok: u64,
     pub after_lost: u64,
+    /// Requests sent after Redis was started again: with none, its recovery was not measured.
+    #[serde(default)]
+    pub sent_after_start: u64,
     /// Seconds from Redis started again to the first OK answer to a request sent after it.
     pub first_ok_after_start_s: Option<f64>,
     /// Seconds from Redis started again until OK answers held the offered rate; None: not
