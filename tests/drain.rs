@@ -450,6 +450,29 @@ fn a_drain_that_cannot_run_is_refused_before_it_starts() {
     );
 }
 
+/// Two simulated workers of `concurrency` slots (and runner tasks) on main's queue, with a
+/// shutdown window of `graceful` s, and the command that stops the first with SIGTERM and
+/// waits until it exited (it stays this process's zombie until reaped, which `kill -0` finds).
+fn two_sim_workers(queue: u16, concurrency: &str, graceful: &str) -> (Vec<ChildGuard>, String) {
+    let workers: Vec<ChildGuard> = (0..2)
+        .map(|_| {
+            spawn_role(
+                &["sim", "worker", "--concurrency", concurrency],
+                &[
+                    ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
+                    ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
+                    ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
+                    ("N8N_RUNNERS_MAX_CONCURRENCY", concurrency.to_string()),
+                    ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", graceful.to_string()),
+                ],
+            )
+        })
+        .collect();
+    let pid = workers[0].0.id();
+    let stop = format!("kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done");
+    (workers, stop)
+}
+
 /// `drain --metrics` takes main's /metrics as `sweep --metrics` does, `URL` or `main=URL`, and
 /// reads n8n's failed counter through either; a worker's endpoint is refused (exit 2, the
 /// counter is main's). Simulated processes, a 4 s drain each: the fast tier.
@@ -463,21 +486,7 @@ async fn drain_reads_main_s_metrics_given_as_url_or_main_url() {
         .iter()
         .enumerate()
     {
-        let mut workers: Vec<ChildGuard> = (0..2)
-            .map(|_| {
-                spawn_role(
-                    &["sim", "worker", "--concurrency", "4"],
-                    &[
-                        ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
-                        ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
-                        ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
-                        ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "2".into()),
-                    ],
-                )
-            })
-            .collect();
-        let pid = workers[0].0.id();
-        let stop = format!("kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done");
+        let (mut workers, stop) = two_sim_workers(queue, "4", "2");
         let d = drain(&[
             "--url",
             &format!("http://127.0.0.1:{http}/webhook/load"),
@@ -540,22 +549,7 @@ async fn a_drain_of_a_run_sends_the_run_s_body() {
     let (http, queue) = (free_port(), free_port());
     let _main = spawn_sim_main(http, queue);
     wait_http_ok(&format!("http://127.0.0.1:{http}/healthz")).await;
-    let workers: Vec<ChildGuard> = (0..2)
-        .map(|_| {
-            spawn_role(
-                &["sim", "worker", "--concurrency", "20"],
-                &[
-                    ("QUEUE_BULL_REDIS_PORT", queue.to_string()),
-                    ("QUEUE_HEALTH_CHECK_PORT", free_port().to_string()),
-                    ("N8N_RUNNERS_BROKER_PORT", free_port().to_string()),
-                    ("N8N_RUNNERS_MAX_CONCURRENCY", "20".into()),
-                    ("N8N_GRACEFUL_SHUTDOWN_TIMEOUT", "3".into()),
-                ],
-            )
-        })
-        .collect();
-    let pid = workers[0].0.id();
-    let stop = format!("kill -TERM {pid}; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.1; done");
+    let (workers, stop) = two_sim_workers(queue, "20", "3");
     let d = drain(&[
         "--url",
         &format!("http://127.0.0.1:{http}/webhook/load"),
