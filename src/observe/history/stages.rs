@@ -53,15 +53,13 @@ pub fn split(h: &History) -> Vec<(u32, History)> {
         .into_iter()
         .map(|n| {
             let held = |i: usize| h.windows[i].workers == Some(n);
-            let steady: Vec<f64> = (1..h.windows.len())
-                .filter(|&i| held(i) && held(i - 1))
-                .map(|i| h.windows[i].start)
+            let steady = |i: usize| i > 0 && held(i) && held(i - 1);
+            let any_steady = (0..h.windows.len()).any(steady);
+            let mut part = h.with_windows(|_| false);
+            part.windows = (0..h.windows.len())
+                .filter(|&i| if any_steady { steady(i) } else { held(i) })
+                .map(|i| h.windows[i].clone())
                 .collect();
-            let part = if steady.is_empty() {
-                h.with_windows(|w| w.workers == Some(n))
-            } else {
-                h.with_windows(|w| w.workers == Some(n) && steady.contains(&w.start))
-            };
             (n, part)
         })
         .collect()
