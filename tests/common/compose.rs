@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The simulator's three images (n8n, runners, redis) under `n8ncap-sim/*:TAG`, and the compose
-/// projects started from them; all removed when dropped.
+/// The simulator's four images (n8n, runners, redis, postgres) under `n8ncap-sim/*:TAG`, and the
+/// compose projects started from them; all removed when dropped.
 pub struct SimStacks {
     pub tag: String,
     projects: Vec<(String, PathBuf)>,
@@ -62,7 +62,7 @@ impl Drop for SimStacks {
                 .args(["down", "-t", "1"])
                 .output();
         }
-        for image in ["n8n", "runners", "redis"] {
+        for image in ["n8n", "runners", "redis", "postgres"] {
             let _ = Command::new("docker")
                 .args(["rmi", "-f", &format!("n8ncap-sim/{image}:{}", self.tag)])
                 .output();
