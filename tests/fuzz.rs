@@ -314,6 +314,7 @@ fn window() -> impl Strategy<Value = n8ncap::record::history::Window> {
                     host: (cores > 0.5).then_some(n8ncap::record::history::HostCpu {
                         busy_cores: cores * 1.2,
                         cores: 2.0,
+                        processes_only: cores > 1.0,
                     }),
                 }
             },

@@ -65,6 +65,8 @@ mod hostile_topology;
 mod k6;
 #[path = "k8s.rs"]
 mod k8s;
+#[path = "lab2.rs"]
+mod lab2;
 #[path = "metrics_real.rs"]
 mod metrics_real;
 #[path = "outage.rs"]

@@ -523,6 +523,13 @@ pub(crate) fn plan_past_main_adds_webhook_processors(out: &Path, bound: f64) {
     assert!(hooks >= (30.0 / bound).ceil() - 1.0, "{p}");
 }
 
+/// The windows of the history `scale --prometheus --out` saved in `hist`.
+fn hist_windows(hist: &Path) -> Vec<serde_json::Value> {
+    let h: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(hist.join("history.json")).unwrap()).unwrap();
+    h["windows"].as_array().unwrap().clone()
+}
+
 /// `scale --prometheus` over the sweep's range: the same counts, ceilings and named limit. A
 /// main starved by other work on the host saturates nothing Prometheus sees (requests wait in
 /// front of main, and main never reaches its core): then the history may find fewer ceilings,
@@ -564,12 +571,7 @@ fn history_agrees(
         .filter(|p| !p["ceiling"].is_null())
         .map(|p| p["workers"].as_u64().unwrap())
         .collect();
-    let windows: Vec<String> = serde_json::from_slice::<serde_json::Value>(
-        &std::fs::read(hist.join("history.json")).unwrap(),
-    )
-    .unwrap()["windows"]
-        .as_array()
-        .unwrap()
+    let windows: Vec<String> = hist_windows(&hist)
         .iter()
         .map(|w| {
             format!(
@@ -593,10 +595,33 @@ fn history_agrees(
         );
         return;
     }
-    assert_eq!(counts, vec![1, 2, 4], "{hs}\n{windows:#?}");
+    // 1 and 4 workers saturate what Prometheus sees (the queue at 1, main's core at 4). 2 workers
+    // may fall between: when the host is shared (CI runs this beside other stacks) main's queue
+    // can starve them, and their steady windows then hold no backlog (a CI run: 7.6/s with 0.8
+    // waiting, 6.4/s with none). The history then names no ceiling there, rightly, and only then.
+    let steady_backlog = |n: u64| {
+        let held: Vec<serde_json::Value> = hist_windows(&hist)
+            .into_iter()
+            .filter(|w| w["workers"].as_u64() == Some(n))
+            .collect();
+        // The first window at a count is the step's (the split drops it when others follow).
+        held.iter()
+            .skip(1)
+            .map(|w| w["waiting_mean"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let expected: Vec<u64> = [1, 2, 4]
+        .into_iter()
+        .filter(|&n| n != 2 || steady_backlog(2) >= 1.0 || counts.contains(&2))
+        .collect();
+    assert_eq!(counts, expected, "{hs}\n{windows:#?}");
+    assert!(
+        counts.contains(&1) && counts.contains(&4),
+        "{hs}\n{windows:#?}"
+    );
     // Each count's ceiling from the history holds the sweep's own count of it in its interval,
     // or is within 20 % of it (both read the same completions, over spans a second apart).
-    for n in [1, 2, 4] {
+    for &n in &counts {
         let (x, hx) = (ceiling(v, n), ceiling(&h, n));
         let point = hs["points"]
             .as_array()

@@ -500,6 +500,22 @@ pub struct HistoryArgs {
     /// and history.json), for `compare`, `audit --run` and `report`.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The cores of the one host main and its workers run on (a compose VM), when Prometheus
+    /// scrapes no node_exporter there: n8n's processes' CPU is read against them.
+    #[arg(long, requires = "prometheus")]
+    pub host_cores: Option<f64>,
+}
+
+impl HistoryArgs {
+    /// --host-cores checked: a count of cores a host can have.
+    pub fn host_cores(&self) -> Result<Option<f64>, BadInput> {
+        match self.host_cores {
+            Some(c) if !(c.is_finite() && (0.1..=4096.0).contains(&c)) => Err(BadInput(format!(
+                "--host-cores {c}: give the cores of n8n's host, from 0.1 to 4096 (nproc on it), e.g. 2"
+            ))),
+            c => Ok(c),
+        }
+    }
 }
 
 /// A target rate checked: executions per second above 0, within what any deployment runs.

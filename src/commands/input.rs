@@ -157,6 +157,7 @@ pub(super) fn range(
         query,
         deadline: (deadline, h.deadline.clone()),
         flags,
+        host_cores: h.host_cores()?,
     })
 }
 
@@ -332,4 +333,40 @@ fn query(h: &crate::cli::HistoryArgs) -> Result<crate::observe::history::Query, 
         step,
         window,
     })
+}
+
+/// One worker count's part of a history, judged as a run at that count.
+pub(super) struct AtCount {
+    pub(super) workers: u32,
+    /// Its stages with the settings they were judged with (the count among them), its windows.
+    pub(super) evidence: crate::record::evidence::Evidence,
+    pub(super) diagnosis: crate::record::Diagnosis,
+}
+
+/// Each count's windows through the evidence seam, judged by the one judge (its windows'
+/// findings among the rest) as a run at that count.
+pub(super) async fn each_count(
+    parts: Vec<crate::observe::history::AtWorkers>,
+    flags: &crate::model::settings::Settings,
+) -> anyhow::Result<Vec<AtCount>> {
+    use crate::record::evidence::Source;
+    let mut counts = Vec::new();
+    for part in parts {
+        let workers = part.workers;
+        let mut evidence = part.evidence().await?;
+        // The flags, with the count the history held in place of any other.
+        let mut f = flags.clone();
+        f.workers = evidence
+            .summary
+            .settings
+            .as_ref()
+            .and_then(|s| s.workers.clone());
+        let (diagnosis, _) = crate::recommend::analyze::judged(&mut evidence, f, None);
+        counts.push(AtCount {
+            workers,
+            evidence,
+            diagnosis,
+        });
+    }
+    Ok(counts)
 }

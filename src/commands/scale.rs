@@ -36,7 +36,7 @@ async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result
     let range = super::input::range(&a.history, Settings::default())?;
     let hist = super::input::read(&a.history, range.history()).await?;
     let parts = crate::observe::history::by_workers(&hist, &range.flags, &range.title());
-    let counts = each_count(parts, &range.flags).await?;
+    let counts = super::input::each_count(parts, &range.flags).await?;
     let shown = &range.source.shown;
     if counts.len() < 2 {
         let held: Vec<String> = counts.iter().map(|c| c.workers.to_string()).collect();
@@ -68,49 +68,13 @@ async fn history(a: &ScaleArgs, format: crate::report::Format) -> anyhow::Result
     Ok(error::EXIT_OK)
 }
 
-/// One worker count's part of a history, judged as a run at that count.
-struct AtCount {
-    workers: u32,
-    /// Its stages with the settings they were judged with (the count among them), its windows.
-    evidence: crate::record::evidence::Evidence,
-    diagnosis: crate::record::Diagnosis,
-}
-
-/// Each count's windows through the evidence seam, judged by the one judge (its windows'
-/// findings among the rest) as a run at that count.
-async fn each_count(
-    parts: Vec<crate::observe::history::AtWorkers>,
-    flags: &Settings,
-) -> anyhow::Result<Vec<AtCount>> {
-    use crate::record::evidence::Source;
-    let mut counts = Vec::new();
-    for part in parts {
-        let workers = part.workers;
-        let mut evidence = part.evidence().await?;
-        // The flags, with the count the history held in place of any other.
-        let mut f = flags.clone();
-        f.workers = evidence
-            .summary
-            .settings
-            .as_ref()
-            .and_then(|s| s.workers.clone());
-        let (diagnosis, _) = crate::recommend::analyze::judged(&mut evidence, f, None);
-        counts.push(AtCount {
-            workers,
-            evidence,
-            diagnosis,
-        });
-    }
-    Ok(counts)
-}
-
 /// Each count as a run (its summary in a directory named w and the count), the whole history,
 /// and scale.json as a scale sweep's book (no steps: nothing was scaled).
 fn save(
     dir: &std::path::Path,
     shown: &str,
     hist: &crate::record::history::History,
-    counts: &[AtCount],
+    counts: &[super::input::AtCount],
     result: &crate::record::scaling::Scaling,
 ) -> anyhow::Result<()> {
     use crate::record::dir::write_atomic;

@@ -107,7 +107,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         .map(|((x, level), s)| Ceiling::at_level(x, level, &levels, (s, overhead_s), &cpu));
     crate::limits::infer(&mut settings, &levels, ceiling.as_ref());
     crate::limits::read_run(&mut settings, stages, &levels);
-    let capacity = crate::limits::capacity(&settings, overhead_s);
+    let mut capacity = crate::limits::capacity(&settings, overhead_s);
     let job = settings.job(overhead_s);
     // What caps, decided once; nothing after this changes the limit.
     let v = decide(
@@ -116,6 +116,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         (stages, service_time.as_ref()),
         &mut findings,
     );
+    unread_contention(&v, &findings, (&mut settings, &mut capacity), overhead_s);
     let led = leads(stages, &settings, &mut findings);
     let unnamed = failures::unnamed(stages, &mut findings);
     if let (Some((x, _)), Some(s_time)) = (&measured, s_value) {
@@ -281,18 +282,41 @@ fn contended(
     (service_time, settings): (Option<&Sourced<f64>>, &Settings),
     findings: &mut Vec<Finding>,
 ) -> Verdict {
-    let Some((f, words)) = history::contention::grows(stages, service_time, v.limit, settings)
-    else {
+    let Some(g) = history::contention::grows(stages, service_time, v.limit, settings) else {
         return v;
     };
-    findings.push(f);
-    match words {
-        Some(w) => Verdict {
-            limit: None,
-            text: format!("{w} (Read with the quiet job time: {})", v.text),
-            ..v
-        },
-        None => v,
+    let Some(w) = g.words else {
+        findings.push(g.finding);
+        return v;
+    };
+    match g.host {
+        Some(host) => crate::limits::host_contended(g.finding, w, host, findings),
+        None => {
+            findings.push(g.finding);
+            Verdict {
+                limit: None,
+                text: format!("{w} (Read with the quiet job time: {})", v.text),
+                ..v
+            }
+        }
+    }
+}
+
+/// A history's host full at load ([`contended`]): the runner limit inferred from the ceiling
+/// read the contention as a limit, so it is not kept, and the capacity is the settings' again.
+fn unread_contention(
+    v: &Verdict,
+    findings: &[Finding],
+    (settings, capacity): (&mut Settings, &mut Option<Capacity>),
+    overhead_s: f64,
+) {
+    let inferred = settings
+        .runner_limit
+        .as_ref()
+        .is_some_and(|r| matches!(r.source, model::settings::Provenance::Inferred(_)));
+    if crate::limits::is_host_contended(v, findings) && inferred {
+        settings.runner_limit = None;
+        *capacity = crate::limits::capacity(settings, overhead_s);
     }
 }
 

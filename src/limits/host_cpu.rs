@@ -8,7 +8,7 @@ use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
 use crate::model::settings::Settings;
 use crate::model::{Job, Limit};
-use crate::record::diagnosis::{CpuSite, Diagnosis};
+use crate::record::diagnosis::{CpuSite, CpuUse, Diagnosis};
 use crate::record::scaling::SharedLimit;
 
 pub struct HostCpu;
@@ -90,3 +90,33 @@ impl Kind for HostCpu {
         Vec::new()
     }
 }
+
+/// A history's host full at load (`diagnose::history::contention`): its CPU caps, one verdict —
+/// the job time's growth (`finding`) first as an error, the verdict's `words`, the host as the
+/// site, and no slot limit read from the quiet job time beside it.
+pub fn host_contended(
+    finding: Finding,
+    words: String,
+    host: CpuUse,
+    findings: &mut Vec<Finding>,
+) -> Verdict {
+    findings.retain(|f| !MISREAD.contains(&f.id));
+    findings.insert(0, finding.with_severity(crate::findings::Severity::Error));
+    Verdict {
+        limit: Some(Limit::Cpu.into()),
+        text: words,
+        cpu: Some(host),
+    }
+}
+
+/// Whether `v` is [`host_contended`]'s.
+pub fn is_host_contended(v: &Verdict, findings: &[Finding]) -> bool {
+    v.limit == Some(Limit::Cpu.into())
+        && findings
+            .first()
+            .is_some_and(|f| f.id == FindingId::JobTimeGrows)
+}
+
+/// The slot limits' findings a verdict read from the quiet job time where the host's CPU was
+/// full: each read the contention as its own limit.
+const MISREAD: [FindingId; 2] = [FindingId::RunnerLimitCaps, FindingId::WorkerConcurrencyCaps];

@@ -15,6 +15,7 @@ pub mod both;
 pub mod cpu;
 pub mod db_pool;
 pub mod host_cpu;
+pub use host_cpu::{host_contended, is_host_contended};
 pub mod main_intake;
 pub mod no_runner;
 pub mod postgres_connections;

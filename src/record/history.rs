@@ -134,6 +134,10 @@ pub struct HostCpu {
     pub busy_cores: f64,
     /// The cores the host has (its CPUs).
     pub cores: f64,
+    /// Read from n8n's scraped processes against the cores given (`--host-cores`), not from
+    /// node_exporter: what was not scraped (runners, Postgres, Redis) is not in `busy_cores`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processes_only: bool,
 }
 
 /// A stretch of a series with no usable sample.

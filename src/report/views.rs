@@ -70,10 +70,24 @@ impl Rendered for Run<'_> {
     }
 }
 
-/// `diagnose --prometheus`: the history read and its judgement.
+/// One worker count of a history, judged from its own windows.
+#[derive(Serialize)]
+pub struct AtWorkers {
+    pub workers: u32,
+    /// Its measured ceiling, executions/s, when reached.
+    pub ceiling_per_s: Option<f64>,
+    pub capping_limit: Option<crate::model::Capping>,
+    /// The count whose judgement `diagnosis` is.
+    pub shown: bool,
+}
+
+/// `diagnose --prometheus`: the history read and its judgement (with several worker counts,
+/// each count's, and the judgement of the one shown).
 #[derive(Serialize)]
 pub struct History<'a> {
     pub history: &'a crate::record::history::History,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_workers: Vec<AtWorkers>,
     pub diagnosis: &'a Diagnosis,
     pub recommendation: Option<&'a Recommendation>,
     pub stages: &'a [crate::record::StageResult],
@@ -84,8 +98,9 @@ pub struct History<'a> {
 impl Rendered for History<'_> {
     fn table(&self) -> String {
         let text = format!(
-            "{}\n{}{}",
+            "{}\n{}{}{}",
             text::history(self.history),
+            counts_line(&self.by_workers),
             text::diagnosis(self.diagnosis),
             match (self.recommendation, self.why_not) {
                 (Some(r), _) => text::recommendation(r),
@@ -94,6 +109,32 @@ impl Rendered for History<'_> {
         );
         text::folded(&text)
     }
+}
+
+/// Each worker count's ceiling and limit, and which one the judgement below is.
+fn counts_line(counts: &[AtWorkers]) -> String {
+    if counts.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = counts
+        .iter()
+        .map(|c| {
+            let at = match (c.ceiling_per_s, c.capping_limit) {
+                (Some(x), Some(l)) => format!("{x:.2}/s, {}", l.words()),
+                (Some(x), None) => format!("{x:.2}/s"),
+                _ => "not reached".into(),
+            };
+            format!(
+                "{} workers: {at}{}",
+                c.workers,
+                if c.shown { " (judged below)" } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        "Worker counts, each judged from its own windows (together: scale --prometheus): {}.\n",
+        each.join("; ")
+    )
 }
 
 /// `inspect`: the topology with where each setting comes from; live containers with one

@@ -510,7 +510,6 @@ pub async fn prometheus(
     jobs: &[(&str, Vec<String>)],
     scrape: &str,
 ) -> (ChildGuard, u16) {
-    let port = free_port();
     let mut config = format!(
         "global: {{scrape_interval: {scrape}, evaluation_interval: {scrape}}}\nscrape_configs:\n"
     );
@@ -523,13 +522,21 @@ pub async fn prometheus(
     }
     let file = dir.join("prometheus.yml");
     std::fs::write(&file, config).unwrap();
+    prometheus_on(&file, &dir.join("tsdb"), &[]).await
+}
+
+/// A Prometheus on a free port with `config` and its TSDB at `tsdb` (and `more` flags), ready.
+pub async fn prometheus_on(
+    config: &std::path::Path,
+    tsdb: &std::path::Path,
+    more: &[&str],
+) -> (ChildGuard, u16) {
+    let port = free_port();
     let guard = ChildGuard(
         Command::new("prometheus")
-            .arg(format!("--config.file={}", file.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", tsdb.display()))
+            .args(more)
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -13,6 +13,7 @@ use crate::model::settings::Provenance;
 use crate::model::settings::{Settings, Sourced};
 use crate::model::Capping;
 use crate::model::WAITED_JOBS as WAITED;
+use crate::record::diagnosis::{CpuSite, CpuUse};
 use crate::record::StageResult;
 
 /// Growth of the slot time past the quiet job time that counts as contention (beyond the
@@ -24,6 +25,22 @@ pub const BUSY_CORES: f64 = 1.0;
 
 /// The share of the host's cores busy (node_exporter) from which the host's CPU is full.
 pub const HOST_FULL: f64 = 0.85;
+
+/// The share of the host's cores (`--host-cores`) n8n's scraped processes alone use from which
+/// the host's CPU is full: what is not scraped — the runners (child processes of the workers),
+/// Postgres, Redis, the callers — takes the rest. Lab 2's real n8n 2.41.1 at 3 workers: main
+/// and the workers 1.58 of 2 cores (0.79), the host about 1.9 busy.
+pub const PROCESSES_FULL: f64 = 0.75;
+
+/// The host's reading: busy cores, its cores, whether from n8n's processes alone.
+type HostRead = (f64, f64, bool);
+
+/// Whether `host` reads full.
+fn full(host: Option<HostRead>) -> bool {
+    host.is_some_and(|(b, n, only)| {
+        n > 0.0 && b >= if only { PROCESSES_FULL } else { HOST_FULL } * n
+    })
+}
 
 /// n8n's processes' cores (the sum of every scraped process's CPU) and event-loop lag (the
 /// highest mean) in a stage.
@@ -64,7 +81,7 @@ fn pooled(stages: &[&StageResult]) -> Option<(f64, f64, f64, f64)> {
 }
 
 /// The host's busy cores (weighted by windows) and its cores over the stages that read them.
-fn host(stages: &[&StageResult]) -> Option<(f64, f64)> {
+fn host(stages: &[&StageResult]) -> Option<HostRead> {
     let read: Vec<(f64, crate::record::history::HostCpu)> = stages
         .iter()
         .filter_map(|st| {
@@ -77,17 +94,23 @@ fn host(stages: &[&StageResult]) -> Option<(f64, f64)> {
         (
             read.iter().map(|(w, h)| w * h.busy_cores).sum::<f64>() / w,
             read.iter().map(|(_, h)| h.cores).fold(0.0, f64::max),
+            read.iter().any(|(_, h)| h.processes_only),
         )
     })
 }
 
 /// The host's reading (node_exporter) on the finding, when there is one.
-fn with_host(f: Finding, host: Option<(f64, f64)>, full: bool) -> Finding {
-    let Some((b, n)) = host else { return f };
+fn with_host(f: Finding, host: Option<HostRead>, full: bool) -> Finding {
+    let Some((b, n, only)) = host else { return f };
     f.figure("host_busy_cores", b)
         .figure("host_cores", n)
         .evidence(format!(
-        "the host (node_exporter's node_cpu_seconds_total): {b:.2} of {n:.0} cores busy at load{}",
+        "the host ({}): {b:.2} of {n:.0} cores busy at load{}",
+        if only {
+            "n8n's scraped processes against --host-cores; the runners, Postgres and Redis not scraped"
+        } else {
+            "node_exporter's node_cpu_seconds_total"
+        },
         if full {
             ": full"
         } else {
@@ -96,15 +119,23 @@ fn with_host(f: Finding, host: Option<(f64, f64)>, full: bool) -> Finding {
     ))
 }
 
-/// The job time's growth under load while the slots were full: its finding, and the verdict's
-/// words when the verdict named a slot limit it had to infer (that inference read the quiet job
-/// time as the job time at load).
+/// What the job time's growth under load says.
+pub struct Grown {
+    pub finding: Finding,
+    /// The verdict's words when the verdict named a slot limit it had to infer (that inference
+    /// read the quiet job time as the job time at load), or none.
+    pub words: Option<String>,
+    /// The host as the CPU site that caps, when its reading was full at load.
+    pub host: Option<CpuUse>,
+}
+
+/// The job time's growth under load while the slots were full ([`Grown`]).
 pub fn grows(
     stages: &[StageResult],
     service_time: Option<&Sourced<f64>>,
     capping: Option<Capping>,
     settings: &Settings,
-) -> Option<(Finding, Option<String>)> {
+) -> Option<Grown> {
     let quiet = service_time
         .filter(|s| matches!(s.source, Provenance::Measured(_)) && s.value > 0.0)?
         .value;
@@ -128,8 +159,12 @@ pub fn grows(
     // worked hard — a core or more together. (Event-loop lag alone is not enough: a busy host's
     // other work lags a CPU-free process too; it is evidence beside the cores.)
     let host = host(&full);
-    let host_full = host.is_some_and(|(b, n)| n > 0.0 && b >= HOST_FULL * n);
-    if cores < BUSY_CORES && !host_full {
+    let host_full = self::full(host);
+    // A host read and not full does not explain the slots' time: a limit below the slots (a
+    // runner limit: executions wait for a task inside their slot) is named instead — lab 2's
+    // runner-bound shape (runner 2 of 5 slots, 0.5 s jobs) used about 1 of its 2 cores while
+    // its slots held jobs for 1.25 s.
+    if !host_full && (host.is_some() || cores < BUSY_CORES) {
         return None;
     }
     let mut f = Finding::new(
@@ -172,14 +207,49 @@ pub fn grows(
         capping,
         settings,
     );
-    Some((f, words))
+    Some(Grown {
+        finding: f,
+        words,
+        host: host.filter(|_| host_full).map(|h| host_site(h, x)),
+    })
+}
+
+/// The host as a CPU site at `x` executions/s. From node_exporter its bound is its cores over
+/// its CPU per execution; from n8n's scraped processes alone (what was not scraped took the
+/// rest) the host was full at what it did, so `x` is its bound.
+fn host_site((busy, cores, only): HostRead, x: f64) -> CpuUse {
+    let per_exec = busy / x;
+    let (name, source, bound) = if only {
+        (
+            "host: n8n's scraped processes (the runners, Postgres and Redis not scraped)",
+            "--host-cores",
+            x,
+        )
+    } else {
+        (
+            "host: node_exporter's busy cores",
+            "node_exporter's CPUs",
+            cores.max(busy) / per_exec,
+        )
+    };
+    CpuUse {
+        site: CpuSite::Host,
+        role: None,
+        name: name.into(),
+        cores_used: busy,
+        cpu_s_per_execution: per_exec,
+        usable_cores: Sourced::new(cores, Provenance::Measured(source.into())),
+        bound_per_s: bound,
+        saturated: true,
+        eventloop_lag_s: None,
+    }
 }
 
 /// The words that lead the verdict when it needed a slot setting inferred from the quiet job
 /// time (or named none): the growth is the shared resource, read wrong as a lower limit.
 fn verdict_words(
     (quiet, slot, cores, x): (f64, f64, f64, f64),
-    (host, host_full): (Option<(f64, f64)>, bool),
+    (host, host_full): (Option<HostRead>, bool),
     capping: Option<Capping>,
     settings: &Settings,
 ) -> Option<String> {
@@ -197,15 +267,21 @@ fn verdict_words(
         .as_ref()
         .is_some_and(|r| !matches!(r.source, Provenance::Inferred(_)));
     let what = match host {
-        Some((b, n)) if host_full => {
-            format!("the host's CPU ({b:.2} of its {n:.0} cores busy, node_exporter)")
-        }
+        Some((b, n, only)) if host_full => format!(
+            "the host's CPU ({b:.2} of its {n:.0} cores busy, {})",
+            if only {
+                "n8n's scraped processes alone"
+            } else {
+                "node_exporter"
+            }
+        ),
         _ => "a shared resource (the host's CPU when that is near its cores)".to_string(),
     };
     misread.then(|| {
         format!(
             "The job time grew from {quiet:.3} s quietly to {slot:.3} s at load while the slots filled, and n8n's processes used {cores:.2} cores together: {what} caps throughput at {x:.2}/s, not a lower runner limit or worker concurrency{}.",
-            if runner_known { "" } else { " (a runner limit below the slots would lengthen the slots too: give --runner-limit to rule it out)" }
+            // A full host explains the slots' time; else a runner limit below them could too.
+            if runner_known || host_full { "" } else { " (a runner limit below the slots would lengthen the slots too: give --runner-limit to rule it out)" }
         )
     })
 }

@@ -374,6 +374,7 @@ fn node_exporter_s_cores_name_the_host_when_n8n_s_processes_are_not_all_scraped(
             w.host = Some(crate::record::history::HostCpu {
                 busy_cores: if loaded { busy_cores } else { 0.1 },
                 cores,
+                processes_only: false,
             });
         }
         h.host_by = Some("node_exporter at 127.0.0.1:9100".into());
@@ -392,8 +393,19 @@ fn node_exporter_s_cores_name_the_host_when_n8n_s_processes_are_not_all_scraped(
     );
     assert_eq!(f.get("host_cores"), Some(2.0));
     assert!((f.get("n8n_cores_at_load").unwrap() - 0.3).abs() < 1e-9);
-    assert_ne!(full.capping_limit, Some(Limit::RunnerLimit.into()));
-    assert!(full.verdict.contains("host's CPU"), "{}", full.verdict);
+    assert_eq!(
+        full.capping_limit,
+        Some(Limit::Cpu.into()),
+        "{}",
+        full.verdict
+    );
+    assert_eq!(full.findings[0].id, FindingId::JobTimeGrows);
+    let host = full.cpu_limit.as_ref().unwrap();
+    // 2 cores ÷ (1.95 cores ÷ 27.2/s): the host's bound from node_exporter.
+    assert!(
+        (host.bound_per_s - 2.0 / (1.95 / 27.2)).abs() < 0.5,
+        "{host:?}"
+    );
     let roomy = with_host(2.0, 16.0);
     assert!(
         !ids(&roomy).contains(&FindingId::JobTimeGrows),
@@ -401,4 +413,94 @@ fn node_exporter_s_cores_name_the_host_when_n8n_s_processes_are_not_all_scraped(
         ids(&roomy),
         roomy.verdict
     );
+}
+
+/// Lab 2's three workers with `--host-cores 2` and no node_exporter: main and the workers
+/// scraped at 1.71 cores together (the runners, Postgres and Redis not) is a full host, and
+/// the one verdict is its CPU — the headline, `capping_limit`, the first finding and no plan;
+/// the runner limit the quiet job time would infer (27.2 × 0.42 = 11.4 tasks) is not kept.
+#[test]
+fn n8n_s_processes_against_the_host_s_cores_given_make_one_cpu_verdict() {
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (27.2 * k, 15.0, 6.0, 0.55)).collect();
+    let mut h = history(4, 0.42, &busy);
+    at_load(&mut h, &[0.47, 0.47, 0.47], 0.3);
+    crate::observe::history::given_host_cores(&mut h, 2.0);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
+    assert_eq!(d.findings[0].id, FindingId::JobTimeGrows, "{:?}", ids(&d));
+    assert_eq!(
+        d.findings[0].severity,
+        crate::findings::Severity::Error,
+        "{:?}",
+        d.findings[0]
+    );
+    assert!(
+        !ids(&d).contains(&FindingId::RunnerLimitCaps),
+        "{:?}",
+        ids(&d)
+    );
+    assert!(
+        d.settings.runner_limit.is_none(),
+        "{:?}",
+        d.settings.runner_limit
+    );
+    let host = d.cpu_limit.as_ref().unwrap();
+    assert_eq!(host.usable_cores.value, 2.0);
+    assert!((host.cores_used - 1.71).abs() < 1e-9, "{host:?}");
+    // The processes alone do not see the rest: the host was full at what it did.
+    let x = d.measured_ceiling.as_ref().unwrap().mean;
+    assert!((host.bound_per_s - x).abs() < 1e-9, "{host:?}");
+    assert!(crate::recommend::recommend(&d, None).is_err());
+    // The same processes on a host of 8 cores given: not full, and nothing says contention.
+    let mut roomy = history(4, 0.42, &busy);
+    at_load(&mut roomy, &[0.47, 0.47, 0.47], 0.3);
+    crate::observe::history::given_host_cores(&mut roomy, 8.0);
+    let (r, _) = judge(&mut roomy, Settings::default(), None);
+    assert!(!ids(&r).contains(&FindingId::JobTimeGrows), "{:?}", ids(&r));
+    assert_ne!(r.capping_limit, Some(Limit::Cpu.into()), "{}", r.verdict);
+}
+
+/// A real n8n's runner-bound shape (worker concurrency 5, runner 2, 0.5 s jobs: 3.92/s): the
+/// slots hold their jobs 1.25 s (waiting for a runner) while n8n's processes use about 1 of
+/// the host's 2 cores. The host is not full, so the runner limit is named — 2, inferred from
+/// X × C — with the worker concurrency the slots show, and no contention.
+#[test]
+fn a_runner_bound_history_on_a_roomy_host_names_the_runner_limit_not_contention() {
+    let busy: Vec<_> = WOBBLE.iter().map(|k| (3.92 * k, 5.0, 6.0, 1.25)).collect();
+    let mut h = history(4, 0.5, &busy);
+    at_load(&mut h, &[0.3, 0.3, 0.3], 0.1);
+    crate::observe::history::given_host_cores(&mut h, 2.0);
+    let (d, _) = judge(&mut h, Settings::default(), None);
+    assert!(!ids(&d).contains(&FindingId::JobTimeGrows), "{:?}", ids(&d));
+    assert_eq!(
+        d.capping_limit,
+        Some(Limit::RunnerLimit.into()),
+        "{}",
+        d.verdict
+    );
+    assert_eq!(d.settings.runner_limit.as_ref().map(|r| r.value), Some(2));
+    assert_eq!(
+        d.settings.worker_concurrency.as_ref().map(|c| c.value),
+        Some(5)
+    );
+}
+
+/// The loaded windows' processes: workers at `workers` cores each and main at `main`.
+fn at_load(h: &mut History, workers: &[f64], main: f64) {
+    let process = |name: String, role, cores| ProcessCpu {
+        process: name,
+        role,
+        cores,
+        rss_max_bytes: None,
+        eventloop_lag_max_s: None,
+        db_pool: None,
+    };
+    for w in h.windows.iter_mut().filter(|w| w.throughput_per_s > 1.0) {
+        w.cpu = workers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| process(format!("w:{i} (n8n-worker)"), Role::Worker, *c))
+            .chain(std::iter::once(process("main".into(), Role::Main, main)))
+            .collect();
+    }
 }

@@ -122,3 +122,55 @@ fn other_work_is_named_by_program_and_what_could_not_be_placed_is_said() {
     );
     assert!(f.evidence.iter().any(|e| e.contains("not placed")), "{f:?}");
 }
+
+/// Lab 2's runs as an older n8ncap saved them (a real n8n 2.41.1 on 2 cores): no /proc placement,
+/// only main's metrics (or main's and the workers'), and the host's busy CPU per stage. The host's
+/// reading stands for the deployment's — the workers, Postgres and Redis are in it and nowhere
+/// else — so the 3-worker sweep's host bound is near its 27/s (the old reading: 212/s from
+/// main's share), and the 0 ms jobs on 2 workers (25.7/s at 1.92 of 2 cores) are named CPU.
+#[test]
+fn an_older_run_s_host_cpu_per_stage_is_the_deployment_s_when_nothing_was_placed() {
+    let saturated_queue = |mut s: StageResult, active: f64| {
+        s.queue = Some(crate::record::stage::QueueObserved {
+            active_mean: active,
+            active_max: active,
+            ..Default::default()
+        });
+        s
+    };
+    // 3 workers of 5, 0.42 s jobs: main alone observed at 9 ms a run; the host 1.96 cores busy.
+    let x = 27.1;
+    let quiet = on_the_host(closed(0, 1, 1.0 / 0.46), 0.02, Vec::new(), 0.3);
+    let loaded = on_the_host(closed(1, 30, x), 0.009 * x, Vec::new(), 1.96);
+    let stages = [saturated_queue(quiet, 0.9), saturated_queue(loaded, 15.0)];
+    let mut s = settings(0.42, Some(5), Some(5));
+    s.workers = Some(Sourced::new(3, Provenance::Assumed("test".into())));
+    let d = run(&stages, s);
+    let host = d.cpu.iter().find(|u| u.site == CpuSite::Host).unwrap();
+    assert!((host.cores_used - 1.96).abs() < 1e-9, "{host:?}");
+    assert!((host.bound_per_s - x).abs() / x < 0.30, "{host:?}");
+    assert!(!d.findings.iter().any(|f| f.id == "host-shared"));
+
+    // 0 ms jobs, 2 workers observed (0.67 and 0.65 cores), main 0.2, the host 1.92 busy: the
+    // 0.3 cores not observed (Postgres, Redis, the load) are within half of what was.
+    let x = 25.7;
+    let with = |s: StageResult, busy: f64| {
+        let mut s = on_the_host(s, 0.2, Vec::new(), busy);
+        for (port, cores) in [(5711, 0.67), (5721, 0.65)] {
+            s.endpoints.push(EndpointObserved {
+                url: format!("http://127.0.0.1:{port}/metrics"),
+                role: Some(Role::Worker),
+                samples: 10,
+                cpu_percent_mean: cores * 100.0,
+                ..Default::default()
+            });
+        }
+        saturated_queue(s, 1.4)
+    };
+    let stages = [with(closed(0, 1, 23.4), 1.63), with(closed(1, 4, x), 1.92)];
+    let d = run(&stages, settings(0.0, None, None));
+    assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
+    let host = d.cpu_limit.as_ref().unwrap();
+    assert_eq!(host.site, CpuSite::Host);
+    assert!((host.bound_per_s - 28.0).abs() / 28.0 < 0.30, "{host:?}");
+}

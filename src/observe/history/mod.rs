@@ -248,6 +248,9 @@ pub struct Range {
     pub deadline: (std::time::Duration, String),
     /// The settings given: the stages are made under them and what the history says.
     pub flags: Settings,
+    /// The cores of n8n's one host (`--host-cores`), read against its scraped processes where
+    /// node_exporter is not scraped.
+    pub host_cores: Option<f64>,
 }
 
 impl Range {
@@ -263,6 +266,12 @@ impl Range {
                 )))
             })
             .map_err(|e| anyhow::anyhow!("reading {}: {e}", self.source.shown))
+            .map(|mut h| {
+                if let Some(cores) = self.host_cores {
+                    node::given_host_cores(&mut h, cores);
+                }
+                h
+            })
     }
 
     /// What the range is shown as: `prometheus: URL`.
@@ -677,6 +686,7 @@ mod chunks;
 mod grain;
 mod grid;
 mod node;
+pub use node::given_host_cores;
 mod stages;
 pub use stages::{by_workers, evidence, known, mark, settings, split, stage, stages, AtWorkers};
 #[cfg(test)]

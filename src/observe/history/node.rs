@@ -123,6 +123,7 @@ pub async fn attach(src: &Api, h: &mut History) {
             w.host = Some(HostCpu {
                 busy_cores: busy.min(total),
                 cores: total,
+                processes_only: false,
             });
         } else {
             bad += 1;
@@ -142,6 +143,34 @@ pub async fn attach(src: &Api, h: &mut History) {
     // Said only when a window holds its reading (or its refusal).
     if bad > 0 || h.windows.iter().any(|w| w.host.is_some()) {
         h.host_by = Some(why);
+    }
+}
+
+/// The host's CPU from the cores given (`--host-cores`: one host for main and its workers, as a
+/// compose VM, with no node_exporter scraped there): each window's scraped n8n processes' cores
+/// against them, where node_exporter gave nothing.
+pub fn given_host_cores(h: &mut History, cores: f64) {
+    let mut read = false;
+    for w in h.windows.iter_mut().filter(|w| w.host.is_none()) {
+        if w.cpu.is_empty() {
+            continue;
+        }
+        let busy: f64 = w.cpu.iter().map(|p| p.cores).sum();
+        // The processes' cores, checked when read, may still add past the cores given: then
+        // the flag is wrong for this window (or the processes are on several hosts).
+        if busy.is_finite() && busy <= cores * 1.05 + 0.05 {
+            w.host = Some(HostCpu {
+                busy_cores: busy.min(cores),
+                cores,
+                processes_only: true,
+            });
+            read = true;
+        }
+    }
+    if read && h.host_by.is_none() {
+        h.host_by = Some(format!(
+            "--host-cores {cores}: n8n's scraped processes' CPU against the host's cores (runners, Postgres and Redis not scraped)"
+        ));
     }
 }
 
