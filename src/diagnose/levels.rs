@@ -289,8 +289,30 @@ pub fn service_time(levels: &[Level], settings: &Settings) -> (Option<Sourced<f6
             )),
             DEFAULT_OVERHEAD_S,
         ),
-        (None, None) => (None, DEFAULT_OVERHEAD_S),
+        (None, None) => (least_loaded(levels), DEFAULT_OVERHEAD_S),
     }
+}
+
+/// With no level at 1 in flight and no job time: the mean response of the least loaded closed
+/// level, an upper bound on S (a response only grows with load), so a level judged saturated
+/// against it is saturated against S too. A server that holds 49.4/s at 2 and at 10 in flight
+/// (40 → 202 ms) is then saturated at 10, not "no level saturated".
+fn least_loaded(levels: &[Level]) -> Option<Sourced<f64>> {
+    let (n, ms) = levels
+        .iter()
+        .filter(|l| l.valid)
+        .filter_map(|l| match l.level {
+            LoadLevel::InFlight(n) => Some((n, l.mean_ms?)),
+            _ => None,
+        })
+        .filter(|(_, ms)| ms.is_finite() && *ms > 0.0)
+        .min_by_key(|(n, _)| *n)?;
+    Some(Sourced::new(
+        ms / 1000.0,
+        Provenance::Measured(format!(
+            "at most the mean response at {n} in flight, the least loaded level (no level at 1 in flight measured S)"
+        )),
+    ))
 }
 
 /// The job time in a mean response `s` at 1 in flight when nothing says the job's time: the

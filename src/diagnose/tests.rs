@@ -663,3 +663,19 @@ fn main_at_its_core_in_queue_mode_is_mains_intake() {
     let d = run(&stages, regular);
     assert_eq!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
 }
+
+/// A sweep from 2 in flight with no `sleep_ms` (no job time) of a server that saturates at
+/// 50/s: 49.4/s at 2 and at 10 in flight, the mean response 40 → 202 ms. The least loaded
+/// level bounds S from above: 10 in flight is saturated and the ceiling is measured.
+#[test]
+fn a_sweep_without_a_baseline_or_a_job_time_still_finds_its_ceiling() {
+    let stages = [closed(0, 2, 49.4), closed(1, 10, 49.4)];
+    let mut s = settings(0.0, None, None);
+    s.job_time = None;
+    s.code_time = None;
+    let d = run(&stages, s);
+    let x = d.measured_ceiling.as_ref().expect("a ceiling");
+    assert!((x.mean - 49.4).abs() < 1e-9, "{}", d.verdict);
+    let st = d.service_time.as_ref().unwrap();
+    assert!((st.value - 2.0 / 49.4).abs() < 1e-6, "{st:?}");
+}

@@ -83,8 +83,12 @@ impl Search {
             .map(|l| l.mean_response_s)
     }
 
+    /// A level at 1 in flight saturates nothing (X × S is 1 by definition: its one job waits
+    /// for no other); a gauge that read a job waiting there is stale or another's.
     fn saturated(&self, l: &Seen, s: f64) -> bool {
-        !l.failed && (l.waited_in_redis || model::saturated(l.mean_response_s, s))
+        !l.failed
+            && l.in_flight > 1
+            && (l.waited_in_redis || model::saturated(l.mean_response_s, s))
     }
 
     /// The best throughput of a saturated level: the capacity.
@@ -358,6 +362,26 @@ mod tests {
             }
         }
         (search, trace)
+    }
+
+    /// A Docker scale sweep at 3 workers: the baseline (1 in flight, 1.94/s) read main's gauge
+    /// as 1 job waiting and none active, and the search stopped on "knee located: 1 in flight".
+    /// A first level is no knee: the search grows.
+    #[test]
+    fn a_job_waiting_at_the_baseline_is_no_knee() {
+        let mut search = Search::new(64, false);
+        search.seen.push(Seen {
+            in_flight: 1,
+            throughput: 1.94,
+            mean_response_s: 0.515,
+            waited_in_redis: true,
+            failed: false,
+        });
+        assert_eq!(search.ceiling_found(), None);
+        match search.next() {
+            Decision::Run { in_flight, .. } => assert_eq!(in_flight, 2),
+            d => panic!("{d:?}"),
+        }
     }
 
     #[test]

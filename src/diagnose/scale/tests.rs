@@ -364,3 +364,33 @@ fn a_pool_that_caps_each_worker_is_no_shared_postgres_limit() {
         .find(|l| l.kind == Limit::PostgresConnections);
     assert!(pg.is_some_and(|l| l.reached), "{:?}", s.shared);
 }
+
+/// Main's event loop lagging 110 ms at 0.21 of its core (lab 2's real n8n on a full 2-core
+/// host, 22.6/s) is the host's contention, not main's thread: main's intake is not reached. The
+/// same lag with main at 0.9 of its core is its thread.
+#[test]
+fn main_s_lag_with_its_core_idle_is_not_its_intake_reached() {
+    let lagging = |x: f64, cores: f64| {
+        let mut d = at(3, x);
+        let m = d
+            .cpu
+            .iter_mut()
+            .find(|u| u.is_process_of(Role::Main))
+            .unwrap();
+        m.cores_used = cores;
+        m.eventloop_lag_s = Some(0.110);
+        d
+    };
+    let main_of = |top: Diagnosis| {
+        let ds = vec![(1, at(1, 11.3)), (2, at(2, 19.3)), (3, top)];
+        let s = judged(&ds, None);
+        s.shared
+            .into_iter()
+            .find(|l| l.kind == Limit::MainIntake)
+            .unwrap()
+    };
+    let idle = main_of(lagging(22.6, 0.21));
+    assert!(!idle.reached, "{idle:?}");
+    let busy = main_of(lagging(22.6, 0.9));
+    assert!(busy.reached, "{busy:?}");
+}

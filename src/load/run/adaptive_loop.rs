@@ -106,6 +106,15 @@ fn level_stage(template: Option<&Stage>, n: u32, warmup: Duration, held: Duratio
     stage
 }
 
+/// Whether the queue gauges read jobs waiting behind taken slots at `n` in flight. Waiting
+/// with no slot taken contradicts Little's law while completions run (a worker leaves no job
+/// waiting with a free slot): the reading is stale, or a scale step's job left behind; and at 1
+/// in flight its one job waits for no other.
+fn waited(q: &crate::record::stage::QueueObserved, n: u32) -> bool {
+    let taken = q.active_while_waiting.unwrap_or(q.active_mean);
+    n > 1 && q.samples > 0 && q.waiting_mean >= 1.0 && taken >= 1.0
+}
+
 /// A finished stage as the search sees it.
 pub(super) fn seen(r: &StageResult, n: u32, failed_thresholds: bool) -> Seen {
     Seen {
@@ -116,10 +125,29 @@ pub(super) fn seen(r: &StageResult, n: u32, failed_thresholds: bool) -> Seen {
             .as_ref()
             .map(|l| l.mean_ms / 1000.0)
             .unwrap_or(0.0),
-        waited_in_redis: r
-            .queue
-            .as_ref()
-            .is_some_and(|q| q.samples > 0 && q.waiting_mean >= 1.0),
+        waited_in_redis: r.queue.as_ref().is_some_and(|q| waited(q, n)),
         failed: !r.valid || failed_thresholds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::record::stage::QueueObserved;
+
+    /// The stale reading of a Docker scale sweep's baseline (1 waiting, 0 active at 1.94/s) is
+    /// no wait; 2 waiting behind 10 slots taken at 12 in flight is.
+    #[test]
+    fn a_wait_with_no_slot_taken_is_not_believed() {
+        let q = |waiting: f64, active: f64| QueueObserved {
+            samples: 3,
+            waiting_mean: waiting,
+            active_mean: active,
+            active_max: active,
+            ..Default::default()
+        };
+        assert!(!super::waited(&q(1.0, 0.0), 1));
+        assert!(!super::waited(&q(1.0, 0.0), 8));
+        assert!(!super::waited(&q(1.0, 1.0), 1));
+        assert!(super::waited(&q(2.0, 10.0), 12));
     }
 }
