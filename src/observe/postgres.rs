@@ -171,6 +171,24 @@ fn count(at: &str, name: &str, v: String) -> Result<u32, BadInput> {
         })
 }
 
+/// What a running Postgres can report: `max_connections` of 1 or more, above the superuser
+/// reserve (Postgres refuses to start otherwise), and no more client connections open than it
+/// allows. Else the answer is not a Postgres' (a proxy, a mock) and nothing is judged from it.
+fn possible(at: &str, (max, reserved): (u32, u32), open: u64) -> Result<(), BadInput> {
+    let why = if max == 0 {
+        "max_connections 0 (a Postgres needs at least 1)".to_string()
+    } else if reserved >= max {
+        format!("superuser_reserved_connections {reserved} at or above max_connections {max} (a Postgres refuses to start so)")
+    } else if open > max as u64 {
+        format!("{open} client connections open of max_connections {max}")
+    } else {
+        return Ok(());
+    };
+    Err(BadInput(format!(
+        "Postgres at {at} reports {why}: not figures a running PostgreSQL gives — is the DSN a PostgreSQL server's (not a proxy's or a mock's)?"
+    )))
+}
+
 /// The client connections open now by application and state, and what they wait on.
 type Activity = (Vec<(String, String, u32)>, Vec<(String, u32)>);
 
@@ -273,6 +291,8 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
     // A silent server keeps the connection task waiting: it is not waited for.
     task.abort();
     let (settings, by_application, waiting) = read?;
+    let open: u64 = by_application.iter().map(|(_, _, n)| *n as u64).sum();
+    possible(&at, (settings[0], settings[1]), open)?;
     Ok(PostgresFacts {
         at,
         max_connections: settings[0],
@@ -345,4 +365,20 @@ pub async fn executions_left(
         Err(e) => left.not_counted = Some(e.0),
     }
     Ok(left)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Figures no running Postgres gives are refused: max_connections 0, a reserve at or above
+    /// it, more connections open than it allows; a real one's (100, 3, 12 open) pass.
+    #[test]
+    fn impossible_connection_figures_are_refused() {
+        let at = "127.0.0.1:5432/n8n";
+        assert!(super::possible(at, (0, 0), 0).is_err());
+        assert!(super::possible(at, (20, 20), 1).is_err());
+        assert!(super::possible(at, (20, 30), 1).is_err());
+        assert!(super::possible(at, (20, 3), 9_000_000_000_000_000_000).is_err());
+        assert!(super::possible(at, (100, 3), 12).is_ok());
+        assert!(super::possible(at, (20, 3), 20).is_ok());
+    }
 }

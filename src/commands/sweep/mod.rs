@@ -335,7 +335,9 @@ fn results_dir(a: &SweepArgs) -> anyhow::Result<(Option<std::path::PathBuf>, Opt
 }
 
 /// The run's executions left `new` or `running` in n8n's table: counted once what was in flight
-/// had its answer; a Postgres still out of connections is tried again for a few seconds.
+/// had its answer; a Postgres still out of connections is tried again for a few seconds, a
+/// silent one is not, and the whole count stops at [`LEFT_WITHIN`] or at Ctrl-C, said as not
+/// counted (what the sweep measured is kept either way).
 async fn left_behind(
     dsn: &str,
     started: std::time::SystemTime,
@@ -343,25 +345,40 @@ async fn left_behind(
     let since = started
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let mut last = None;
-    for attempt in 0..4 {
-        if attempt > 0 {
-            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-        }
-        match crate::observe::postgres::executions_left(dsn, since, "").await {
-            Ok(l) if l.not_counted.is_none() => return l,
-            Ok(l) => last = Some(l),
-            Err(e) => {
-                last = Some(crate::record::db::ExecutionsLeft {
-                    since_unix: since,
-                    not_counted: Some(e.0),
-                    ..Default::default()
-                })
+    let not_counted = |why: String| crate::record::db::ExecutionsLeft {
+        since_unix: since,
+        not_counted: Some(why),
+        ..Default::default()
+    };
+    let count = async {
+        let mut last = None;
+        for attempt in 0..4 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            }
+            match crate::observe::postgres::executions_left(dsn, since, "").await {
+                Ok(l) if l.not_counted.is_none() => return l,
+                Ok(l) => last = Some(l),
+                // Silent, not refusing: asking again only waits again.
+                Err(e) => return not_counted(e.0),
             }
         }
+        last.unwrap_or_default()
+    };
+    eprintln!(
+        "n8ncap: counting the executions left in Postgres (at most {} s; Ctrl-C skips it)",
+        LEFT_WITHIN.as_secs()
+    );
+    tokio::select! {
+        l = tokio::time::timeout(LEFT_WITHIN, count) => l.unwrap_or_else(|_| not_counted(format!(
+            "Postgres did not finish the count within {} s", LEFT_WITHIN.as_secs()
+        ))),
+        _ = tokio::signal::ctrl_c() => not_counted("skipped at Ctrl-C".into()),
     }
-    last.unwrap_or_default()
 }
+
+/// The most the count of executions left may take at the end of a sweep.
+const LEFT_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The sweep's observers: n8n's metrics, Redis and the containers, and beside them the
 /// database — the logs of n8n's processes and Postgres' containers, whose lines name what n8n's
@@ -403,4 +420,32 @@ async fn checked_dsn(a: &SweepArgs) -> Result<Option<String>, BadInput> {
         crate::observe::postgres::read(d).await?;
     }
     Ok(dsn)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A Postgres that accepts and goes silent at the end of a sweep is asked once (it was asked
+    /// four times, about 46 s with no word), and the count says it was not made.
+    #[tokio::test]
+    async fn a_silent_postgres_is_asked_once_for_the_executions_left() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let count = seen.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                held.push(s);
+            }
+        });
+        let dsn = format!("host=127.0.0.1 port={port} user=n8n dbname=n8n password=s3cr3t");
+        let left = super::left_behind(&dsn, std::time::SystemTime::now()).await;
+        let why = left.not_counted.expect("not counted");
+        assert!(!why.contains("s3cr3t"), "{why}");
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert_eq!((left.new, left.running), (0, 0));
+    }
 }
