@@ -117,16 +117,45 @@ pub struct TcpSocket {
 
 /// Every TCP socket /proc lists (none where it is absent).
 pub fn tcp_sockets() -> Vec<TcpSocket> {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .flat_map(|t| {
-            t.lines()
-                .skip(1)
-                .filter_map(parse_tcp_line)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    let mut seen_inodes = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    // Every network namespace a readable process is in (containers have their own: a target on
+    // a Docker-published port is reached through docker-proxy here and main's socket in its
+    // container's namespace), each table read once; this process's own first.
+    let mut tables: Vec<String> = vec!["/proc/self/net".into()];
+    let mut namespaces = std::collections::HashSet::new();
+    if let Ok(me) = std::fs::read_link("/proc/self/ns/net") {
+        namespaces.insert(me);
+    }
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net")) {
+                if namespaces.insert(ns) {
+                    tables.push(format!("/proc/{pid}/net"));
+                }
+            }
+        }
+    }
+    for t in tables {
+        for f in ["tcp", "tcp6"] {
+            let Ok(text) = std::fs::read_to_string(format!("{t}/{f}")) else {
+                continue;
+            };
+            for s in text.lines().skip(1).filter_map(parse_tcp_line) {
+                if seen_inodes.insert(s.inode) {
+                    out.push(s);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One line of `/proc/net/tcp`: `sl local rem st … inode`, addresses as hex `IP:PORT`.
