@@ -256,3 +256,75 @@ async fn an_outage_past_the_threshold_ends_n8n_unless_something_restarts_it() {
     assert!(o["after_ok"].as_u64().unwrap() >= 1, "{o}");
     assert!(o["first_ok_after_start_s"].as_f64().is_some(), "{o}");
 }
+
+/// A `--start-cmd` that hangs: a first Ctrl-C says Redis is still being started and keeps
+/// waiting (it is never cut short); a second exits at once with 130 and says what it leaves —
+/// the start command named, Redis maybe down (it exited silently). The target is any HTTP
+/// server: the step, not n8n, is what is tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_start_command_is_said_at_each_ctrl_c() {
+    use std::io::BufRead;
+    let port = free_port();
+    let _server = ChildGuard(
+        std::process::Command::new("python3")
+            .args(["-c", &format!(
+                "import http.server as h\n\
+                 class A(h.BaseHTTPRequestHandler):\n\
+                 \tdef do_POST(s):\n\
+                 \t\ts.rfile.read(int(s.headers.get('Content-Length') or 0))\n\
+                 \t\ts.send_response(200); s.send_header('Content-Length','2'); s.end_headers(); s.wfile.write(b'{{}}')\n\
+                 \tdo_GET = do_POST\n\
+                 \tdef log_message(s, *a): pass\n\
+                 h.ThreadingHTTPServer(('127.0.0.1', {port}), A).serve_forever()"
+            )])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_http_ok(&format!("http://127.0.0.1:{port}/")).await;
+    let marker = format!("sleep 3{}", port % 10);
+    let mut child = std::process::Command::new(bin())
+        .args(["outage", "--url", &format!("http://127.0.0.1:{port}/")])
+        .args([
+            "--rate",
+            "2",
+            "--duration",
+            "8s",
+            "--stop-after",
+            "1s",
+            "--outage",
+            "1s",
+        ])
+        .args(["--stop-cmd", "true", "--start-cmd", &marker])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    let mut wait_for = |what: &str, said: &mut Vec<String>| {
+        for l in lines.by_ref() {
+            let l = l.unwrap();
+            said.push(l.clone());
+            if l.contains(what) {
+                return;
+            }
+        }
+        panic!("{what:?} never said: {said:#?}");
+    };
+    wait_for("starting Redis again", &mut said);
+    // SAFETY: kill(2) with the pid of the child this test started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    wait_for("still starting Redis again", &mut said);
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    wait_for("Redis may still be down", &mut said);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said:#?}");
+    assert!(said.last().unwrap().contains(&marker), "{said:#?}");
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+}

@@ -177,7 +177,7 @@ async fn outage(
             _ = interrupt.clone().wait() => cut_short = true,
         }
     }
-    let started = o.start().await;
+    let started = start_again(o, &what, interrupt).await;
     let started_s = started.is_ok().then(|| load_start.elapsed().as_secs_f64());
     let detail = match (stopped, started) {
         (Ok(()), Ok(())) => None,
@@ -194,6 +194,32 @@ async fn outage(
         detail,
         cut_short,
     }
+}
+
+/// Starts Redis again, never cut short: an interrupt meanwhile is answered with what is still
+/// running, and a second one (which exits at once) with what it leaves: Redis maybe down.
+async fn start_again(
+    o: &Outager,
+    what: &str,
+    interrupt: &crate::util::Interrupt,
+) -> anyhow::Result<()> {
+    use crate::util::last_words;
+    eprintln!("n8ncap: starting Redis again ({what})");
+    last_words(Some(format!(
+        "n8ncap: exited while Redis was being started again ({what}): the start may not have finished — Redis may still be down; check it and start it yourself"
+    )));
+    let start = o.start();
+    tokio::pin!(start);
+    let already = interrupt.fired();
+    let started = tokio::select! {
+        r = &mut start => r,
+        _ = interrupt.clone().wait(), if !already => {
+            eprintln!("n8ncap: still starting Redis again ({what}); a second Ctrl-C stops waiting and leaves Redis as the start left it");
+            start.await
+        }
+    };
+    last_words(None);
+    started
 }
 
 fn unix_now() -> i64 {

@@ -31,6 +31,17 @@ pub async fn stop_signal() -> i32 {
 /// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
 /// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
 /// run is still being prepared is kept and ends the first stage at once.
+/// What a second signal's immediate exit leaves undone, said before it exits.
+static LAST_WORDS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Sets (or clears) the words a second signal prints before the process exits: a step that must
+/// not be cut short (Redis started again) says what an exit mid-way leaves behind.
+pub fn last_words(words: Option<String>) {
+    if let Ok(mut w) = LAST_WORDS.lock() {
+        *w = words;
+    }
+}
+
 #[derive(Clone)]
 pub struct Interrupt {
     rx: tokio::sync::watch::Receiver<Option<i32>>,
@@ -43,8 +54,12 @@ impl Interrupt {
         tokio::spawn(async move {
             let code = stop_signal().await;
             let _ = tx.send(Some(code));
-            // A second signal ends the process at once, as the shells' convention has it.
+            // A second signal ends the process at once, as the shells' convention has it —
+            // with the words of what it leaves undone, when a step set them.
             let _ = stop_signal().await;
+            if let Some(words) = LAST_WORDS.lock().ok().and_then(|w| w.clone()) {
+                eprintln!("{words}");
+            }
             std::process::exit(code);
         });
         Interrupt { rx }
