@@ -17,6 +17,9 @@ pub struct Seen {
     pub mean_response_s: f64,
     /// Jobs waited in Redis (queue gauges or LLEN): every slot was taken.
     pub waited_in_redis: bool,
+    /// The gauges read jobs waiting where none can have waited (no slot taken while
+    /// completions ran, or 1 in flight): a stale reading, or a scale step's job left behind.
+    pub stale_wait: bool,
     /// Invalid, or a threshold failed.
     pub failed: bool,
 }
@@ -136,6 +139,21 @@ impl Search {
     }
 
     pub fn next(&self) -> Decision {
+        let d = self.decide();
+        match (self.seen.last(), d) {
+            (Some(l), Decision::Run { in_flight, why, count_slots }) if l.stale_wait => Decision::Run {
+                in_flight,
+                why: format!(
+                    "the queue read jobs waiting at {} in flight with no slot taken (a stale reading, or a scale step's job): not saturation; {why}",
+                    l.in_flight
+                ),
+                count_slots,
+            },
+            (_, d) => d,
+        }
+    }
+
+    fn decide(&self) -> Decision {
         let Some(last) = self.seen.last() else {
             return run(1, "baseline: the service time S at 1 in flight");
         };
@@ -342,6 +360,7 @@ mod tests {
             throughput: x,
             mean_response_s: n as f64 / x,
             waited_in_redis: false,
+            stale_wait: false,
             failed: false,
         }
     }
@@ -375,11 +394,15 @@ mod tests {
             throughput: 1.94,
             mean_response_s: 0.515,
             waited_in_redis: true,
+            stale_wait: true,
             failed: false,
         });
         assert_eq!(search.ceiling_found(), None);
         match search.next() {
-            Decision::Run { in_flight, .. } => assert_eq!(in_flight, 2),
+            Decision::Run { in_flight, why, .. } => {
+                assert_eq!(in_flight, 2);
+                assert!(why.contains("stale"), "{why}");
+            }
             d => panic!("{d:?}"),
         }
     }

@@ -126,6 +126,10 @@ pub(super) fn seen(r: &StageResult, n: u32, failed_thresholds: bool) -> Seen {
             .map(|l| l.mean_ms / 1000.0)
             .unwrap_or(0.0),
         waited_in_redis: r.queue.as_ref().is_some_and(|q| waited(q, n)),
+        stale_wait: r
+            .queue
+            .as_ref()
+            .is_some_and(|q| q.samples > 0 && q.waiting_mean >= 1.0 && !waited(q, n)),
         failed: !r.valid || failed_thresholds,
     }
 }
