@@ -2,15 +2,11 @@
 //! `promtool check rules`, their own `promtool test rules` cases pass for runs capped by the
 //! runner limit, by worker concurrency and by both, a threshold moved makes those cases fail,
 //! and the PrometheusRule validates against prometheus-operator's CRD (v0.93.0, kept in
-//! tests/fixtures/prometheus-operator).
+//! fixtures/prometheus-operator).
 
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn promtool() -> bool {
     have_command("promtool", "--version", "apt-get install prometheus")
@@ -222,8 +218,8 @@ fn the_prometheus_rule_validates_against_its_crd() {
     let file: PathBuf = dir.join("rule.yaml");
     std::fs::write(&file, &out.stdout).unwrap();
     let v = Command::new("python3")
-        .arg(root().join("tests/fixtures/keda/validate.py"))
-        .arg(root().join("tests/fixtures/prometheus-operator/v0.93.0"))
+        .arg(root().join("fixtures/keda/validate.py"))
+        .arg(root().join("fixtures/prometheus-operator/v0.93.0"))
         .arg(&file)
         .output()
         .unwrap();

@@ -11,10 +11,6 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn rule_ids(files: &[PathBuf]) -> BTreeSet<String> {
     rule_ids_with(files, audit::Options::default())
 }

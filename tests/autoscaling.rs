@@ -1,6 +1,6 @@
 //! `recommend RUN --format keda|hpa`: the objects generated for the three charts' rendered
 //! manifests (fixtures/k8s/rendered, copies of ../shared/fixtures/k8s) and a compose deployment
-//! validate against KEDA's CRD (v2.20.1, kept in tests/fixtures/keda) and Kubernetes' own
+//! validate against KEDA's CRD (v2.20.1, kept in fixtures/keda) and Kubernetes' own
 //! schemas; they read the queue's prefix, database and password reference from the deployment;
 //! their target is the run's measured capacity at 2/3; and the project's audit of the
 //! deployment with them applied finds nothing about autoscaling.
@@ -10,10 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const RUN: &str = "examples/runs/after";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn chart(name: &str) -> PathBuf {
     root().join("fixtures/k8s/rendered").join(name)
@@ -61,8 +57,8 @@ fn docs(text: &str) -> Vec<serde_json::Value> {
 /// validate.py over `file` (the patch merged into `base`): (exit code, its JSON answer).
 fn validate(file: &Path, base: Option<&Path>, merged: Option<&Path>) -> (i32, serde_json::Value) {
     let mut c = Command::new("python3");
-    c.arg(root().join("tests/fixtures/keda/validate.py"))
-        .arg(root().join("tests/fixtures/keda/v2.20.1"));
+    c.arg(root().join("fixtures/keda/validate.py"))
+        .arg(root().join("fixtures/keda/v2.20.1"));
     if let Some(b) = base {
         c.arg("--base").arg(b);
     }

@@ -9,10 +9,6 @@ use crate::common::*;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 struct Down {
     project: String,
     files: [PathBuf; 2],

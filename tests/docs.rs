@@ -13,14 +13,11 @@
 //!
 //! A shell block with no such word fails: no command reaches the documentation untested.
 
+use crate::common::root;
 use clap::Parser;
 use pulldown_cmark::{CodeBlockKind, Event, Parser as Markdown, Tag, TagEnd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A fenced shell block: the page it is on, its info string's words after the language, its text.
 struct Block {

@@ -2,13 +2,10 @@
 //! JavaScript's `Number()` ("0", "-5", "0x1E", "1e309"), booleans as `true`/`1` in any case.
 //! A 0 s shutdown window against 20 s jobs is a finding, not n8n's 30 s default.
 
+use crate::common::root;
 use n8ncap::audit;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn written(name: &str, text: &str) -> PathBuf {
     let d = crate::common::scratch().join(format!("n8ncap-settings-{}", std::process::id()));

@@ -6,12 +6,7 @@
 use crate::common::*;
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn audit_ids(file: &str) -> BTreeSet<String> {
     let out = Command::new(bin())

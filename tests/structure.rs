@@ -717,3 +717,26 @@ fn each_ignored_test_names_its_tier_and_the_scale_studies_take_one_turn_in_both_
         "nextest's scale-study group against the tests that take the turn"
     );
 }
+
+/// The tests' shared helpers live once, in `tests/common` (the project's root among them), and
+/// the fixtures in one folder (`fixtures/`): no test file defines its own `root()`, and there is
+/// no second fixtures folder under `tests/`.
+#[test]
+fn test_helpers_are_shared_and_the_fixtures_are_one_folder() {
+    let tests = crate::common::root().join("tests");
+    let mut copies = Vec::new();
+    for e in std::fs::read_dir(&tests).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            if text.lines().any(|l| l.trim_start().starts_with("fn root(")) {
+                copies.push(p.display().to_string());
+            }
+        }
+    }
+    assert!(copies.is_empty(), "root() defined again in {copies:?}");
+    assert!(
+        !tests.join("fixtures").exists(),
+        "tests/fixtures: keep fixtures in fixtures/"
+    );
+}

@@ -1,6 +1,6 @@
 //! The Kubernetes objects n8ncap writes for an autoscaler plan, as types serialized by serde:
 //! KEDA's ScaledObject and TriggerAuthentication (keda.sh/v1alpha1, the fields of KEDA's CRD
-//! that n8ncap sets, checked against the CRD in tests/fixtures/keda), the HPA (Kubernetes'
+//! that n8ncap sets, checked against the CRD in fixtures/keda), the HPA (Kubernetes'
 //! own `autoscaling/v2` type) and the worker Deployment's strategic merge patch (Kubernetes'
 //! pod template under a Deployment's apiVersion, kind and metadata: a patch carries no
 //! selector). Fields a reader does not know are kept in `rest`, never an error. The ScaledObject

@@ -75,6 +75,11 @@ pub fn have_command(cmd: &str, arg: &str, install: &str) -> bool {
     require(cmd, ok, install)
 }
 
+/// The project's root (its Cargo.toml's folder).
+pub fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_n8ncap")
 }
