@@ -548,3 +548,62 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
     drop(admin);
     drop(pg);
 }
+
+/// n8n's pools fill Postgres and keep their idle connections 30 s, so a connection asked for
+/// at a sweep's end is refused (53300) and what the run left behind went uncounted. The
+/// connection held from before the load counts it: 3 usable slots (6, 3 reserved), one held,
+/// the rest taken by n8n's role — a new connection is refused, the held one counts the 2
+/// executions left `running` and the 1 left `new`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 4 s): a PostgreSQL cluster"]
+async fn the_connection_held_from_the_start_counts_what_a_full_postgres_refuses() {
+    let Some(pg) = start_postgres(6).await else {
+        return;
+    };
+    let admin_dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (admin, conn) = tokio_postgres::connect(&admin_dsn, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    admin
+        .batch_execute(
+            "CREATE ROLE n8n LOGIN PASSWORD 'held-c41d'; \
+             CREATE TABLE execution_entity (id BIGINT PRIMARY KEY, status VARCHAR NOT NULL, \
+                 \"createdAt\" TIMESTAMPTZ NOT NULL DEFAULT now()); \
+             GRANT SELECT ON execution_entity TO n8n; \
+             INSERT INTO execution_entity (id, status) VALUES (1, 'running'), (2, 'running'), \
+                 (3, 'new'), (4, 'success')",
+        )
+        .await
+        .unwrap();
+    let dsn = format!(
+        "host=127.0.0.1 port={} user=n8n dbname=n8n password=held-c41d",
+        pg.port
+    );
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        - 60.0;
+    let held = n8ncap::observe::postgres::hold(&dsn).await.expect("held");
+    // Every slot a non-superuser may have taken (the admin's connection counts among them).
+    let mut taken = Vec::new();
+    while let Ok((c, conn)) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await {
+        tokio::spawn(conn);
+        taken.push(c);
+        assert!(
+            taken.len() <= 3,
+            "Postgres took more than its 3 usable slots"
+        );
+    }
+    let fresh = n8ncap::observe::postgres::executions_left(&dsn, since, "")
+        .await
+        .unwrap();
+    let why = fresh.not_counted.expect("a new connection is refused");
+    assert!(why.contains("53300") || why.contains("reserved"), "{why}");
+    assert!(!why.contains("held-c41d"), "{why}");
+    let counted = held.executions_left(since, "").await.unwrap().unwrap();
+    assert_eq!(counted.not_counted, None);
+    assert_eq!((counted.running, counted.new), (2, 1));
+    assert!(counted.held);
+}

@@ -303,50 +303,69 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
     })
 }
 
-/// n8n's executions created since `since_unix` and left `new` or `running` (`execution_entity`,
-/// n8n's table and columns; `table_prefix` is `DB_TABLE_PREFIX`). Read-only; a Postgres that
-/// refuses the connection, or a database without the table, is said in `not_counted`.
-pub async fn executions_left(
-    dsn: &str,
-    since_unix: f64,
-    table_prefix: &str,
-) -> Result<crate::record::db::ExecutionsLeft, BadInput> {
-    let mut left = crate::record::db::ExecutionsLeft {
-        since_unix,
-        ..Default::default()
-    };
-    if !table_prefix
+/// A connection opened before the load and held to its end, so that what the run left behind
+/// is counted even when n8n's pools have filled Postgres (they keep idle connections 30 s: a
+/// connection asked for at the end is refused, 53300).
+pub struct Held {
+    client: tokio_postgres::Client,
+    task: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+    at: String,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Opens the connection [`Held`] keeps; None when Postgres refuses or does not answer now (the
+/// count then connects at the end, as before).
+pub async fn hold(dsn: &str) -> Option<Held> {
+    let (cfg, at) = config(dsn).ok()?;
+    let (client, conn) = tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls))
+        .await
+        .ok()?
+        .ok()?;
+    Some(Held {
+        client,
+        task: tokio::spawn(conn),
+        at,
+    })
+}
+
+/// Checks `DB_TABLE_PREFIX` before it is put in a statement.
+fn checked_prefix(table_prefix: &str) -> Result<(), BadInput> {
+    if table_prefix
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_')
     {
-        return Err(BadInput(format!(
-            "DB_TABLE_PREFIX {table_prefix:?}: letters, digits and _ only"
-        )));
+        return Ok(());
     }
-    let (cfg, at) = config(dsn)?;
-    let (client, conn) =
-        match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls)).await {
-            Err(_) => return Err(silent(&at, "cannot connect")),
-            Ok(Err(e)) => {
-                left.not_counted = Some(words(&at, "cannot connect", e).0);
-                return Ok(left);
-            }
-            Ok(Ok(c)) => c,
-        };
-    let task = tokio::spawn(conn);
+    Err(BadInput(format!(
+        "DB_TABLE_PREFIX {table_prefix:?}: letters, digits and _ only"
+    )))
+}
+
+/// Counts into `left` over `client`: the executions since its `since_unix` left `new` or
+/// `running`; a failed count is said in `not_counted`.
+async fn count_left(
+    client: &tokio_postgres::Client,
+    at: &str,
+    table_prefix: &str,
+    left: &mut crate::record::db::ExecutionsLeft,
+) {
     let sql = format!(
         "SELECT status, count(*)::int8 FROM {table_prefix}execution_entity \
          WHERE \"createdAt\" >= to_timestamp($1::float8) AND status IN ('new', 'running') \
          GROUP BY status"
     );
+    let since_unix = left.since_unix;
     let got = within(
-        &at,
+        at,
         "counting the executions left",
         client.query(&sql, &[&since_unix]),
     )
     .await;
-    drop(client);
-    task.abort();
     match got {
         Ok(rows) => {
             for r in rows {
@@ -364,6 +383,59 @@ pub async fn executions_left(
         }
         Err(e) => left.not_counted = Some(e.0),
     }
+}
+
+impl Held {
+    /// [`executions_left`] over the held connection; None when it is gone (Postgres restarted
+    /// or closed it), to count on a new one.
+    pub async fn executions_left(
+        &self,
+        since_unix: f64,
+        table_prefix: &str,
+    ) -> Option<Result<crate::record::db::ExecutionsLeft, BadInput>> {
+        if self.client.is_closed() {
+            return None;
+        }
+        if let Err(e) = checked_prefix(table_prefix) {
+            return Some(Err(e));
+        }
+        let mut left = crate::record::db::ExecutionsLeft {
+            since_unix,
+            held: true,
+            ..Default::default()
+        };
+        count_left(&self.client, &self.at, table_prefix, &mut left).await;
+        Some(Ok(left))
+    }
+}
+
+/// n8n's executions created since `since_unix` and left `new` or `running` (`execution_entity`,
+/// n8n's table and columns; `table_prefix` is `DB_TABLE_PREFIX`). Read-only; a Postgres that
+/// refuses the connection, or a database without the table, is said in `not_counted`.
+pub async fn executions_left(
+    dsn: &str,
+    since_unix: f64,
+    table_prefix: &str,
+) -> Result<crate::record::db::ExecutionsLeft, BadInput> {
+    let mut left = crate::record::db::ExecutionsLeft {
+        since_unix,
+        ..Default::default()
+    };
+    checked_prefix(table_prefix)?;
+    let (cfg, at) = config(dsn)?;
+    let (client, conn) =
+        match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls)).await {
+            Err(_) => return Err(silent(&at, "cannot connect")),
+            Ok(Err(e)) => {
+                left.not_counted = Some(words(&at, "cannot connect", e).0);
+                return Ok(left);
+            }
+            Ok(Ok(c)) => c,
+        };
+    let task = tokio::spawn(conn);
+    count_left(&client, &at, table_prefix, &mut left).await;
+    drop(client);
+    task.abort();
     Ok(left)
 }
 

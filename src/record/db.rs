@@ -117,6 +117,10 @@ pub struct ExecutionsLeft {
     /// Why they could not be counted, when they could not (the figures are 0 then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_counted: Option<String>,
+    /// Counted over the connection opened before the load and held to its end (n8n's pools may
+    /// have filled Postgres by then).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// What a line of n8n's log says of the database: a refused connection, an execution aborted

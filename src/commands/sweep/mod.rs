@@ -65,6 +65,11 @@ async fn sweep_once(
     } = Watch::from_args(a)?;
     // The DSN is read and tried before any load: one that does not parse or answer is said now.
     let dsn = checked_dsn(a).await?;
+    // Held from now to the count at the end, which n8n's full pools would refuse a new one.
+    let held = match &dsn {
+        Some(d) => crate::observe::postgres::hold(d).await,
+        None => None,
+    };
     let (out_dir, out, preflight) = checked_out(a, &profile).await?;
     let (docker, docker_cores) = containers(a).await;
     let known = match &docker {
@@ -105,7 +110,7 @@ async fn sweep_once(
     };
     summary.preflight = preflight;
     if let Some(d) = &dsn {
-        summary.executions_left = Some(left_behind(d, started).await);
+        summary.executions_left = Some(left_behind(d, held.as_ref(), started).await);
     }
     judged(summary, ending, out_dir, task_request_timeout)
 }
@@ -340,6 +345,7 @@ fn results_dir(a: &SweepArgs) -> anyhow::Result<(Option<std::path::PathBuf>, Opt
 /// counted (what the sweep measured is kept either way).
 async fn left_behind(
     dsn: &str,
+    held: Option<&crate::observe::postgres::Held>,
     started: std::time::SystemTime,
 ) -> crate::record::db::ExecutionsLeft {
     let since = started
@@ -351,6 +357,13 @@ async fn left_behind(
         ..Default::default()
     };
     let count = async {
+        if let Some(h) = held {
+            if let Some(Ok(l)) = h.executions_left(since, "").await {
+                if l.not_counted.is_none() {
+                    return l;
+                }
+            }
+        }
         let mut last = None;
         for attempt in 0..4 {
             if attempt > 0 {
@@ -442,7 +455,7 @@ mod tests {
             }
         });
         let dsn = format!("host=127.0.0.1 port={port} user=n8n dbname=n8n password=s3cr3t");
-        let left = super::left_behind(&dsn, std::time::SystemTime::now()).await;
+        let left = super::left_behind(&dsn, None, std::time::SystemTime::now()).await;
         let why = left.not_counted.expect("not counted");
         assert!(!why.contains("s3cr3t"), "{why}");
         assert_eq!(seen.load(Ordering::SeqCst), 1);
