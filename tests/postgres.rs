@@ -52,6 +52,11 @@ fn id_of(user: &str, flag: &str) -> Option<u32> {
 /// Starts PostgreSQL with `max_connections` (3 of them reserved for superusers, its default),
 /// with a database `n8n`; None (after saying why) when it is not installed outside CI.
 pub async fn start_postgres(max_connections: u32) -> Option<Postgres> {
+    start_postgres_with(max_connections, &[]).await
+}
+
+/// [`start_postgres`] with more `-c` settings (`ssl=on`, its files).
+pub async fn start_postgres_with(max_connections: u32, settings: &[String]) -> Option<Postgres> {
     let bin = pg_bin();
     if !require(
         "PostgreSQL (postgres, initdb)",
@@ -100,6 +105,7 @@ pub async fn start_postgres(max_connections: u32) -> Option<Postgres> {
         .args(["-p", &port.to_string()])
         .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
         .args(["-c", &format!("max_connections={max_connections}")])
+        .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .spawn()
         .expect("start postgres");
     let pg = Postgres { child, port };
@@ -606,4 +612,129 @@ async fn the_connection_held_from_the_start_counts_what_a_full_postgres_refuses(
     assert_eq!(counted.not_counted, None);
     assert_eq!((counted.running, counted.new), (2, 1));
     assert!(counted.held);
+}
+
+/// A CA and a server certificate it signed for `names`, as PEM files in `dir` (the key readable
+/// by the `postgres` user alone, as Postgres demands), and a second CA that signed nothing.
+fn certificates(dir: &std::path::Path, names: &[&str]) -> (String, String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "n8ncap test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&key, &ca, &ca_key)
+            .unwrap();
+    let other_key = rcgen::KeyPair::generate().unwrap();
+    let mut other = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    other.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    other
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "another CA");
+    let other = other.self_signed(&other_key).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let file = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let paths = (
+        file("ca.pem", ca.pem()),
+        file("server.pem", leaf.pem()),
+        file("server.key", key.serialize_pem()),
+        file("other-ca.pem", other.pem()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&paths.2, std::fs::Permissions::from_mode(0o600)).unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        let (uid, gid) = (id_of("postgres", "-u"), id_of("postgres", "-g"));
+        for p in [dir.to_str().unwrap(), &paths.1, &paths.2] {
+            std::os::unix::fs::chown(p, uid, gid).unwrap();
+        }
+    }
+    paths
+}
+
+/// Postgres with `ssl=on` (a CA made here signed its certificate for 127.0.0.1): every way
+/// n8ncap reads Postgres speaks TLS as the DSN's sslmode says — verify-full with the CA, verify-ca
+/// when the host is named otherwise than the certificate, require without a CA — and the
+/// connection is TLS by Postgres' own pg_stat_ssl; a wrong CA and a wrong name under verify-full
+/// are refused naming the certificate, never the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 3 s): a PostgreSQL cluster with TLS"]
+async fn postgres_over_tls_is_read_with_verification_on_and_off() {
+    let dir = fresh_dir("pg-tls");
+    let (ca, cert, key, other) = certificates(&dir.join("tls"), &["127.0.0.1"]);
+    let settings = [
+        "ssl=on".to_string(),
+        format!("ssl_cert_file={cert}"),
+        format!("ssl_key_file={key}"),
+    ];
+    let Some(pg) = start_postgres_with(20, &settings).await else {
+        return;
+    };
+    let admin_dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (admin, conn) = tokio_postgres::connect(&admin_dsn, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    admin
+        .batch_execute("CREATE ROLE n8n LOGIN PASSWORD 'tls-c41d'")
+        .await
+        .unwrap();
+    let base = |host: &str| {
+        format!(
+            "host={host} port={} user=n8n dbname=n8n password=tls-c41d",
+            pg.port
+        )
+    };
+    let over_tls = || async {
+        let row = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = 'n8ncap' AND s.ssl",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0)
+    };
+    for dsn in [
+        format!("{} sslmode=verify-full sslrootcert={ca}", base("127.0.0.1")),
+        format!("{} sslmode=verify-ca sslrootcert={ca}", base("localhost")),
+        format!("{} sslmode=require", base("127.0.0.1")),
+        format!(
+            "postgres://n8n:tls-c41d@127.0.0.1:{}/n8n?sslmode=verify-full&sslrootcert={}",
+            pg.port,
+            ca.replace('/', "%2F")
+        ),
+    ] {
+        let facts = n8ncap::observe::postgres::read(&dsn).await.unwrap();
+        assert_eq!(facts.max_connections, 20);
+        let held = n8ncap::observe::postgres::hold(&dsn).await.expect("held");
+        assert_eq!(over_tls().await, 1, "{}", dsn.replace("tls-c41d", "…"));
+        drop(held);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (dsn, what) in [
+        (
+            format!(
+                "{} sslmode=verify-full sslrootcert={other}",
+                base("127.0.0.1")
+            ),
+            "UnknownIssuer",
+        ),
+        (
+            format!("{} sslmode=verify-full sslrootcert={ca}", base("localhost")),
+            "not valid for name",
+        ),
+    ] {
+        let e = n8ncap::observe::postgres::read(&dsn).await.unwrap_err().0;
+        assert!(e.contains(what) && e.contains("sslrootcert"), "{e}");
+        assert!(!e.contains("tls-c41d"), "{e}");
+    }
 }

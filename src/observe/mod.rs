@@ -8,6 +8,7 @@ pub mod docker;
 mod events;
 pub mod history;
 pub mod postgres;
+pub mod postgres_tls;
 pub mod prometheus;
 mod queue_refresh;
 pub mod redis_log;

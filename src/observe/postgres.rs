@@ -101,26 +101,26 @@ pub fn dsn(env: Option<&str>, file: Option<&std::path::Path>) -> Result<Option<S
     }
 }
 
+/// A DSN parsed: the connection's settings (read-only), TLS as its `sslmode` asks
+/// (`postgres_tls`), and where it points without credentials ("host:port/database").
+struct Target {
+    cfg: tokio_postgres::Config,
+    tls: super::postgres_tls::Tls,
+    at: String,
+}
+
 /// The DSN parsed, read-only, and where it points without credentials ("host:port/database").
-fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
+fn config(dsn: &str) -> Result<Target, BadInput> {
     raw_at_in_userinfo(dsn)?;
-    // tokio-postgres knows no verify-ca or verify-full and would call the DSN unparsable: they
-    // ask for TLS as require does, and are said so.
-    if let Some(mode) = ["verify-ca", "verify-full"]
-        .into_iter()
-        .find(|m| dsn.contains(&format!("sslmode={m}")))
-    {
-        return Err(no_tls(mode));
-    }
-    let mut cfg: tokio_postgres::Config = dsn.parse().map_err(|_| {
+    // The ssl* keys taken out first: tokio-postgres knows no verify-ca, verify-full or
+    // certificate files.
+    let (rest, tls) = super::postgres_tls::split(dsn)?;
+    let mut cfg: tokio_postgres::Config = rest.parse().map_err(|_| {
         BadInput(
             "the Postgres DSN does not parse: give key=value pairs (host=… port=… user=… dbname=…) or a postgres:// URL"
                 .into(),
         )
     })?;
-    if cfg.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(no_tls("require"));
-    }
     cfg.connect_timeout(DEADLINE)
         .application_name("n8ncap")
         .options("-c default_transaction_read_only=on");
@@ -136,16 +136,18 @@ fn config(dsn: &str) -> Result<(tokio_postgres::Config, String), BadInput> {
         cfg.get_ports().first().copied().unwrap_or(5432),
         cfg.get_dbname().unwrap_or("postgres")
     );
-    Ok((cfg, at))
+    Ok(Target { cfg, tls, at })
 }
 
-/// A DSN whose `sslmode` asks for TLS, which n8ncap does not speak to Postgres yet.
-fn no_tls(mode: &str) -> BadInput {
-    BadInput(format!(
-        "the Postgres DSN asks for TLS (sslmode={mode}), which n8ncap does not speak to Postgres: \
-         read it over a plain connection (sslmode=disable or prefer, e.g. through a port-forward \
-         or from inside its network)"
-    ))
+/// A connection to `t` within [`DEADLINE`]: a silent server and a TLS setting that cannot be
+/// used (a certificate file that does not read) are errors; Postgres' refusal is the inner one.
+async fn connect(
+    t: &Target,
+) -> Result<Result<super::postgres_tls::Connected, tokio_postgres::Error>, BadInput> {
+    match tokio::time::timeout(DEADLINE, super::postgres_tls::connect(&t.cfg, &t.tls)).await {
+        Err(_) => Err(silent(&t.at, "cannot connect")),
+        Ok(r) => r,
+    }
 }
 
 /// A Postgres error in its own words (its SQLSTATE), or that it did not answer.
@@ -154,8 +156,27 @@ fn words(at: &str, what: &str, e: tokio_postgres::Error) -> BadInput {
         "Postgres at {at}: {what}: {}",
         e.as_db_error()
             .map(|d| format!("{} ({})", d.message(), d.code().code()))
+            .or_else(|| tls_words(&e))
             .unwrap_or_else(|| "no answer (host, port, credentials?)".into())
     ))
+}
+
+/// A TLS failure in rustls' words (an unknown issuer, a name the certificate is not for, a
+/// server that offers no TLS), with what to check: the error chain, never the DSN.
+fn tls_words(e: &tokio_postgres::Error) -> Option<String> {
+    let mut chain = vec![e.to_string()];
+    let mut cur = std::error::Error::source(e);
+    while let Some(s) = cur {
+        chain.push(s.to_string());
+        cur = s.source();
+    }
+    let all = chain.join(": ");
+    let tls = all.contains("TLS") || all.contains("certificate") || all.contains("SSL");
+    tls.then(|| {
+        format!(
+            "{all} (check sslmode and sslrootcert: the CA that signed the server's certificate)"
+        )
+    })
 }
 
 /// A setting that counts connections, checked.
@@ -249,13 +270,11 @@ async fn activity(client: &tokio_postgres::Client, at: &str) -> Result<Activity,
 
 /// Connects read-only and reads the connection figures.
 pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
-    let (cfg, at) = config(dsn)?;
+    let t = config(dsn)?;
+    let at = t.at.clone();
     // Out of connections is what the audit was asked about, not bad input: said as a fact.
-    let (client, conn) = match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls))
-        .await
-    {
-        Err(_) => return Err(silent(&at, "cannot connect")),
-        Ok(Err(e)) if e.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS) => {
+    let (client, task) = match connect(&t).await? {
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS) => {
             let message = e
                 .as_db_error()
                 .map(|d| format!("{} ({})", d.message(), d.code().code()))
@@ -269,10 +288,9 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
                 refused: Some(crate::util::escape_control(&message).into_owned()),
             });
         }
-        Ok(Err(e)) => return Err(words(&at, "cannot connect", e)),
-        Ok(Ok(c)) => c,
+        Err(e) => return Err(words(&at, "cannot connect", e)),
+        Ok(c) => c,
     };
-    let task = tokio::spawn(conn);
     let read = async {
         let mut settings = Vec::new();
         for name in ["max_connections", "superuser_reserved_connections"] {
@@ -321,15 +339,12 @@ impl Drop for Held {
 /// Opens the connection [`Held`] keeps; None when Postgres refuses or does not answer now (the
 /// count then connects at the end, as before).
 pub async fn hold(dsn: &str) -> Option<Held> {
-    let (cfg, at) = config(dsn).ok()?;
-    let (client, conn) = tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls))
-        .await
-        .ok()?
-        .ok()?;
+    let t = config(dsn).ok()?;
+    let (client, task) = connect(&t).await.ok()?.ok()?;
     Some(Held {
         client,
-        task: tokio::spawn(conn),
-        at,
+        task,
+        at: t.at,
     })
 }
 
@@ -422,17 +437,15 @@ pub async fn executions_left(
         ..Default::default()
     };
     checked_prefix(table_prefix)?;
-    let (cfg, at) = config(dsn)?;
-    let (client, conn) =
-        match tokio::time::timeout(DEADLINE, cfg.connect(tokio_postgres::NoTls)).await {
-            Err(_) => return Err(silent(&at, "cannot connect")),
-            Ok(Err(e)) => {
-                left.not_counted = Some(words(&at, "cannot connect", e).0);
-                return Ok(left);
-            }
-            Ok(Ok(c)) => c,
-        };
-    let task = tokio::spawn(conn);
+    let t = config(dsn)?;
+    let at = t.at.clone();
+    let (client, task) = match connect(&t).await? {
+        Err(e) => {
+            left.not_counted = Some(words(&at, "cannot connect", e).0);
+            return Ok(left);
+        }
+        Ok(c) => c,
+    };
     count_left(&client, &at, table_prefix, &mut left).await;
     drop(client);
     task.abort();
