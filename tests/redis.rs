@@ -488,3 +488,66 @@ async fn a_scale_sweep_waits_for_late_workers_to_join_the_queue_in_redis() {
     );
     assert!(points.iter().all(|p| p["not_joined"].is_null()), "{v}");
 }
+
+/// Redis over TLS (`rediss://`, managed Redis with in-transit encryption): a real redis-server
+/// on a TLS port with a certificate a CA made here signed for 127.0.0.1 answers n8ncap's client
+/// with the CA given (`ssl_ca_certs`) and without a check (`ssl_cert_reqs=none`), reads a Bull
+/// list through it, and refuses another CA naming the certificate, never the password; a
+/// plain `redis://` to the TLS port gets no answer it can read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_over_tls_is_read_with_the_ca_and_a_wrong_ca_is_refused() {
+    if !have_command("redis-server", "--version", "apt-get install redis-server") {
+        return;
+    }
+    let dir = fresh_dir("redis-tls");
+    let (ca, cert, key, other) = tls_files(&dir, &["127.0.0.1"]);
+    let port = free_port();
+    let _redis = ChildGuard(
+        Command::new("redis-server")
+            .args(["--port", "0", "--tls-port", &port.to_string()])
+            .args(["--tls-cert-file", &cert, "--tls-key-file", &key])
+            .args(["--tls-ca-cert-file", &ca, "--tls-auth-clients", "no"])
+            .args([
+                "--requirepass",
+                "tls-c41d",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--bind", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start redis-server"),
+    );
+    let url =
+        |q: &str| RedisUrl::parse(&format!("rediss://:tls-c41d@127.0.0.1:{port}/0?{q}")).unwrap();
+    let mut c = wait_redis(&url(&format!("ssl_ca_certs={ca}"))).await;
+    c.cmd(&["RPUSH", "bull:jobs:wait", "1", "2", "3"])
+        .await
+        .unwrap();
+    let n = c.cmd(&["LLEN", "bull:jobs:wait"]).await.unwrap().as_int();
+    assert_eq!(n, Some(3));
+    let mut unchecked = Conn::open(&url("ssl_cert_reqs=none")).await.unwrap();
+    assert_eq!(
+        unchecked
+            .cmd(&["LLEN", "bull:jobs:wait"])
+            .await
+            .unwrap()
+            .as_int(),
+        Some(3)
+    );
+    let e = Conn::open(&url(&format!("ssl_ca_certs={other}")))
+        .await
+        .err()
+        .expect("another CA is refused")
+        .to_string();
+    assert!(e.contains("TLS") && e.contains("ssl_ca_certs"), "{e}");
+    assert!(!e.contains("tls-c41d"), "{e}");
+    let plain = RedisUrl::parse(&format!("redis://:tls-c41d@127.0.0.1:{port}/0")).unwrap();
+    let answered = match Conn::open(&plain).await {
+        Ok(mut p) => p.cmd(&["PING"]).await.is_ok(),
+        Err(_) => false,
+    };
+    assert!(!answered, "a plain connection to a TLS port was answered");
+}

@@ -13,7 +13,10 @@ pub const EXCHANGE_DEADLINE: std::time::Duration = std::time::Duration::from_sec
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-/// `redis://[:password@]host[:port][/db]`.
+/// `redis://[:password@]host[:port][/db]`, or `rediss://…` over TLS (managed Redis with
+/// in-transit encryption; n8n's `QUEUE_BULL_REDIS_TLS=true`) with redis-py's query keys:
+/// `ssl_ca_certs=PATH` (a CA beside the public roots) and `ssl_cert_reqs=none` (no check, for
+/// self-signed test hosts).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedisUrl {
     pub host: String,
@@ -21,6 +24,14 @@ pub struct RedisUrl {
     /// Kept only to authenticate; never printed (Debug is not used in messages).
     password: Option<String>,
     pub db: u32,
+    pub tls: Option<RedisTls>,
+}
+
+/// TLS to Redis: a CA file beside the public roots, or no certificate check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedisTls {
+    pub ca_cert: Option<std::path::PathBuf>,
+    pub verify: bool,
 }
 
 impl RedisUrl {
@@ -30,6 +41,7 @@ impl RedisUrl {
             port,
             password: password.filter(|p| !p.is_empty()),
             db,
+            tls: None,
         }
     }
 
@@ -40,11 +52,20 @@ impl RedisUrl {
                 crate::wire::url::redact_url(text)
             ))
         };
-        let rest = text.strip_prefix("redis://").ok_or_else(bad)?;
+        let (rest, tls) = match (
+            text.strip_prefix("redis://"),
+            text.strip_prefix("rediss://"),
+        ) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            _ => return Err(bad()),
+        };
         let (auth, hostpart) = match rest.rsplit_once('@') {
             Some((a, h)) => (Some(a), h),
             None => (None, rest),
         };
+        let (hostpart, query) = hostpart.split_once('?').unwrap_or((hostpart, ""));
+        let tls = tls.then(|| tls_of(query)).transpose()?;
         let (hostport, db) = match hostpart.split_once('/') {
             Some((h, d)) if !d.is_empty() => (h, d.parse().map_err(|_| bad())?),
             Some((h, _)) => (h, 0),
@@ -63,13 +84,41 @@ impl RedisUrl {
             port,
             password: password.filter(|p| !p.is_empty()),
             db,
+            tls,
         })
     }
 
     /// The URL without its password, for messages.
     pub fn shown(&self) -> String {
-        format!("redis://{}:{}/{}", self.host, self.port, self.db)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://{}:{}/{}", self.host, self.port, self.db)
     }
+}
+
+/// A `rediss://` URL's query: `ssl_ca_certs=PATH`, `ssl_cert_reqs=none|required` (redis-py's
+/// names); anything else is refused, naming the key.
+fn tls_of(query: &str) -> Result<RedisTls, BadInput> {
+    let mut tls = RedisTls {
+        ca_cert: None,
+        verify: true,
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=').unwrap_or((pair, "")) {
+            ("ssl_ca_certs", v) if !v.is_empty() => tls.ca_cert = Some(v.into()),
+            ("ssl_cert_reqs", "none") => tls.verify = false,
+            ("ssl_cert_reqs", "required") => tls.verify = true,
+            (k, _) => {
+                return Err(BadInput(format!(
+                    "the Redis URL's {k:?} is not a key n8ncap reads: rediss://HOST:PORT/DB?ssl_ca_certs=/path/ca.pem (a CA file) or ?ssl_cert_reqs=none (no certificate check)"
+                )))
+            }
+        }
+    }
+    Ok(tls)
 }
 
 /// A RESP value.
@@ -100,7 +149,7 @@ impl Value {
 }
 
 pub struct Conn {
-    stream: BufReader<TcpStream>,
+    stream: BufReader<crate::wire::tls::Stream>,
 }
 
 impl Conn {
@@ -121,6 +170,20 @@ impl Conn {
         })?
         .map_err(|e| anyhow::anyhow!("cannot reach Redis at {}: {e}", url.shown()))?;
         let _ = stream.set_nodelay(true);
+        let stream = match &url.tls {
+            None => crate::wire::tls::Stream::Plain(stream),
+            Some(t) => {
+                let tls = crate::wire::tls::connector(&url.host, t.ca_cert.as_deref(), !t.verify)?;
+                let s = tokio::time::timeout(
+                    CONNECT_DEADLINE,
+                    tls.connector.connect(tls.name.clone(), stream),
+                )
+                .await
+                .map_err(|_| anyhow::anyhow!("Redis at {}: no TLS handshake within {} s", url.shown(), CONNECT_DEADLINE.as_secs()))?
+                .map_err(|e| anyhow::anyhow!("Redis at {}: TLS: {e} (check ssl_ca_certs: the CA that signed Redis' certificate)", url.shown()))?;
+                crate::wire::tls::Stream::Tls(Box::new(s))
+            }
+        };
         let mut c = Conn {
             stream: BufReader::new(stream),
         };

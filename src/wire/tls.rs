@@ -25,9 +25,10 @@ impl std::fmt::Debug for Tls {
     }
 }
 
-/// Accepts any certificate: `--insecure`, for self-signed test hosts only.
+/// Accepts any certificate (the handshake's signatures are still checked): `--insecure`, for
+/// self-signed test hosts only; Postgres' `sslmode=prefer`/`require` without a root certificate.
 #[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+pub struct NoVerify(pub Arc<rustls::crypto::CryptoProvider>);
 
 impl rustls::client::danger::ServerCertVerifier for NoVerify {
     fn verify_server_cert(

@@ -608,3 +608,42 @@ pub fn output_within(
         }
     }
 }
+
+/// A CA and a server certificate it signed for `names`, as PEM files in `dir` (the key 0600),
+/// and a second CA that signed nothing: (CA, certificate, key, other CA).
+pub fn tls_files(dir: &std::path::Path, names: &[&str]) -> (String, String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "n8ncap test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&key, &ca, &ca_key)
+            .unwrap();
+    let other_key = rcgen::KeyPair::generate().unwrap();
+    let mut other = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    other.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    other
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "another CA");
+    let other = other.self_signed(&other_key).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let file = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let paths = (
+        file("ca.pem", ca.pem()),
+        file("server.pem", leaf.pem()),
+        file("server.key", key.serialize_pem()),
+        file("other-ca.pem", other.pem()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&paths.2, std::fs::Permissions::from_mode(0o600)).unwrap();
+    paths
+}

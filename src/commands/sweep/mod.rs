@@ -64,12 +64,7 @@ async fn sweep_once(
         redis,
     } = Watch::from_args(a)?;
     // The DSN is read and tried before any load: one that does not parse or answer is said now.
-    let dsn = checked_dsn(a).await?;
-    // Held from now to the count at the end, which n8n's full pools would refuse a new one.
-    let held = match &dsn {
-        Some(d) => crate::observe::postgres::hold(d).await,
-        None => None,
-    };
+    let (dsn, held) = checked_dsn(a).await?;
     let (out_dir, out, preflight) = checked_out(a, &profile).await?;
     let (docker, docker_cores) = containers(a).await;
     let known = match &docker {
@@ -427,12 +422,18 @@ async fn observers(
 
 /// The DSN of `--postgres-env`/`--postgres-file`, read once: one that does not parse or answer
 /// is bad input before any load (a Postgres out of connections is not: that is what is watched).
-async fn checked_dsn(a: &SweepArgs) -> Result<Option<String>, BadInput> {
+/// The DSN read and tried, and the connection held from now to the count of executions left at
+/// the end, which n8n's full pools would refuse a new one (none when Postgres refuses it now).
+async fn checked_dsn(
+    a: &SweepArgs,
+) -> Result<(Option<String>, Option<crate::observe::postgres::Held>), BadInput> {
     let dsn = crate::observe::postgres::dsn(a.postgres_env.as_deref(), a.postgres_file.as_deref())?;
-    if let Some(d) = &dsn {
-        crate::observe::postgres::read(d).await?;
-    }
-    Ok(dsn)
+    let Some(d) = &dsn else {
+        return Ok((None, None));
+    };
+    crate::observe::postgres::read(d).await?;
+    let held = crate::observe::postgres::hold(d).await;
+    Ok((dsn, held))
 }
 
 #[cfg(test)]
