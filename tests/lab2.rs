@@ -142,6 +142,8 @@ async fn the_lab_s_prometheus_history_names_the_host_s_cpu_per_worker_count() {
 
     let mut args = vec!["diagnose".to_string()];
     args.extend(range.iter().cloned());
+    let saved = dir.join("judged");
+    args.extend(["--out".to_string(), saved.to_str().unwrap().to_string()]);
     let h = json(&args);
     let d = &h["diagnosis"];
     assert_eq!(d["capping_limit"], "cpu", "{}", d["verdict"]);
@@ -165,6 +167,16 @@ async fn the_lab_s_prometheus_history_names_the_host_s_cpu_per_worker_count() {
         .map(|c| c["workers"].as_u64().unwrap())
         .collect();
     assert_eq!(shown, vec![3], "{}", h["by_workers"]);
+    // Saved with the windows it read (the count of 3's): judged again, the same verdict.
+    let again = json(&[
+        "diagnose".to_string(),
+        saved.to_str().unwrap().to_string(),
+        "--json".to_string(),
+    ]);
+    let again = again.get("diagnosis").unwrap_or(&again);
+    assert_eq!(again["capping_limit"], "cpu", "{}", again["verdict"]);
+    let x = |d: &serde_json::Value| d["measured_ceiling"]["mean"].as_f64().unwrap();
+    assert!((x(again) - x(d)).abs() < 1e-6, "{} and {}", x(again), x(d));
 }
 
 fn json(args: &[String]) -> serde_json::Value {

@@ -26,6 +26,8 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     // The settings are recorded with the windows, so the saved run is judged again the same way.
     let (mut d, mut rec) = crate::recommend::analyze::judged(&mut whole, flags.clone(), timeout_s);
     let mut summary = whole.summary;
+    // What is saved is what the judgement shown read: a count's windows when it is one count's.
+    let mut judged_windows = None;
     let mut counts = Vec::new();
     if parts.len() >= 2 {
         let each = super::input::each_count(parts, &flags).await?;
@@ -34,6 +36,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
             let f = at_flags(&at, &flags);
             (d, rec) = crate::recommend::analyze::judged(&mut at.evidence, f, timeout_s);
             summary = at.evidence.summary;
+            judged_windows = at.evidence.windows;
             counts
                 .iter_mut()
                 .for_each(|c| c.shown = c.workers == at.workers);
@@ -46,7 +49,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
         crate::record::dir::write_summary(dir, &summary)?;
         crate::record::dir::write_atomic(
             &dir.join("history.json"),
-            &serde_json::to_vec_pretty(&hist)?,
+            &serde_json::to_vec_pretty(judged_windows.as_ref().unwrap_or(&hist))?,
         )?;
         crate::report::html::write(dir, &summary)?;
     }
