@@ -204,13 +204,14 @@ async fn start_again(
     interrupt: &crate::util::Interrupt,
 ) -> anyhow::Result<()> {
     use crate::util::last_words;
+    // Read before it is said: an interrupt after the words is answered, never missed.
+    let already = interrupt.fired();
     eprintln!("n8ncap: starting Redis again ({what})");
     last_words(Some(format!(
         "n8ncap: exited while Redis was being started again ({what}): the start may not have finished — Redis may still be down; check it and start it yourself"
     )));
     let start = o.start();
     tokio::pin!(start);
-    let already = interrupt.fired();
     let started = tokio::select! {
         r = &mut start => r,
         _ = interrupt.clone().wait(), if !already => {

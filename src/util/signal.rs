@@ -31,6 +31,45 @@ pub async fn stop_signal() -> i32 {
 /// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
 /// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
 /// run is still being prepared is kept and ends the first stage at once.
+/// The stop signals as streams registered once, so that each one is seen however soon it
+/// follows the last (SIGINT, SIGTERM, SIGHUP; Ctrl-C elsewhere).
+struct Stops {
+    #[cfg(unix)]
+    streams: Option<[tokio::signal::unix::Signal; 3]>,
+}
+
+impl Stops {
+    fn new() -> Stops {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let streams = (|| {
+                Some([
+                    signal(SignalKind::interrupt()).ok()?,
+                    signal(SignalKind::terminate()).ok()?,
+                    signal(SignalKind::hangup()).ok()?,
+                ])
+            })();
+            Stops { streams }
+        }
+        #[cfg(not(unix))]
+        Stops {}
+    }
+
+    /// The next stop signal's exit code (130, 143, 129).
+    async fn next(&mut self) -> i32 {
+        #[cfg(unix)]
+        if let Some([int, term, hup]) = self.streams.as_mut() {
+            return tokio::select! {
+                _ = int.recv() => crate::error::EXIT_INTERRUPTED,
+                _ = term.recv() => crate::error::EXIT_TERMINATED,
+                _ = hup.recv() => crate::error::EXIT_HANGUP,
+            };
+        }
+        stop_signal().await
+    }
+}
+
 /// What a second signal's immediate exit leaves undone, said before it exits.
 static LAST_WORDS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
@@ -52,11 +91,14 @@ impl Interrupt {
     pub fn install() -> Interrupt {
         let (tx, rx) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
-            let code = stop_signal().await;
+            // Listening already for the second signal while the first is answered: one sent
+            // in between is not lost (on unix, streams registered once keep what arrives).
+            let mut stops = Stops::new();
+            let code = stops.next().await;
             let _ = tx.send(Some(code));
             // A second signal ends the process at once, as the shells' convention has it —
             // with the words of what it leaves undone, when a step set them.
-            let _ = stop_signal().await;
+            let _ = stops.next().await;
             if let Some(words) = LAST_WORDS.lock().ok().and_then(|w| w.clone()) {
                 eprintln!("{words}");
             }
