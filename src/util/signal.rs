@@ -28,9 +28,6 @@ pub async fn stop_signal() -> i32 {
     }
 }
 
-/// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
-/// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
-/// run is still being prepared is kept and ends the first stage at once.
 /// The stop signals as streams registered once, so that each one is seen however soon it
 /// follows the last (SIGINT, SIGTERM, SIGHUP; Ctrl-C elsewhere).
 struct Stops {
@@ -81,6 +78,9 @@ pub fn last_words(words: Option<String>) {
     }
 }
 
+/// The signals that end a run early: Ctrl-C (SIGINT), SIGTERM (`timeout`, `docker stop`,
+/// Kubernetes) and SIGHUP (a closed terminal). Installed once, at the start of a command, so a signal that arrives while the
+/// run is still being prepared is kept and ends the first stage at once.
 #[derive(Clone)]
 pub struct Interrupt {
     rx: tokio::sync::watch::Receiver<Option<i32>>,
