@@ -121,6 +121,16 @@ pub async fn start_postgres_with(max_connections: u32, settings: &[String]) -> O
     panic!("postgres did not accept connections on {port}");
 }
 
+/// The superuser's connection to the test cluster's `n8n` database.
+async fn superuser(pg: &Postgres) -> tokio_postgres::Client {
+    let dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let (client, conn) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+}
+
 /// The variables that put a process's executions on the Postgres at `port` through a pool of
 /// `pool`, as n8n reads them (the simulator's cost per execution and n8n's pool metrics
 /// beside them).
@@ -484,11 +494,8 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
     let Some(pg) = start_postgres(8).await else {
         return;
     };
-    let superuser = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
-    let (admin, conn) = tokio_postgres::connect(&superuser, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let superuser_dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
+    let admin = superuser(&pg).await;
     admin
         .batch_execute("CREATE ROLE n8n LOGIN PASSWORD 'NOT-SHOWN-5e1b'")
         .await
@@ -532,7 +539,7 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(ids, vec!["postgres-out-of-connections"], "{v}");
     // As a superuser (a reserved slot): every non-reserved slot is open, who holds them said.
-    let (code, ids, v) = audit(&superuser);
+    let (code, ids, v) = audit(&superuser_dsn);
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(ids, vec!["postgres-out-of-connections"], "{v}");
     let f = &v["findings"][0];
@@ -566,11 +573,7 @@ async fn the_connection_held_from_the_start_counts_what_a_full_postgres_refuses(
     let Some(pg) = start_postgres(6).await else {
         return;
     };
-    let admin_dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
-    let (admin, conn) = tokio_postgres::connect(&admin_dsn, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let admin = superuser(&pg).await;
     admin
         .batch_execute(
             "CREATE ROLE n8n LOGIN PASSWORD 'held-c41d'; \
@@ -644,11 +647,7 @@ async fn postgres_over_tls_is_read_with_verification_on_and_off() {
     let Some(pg) = start_postgres_with(20, &settings).await else {
         return;
     };
-    let admin_dsn = format!("host=127.0.0.1 port={} user=postgres dbname=n8n", pg.port);
-    let (admin, conn) = tokio_postgres::connect(&admin_dsn, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
+    let admin = superuser(&pg).await;
     admin
         .batch_execute("CREATE ROLE n8n LOGIN PASSWORD 'tls-c41d'")
         .await
