@@ -430,6 +430,11 @@ pub struct StageResult {
     /// /proc, grouped by what it is (n8n's roles, Postgres, Redis, the load, anything else).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_processes: Vec<HostProcessCpu>,
+    /// This n8ncap read /proc for `host_processes` (empty when its own process served the
+    /// target); absent from runs saved by an n8ncap that did not, whose host's busy CPU then
+    /// stands for the deployment's (`diagnose::cpu`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_placed: bool,
 }
 
 /// A group of the host's processes over a stage (/proc): n8n's workers, Postgres' backends,
@@ -580,6 +585,7 @@ impl StageResult {
             iterations: None,
             database: None,
             host_processes: Vec::new(),
+            host_placed: false,
             history: None,
         }
     }

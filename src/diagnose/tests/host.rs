@@ -173,4 +173,13 @@ fn an_older_run_s_host_cpu_per_stage_is_the_deployment_s_when_nothing_was_placed
     let host = d.cpu_limit.as_ref().unwrap();
     assert_eq!(host.site, CpuSite::Host);
     assert!((host.bound_per_s - 28.0).abs() / 28.0 < 0.30, "{host:?}");
+
+    // The same stages from today's n8ncap, which read /proc and placed nothing (its own process
+    // served the target): the busy host is other work, never the deployment's CPU.
+    let mut today = stages.clone();
+    for s in today.iter_mut() {
+        s.host_placed = true;
+    }
+    let d = run(&today, settings(0.0, None, None));
+    assert_ne!(d.capping_limit, Some(Limit::Cpu.into()), "{}", d.verdict);
 }

@@ -209,6 +209,7 @@ pub(super) fn stage_result(
         iterations: None,
         database: None,
         host_processes: Vec::new(),
+        host_placed: false,
         history: None,
     }
 }

@@ -277,6 +277,7 @@ impl Clocks {
         cpu_figures(result, (self.own, self.host), wall, target_is_local);
         if let Some((port, s)) = &self.processes {
             result.host_processes = crate::load::host_cpu::since(s, *port);
+            result.host_placed = true;
         }
     }
 }
