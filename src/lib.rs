@@ -11,6 +11,7 @@ pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod diagnose;
+pub mod drill;
 pub mod error;
 pub mod exporter;
 pub mod findings;

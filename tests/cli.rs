@@ -4,7 +4,7 @@
 use crate::common::*;
 
 /// Every subcommand `--help` lists, in its order.
-const SUBCOMMANDS: [&str; 18] = [
+const SUBCOMMANDS: [&str; 19] = [
     "demo",
     "sweep",
     "inspect",
@@ -18,6 +18,7 @@ const SUBCOMMANDS: [&str; 18] = [
     "scale",
     "drain",
     "outage",
+    "postgres-restart",
     "replay",
     "sim",
     "completions",

@@ -77,6 +77,8 @@ mod pasted_plan;
 mod postgres;
 #[path = "postgres_refused.rs"]
 mod postgres_refused;
+#[path = "postgres_restart.rs"]
+mod postgres_restart;
 #[path = "redis.rs"]
 mod redis;
 #[path = "report.rs"]
@@ -87,6 +89,8 @@ mod sim_fidelity;
 mod sim_processes;
 #[path = "structure.rs"]
 mod structure;
+#[path = "structure_drills.rs"]
+mod structure_drills;
 #[path = "structure_limits.rs"]
 mod structure_limits;
 #[path = "sweep.rs"]

@@ -21,6 +21,12 @@ use std::time::Duration;
 pub struct Postgres {
     child: std::process::Child,
     pub port: u16,
+    /// Its binaries, data directory and socket directory, and whether it runs as the
+    /// `postgres` user (the tests run as root): what a drill's `pg_ctl` needs.
+    pub bin: std::path::PathBuf,
+    pub data: std::path::PathBuf,
+    pub socket_dir: std::path::PathBuf,
+    pub as_postgres: bool,
 }
 
 impl Drop for Postgres {
@@ -108,7 +114,14 @@ pub async fn start_postgres_with(max_connections: u32, settings: &[String]) -> O
         .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .spawn()
         .expect("start postgres");
-    let pg = Postgres { child, port };
+    let pg = Postgres {
+        child,
+        port,
+        bin: bin.clone(),
+        data: data.clone(),
+        socket_dir: dir.clone(),
+        as_postgres: as_user.is_some(),
+    };
     let dsn = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
     for _ in 0..2400 {
         if let Ok((client, conn)) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await {
@@ -156,6 +169,7 @@ pub fn db(port: u16, pool: u32, cost_ms: u64) -> DbConfig {
         pool_size: pool,
         cost: Duration::from_millis(cost_ms),
         metrics: true,
+        monitor: Default::default(),
     }
 }
 

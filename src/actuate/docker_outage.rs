@@ -1,41 +1,42 @@
-//! `n8ncap outage`'s side of the Docker API: the project's Redis stopped and started again, and
-//! the n8n processes read back afterwards — their state, exit code, restarts, restart policy
-//! and n8n's last line about Redis in their log (`observe::redis_log`). It always starts again
-//! what it stopped.
+//! `n8ncap outage`'s and `postgres-restart`'s side of the Docker API: the project's Redis or
+//! Postgres stopped and started again, and the n8n processes read back afterwards — their
+//! state, exit code, restarts, restart policy and n8n's last line about the dependency in their
+//! log (`observe::redis_log`, `observe::db_watch`). It always starts again what it stopped.
 
 use super::docker_scale::{inspect, start_running};
-use crate::observe::redis_log::{redis_line_in, EXITING};
+use crate::observe::redis_log::EXITING;
 use crate::record::outage::ProcessAfter;
 use bollard::query_parameters::{LogsOptionsBuilder, StopContainerOptionsBuilder};
 use bollard::Docker;
 use futures_util::StreamExt;
 
-/// The project's Redis container and the n8n processes to read back.
+/// The project's Redis (or Postgres) container and the n8n processes to read back.
 pub struct DockerOutage {
     pub docker: Docker,
-    pub redis: String,
+    pub container: String,
     /// n8n's containers and their roles (main, worker, webhook).
-    pub n8n: Vec<(String, String)>,
+    pub n8n: Vec<(String, crate::record::Role)>,
 }
 
-/// Seconds Redis is given to stop by itself (it saves and exits on SIGTERM).
+/// Seconds the container is given to stop by itself (Redis saves and exits on SIGTERM; the
+/// official Postgres image stops on SIGINT, a fast shutdown).
 const REDIS_GRACE_S: i32 = 10;
 
 impl DockerOutage {
-    /// Stops Redis (SIGTERM, SIGKILL after 10 s).
+    /// Stops it (its image's stop signal, SIGKILL after 10 s).
     pub async fn stop(&self) -> anyhow::Result<()> {
         let opts = StopContainerOptionsBuilder::default()
             .t(REDIS_GRACE_S)
             .build();
         self.docker
-            .stop_container(&self.redis, Some(opts))
+            .stop_container(&self.container, Some(opts))
             .await
-            .map_err(|e| anyhow::anyhow!("stopping {}: {e}", self.redis))
+            .map_err(|e| anyhow::anyhow!("stopping {}: {e}", self.container))
     }
 
-    /// Starts Redis again and waits until Docker reports it running.
+    /// Starts it again and waits until Docker reports it running.
     pub async fn start(&self) -> anyhow::Result<()> {
-        start_running(&self.docker, &self.redis).await
+        start_running(&self.docker, &self.container).await
     }
 
     /// Each n8n container's restart count now, to count the restarts of the run.
@@ -53,7 +54,13 @@ impl DockerOutage {
     }
 
     /// The n8n processes after the run, against their restart counts before it.
-    pub async fn after(&self, before: &[i64], since: i64) -> Vec<ProcessAfter> {
+    /// `line_in` finds n8n's last line about the dependency in a log (`observe::redis_log`'s
+    /// for Redis).
+    pub async fn after(
+        &self,
+        (before, since): (&[i64], i64),
+        line_in: fn(&str) -> Option<String>,
+    ) -> Vec<ProcessAfter> {
         let mut out = Vec::new();
         for (i, (name, role)) in self.n8n.iter().enumerate() {
             let info = inspect(&self.docker, name).await.ok();
@@ -75,11 +82,11 @@ impl DockerOutage {
                 .map(|n| n.to_string())
                 .filter(|n| !n.is_empty() && n != "no");
             let running = state.running == Some(true);
-            let redis_line = self.redis_line(name, since).await;
+            let redis_line = self.line(name, since, line_in).await;
             let exited_by_redis = redis_line.as_deref().is_some_and(|l| l.contains(EXITING));
             out.push(ProcessAfter {
                 name: name.clone(),
-                role: role.clone(),
+                role: *role,
                 exited: !running || restarts > 0 || exited_by_redis,
                 exit_code: state.exit_code.filter(|_| !running || restarts > 0),
                 running,
@@ -91,8 +98,13 @@ impl DockerOutage {
         out
     }
 
-    /// n8n's last line about its Redis connection since `since` (Unix seconds).
-    async fn redis_line(&self, name: &str, since: i64) -> Option<String> {
+    /// n8n's last line about the dependency since `since` (Unix seconds).
+    async fn line(
+        &self,
+        name: &str,
+        since: i64,
+        line_in: fn(&str) -> Option<String>,
+    ) -> Option<String> {
         let opts = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
@@ -106,6 +118,6 @@ impl DockerOutage {
                 break;
             }
         }
-        redis_line_in(&text)
+        line_in(&text)
     }
 }

@@ -75,7 +75,7 @@ impl DockerStop {
             }
         }
         StopRecord {
-            how: super::DOCKER.into(),
+            how: super::Via::Docker,
             signal: self.signal,
             what: self.container.clone(),
             signal_s: signal.duration_since(load_start).as_secs_f64(),

@@ -24,15 +24,12 @@ use crate::util::{run_shell, Interrupt};
 
 pub use command::COMMAND_DEADLINE;
 
-/// How a change is made, as its record says it.
-pub const DOCKER: &str = "docker";
-/// The operator's command, as its record says it.
-pub const COMMAND: &str = "command";
+pub use crate::record::drill::Via;
 
 /// A change to a deployment, through the Docker API or the operator's command.
 pub trait Actuator {
-    /// How it acts: [`DOCKER`] (n8ncap through the Docker API) or [`COMMAND`] (the operator's).
-    fn how(&self) -> &'static str;
+    /// How it acts: n8ncap through the Docker API, or the operator's command.
+    fn how(&self) -> Via;
 
     /// What it acts on, for people and records: the container, or the command as given.
     fn what(&self) -> String;

@@ -2,7 +2,7 @@
 //! (`docker_outage.rs`) or the operator's `--stop-cmd` and `--start-cmd`.
 
 use super::docker_outage::DockerOutage;
-use super::{shell, Actuator, COMMAND, DOCKER};
+use super::{shell, Actuator, Via};
 use crate::util::Interrupt;
 
 /// How Redis is stopped and started: the Docker API or the operator's commands.
@@ -12,16 +12,16 @@ pub enum Outager {
 }
 
 impl Actuator for Outager {
-    fn how(&self) -> &'static str {
+    fn how(&self) -> Via {
         match self {
-            Outager::Docker(_) => DOCKER,
-            Outager::Commands { .. } => COMMAND,
+            Outager::Docker(_) => Via::Docker,
+            Outager::Commands { .. } => Via::Command,
         }
     }
 
     fn what(&self) -> String {
         match self {
-            Outager::Docker(d) => d.redis.clone(),
+            Outager::Docker(d) => d.container.clone(),
             Outager::Commands { stop, start } => format!(
                 "{} … {}",
                 crate::wire::url::redact_command(stop),

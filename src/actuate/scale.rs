@@ -4,7 +4,7 @@
 
 use super::command::ScaleCommand;
 use super::docker_scale::DockerPairs;
-use super::{Actuator, COMMAND, DOCKER};
+use super::{Actuator, Via};
 use crate::record::scaling::ScaleStep;
 use crate::util::Interrupt;
 
@@ -17,10 +17,10 @@ pub enum Scaler {
 }
 
 impl Actuator for Scaler {
-    fn how(&self) -> &'static str {
+    fn how(&self) -> Via {
         match self {
-            Scaler::Command(_) => COMMAND,
-            Scaler::Docker(_) => DOCKER,
+            Scaler::Command(_) => Via::Command,
+            Scaler::Docker(_) => Via::Docker,
         }
     }
 

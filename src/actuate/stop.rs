@@ -3,7 +3,7 @@
 //! `--stop-cmd`, whose output is read for the jobs the worker said it held.
 
 use super::docker_stop::{held_in_log, DockerStop};
-use super::{Actuator, COMMAND, COMMAND_DEADLINE, DOCKER};
+use super::{Actuator, Via, COMMAND_DEADLINE};
 use crate::model::drain::StopSignal;
 use crate::record::drain::StopRecord;
 use crate::util::{run_shell, Interrupt};
@@ -16,10 +16,10 @@ pub enum Stopper {
 }
 
 impl Actuator for Stopper {
-    fn how(&self) -> &'static str {
+    fn how(&self) -> Via {
         match self {
-            Stopper::Docker(_) => DOCKER,
-            Stopper::Command(_) => COMMAND,
+            Stopper::Docker(_) => Via::Docker,
+            Stopper::Command(_) => Via::Command,
         }
     }
 
@@ -56,7 +56,7 @@ async fn command_stop(
     let signal_s = load_start.elapsed().as_secs_f64();
     let ran = run_shell(command, COMMAND_DEADLINE, Some(interrupt)).await;
     StopRecord {
-        how: COMMAND.into(),
+        how: Via::Command,
         signal,
         what: crate::wire::url::redact_command(command),
         signal_s,

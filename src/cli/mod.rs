@@ -12,12 +12,14 @@ use std::path::PathBuf;
 
 mod drain;
 mod outage;
+mod postgres_restart;
 mod recommend;
 mod replay;
 mod sim;
 mod sweep;
 pub use drain::{DrainArgs, SignalArg};
 pub use outage::OutageArgs;
+pub use postgres_restart::PostgresRestartArgs;
 pub use recommend::{RecommendArgs, RecommendFormat};
 pub use replay::ReplayArgs;
 pub use sim::{ExecutionsModeArg, SimAllArgs, SimCommand, SimMainArgs, SimWorkerArgs};
@@ -117,6 +119,13 @@ pub enum Command {
     /// Redis is gone past QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD), whether and when answers came
     /// back, and the loss the threshold predicts. Redis is always started again.
     Outage(Box<OutageArgs>),
+    /// What a Postgres restart costs: a steady load while the executions' Postgres is stopped
+    /// for --down and started again (through the Docker API, or --stop-cmd/--start-cmd); the
+    /// calls n8n answered 503 "Database is not ready!", when it answered OK again against its
+    /// recovery's backoff (the next try past Postgres' return, not the outage's length), the
+    /// requests in flight by how they ended and the executions left `running`. Postgres is
+    /// always started again.
+    PostgresRestart(Box<PostgresRestartArgs>),
     /// Would this autoscaler have kept up? Recorded arrivals replayed through the deployed
     /// ScaledObject or HPA and through the one n8ncap generates from the run, side by side:
     /// the backlog and queue wait over time with their peaks, the replicas, and the executions

@@ -1,20 +1,16 @@
 //! `n8ncap drain`: parses and checks the arguments, finds the worker to stop and what the
 //! prediction needs (the rate and job times of `--run`, the worker's shutdown timeout from the
-//! Docker API), runs the load (`load::drain`) with the stop beside it (`actuate::stop`: the
-//! Docker API's or the operator's `--stop-cmd`), judges (`diagnose::drain`) and reports.
+//! Docker API), and hands the drill (`drill::drain`: the stop through `actuate::stop`, the
+//! Docker API's or the operator's `--stop-cmd`) to the drill engine.
 
 use crate::actuate::docker_stop::{self, DockerStop};
 use crate::actuate::stop::Stopper;
 use crate::cli::DrainArgs;
-use crate::error::{self, BadInput};
+use crate::error::BadInput;
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
 use crate::record::dir::DrillFile;
-use crate::report::views::Drain as View;
-use std::time::{Duration, Instant};
-
-/// Requests in flight at most: a stopped deployment's backlog beyond this is dropped, counted.
-const MAX_IN_FLIGHT: usize = 2000;
+use std::time::Duration;
 
 fn duration(flag: &str, v: &str) -> Result<Duration, BadInput> {
     crate::util::parse_duration(v).map_err(|e| BadInput(format!("{flag}: {e}")))
@@ -105,8 +101,8 @@ fn inputs(
     t: &Times,
     (workers, graceful, bull): Worker,
     timeout: Duration,
-) -> crate::diagnose::drain::Known {
-    crate::diagnose::drain::Known {
+) -> crate::drill::drain::judge::Known {
+    crate::drill::drain::judge::Known {
         target: crate::wire::url::redact(&a.url),
         rate_per_s: known.rate,
         duration_s: t.total.as_secs_f64(),
@@ -360,7 +356,7 @@ async fn target(
         )
         .into());
     }
-    crate::load::drain::post_target(&a.url, body, timeout).await
+    crate::drill::engine::post_target(&a.url, body, timeout).await
 }
 
 /// The workers sharing the load, the stopped worker's shutdown window, its Bull settings.
@@ -395,51 +391,22 @@ fn the_worker(a: &DrainArgs, read: Option<Read>) -> anyhow::Result<Worker> {
 
 pub(super) async fn run(a: DrainArgs) -> anyhow::Result<i32> {
     let interrupt = crate::util::Interrupt::install();
-    let format = a.output.format::<View>("drain")?;
+    let format = a.output.format::<crate::report::views::Drain>("drain")?;
     let t = times(&a)?;
     let known = from_run(&a).await?;
     out_dir(&a)?;
     let (stopper, read) = stopper(&a).await?;
     let (workers, graceful, bull) = the_worker(&a, read)?;
     let target = target(&a, &known.body, bull.timeout()).await?;
-    crate::load::drain::preflight(&target).await?;
+    crate::drill::engine::preflight(&target).await?;
     let metrics = main_metrics(&a)?;
-    let failed_before = crate::observe::scrape::jobs_failed(metrics.as_deref()).await;
-    let plan = crate::load::drain::Plan {
-        rate_per_s: known.rate.value,
-        duration: t.total,
-        stop_at: t.stop_at,
-        max_in_flight: MAX_IN_FLIGHT,
-    };
     let inputs = inputs(&a, known, &t, (workers, graceful, bull), target.timeout);
-    let load_start = Instant::now();
-    let stop = async { stopper.stop(a.signal.into(), load_start, &interrupt).await };
-    let loaded = crate::load::drain::run(&target, &plan, stop, &interrupt).await;
-    let Some(stop) = loaded.stop else {
-        eprintln!("n8ncap drain: interrupted before the stop; the worker was left alone");
-        return Ok(interrupt.exit_code());
-    };
-    let n8n_failed = crate::observe::scrape::jobs_failed(metrics.as_deref())
-        .await
-        .zip(failed_before)
-        .filter(|(e, b)| e >= b)
-        .map(|(e, b)| e - b);
-    let inputs = crate::diagnose::drain::Known {
-        n8n_failed,
-        interrupted: loaded.interrupted,
-        ..inputs
-    };
-    let d = crate::diagnose::drain::judge_drain(inputs, &loaded.sent, loaded.dropped, stop);
-    // The verdict first: a worker was really stopped, and a write that fails must not hide it.
-    crate::report::emit(&View(&d), format)?;
-    if let Some(dir) = &a.out {
-        DrillFile::Drain.write(dir, &d)?;
-    }
-    Ok(if loaded.interrupted {
-        interrupt.exit_code()
-    } else if d.stop_failed.is_some() || d.unjudged.is_some() {
-        error::EXIT_FAILED
-    } else {
-        error::EXIT_OK
-    })
+    let drill = crate::drill::drain::DrainDrill::new(
+        (stopper, a.signal.into()),
+        inputs,
+        t.stop_at,
+        metrics,
+    );
+    let out = (a.out.as_deref(), format);
+    crate::drill::conduct(drill, &target, out, &interrupt).await
 }

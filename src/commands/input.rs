@@ -370,3 +370,48 @@ pub(super) async fn each_count(
     }
     Ok(counts)
 }
+
+/// The container of `role` a drill stops in a compose project: the one `given` names (its
+/// flag, `--redis-container`), else the project's only one.
+pub(super) fn chosen_dependency<'a>(
+    (role, word, flag): (crate::topology::Role, &str, &str),
+    given: Option<&str>,
+    project: &str,
+    nodes: &'a [crate::topology::Node],
+) -> Result<&'a crate::topology::Node, BadInput> {
+    let shown = crate::util::escape_control(project);
+    let found: Vec<&crate::topology::Node> = nodes.iter().filter(|n| n.role == role).collect();
+    match given {
+        Some(r) => found
+            .iter()
+            .find(|n| n.name() == r)
+            .copied()
+            .ok_or_else(|| {
+                BadInput(format!(
+                    "{flag} {}: no running {word} of that name in project {shown}",
+                    crate::util::escape_control(r)
+                ))
+            }),
+        None => match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(BadInput(format!(
+                "project {shown} has no running {word} container to stop"
+            ))),
+            _ => Err(BadInput(format!(
+                "project {shown} has several {word} containers: name one with {flag}"
+            ))),
+        },
+    }
+}
+
+/// The n8n processes a drill reads back after it: main, workers, webhook processors.
+pub(super) fn n8n_processes(
+    nodes: &[crate::topology::Node],
+) -> Vec<(String, crate::topology::Role)> {
+    use crate::topology::Role;
+    nodes
+        .iter()
+        .filter(|n| matches!(n.role, Role::Main | Role::Worker | Role::Webhook))
+        .map(|n| (n.name().to_string(), n.role))
+        .collect()
+}

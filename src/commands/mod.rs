@@ -13,6 +13,7 @@ mod history;
 mod input;
 mod inspect;
 mod outage;
+mod postgres_restart;
 mod recommend;
 mod replay;
 mod report;
@@ -64,6 +65,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Scale(a) => scale::run(a).await,
         Command::Drain(a) => drain::run(*a).await,
         Command::Outage(a) => outage::run(*a).await,
+        Command::PostgresRestart(a) => postgres_restart::run(*a).await,
         Command::Replay(a) => replay::run(*a).await,
         Command::Sim(s) => {
             sim::run(s).await?;

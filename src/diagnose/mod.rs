@@ -9,7 +9,6 @@
 
 pub mod compare;
 pub mod cpu;
-pub mod drain;
 pub mod failures;
 pub mod floor;
 pub mod history;
@@ -17,7 +16,6 @@ pub mod levels;
 pub mod lifecycle;
 pub mod mix;
 pub mod observed;
-pub mod outage;
 pub mod ramp;
 pub mod regular;
 pub mod replay;

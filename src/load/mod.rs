@@ -7,7 +7,6 @@ pub mod arrivals;
 pub mod body;
 pub mod checks;
 pub mod client;
-pub mod drain;
 pub mod host_cpu;
 pub mod k6;
 pub mod k6series;

@@ -10,6 +10,7 @@ pub mod autoscaler;
 pub mod bound;
 pub mod budget;
 mod capacity;
+pub mod db_recovery;
 pub mod drain;
 pub mod mix;
 pub mod operating_point;

@@ -242,6 +242,24 @@ fn record(pg: &mut PostgresSampled, got: Result<postgres::PostgresFacts, crate::
     }
 }
 
+/// The last line of a log about n8n's watch over its database (n8n 2.41's
+/// `DbConnectionMonitor`): its recovery, its tries, its failed pings, a pooled connection
+/// Postgres ended. Read by `postgres-restart`'s read-back.
+pub fn recovery_line_in(text: &str) -> Option<String> {
+    let words = [
+        "Database connection recovered",
+        "Attempting to recover database connection",
+        "Recovery attempt",
+        "Triggering database connection recovery",
+        "Database ping failed",
+        "Postgres pool client error",
+    ];
+    text.lines()
+        .rev()
+        .find(|l| words.iter().any(|w| l.contains(w)))
+        .map(|l| crate::util::escape_control(&crate::util::truncate(l.trim(), 300)).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,6 +79,7 @@ impl ResultsDir {
 pub enum DrillFile {
     Drain,
     Outage,
+    PostgresRestart,
 }
 
 impl DrillFile {
@@ -86,6 +87,7 @@ impl DrillFile {
         match self {
             DrillFile::Drain => "drain.json",
             DrillFile::Outage => "outage.json",
+            DrillFile::PostgresRestart => "postgres-restart.json",
         }
     }
 

@@ -47,9 +47,9 @@ pub enum Outcome {
 /// How the worker was stopped and what the stop reported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StopRecord {
-    /// "docker" (SIGTERM through the Docker API, SIGKILL after the grace; or SIGKILL at once)
-    /// or "command".
-    pub how: String,
+    /// Through the Docker API (SIGTERM, SIGKILL after the grace; or SIGKILL at once) or the
+    /// operator's command.
+    pub how: super::drill::Via,
     /// The signal the stop sends first (with `--stop-cmd`: the one the operator says it sends).
     #[serde(default = "term")]
     pub signal: StopSignal,

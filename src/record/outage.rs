@@ -8,36 +8,15 @@ use super::drain::{InFlight, Second};
 use crate::model::settings::Sourced;
 use serde::{Deserialize, Serialize};
 
-/// How Redis was stopped and started again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RedisStop {
-    /// "docker" (the container stopped and started through the Docker API) or "command".
-    pub how: String,
-    /// The container, or the commands run (`--stop-cmd`, `--start-cmd`).
-    pub what: String,
-    /// Seconds from the load's start to the stop asked for.
-    pub stopped_s: f64,
-    /// Seconds from the load's start to Redis gone (the stop returned: Redis saves its
-    /// snapshot and exits first); the requests in flight are counted from here.
-    #[serde(default)]
-    pub down_s: Option<f64>,
-    /// Seconds from the load's start to Redis started again; None when it could not be (said
-    /// in `detail`).
-    pub started_s: Option<f64>,
-    /// What failed, when something did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// Interrupted during the outage: Redis was started again at once.
-    #[serde(default)]
-    pub cut_short: bool,
-}
+/// How Redis was stopped and started again (the name outage's records have used).
+pub use super::drill::StopStart as RedisStop;
 
 /// An n8n process after the outage, as Docker shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessAfter {
     pub name: String,
     /// main, worker or webhook.
-    pub role: String,
+    pub role: super::Role,
     /// It exited during the run (its exit, or a restart counted since the outage began).
     pub exited: bool,
     pub exit_code: Option<i64>,

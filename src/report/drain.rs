@@ -38,8 +38,8 @@ fn stop_rows(d: &Drain, rows: &mut Rows) {
         rows,
         "stopped",
         format!("{} at {:.1} s", d.stop.what, d.stop.signal_s),
-        match (d.stop.grace_s, d.stop.signal, d.stop.how.as_str()) {
-            (_, crate::model::drain::StopSignal::Kill, "docker") => {
+        match (d.stop.grace_s, d.stop.signal, d.stop.how) {
+            (_, crate::model::drain::StopSignal::Kill, crate::record::drill::Via::Docker) => {
                 "SIGKILL through the Docker API".into()
             }
             (Some(g), _, _) => format!("SIGTERM through the Docker API, SIGKILL after {g:.0} s"),

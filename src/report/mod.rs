@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod json;
 pub mod markdown;
 pub mod outage;
+pub mod postgres_restart;
 pub mod replay;
 pub mod rules;
 pub mod sarif;

@@ -25,7 +25,7 @@ pub fn table(o: &Outage) -> String {
                     "at {s:.1} s"
                 ))
         ),
-        o.stop.how.clone(),
+        o.stop.how.word().to_string(),
     );
     row(
         "n8n gives Redis",
@@ -44,7 +44,7 @@ pub fn table(o: &Outage) -> String {
     );
     for p in &o.processes {
         row(
-            &format!("{} ({})", p.name, p.role),
+            &format!("{} ({})", p.name, p.role.word()),
             match (p.exited, p.running) {
                 (true, true) => format!("exited, restarted {}×", p.restarts),
                 (true, false) => "exited, still down".into(),

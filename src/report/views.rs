@@ -293,6 +293,18 @@ impl Rendered for Outage<'_> {
     }
 }
 
+/// `postgres-restart`'s result: n8n's 503s, its return against the prediction, the requests in
+/// flight by outcome, the executions left.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct PostgresRestart<'a>(pub &'a crate::record::postgres_restart::PostgresRestart);
+
+impl Rendered for PostgresRestart<'_> {
+    fn table(&self) -> String {
+        super::postgres_restart::table(self.0)
+    }
+}
+
 /// `replay`'s result: each autoscaler over the same arrivals, side by side.
 #[derive(Serialize)]
 #[serde(transparent)]

@@ -13,11 +13,12 @@
 //! execution's data, never in a response; the execution left `new` or `running` when the write
 //! that would have ended it was refused. The password is never printed.
 
+use super::db_monitor::{Health, MonitorConfig, Pinged};
 use crate::error::BadInput;
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_postgres::NoTls;
 
@@ -39,6 +40,8 @@ pub struct DbConfig {
     pub cost: Duration,
     /// `N8N_METRICS_INCLUDE_DB_POOL_METRICS`.
     pub metrics: bool,
+    /// n8n's watch over the database: pings and recovery.
+    pub monitor: MonitorConfig,
 }
 
 impl std::fmt::Debug for DbConfig {
@@ -86,6 +89,7 @@ impl DbConfig {
             pool_size,
             cost: Duration::from_secs_f64(cost_ms / 1000.0),
             metrics: env("N8N_METRICS_INCLUDE_DB_POOL_METRICS").is_some_and(|v| v.trim() == "true"),
+            monitor: MonitorConfig::from_env(env)?,
         }))
     }
 }
@@ -94,16 +98,49 @@ impl DbConfig {
 pub struct Db {
     pool: Pool,
     cfg: DbConfig,
-    connected: AtomicBool,
-    disconnections: AtomicU64,
+    /// Connected or not, as the pool's connections and the monitor say (shared with them).
+    health: Arc<Health>,
     /// Connections Postgres refused (53300).
     refused: AtomicU64,
     /// Cumulative counts per bucket of [`ACQUIRE_BUCKETS`], then +Inf; the sum of seconds.
     acquire: Mutex<([u64; 9], f64)>,
 }
 
-/// Why a statement failed, in the words the execution's error carries.
-pub type DbError = String;
+pub use super::db_monitor::DbError;
+
+/// Each pooled connection's task, as pg-pool's: an error that ends it (Postgres terminated it)
+/// is the pool's `error` event — the database marked not connected, the line logged.
+struct Watched {
+    health: Arc<Health>,
+}
+
+impl deadpool_postgres::Connect for Watched {
+    fn connect(
+        &self,
+        pg: &tokio_postgres::Config,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<
+                        (tokio_postgres::Client, tokio::task::JoinHandle<()>),
+                        tokio_postgres::Error,
+                    >,
+                > + Send
+                + '_,
+        >,
+    > {
+        let (pg, health) = (pg.clone(), self.health.clone());
+        Box::pin(async move {
+            let (client, connection) = pg.connect(NoTls).await?;
+            let task = tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    health.pool_client_error(&words(&e));
+                }
+            });
+            Ok((client, task))
+        })
+    }
+}
 
 impl Db {
     /// The pool of one process (`application_name` says which, in `pg_stat_activity`), and
@@ -119,9 +156,12 @@ impl Db {
         if !cfg.password.is_empty() {
             pg.password(cfg.password.as_str());
         }
-        let manager = Manager::from_config(
+        let health = Arc::new(Health::default());
+        let manager = Manager::from_connect(
             pg,
-            NoTls,
+            Watched {
+                health: health.clone(),
+            },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -132,8 +172,7 @@ impl Db {
         let db = Db {
             pool,
             cfg: cfg.clone(),
-            connected: AtomicBool::new(false),
-            disconnections: AtomicU64::new(0),
+            health,
             refused: AtomicU64::new(0),
             acquire: Mutex::new(([0; 9], 0.0)),
         };
@@ -182,9 +221,14 @@ impl Db {
         Ok(db)
     }
 
-    /// A connection from the pool, the wait timed into the acquire histogram.
+    /// A connection from the pool after any recovery in progress (n8n parks the acquisition,
+    /// at most `DB_CONNECTION_ACQUISITION_TIMEOUT_MS`), the wait timed into the acquire
+    /// histogram.
     async fn get(&self) -> Result<deadpool_postgres::Object, DbError> {
         let t0 = Instant::now();
+        self.health
+            .await_recovery(self.cfg.monitor.acquisition_timeout)
+            .await?;
         let got = self.pool.get().await;
         let waited = t0.elapsed().as_secs_f64();
         if let Ok(mut a) = self.acquire.lock() {
@@ -196,22 +240,22 @@ impl Db {
             a.0[8] += 1;
             a.1 += waited;
         }
-        match got {
-            Ok(c) => {
-                self.connected.store(true, Ordering::Relaxed);
-                Ok(c)
+        got.map_err(|e| {
+            let refused = matches!(&e, deadpool_postgres::PoolError::Backend(b)
+                if b.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS));
+            if refused {
+                self.refused.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => {
-                let refused = matches!(&e, deadpool_postgres::PoolError::Backend(b)
-                    if b.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS));
-                if refused {
-                    self.refused.fetch_add(1, Ordering::Relaxed);
-                } else if self.connected.swap(false, Ordering::Relaxed) {
-                    self.disconnections.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(words(&e))
+            DbError {
+                words: words(&e),
+                lost: !refused,
             }
-        }
+        })
+    }
+
+    /// The connected state n8n's handlers read (main answers 503 while it is false).
+    pub fn health(&self) -> &Health {
+        &self.health
     }
 
     /// The highest execution id written so far: main numbers its executions after it, as
@@ -224,8 +268,8 @@ impl Db {
                 &[],
             )
             .await
-            .map_err(|e| words(&e))?;
-        Ok(row.try_get::<_, i64>(0).map_err(|e| words(&e))?.max(0) as u64)
+            .map_err(|e| failed(&e))?;
+        Ok(row.try_get::<_, i64>(0).map_err(|e| failed(&e))?.max(0) as u64)
     }
 
     /// Main at intake: the execution is written (`new`) before it is queued.
@@ -239,7 +283,7 @@ impl Db {
             &[&id],
         )
         .await
-        .map_err(|e| words(&e))?;
+        .map_err(|e| failed(&e))?;
         c.execute(
             "INSERT INTO execution_data (\"executionId\") VALUES ($1)
              ON CONFLICT (\"executionId\") DO UPDATE SET data = ''",
@@ -247,45 +291,52 @@ impl Db {
         )
         .await
         .map(|_| ())
-        .map_err(|e| words(&e))
+        .map_err(|e| failed(&e))
     }
 
-    /// The worker: marks the execution `running`, reads it, and writes its result and its data,
-    /// on one connection held for the configured cost per execution (inside the write, as a slow
-    /// statement holds it). Refused that connection, the execution stays `new` for good (n8n's
-    /// separate writes left most of theirs `running`; one hold keeps the database time per
-    /// execution what `SIM_DB_COST_MS` says).
+    /// The worker, as it starts the execution: marked `running` (n8n writes it before the
+    /// workflow runs, so an execution whose end is never written stays `running`).
+    pub async fn start_execution(&self, id: u64) -> Result<(), DbError> {
+        let c = self.get().await?;
+        c.execute(
+            "UPDATE execution_entity SET status = 'running', \"startedAt\" = now() WHERE id = $1",
+            &[&(id as i64)],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| failed(&e))
+    }
+
+    /// The worker, at the execution's end: reads it and writes its result and its data, on one
+    /// connection held for the configured cost per execution (inside the write, as a slow
+    /// statement holds it). Refused that connection, the execution stays as
+    /// [`Db::start_execution`] left it (n8n's separate writes left most of theirs `running`;
+    /// one hold keeps the database time per execution what `SIM_DB_COST_MS` says).
     pub async fn finish_execution(&self, id: u64, ok: bool, data: &str) -> Result<(), DbError> {
         let c = self.get().await?;
         let id = id as i64;
-        c.execute(
-            "UPDATE execution_entity SET status = 'running', \"startedAt\" = now() WHERE id = $1",
-            &[&id],
-        )
-        .await
-        .map_err(|e| words(&e))?;
         c.query_opt("SELECT status FROM execution_entity WHERE id = $1", &[&id])
             .await
-            .map_err(|e| words(&e))?;
+            .map_err(|e| failed(&e))?;
         let cost = self.cfg.cost.as_secs_f64();
         if cost > 0.0 {
             c.execute("SELECT pg_sleep($1::float8)", &[&cost])
                 .await
-                .map_err(|e| words(&e))?;
+                .map_err(|e| failed(&e))?;
         }
         c.execute(
             "UPDATE execution_entity SET status = $2, finished = $3, \"stoppedAt\" = now() WHERE id = $1",
             &[&id, &(if ok { "success" } else { "error" }), &ok],
         )
         .await
-        .map_err(|e| words(&e))?;
+        .map_err(|e| failed(&e))?;
         c.execute(
             "UPDATE execution_data SET data = $2 WHERE \"executionId\" = $1",
             &[&id, &data],
         )
         .await
         .map(|_| ())
-        .map_err(|e| words(&e))
+        .map_err(|e| failed(&e))
     }
 
     /// Main, to answer the webhook with the last node's data: the execution's data read back.
@@ -297,7 +348,7 @@ impl Db {
         )
         .await
         .map(|_| ())
-        .map_err(|e| words(&e))
+        .map_err(|e| failed(&e))
     }
 
     /// n8n's pool metrics, under `prefix` (nothing unless the flag is on).
@@ -333,11 +384,7 @@ impl Db {
             (
                 "connected",
                 "Whether n8n considers the database connected (1) or disconnected (0).",
-                if self.connected.load(Ordering::Relaxed) {
-                    1.0
-                } else {
-                    0.0
-                },
+                if self.health.connected() { 1.0 } else { 0.0 },
             ),
         ] {
             let _ = write!(s, "# HELP {prefix}db_pool_{name} {help}\n# TYPE {prefix}db_pool_{name} gauge\n{prefix}db_pool_{name} {v}\n");
@@ -345,7 +392,7 @@ impl Db {
         let _ = write!(
             s,
             "# HELP {prefix}db_pool_disconnections_total Number of transitions from a connected to a disconnected database.\n# TYPE {prefix}db_pool_disconnections_total counter\n{prefix}db_pool_disconnections_total {}\n",
-            self.disconnections.load(Ordering::Relaxed)
+            self.health.disconnections()
         );
         if let Ok(a) = self.acquire.lock() {
             let _ = writeln!(s, "# HELP {prefix}db_pool_acquire_seconds Time spent acquiring a connection from the database pool (Postgres only).\n# TYPE {prefix}db_pool_acquire_seconds histogram");
@@ -367,9 +414,37 @@ impl Db {
         s
     }
 
+    /// The pool of one process with its monitor running in `tasks` (pings and recovery, as
+    /// n8n's `DbConnectionMonitor`).
+    pub async fn start(
+        cfg: &DbConfig,
+        application_name: &str,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) -> anyhow::Result<Arc<Db>> {
+        let db = Arc::new(Db::connect(cfg, application_name).await?);
+        tasks.spawn(super::db_monitor::watch(db.clone(), cfg.monitor));
+        Ok(db)
+    }
+
     /// Connections Postgres refused (53300) so far.
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// A statement's failure: lost when the connection ended or Postgres is going away (57P,
+/// 08 — its shutdown, a restart), else the statement's own error.
+fn failed(e: &tokio_postgres::Error) -> DbError {
+    let code = e.code().map(|c| c.code().to_string());
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    let lost = e.is_closed()
+        || io
+        || code
+            .as_deref()
+            .is_some_and(|c| c.starts_with("57P") || c.starts_with("08"));
+    DbError {
+        words: words(e),
+        lost,
     }
 }
 
@@ -386,4 +461,28 @@ fn words(e: &(dyn std::error::Error + 'static)) -> String {
         cur = err.source();
     }
     e.to_string()
+}
+
+impl Pinged for Db {
+    async fn ping(&self) -> Result<(), DbError> {
+        let c = self.pool.get().await.map_err(|e| DbError {
+            words: words(&e),
+            lost: true,
+        })?;
+        c.simple_query("SELECT 1")
+            .await
+            .map(|_| ())
+            .map_err(|e| failed(&e))
+    }
+
+    async fn reinitialize(&self) -> Result<(), DbError> {
+        // The old pool's idle connections go (n8n destroys its DataSource), and a new one must
+        // open.
+        self.pool.retain(|_, _| false);
+        self.ping().await
+    }
+
+    fn health(&self) -> &Health {
+        &self.health
+    }
 }

@@ -16,6 +16,16 @@ pub const NO_DATA: &str =
 /// shown to a caller).
 pub const DB_FAILED: &str = "database: ";
 
+/// What marks a job whose end could not be written because the database was away (a
+/// restart): main holds its caller unanswered, as n8n 2.41.1 did (the third lab: the executions
+/// in flight at a Postgres stop stayed `running` and their callers never got an answer).
+pub const DB_LOST: &str = "database lost: ";
+
+/// Whether a job's error says its end was lost with the database.
+pub fn lost(error: Option<&str>) -> bool {
+    error.is_some_and(|e| e.starts_with(DB_LOST))
+}
+
 /// The line n8n logs for an execution its database refused.
 pub fn problem(id: u64, message: &str) -> String {
     format!(
@@ -52,5 +62,27 @@ impl JobFailed {
     pub fn db(id: u64, e: &str) -> Self {
         log_problem(id, e);
         JobFailed::counted(format!("{DB_FAILED}{e}"))
+    }
+
+    /// The database was away when the job's start or end was written: the worker's hook fails
+    /// with n8n's line, the job is not counted failed and main never answers its caller.
+    pub fn lost(e: &str) -> Self {
+        eprintln!(
+            "There was a problem running hook \"workflowExecuteAfter\" Error: {}",
+            crate::util::escape_control(e)
+        );
+        JobFailed {
+            why: format!("{DB_LOST}{e}"),
+            counted: false,
+        }
+    }
+
+    /// A database error as the job fails with it: refused (counted, answered 500) or lost.
+    pub fn of(id: u64, e: &super::db_monitor::DbError) -> Self {
+        if e.lost {
+            JobFailed::lost(&e.words)
+        } else {
+            JobFailed::db(id, &e.words)
+        }
     }
 }

@@ -84,7 +84,7 @@ struct State {
     /// Regular mode: main runs the executions itself.
     regular: Option<super::regular::Executor>,
     /// The executions' database, when there is one: each execution written at intake.
-    db: Option<super::db::Db>,
+    db: Option<Arc<super::db::Db>>,
 }
 
 /// Addresses a started main listens on.
@@ -119,7 +119,7 @@ pub async fn start(cfg: MainConfig, tasks: &mut JoinSet<()>) -> anyhow::Result<M
     };
     let lag = LagMonitor::start(tasks);
     let db = match &cfg.db {
-        Some(d) => Some(super::db::Db::connect(d, "main").await?),
+        Some(d) => Some(super::db::Db::start(d, "main", tasks).await?),
         None => None,
     };
     // Executions are numbered after the database's last, as its sequence would.
@@ -239,6 +239,12 @@ async fn handle_http(st: Arc<State>, req: Request<Incoming>) -> Resp {
             render_metrics(&st),
         ),
         (&Method::GET, "/healthz") => json(StatusCode::OK, &j!({"status": "ok"})),
+        // n8n's middleware before every route but the health checks: a database it holds not
+        // connected answers 503 at once.
+        _ if st.db.as_ref().is_some_and(|db| !db.health().connected()) => json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &j!({"code": 503, "message": "Database is not ready!"}),
+        ),
         (_, p) if p.starts_with("/webhook/") => {
             let hook = &p["/webhook/".len()..];
             let defaults = st.cfg.workflows.0.get(hook).cloned();
@@ -297,7 +303,7 @@ async fn webhook(
     if let Some(db) = &st.db {
         if let Err(e) = db.insert_execution(id).await {
             // No job was queued: n8n's failed-jobs counter does not see it, the log does.
-            super::db_fail::log_problem(id, &e);
+            super::db_fail::log_problem(id, &e.words);
             return json(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 &j!({"message": super::db_fail::ERROR_IN_WORKFLOW}),
@@ -453,6 +459,10 @@ fn finish(st: &State, id: u64, e: Ended) {
                 h.counts[i] += 1;
             }
         }
+    }
+    if super::db_fail::lost(error.as_deref()) {
+        // Its end was lost with the database: the caller is held, never answered.
+        return;
     }
     let waiter = st.waiters.lock().ok().and_then(|mut w| w.remove(&id));
     if let Some(tx) = waiter {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod cpu;
 pub mod db;
 pub mod db_fail;
+pub mod db_monitor;
 pub mod intake;
 pub mod main_role;
 pub mod process;

@@ -72,7 +72,7 @@ struct State {
     started: SystemTime,
     js: super::cpu::JsThread,
     /// The executions' database, when there is one: read and written through this pool.
-    db: Option<super::db::Db>,
+    db: Option<std::sync::Arc<super::db::Db>>,
     /// SIGTERM arrived: no slot takes another job.
     stopping: AtomicBool,
     /// Held while a slot checks `stopping` and counts its job in, and while the stop sets it
@@ -125,7 +125,7 @@ pub async fn start(cfg: WorkerConfig, tasks: &mut JoinSet<()>) -> anyhow::Result
     let (health, broker) = (health_listener.local_addr()?, broker_listener.local_addr()?);
     let lag = LagMonitor::start(tasks);
     let db = match &cfg.db {
-        Some(d) => Some(super::db::Db::connect(d, &cfg.name).await?),
+        Some(d) => Some(super::db::Db::start(d, &cfg.name, tasks).await?),
         None => None,
     };
     let st = Arc::new(State {
@@ -431,6 +431,11 @@ async fn serve_queue(st: Arc<State>, stream: TcpStream) {
 async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
     let t0 = Instant::now();
     let outcome = async {
+        if let Some(db) = &st.db {
+            db.start_execution(id)
+                .await
+                .map_err(|e| JobFailed::of(id, &e))?;
+        }
         if !st.cfg.overhead.is_zero() {
             tokio::time::sleep(st.cfg.overhead).await;
         }
@@ -465,7 +470,7 @@ async fn run_job(st: &State, id: u64, spec: JobSpec) -> QueueMsg {
                 };
                 match db.finish_execution(id, t.ok, data).await {
                     Ok(()) => Ok(t),
-                    Err(e) => Err(JobFailed::db(id, &e)),
+                    Err(e) => Err(JobFailed::of(id, &e)),
                 }
             }
             (_, r) => r,

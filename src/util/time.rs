@@ -96,6 +96,14 @@ pub fn clock(t: f64) -> String {
     utc_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t))
 }
 
+/// Seconds since the Unix epoch now, whole (0 if the clock is before it).
+pub fn unix_now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod time_tests {
     use super::*;

@@ -9,12 +9,10 @@ use crate::model::drain::{
 use crate::model::n8n_defaults::SHUTDOWN_TASK_SHARE;
 use crate::model::provenance::Provenance;
 use crate::model::settings::Sourced;
-use crate::record::drain::{Drain, DrainAdvice, InFlight, Outcome, Second, Sent, StopRecord};
+use crate::record::drain::{Drain, DrainAdvice, Sent, StopRecord};
+use crate::record::drill::Via;
 
-/// OK answers per second that count as back at the offered rate.
-const RECOVERED_SHARE: f64 = 0.9;
-/// Seconds every window of which must hold that share.
-const RECOVERY_WINDOW_S: usize = 3;
+use crate::drill::fates::{in_flight_at, recovery, timeline, RECOVERY_WINDOW_S};
 
 /// What the drain knew before the load.
 #[derive(Debug, Clone)]
@@ -203,93 +201,6 @@ fn job_times(i: &Known, before: &[&Sent]) -> (Option<Sourced<f64>>, Option<Sourc
     )
 }
 
-pub fn in_flight_at(sent: &[Sent], signal: f64) -> InFlight {
-    let mut f = InFlight::default();
-    for s in sent
-        .iter()
-        .filter(|s| s.sent_s < signal && s.ended_s.is_none_or(|e| e >= signal))
-    {
-        f.total += 1;
-        let failed_at = match s.outcome {
-            Outcome::Answered(c) if (200..300).contains(&c) => {
-                f.finished += 1;
-                None
-            }
-            Outcome::Answered(c) => {
-                *f.failed_by_status.entry(c).or_default() += 1;
-                s.ended_s
-            }
-            Outcome::Broken => {
-                f.broken += 1;
-                s.ended_s
-            }
-            Outcome::Unanswered => {
-                f.unanswered += 1;
-                None
-            }
-        };
-        if let Some(e) = failed_at.filter(|e| e.is_finite()) {
-            let after = (e - signal).max(0.0);
-            f.last_failure_after_s = Some(f.last_failure_after_s.map_or(after, |l| l.max(after)));
-        }
-    }
-    f
-}
-
-pub fn timeline(sent: &[Sent], duration_s: f64) -> Vec<Second> {
-    let last = sent
-        .iter()
-        .filter_map(|s| s.ended_s)
-        .fold(duration_s, f64::max)
-        .ceil() as usize;
-    let mut out: Vec<Second> = (0..=last)
-        .map(|t| Second {
-            t: t as u32,
-            sent: 0,
-            finished: 0,
-            failed: 0,
-        })
-        .collect();
-    for s in sent {
-        if let Some(b) = out.get_mut(s.sent_s.max(0.0) as usize) {
-            b.sent += 1;
-        }
-        if let Some(b) = s.ended_s.and_then(|e| out.get_mut(e.max(0.0) as usize)) {
-            if s.ok() {
-                b.finished += 1;
-            } else {
-                b.failed += 1;
-            }
-        }
-    }
-    out
-}
-
-/// The first whole second after the signal from which every window of
-/// [`RECOVERY_WINDOW_S`] seconds up to `until` answered OK at [`RECOVERED_SHARE`] of the
-/// offered rate; seconds from the signal.
-pub fn recovery(seconds: &[Second], rate: f64, signal: f64, until: f64) -> Option<f64> {
-    let w = RECOVERY_WINDOW_S;
-    let end = until.floor().max(0.0) as usize;
-    let holds = |t: usize| -> bool {
-        let got: u32 = seconds.iter().skip(t).take(w).map(|s| s.finished).sum();
-        f64::from(got) >= RECOVERED_SHARE * rate * w as f64
-    };
-    let first = signal.floor().max(0.0) as usize;
-    if first + w > end {
-        return None;
-    }
-    let mut candidate = None;
-    for t in first..=end - w {
-        match (holds(t), candidate) {
-            (true, None) => candidate = Some(t),
-            (false, _) => candidate = None,
-            _ => {}
-        }
-    }
-    candidate.map(|t| (t as f64 - signal).max(0.0))
-}
-
 /// The time the held jobs had: the worker's graceful shutdown, cut by Docker's grace.
 fn window(i: &Known, stop: &StopRecord) -> Option<Sourced<f64>> {
     let graceful = i.graceful_s.clone()?;
@@ -308,12 +219,12 @@ fn window(i: &Known, stop: &StopRecord) -> Option<Sourced<f64>> {
 /// Why the stop did not happen as asked: a stop command that did not succeed, or Docker's error
 /// stopping the container.
 fn stop_failed(stop: &StopRecord) -> Option<String> {
-    match stop.how.as_str() {
-        "command" if stop.exit_code != Some(0) => Some(match stop.exit_code {
+    match stop.how {
+        Via::Command if stop.exit_code != Some(0) => Some(match stop.exit_code {
             Some(c) => format!("the stop command exited with status {c}"),
             None => "the stop command did not finish (ended by a signal, or its deadline)".into(),
         }),
-        "docker" => stop
+        Via::Docker => stop
             .detail
             .as_deref()
             .filter(|d| d.starts_with("stopping") || d.starts_with("killing"))
@@ -361,6 +272,7 @@ use said::{advice, verdict};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::drain::{Outcome, Second};
 
     fn sent(sent_s: f64, ended_s: Option<f64>, outcome: Outcome) -> Sent {
         Sent::new(sent_s, ended_s, outcome)
@@ -438,7 +350,7 @@ mod tests {
 
     fn stop(signal: StopSignal, grace_s: Option<f64>, held: Option<u64>) -> StopRecord {
         StopRecord {
-            how: "docker".into(),
+            how: Via::Docker,
             signal,
             what: "w".into(),
             signal_s: 8.0,

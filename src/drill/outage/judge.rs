@@ -5,7 +5,7 @@
 //! answered, above it everything in flight is lost and nothing answers until a supervisor
 //! starts the processes again.
 
-use super::drain::{in_flight_at, recovery, timeline};
+use crate::drill::fates::{in_flight_at, recovery, timeline};
 use crate::model::settings::Sourced;
 use crate::record::drain::Sent;
 use crate::record::outage::{Outage, ProcessAfter, RedisStop};
@@ -82,16 +82,19 @@ fn process_words(p: &ProcessAfter) -> String {
         .exit_code
         .map_or(String::new(), |c| format!(" with code {c}"));
     match (p.exited, p.running, &p.restart_policy) {
-        (true, true, Some(r)) => format!(
+        (true, true, Some(r)) => {
+            format!(
             "{} ({}) exited{code} and was started again by its restart policy ({r}, {} restart(s))",
-            p.name, p.role, p.restarts
-        ),
+            p.name, p.role.word(), p.restarts
+        )
+        }
         (true, false, None) => format!(
             "{} ({}) exited{code} and stays down: it has no restart policy",
-            p.name, p.role
+            p.name,
+            p.role.word()
         ),
-        (true, _, _) => format!("{} ({}) exited{code}", p.name, p.role),
-        (false, _, _) => format!("{} ({}) kept running", p.name, p.role),
+        (true, _, _) => format!("{} ({}) exited{code}", p.name, p.role.word()),
+        (false, _, _) => format!("{} ({}) kept running", p.name, p.role.word()),
     }
 }
 
@@ -188,7 +191,7 @@ mod tests {
     fn process(exited: bool, running: bool, policy: Option<&str>) -> ProcessAfter {
         ProcessAfter {
             name: "n8n".into(),
-            role: "main".into(),
+            role: crate::record::Role::Main,
             exited,
             exit_code: exited.then_some(1),
             running,
@@ -210,7 +213,7 @@ mod tests {
 
     fn stop(started_s: Option<f64>) -> RedisStop {
         RedisStop {
-            how: "docker".into(),
+            how: crate::record::drill::Via::Docker,
             what: "redis".into(),
             stopped_s: 5.0,
             down_s: Some(5.0),

@@ -1,13 +1,16 @@
-//! `n8ncap drain`'s load: arrivals at a constant rate (an open model, as a webhook's callers
-//! are), every request kept with when it was sent and how it ended, and the stop run at its time
-//! beside the load. Measures only; `diagnose::drain` judges.
+//! The drills' load: arrivals at a constant rate (an open model, as a webhook's callers are),
+//! every request kept with when it was sent and how it ended, and the drill's action run at its
+//! time beside the load. Measures only; each drill judges.
 
-use super::client::{Connection, Failure, Target};
+use crate::load::client::{Connection, Failure, Target};
 use crate::record::drain::{Outcome, Sent};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Requests in flight at most: a stopped deployment's backlog beyond this is dropped, counted.
+pub const MAX_IN_FLIGHT: usize = 2000;
 
 /// The load's shape.
 #[derive(Debug, Clone, Copy)]
@@ -107,16 +110,16 @@ where
     }
 }
 
-/// One request before the load (drain's and outage's pre-flight): a judgement of what a stop
+/// One request before the load (every drill's pre-flight): a judgement of what a stop
 /// costs needs a webhook that answers OK before it. Err (bad input, exit 2) with the status or
 /// the failure when it does not: nothing was stopped.
-pub async fn preflight(target: &super::client::Target) -> anyhow::Result<()> {
-    let mut conn = super::client::Connection::new();
+pub async fn preflight(target: &crate::load::client::Target) -> anyhow::Result<()> {
+    let mut conn = crate::load::client::Connection::new();
     let ex = conn.exchange(target).await;
     let what = match ex.result {
         Ok((status, _)) if (200..300).contains(&status) => return Ok(()),
         Ok((status, _)) => format!("answered HTTP {status}"),
-        Err(f) => super::run::failure_words(f),
+        Err(f) => crate::load::run::failure_words(f),
     };
     Err(crate::error::BadInput(format!(
         "pre-flight: POST {} {what}: nothing was stopped — the loss a stop causes can only be \
@@ -132,10 +135,10 @@ pub async fn post_target(
     url: &str,
     body: &str,
     timeout: Duration,
-) -> anyhow::Result<super::client::Target> {
+) -> anyhow::Result<crate::load::client::Target> {
     let body: serde_json::Value = serde_json::from_str(body)
         .map_err(|e| crate::error::BadInput(format!("--body is not JSON: {e}")))?;
-    let body = super::body::build(&super::body::BodySource {
+    let body = crate::load::body::build(&crate::load::body::BodySource {
         json: Some(&body),
         file: None,
         files: &[],
@@ -143,7 +146,7 @@ pub async fn post_target(
         base: std::path::Path::new("."),
         at: "--body",
     })?;
-    super::client::Target::new(url, "POST", &Default::default(), &body, timeout).await
+    crate::load::client::Target::new(url, "POST", &Default::default(), &body, timeout).await
 }
 
 /// One request on a pooled connection, logged with its times and how it ended.
