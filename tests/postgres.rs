@@ -170,6 +170,7 @@ pub fn db(port: u16, pool: u32, cost_ms: u64) -> DbConfig {
         cost: Duration::from_millis(cost_ms),
         metrics: true,
         monitor: Default::default(),
+        idle_timeout: Duration::from_secs(30),
     }
 }
 
@@ -729,4 +730,51 @@ async fn postgres_over_tls_is_read_with_verification_on_and_off() {
         assert!(e.contains(what) && e.contains("sslrootcert"), "{e}");
         assert!(!e.contains("tls-c41d"), "{e}");
     }
+}
+
+/// n8n's pool closes a connection idle for `DB_POSTGRESDB_IDLE_CONNECTION_TIMEOUT` (30 s by
+/// default): the simulator's pool opens what a burst needs and closes it again after that idle
+/// time (1 s here), as Postgres' own count shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 6 s): a PostgreSQL cluster"]
+async fn idle_pooled_connections_close_after_n8n_s_idle_timeout() {
+    let Some(pg) = start_postgres(50).await else {
+        return;
+    };
+    let admin = superuser(&pg).await;
+    let mut cfg = db(pg.port, 4, 300);
+    cfg.idle_timeout = Duration::from_secs(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    let pool = n8ncap::sim::db::Db::start(&cfg, "reaped", &mut tasks)
+        .await
+        .unwrap();
+    let open = || async {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'reaped'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        n
+    };
+    // Four executions at once hold four connections for their 300 ms each.
+    let mut burst = tokio::task::JoinSet::new();
+    for id in 1..=4u64 {
+        let pool = pool.clone();
+        burst.spawn(async move {
+            pool.insert_execution(id).await.unwrap();
+            pool.finish_execution(id, true, "{}").await.unwrap();
+        });
+    }
+    while let Some(r) = burst.join_next().await {
+        r.unwrap();
+    }
+    assert_eq!(open().await, 4, "the burst's connections, kept while fresh");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        open().await <= 1,
+        "idle connections past the timeout closed"
+    );
 }

@@ -193,3 +193,132 @@ async fn a_postgres_restart_is_answered_503_then_back_at_the_recovery_s_next_try
         .count();
     assert!(failed_pings >= 3, "{main_log}");
 }
+
+/// Postgres, Redis, main, a worker and its runner, the executions on Postgres; no restart
+/// policy (a Postgres restart must not need one).
+fn compose_file(tag: &str, port: u16) -> String {
+    format!(
+        r#"x-n8n-env: &n8n-env
+  EXECUTIONS_MODE: queue
+  QUEUE_BULL_REDIS_HOST: redis
+  N8N_RUNNERS_MODE: external
+  N8N_RUNNERS_AUTH_TOKEN: pg-restart-not-a-secret
+  N8N_RUNNERS_BROKER_LISTEN_ADDRESS: 0.0.0.0
+  N8N_METRICS: "true"
+  SIM_MAIN_CPU_MS: "0"
+  SIM_WORKER_CPU_MS: "0"
+  SIM_RUNNER_CPU_MS: "0"
+  DB_TYPE: postgresdb
+  DB_POSTGRESDB_HOST: postgres
+  DB_POSTGRESDB_DATABASE: n8n
+  DB_POSTGRESDB_USER: n8n
+  DB_POSTGRESDB_PASSWORD: simulated-stack-not-a-secret
+services:
+  postgres:
+    image: n8ncap-sim/postgres:{tag}
+  redis:
+    image: n8ncap-sim/redis:{tag}
+  n8n:
+    image: n8ncap-sim/n8n:{tag}
+    depends_on: [redis, postgres]
+    ports:
+      - "127.0.0.1:{port}:5678"
+    environment:
+      <<: *n8n-env
+  n8n-worker:
+    image: n8ncap-sim/n8n:{tag}
+    command: worker --concurrency=10
+    depends_on: [redis, postgres]
+    environment:
+      <<: *n8n-env
+  n8n-worker-runner:
+    image: n8ncap-sim/runners:{tag}
+    environment:
+      N8N_RUNNERS_TASK_BROKER_URI: http://n8n-worker:5679
+      N8N_RUNNERS_AUTH_TOKEN: pg-restart-not-a-secret
+      N8N_RUNNERS_MAX_CONCURRENCY: "10"
+"#
+    )
+}
+
+/// Through the Docker API (`--project`): the project's Postgres stopped (the image's SIGINT, a
+/// fast shutdown) and started again, the n8n containers read back with n8n's last line about
+/// their database, none exited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stack tier (≈ 70 s): a compose project, a real Postgres and Redis"]
+async fn a_postgres_restart_through_docker_reads_the_n8n_containers_back() {
+    if !have_docker()
+        || !have_command(
+            "docker-compose",
+            "version",
+            "apt-get install docker-compose",
+        )
+    {
+        return;
+    }
+    let id = std::process::id();
+    let tag = format!("pgr{id}");
+    let dir = scratch().join(format!("n8ncap-pg-restart-{id}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (project, file, port) = (
+        format!("n8ncap-pgr{id}"),
+        dir.join("stack.yml"),
+        free_port(),
+    );
+    std::fs::write(&file, compose_file(&tag, port)).unwrap();
+    let mut stacks = crate::common::compose::SimStacks::build(&tag);
+    stacks.up(&project, &file);
+    let url = format!("http://127.0.0.1:{port}/webhook/load");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !n8ncap::wire::http::http_get(
+        &format!("http://127.0.0.1:{port}/healthz"),
+        Duration::from_secs(2),
+    )
+    .await
+    .is_ok_and(|(s, _)| s == 200)
+    {
+        assert!(std::time::Instant::now() < deadline, "main never answered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The worker and its runner attached: a job answers.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(bin())
+            .args(["postgres-restart", "--url", &url, "--rate", "4"])
+            .args(["--duration", "30s", "--stop-after", "6s", "--down", "6s"])
+            .args(["--project", &project, "--timeout", "14s", "--json"])
+            .args(["--body", r#"{"sleep_ms": 500}"#])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    eprintln!("{}", r["verdict"]);
+    assert_eq!(r["stop"]["how"], "docker", "{r}");
+    assert!(f(&r, "/not_ready") >= 10.0, "{r}");
+    assert!(f(&r, "/in_flight/unanswered") >= 1.0, "{}", r["in_flight"]);
+    // Main and the worker read back: none exited; main's last word is its recovery.
+    let processes = r["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2, "{r}");
+    assert!(processes.iter().all(|p| p["exited"] == false), "{r}");
+    let main = processes.iter().find(|p| p["role"] == "main").unwrap();
+    let line = main["db_line"].as_str().unwrap_or_default();
+    let attempts = line
+        .strip_prefix("Database connection recovered after ")
+        .and_then(|l| l.split_whitespace().next()?.parse::<u32>().ok());
+    assert!(attempts.is_some_and(|a| (1..=5).contains(&a)), "{line}");
+    // Docker's start returns before Postgres accepts connections: n8n's return is measured
+    // from it, within a second and an arrival of the prediction, or later.
+    let back = f(&r, "/back_after_start_s");
+    assert!(
+        back >= f(&r, "/predicted/back_after_start_s/0") - 1.25,
+        "{r}"
+    );
+}

@@ -1,6 +1,7 @@
 //! The drill room's shape: every drill listed once in `drill::DRILLS`, with its file in
 //! `src/drill/`, its command and its results file; the drills' load is one engine; the judges of
-//! drills live with their drills, not in `diagnose/`.
+//! drills live with their drills, not in `diagnose/`. And the results directory's: its files
+//! named in `record/dir.rs` only.
 
 use crate::structure::{code, rel, root, sources};
 use n8ncap::drill::DRILLS;
@@ -74,4 +75,38 @@ fn the_drills_load_is_one_engine_and_their_judges_live_with_them() {
         "who runs the drills' load"
     );
     assert!(judges.is_empty(), "a drill judged in diagnose/: {judges:?}");
+}
+
+#[test]
+fn no_file_outside_record_names_a_results_file() {
+    use n8ncap::record::dir::{SCALE, SCALE_PAGE, WRITTEN};
+    let mut names: Vec<String> = WRITTEN.iter().map(|n| n.to_string()).collect();
+    names.extend([SCALE, SCALE_PAGE].map(str::to_string));
+    names.extend(DRILLS.iter().map(|d| d.file.name().to_string()));
+    let mut found = Vec::new();
+    for p in sources() {
+        let r = rel(&p);
+        if r.starts_with("record/") {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        for n in &names {
+            if text.contains(&format!("\"{n}\"")) {
+                found.push(format!("src/{r}: \"{n}\""));
+            }
+        }
+        // The commands hand records to the results directory and write no file themselves.
+        if r.starts_with("commands/")
+            && ["std::fs::write(", "File::create(", "OpenOptions::new("]
+                .iter()
+                .any(|w| text.contains(w))
+        {
+            found.push(format!("src/{r}: writes a file"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "results files named outside record/:\n{}",
+        found.join("\n")
+    );
 }

@@ -47,10 +47,7 @@ pub(super) async fn run(a: DiagnoseArgs) -> anyhow::Result<i32> {
     };
     if let Some(dir) = &h.out {
         crate::record::dir::write_summary(dir, &summary)?;
-        crate::record::dir::write_atomic(
-            &dir.join("history.json"),
-            &serde_json::to_vec_pretty(judged_windows.as_ref().unwrap_or(&hist))?,
-        )?;
+        crate::record::dir::write_history(dir, judged_windows.as_ref().unwrap_or(&hist))?;
         crate::report::html::write(dir, &summary)?;
     }
     let view = views::History {

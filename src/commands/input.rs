@@ -10,7 +10,10 @@ use crate::record::evidence::{Evidence, Source};
 /// --k6-json` reads it.
 pub(super) async fn saved_run_or_k6(path: &std::path::Path) -> anyhow::Result<Evidence> {
     let saved = crate::record::dir::SavedRun(path).evidence().await;
-    let is_file = path.is_file() && path.file_name().is_some_and(|n| n != "summary.json");
+    let is_file = path.is_file()
+        && path
+            .file_name()
+            .is_some_and(|n| n != crate::record::dir::SUMMARY);
     match saved {
         Ok(s) => Ok(s),
         Err(e) if is_file => {
@@ -182,10 +185,7 @@ pub(super) async fn read<T>(
 /// The history's results directory: refused when it holds a run's results already; true when
 /// it was made here (and so may be removed again if nothing is read).
 pub(super) fn out_dir(dir: &std::path::Path) -> anyhow::Result<bool> {
-    if ["summary.json", "stages.jsonl", "history.json"]
-        .iter()
-        .any(|f| dir.join(f).exists())
-    {
+    if crate::record::dir::holds_results(dir) {
         return Err(BadInput(format!(
             "{} already holds the results of a run: choose another --out",
             dir.display()

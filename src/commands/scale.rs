@@ -77,7 +77,6 @@ fn save(
     counts: &[super::input::AtCount],
     result: &crate::record::scaling::Scaling,
 ) -> anyhow::Result<()> {
-    use crate::record::dir::write_atomic;
     let mut runs = Vec::new();
     for c in counts {
         let sub = crate::record::dir::count_dir(dir, c.workers)?;
@@ -85,13 +84,10 @@ fn save(
         let mut summary = c.evidence.summary.clone();
         summary.diagnosis = Some(c.diagnosis.clone());
         crate::record::dir::write_summary(&sub, &summary)?;
-        write_atomic(
-            &sub.join("history.json"),
-            &serde_json::to_vec_pretty(&c.evidence.windows)?,
-        )?;
+        crate::record::dir::write_history(&sub, &c.evidence.windows)?;
         runs.push(sub.display().to_string());
     }
-    write_atomic(&dir.join("history.json"), &serde_json::to_vec_pretty(hist)?)?;
+    crate::record::dir::write_history(dir, hist)?;
     let last = hist.windows.iter().rev().find_map(|w| w.workers);
     let book = crate::record::scaling::ScaleSweep {
         original_workers: last.unwrap_or(0),

@@ -182,11 +182,14 @@ fn checked(per_s: Vec<f64>, from: &str, gaps: u32, why: &str) -> Result<Arrivals
 /// Reads a results directory with history.json, a k6 output, or a CSV.
 pub fn read(path: &Path) -> Result<Arrivals, BadInput> {
     let history = if path.is_dir() {
-        path.join("history.json")
+        path.join(crate::record::dir::HISTORY)
     } else {
         path.to_path_buf()
     };
-    if history.file_name().is_some_and(|n| n == "history.json") {
+    if history
+        .file_name()
+        .is_some_and(|n| n == crate::record::dir::HISTORY)
+    {
         let text = crate::util::read_text_file(&history, 256 << 20, "a history")?;
         let h: crate::record::history::History = serde_json::from_str(&text).map_err(|e| {
             BadInput(format!(

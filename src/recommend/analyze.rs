@@ -122,7 +122,7 @@ mod tests {
         old["recommendation"] = serde_json::json!({"operating_concurrency": 13});
         let dir = std::env::temp_dir().join(format!("n8ncap-old-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("summary.json"), old.to_string()).unwrap();
+        std::fs::write(dir.join(crate::record::dir::SUMMARY), old.to_string()).unwrap();
         let mut s = crate::record::dir::load_summary(&dir).unwrap();
         assert!(s.diagnosis.is_none() && s.recommendation.is_none());
         let (d, _) = analyze(&mut s, settings_10(), None);
@@ -132,7 +132,7 @@ mod tests {
         );
         // A schema from the future is refused, naming it.
         old["schema"] = "n8ncap.summary/99".into();
-        std::fs::write(dir.join("summary.json"), old.to_string()).unwrap();
+        std::fs::write(dir.join(crate::record::dir::SUMMARY), old.to_string()).unwrap();
         let err = crate::record::dir::load_summary(&dir)
             .unwrap_err()
             .to_string();

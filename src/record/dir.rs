@@ -4,6 +4,21 @@
 
 use super::stage::StageResult;
 use crate::error::BadInput;
+
+/// A run's summary, rewritten whole after each stage.
+pub const SUMMARY: &str = "summary.json";
+/// Every stage, one JSON line each, appended and flushed.
+pub const STAGES: &str = "stages.jsonl";
+/// The observer's readings, one JSON line each.
+pub const TIMELINE: &str = "timeline.jsonl";
+/// A Prometheus history's windows.
+pub const HISTORY: &str = "history.json";
+/// The run's page.
+pub const REPORT: &str = "report.html";
+/// A scale sweep's book, in the directory above its counts.
+pub const SCALE: &str = "scale.json";
+/// A scale sweep's page.
+pub const SCALE_PAGE: &str = "scale.html";
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
@@ -18,11 +33,7 @@ impl ResultsDir {
     /// Creates `dir` (or takes an empty one). A directory that already holds results is
     /// refused unless `force`: a second run must not mix its stages into the first's.
     pub fn create(dir: &Path, force: bool) -> anyhow::Result<ResultsDir> {
-        if !force
-            && ["summary.json", "stages.jsonl"]
-                .iter()
-                .any(|f| dir.join(f).exists())
-        {
+        if !force && [SUMMARY, STAGES].iter().any(|f| dir.join(f).exists()) {
             return crate::error::bad_input(format!(
                 "{} already holds the results of a run: choose another --out, or add --force to \
                  overwrite them",
@@ -36,7 +47,7 @@ impl ResultsDir {
             )
         })?;
         refuse_links(dir)?;
-        let stages_path = dir.join("stages.jsonl");
+        let stages_path = dir.join(STAGES);
         let stages = create_file(&stages_path).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write {}: {e}; choose another --out",
@@ -50,7 +61,7 @@ impl ResultsDir {
     }
 
     pub fn timeline(&self) -> anyhow::Result<File> {
-        let p = self.path.join("timeline.jsonl");
+        let p = self.path.join(TIMELINE);
         create_file(&p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
     }
 
@@ -63,7 +74,7 @@ impl ResultsDir {
             .map_err(|e| {
                 anyhow::anyhow!(
                     "cannot write {}: {e}; what was measured so far is in summary.json",
-                    self.path.join("stages.jsonl").display()
+                    self.path.join(STAGES).display()
                 )
             })
     }
@@ -121,9 +132,21 @@ impl DrillFile {
     }
 }
 
+/// A history's windows in its results directory (history.json), written whole or not at all.
+pub fn write_history(dir: &Path, windows: &impl Serialize) -> anyhow::Result<()> {
+    write_atomic(&dir.join(HISTORY), &serde_json::to_vec_pretty(windows)?)
+}
+
+/// Whether `dir` holds a run's results already (its summary, stages or history).
+pub fn holds_results(dir: &Path) -> bool {
+    [SUMMARY, STAGES, HISTORY]
+        .iter()
+        .any(|f| dir.join(f).exists())
+}
+
 /// A run's summary.json in its results directory, written whole or not at all.
 pub fn write_summary(dir: &Path, s: &impl Serialize) -> anyhow::Result<()> {
-    write_atomic(&dir.join("summary.json"), &serde_json::to_vec_pretty(s)?)
+    write_atomic(&dir.join(SUMMARY), &serde_json::to_vec_pretty(s)?)
 }
 
 /// Writes a file through a temporary name so a reader never sees half of it.
@@ -164,13 +187,13 @@ fn create_new_file(path: &Path) -> std::io::Result<File> {
 
 /// The names n8ncap writes in a results directory.
 pub const WRITTEN: [&str; 8] = [
-    "summary.json",
+    SUMMARY,
     "summary.tmp",
-    "stages.jsonl",
-    "timeline.jsonl",
-    "history.json",
+    STAGES,
+    TIMELINE,
+    HISTORY,
     "history.tmp",
-    "report.html",
+    REPORT,
     "report.tmp",
 ];
 
@@ -216,9 +239,9 @@ pub fn refuse_scale_results(dir: &Path) -> anyhow::Result<()> {
             let name = name.to_string_lossy();
             name.strip_prefix('w')
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                && e.path().join("summary.json").exists()
+                && e.path().join(SUMMARY).exists()
         });
-    if dir.join("scale.json").exists() || counts {
+    if dir.join(SCALE).exists() || counts {
         return crate::error::bad_input(format!(
             "{} already holds a scale sweep's results (scale.json, wN/summary.json): choose \
              another --out, so that nothing measured is overwritten",
@@ -231,7 +254,7 @@ pub fn refuse_scale_results(dir: &Path) -> anyhow::Result<()> {
 /// A scale sweep's book (`sweep --workers 1,2,4`), from its directory or the JSON file itself.
 pub fn load_scale_sweep(path: &Path) -> anyhow::Result<super::scaling::ScaleSweep> {
     let file = if path.is_dir() {
-        path.join("scale.json")
+        path.join(SCALE)
     } else {
         path.to_path_buf()
     };
@@ -272,21 +295,21 @@ impl super::evidence::Source for SavedRun<'_> {
 
 /// A scale sweep's book, written as scale.json in its base directory.
 pub fn write_scale_sweep(base: &Path, book: &super::scaling::ScaleSweep) -> anyhow::Result<()> {
-    write_atomic(&base.join("scale.json"), &serde_json::to_vec_pretty(book)?)
+    write_atomic(&base.join(SCALE), &serde_json::to_vec_pretty(book)?)
 }
 
 /// The Prometheus history saved beside a run (history.json in its directory, or beside its
 /// summary.json), when there is one that reads.
 pub fn load_history(run: &Path) -> Option<crate::record::history::History> {
     let dir = if run.is_file() { run.parent()? } else { run };
-    let text = crate::util::read_text_file(&dir.join("history.json"), 256 << 20, "history").ok()?;
+    let text = crate::util::read_text_file(&dir.join(HISTORY), 256 << 20, "history").ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// Reads `summary.json` from a results directory or a path to the file itself.
 pub fn load_summary(path: &Path) -> anyhow::Result<super::Summary> {
     let file = if path.is_dir() {
-        path.join("summary.json")
+        path.join(SUMMARY)
     } else {
         path.to_path_buf()
     };

@@ -563,9 +563,9 @@ pub fn write(
     dir: &std::path::Path,
     summary: &crate::record::Summary,
 ) -> anyhow::Result<std::path::PathBuf> {
-    let timeline = crate::record::timeline::read_file(&dir.join("timeline.jsonl"));
+    let timeline = crate::record::timeline::read_file(&dir.join(crate::record::dir::TIMELINE));
     let html = render(summary, &timeline);
-    let path = dir.join("report.html");
+    let path = dir.join(crate::record::dir::REPORT);
     crate::record::dir::write_atomic(&path, html.as_bytes())?;
     Ok(path)
 }

@@ -64,7 +64,7 @@ impl Rendered for Run<'_> {
     fn html(&self) -> Option<String> {
         let timeline = self
             .results
-            .map(|d| crate::record::timeline::read_file(&d.join("timeline.jsonl")))
+            .map(|d| crate::record::timeline::read_file(&d.join(crate::record::dir::TIMELINE)))
             .unwrap_or_default();
         Some(html::render(self.summary, &timeline))
     }
@@ -352,7 +352,10 @@ pub fn write_scale_sweep(
 ) -> anyhow::Result<()> {
     crate::record::dir::write_scale_sweep(base, book)?;
     if let Some(page) = ScaleSweep(book).html() {
-        crate::record::dir::write_atomic(&base.join("scale.html"), page.as_bytes())?;
+        crate::record::dir::write_atomic(
+            &base.join(crate::record::dir::SCALE_PAGE),
+            page.as_bytes(),
+        )?;
     }
     Ok(())
 }

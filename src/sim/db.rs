@@ -42,6 +42,9 @@ pub struct DbConfig {
     pub metrics: bool,
     /// n8n's watch over the database: pings and recovery.
     pub monitor: MonitorConfig,
+    /// `DB_POSTGRESDB_IDLE_CONNECTION_TIMEOUT` (30 s): an idle pooled connection is closed
+    /// after it (zero: kept), so a Postgres n8n filled stays full that long after the load.
+    pub idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for DbConfig {
@@ -90,6 +93,20 @@ impl DbConfig {
             cost: Duration::from_secs_f64(cost_ms / 1000.0),
             metrics: env("N8N_METRICS_INCLUDE_DB_POOL_METRICS").is_some_and(|v| v.trim() == "true"),
             monitor: MonitorConfig::from_env(env)?,
+            idle_timeout: {
+                let ms: f64 = crate::util::env_parse(
+                    env,
+                    "DB_POSTGRESDB_IDLE_CONNECTION_TIMEOUT",
+                    30_000.0,
+                    "milliseconds",
+                )?;
+                if !(0.0..=86_400_000.0).contains(&ms) {
+                    return Err(BadInput(format!(
+                        "DB_POSTGRESDB_IDLE_CONNECTION_TIMEOUT={ms}: give 0 to 86400000 ms"
+                    )));
+                }
+                Duration::from_secs_f64(ms / 1000.0)
+            },
         }))
     }
 }
@@ -423,6 +440,16 @@ impl Db {
     ) -> anyhow::Result<Arc<Db>> {
         let db = Arc::new(Db::connect(cfg, application_name).await?);
         tasks.spawn(super::db_monitor::watch(db.clone(), cfg.monitor));
+        if !cfg.idle_timeout.is_zero() {
+            // pg-pool's idleTimeoutMillis: idle connections closed once unused that long.
+            let (idle, pool) = (cfg.idle_timeout, db.pool.clone());
+            tasks.spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    pool.retain(|_, m| m.last_used() < idle);
+                }
+            });
+        }
         Ok(db)
     }
 

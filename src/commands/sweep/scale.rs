@@ -404,7 +404,7 @@ fn per_count(a: &SweepArgs, counts: &[u32], base: &Path) -> anyhow::Result<Vec<S
     for c in &per_count {
         c.settings.settings()?;
         let dir = c.out.as_deref().unwrap_or(base);
-        if !a.force && dir.join("summary.json").exists() {
+        if !a.force && dir.join(crate::record::dir::SUMMARY).exists() {
             return Err(BadInput(format!(
                 "{} already holds a run: give another --out, or --force to overwrite it",
                 dir.display()
