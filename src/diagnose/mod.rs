@@ -266,7 +266,7 @@ impl Said {
 /// A resource that refused work (Postgres' connections): each kind's finding, first, and the
 /// words that lead the verdict.
 fn leads(stages: &[StageResult], settings: &Settings, findings: &mut Vec<Finding>) -> Vec<String> {
-    crate::limits::SET
+    crate::limits::set_kinds()
         .iter()
         .filter_map(|l| crate::limits::of(*l).leads(stages, settings, findings))
         .collect()

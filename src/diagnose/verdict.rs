@@ -99,7 +99,7 @@ fn one_limit_reached(
     ceiling: &Ceiling,
     findings: &mut Vec<Finding>,
 ) -> Option<Verdict> {
-    limits::ALONE.iter().find_map(|l| {
+    limits::alone_kinds().iter().find_map(|l| {
         let (v, bound) = limits::of(*l).reached_alone(s, ceiling, findings)?;
         Some(hedge(v, bound, (s, ceiling), findings))
     })

@@ -3,6 +3,7 @@
 
 use super::reading::inferred;
 use super::slots::slot_most;
+use super::Membership;
 use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -13,6 +14,11 @@ use crate::record::diagnosis::Diagnosis;
 pub struct Both;
 
 impl Kind for Both {
+    /// A state of the verdict, no kind: in no list.
+    fn membership(&self) -> Membership {
+        Membership::default()
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         super::reading::slot_and_runner_readings(s)
     }

@@ -2,6 +2,7 @@
 //! bound is measured, not set: usable cores ÷ CPU seconds per execution at the saturated site.
 //! No concurrency setting raises it; more processes (up to the host's cores) or more cores do.
 
+use super::Membership;
 use super::{Ceiling, Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -32,6 +33,13 @@ pub fn host_bound(uses: &[CpuUse]) -> Option<&CpuUse> {
 }
 
 impl Kind for Cpu {
+    fn membership(&self) -> Membership {
+        Membership {
+            measured: true,
+            ..Membership::default()
+        }
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         super::reading::slot_and_runner_readings(s)
     }

@@ -8,6 +8,7 @@
 //! database dead, fixed by `DB_POSTGRESDB_POOL_SIZE=20` and `DB_PING_TIMEOUT_MS=20000`).
 
 use super::reading::{inferred, pct};
+use super::Membership;
 use super::{Dialect, Key, Kind, Named, Process, SettingLine};
 use super::{Share, Verdict};
 use crate::error::NoPlan;
@@ -75,6 +76,13 @@ fn acquire_p99(stages: &[StageResult], levels: &[Level]) -> Option<Sourced<f64>>
 }
 
 impl Kind for DbPool {
+    fn membership(&self) -> Membership {
+        Membership {
+            set: true,
+            ..Membership::default()
+        }
+    }
+
     fn bound(&self, s: &Settings, _job: Job) -> Option<Bound> {
         let pool = s.db_pool_size.as_ref()?;
         let d = s.measured.db_time.as_ref().filter(|d| d.value > 0.0)?;

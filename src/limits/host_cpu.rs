@@ -3,6 +3,7 @@
 //! the stack. One for the deployment's host. In one run a saturated host is named by CPU
 //! (`cpu.rs`, with the host as its site); across worker counts it is what stops scale-out.
 
+use super::Membership;
 use super::{Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -17,6 +18,13 @@ const RELIEF: &str = "put workers on more nodes (or a bigger host); workers shar
                       share their CPU, and other work on the host takes it from them";
 
 impl Kind for HostCpu {
+    fn membership(&self) -> Membership {
+        Membership {
+            shared: true,
+            ..Membership::default()
+        }
+    }
+
     fn scope(&self) -> Scope {
         Scope::Deployment { relief: RELIEF }
     }

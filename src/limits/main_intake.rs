@@ -5,6 +5,7 @@
 //! seconds per execution. No worker or runner setting raises it; webhook processors or a
 //! faster core do. In regular mode main also runs the executions: its CPU is CPU's, not this.
 
+use super::Membership;
 use super::{Ceiling, Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -39,6 +40,14 @@ fn site<'a>(s: &Settings, c: &Ceiling<'a>) -> Option<&'a CpuUse> {
 }
 
 impl Kind for MainIntake {
+    fn membership(&self) -> Membership {
+        Membership {
+            measured: true,
+            shared: true,
+            ..Membership::default()
+        }
+    }
+
     fn scope(&self) -> Scope {
         Scope::Deployment { relief: RELIEF }
     }

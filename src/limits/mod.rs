@@ -155,6 +155,9 @@ pub fn at_ceiling<'a>(levels: &'a [Level], top: &Level) -> Vec<&'a Level> {
 
 /// What each limit kind answers.
 pub trait Kind: Sync {
+    /// What it is: set or measured, shared by the deployment, known alone, in the headline.
+    fn membership(&self) -> Membership;
+
     /// Whether each worker brings its own, or one is shared by the deployment and what moves it.
     fn scope(&self) -> Scope {
         Scope::PerWorker
@@ -195,7 +198,7 @@ pub trait Kind: Sync {
 
     /// Its setting, when unknown, inferred from the run (the gauges, or one saturated level at
     /// `ceiling` while the other setting is known and not reached), marked inferred with its
-    /// interval. Kinds infer in [`SET`]'s order: worker concurrency before the runner limit.
+    /// interval. Kinds infer in [`set_kinds`]' order: worker concurrency before the runner limit.
     fn infer(&self, s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
         let _ = (s, levels, ceiling);
     }
@@ -320,27 +323,86 @@ pub fn of(limit: Limit) -> &'static dyn Kind {
     }
 }
 
-/// Every kind one for the deployment, in the order a scale-out names them: Postgres'
-/// connections first (refused or pooled, they fail or hold executions whatever the rest
-/// allow, and each added worker's pool asks for more), then the servers, the host last.
-pub const SHARED: [Limit; 5] = [
+/// What a kind is, as each kind answers it ([`Kind::membership`], which has no default: a
+/// kind that does not say what it is does not compile). The lists of kinds below are read from
+/// these answers, in [`ALL`]'s order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Membership {
+    /// A setting raises it: its bound comes from the settings, and a plan proposes the setting.
+    pub set: bool,
+    /// Measured rather than set: its bound is read from the run (CPU, main's intake, Redis).
+    pub measured: bool,
+    /// One for the deployment however many workers ([`Scope::Deployment`]): it stops scale-out.
+    pub shared: bool,
+    /// Its setting alone can be known and reached (then it caps whatever the other is).
+    pub alone: bool,
+    /// Its setting is said in a plan's first line (workers × concurrency, runners × their
+    /// limit, regular mode's production limit); every other kind's lines are said under it.
+    pub headline: bool,
+}
+
+/// Every kind once, in the order each list of them is taken: a plan's settings in the order
+/// they are written (worker concurrency before the runner limit: kinds infer in this order);
+/// then what every worker shares in the order a scale-out names it — Postgres' connections
+/// first (refused or pooled, they fail or hold executions whatever the rest allow, and each
+/// added worker's pool asks for more), then the servers, the host last —; CPU measured last.
+pub const ALL: [Limit; 10] = [
+    Limit::WorkerConcurrency,
+    Limit::ProductionLimit,
+    Limit::RunnerLimit,
+    Limit::DbPool,
     Limit::PostgresConnections,
     Limit::MainIntake,
     Limit::Redis,
     Limit::PostgresServer,
     Limit::HostCpu,
+    Limit::Cpu,
 ];
 
+fn kinds(pick: fn(Membership) -> bool) -> Vec<Limit> {
+    ALL.into_iter()
+        .filter(|l| pick(of(*l).membership()))
+        .collect()
+}
+
+/// Every kind one for the deployment, in the order a scale-out names them.
+pub fn shared_kinds() -> Vec<Limit> {
+    kinds(|m| m.shared)
+}
+
+/// Every kind a setting raises, in the order a plan's settings are written.
+pub fn set_kinds() -> Vec<Limit> {
+    kinds(|m| m.set)
+}
+
+/// Every kind measured rather than set, in the order the verdict asks them.
+pub fn measured_kinds() -> Vec<Limit> {
+    kinds(|m| m.measured)
+}
+
+/// Every kind whose setting alone can be known and reached.
+pub fn alone_kinds() -> Vec<Limit> {
+    kinds(|m| m.alone)
+}
+
+/// The kinds whose settings a plan's first line says.
+pub fn headline_kinds() -> Vec<Limit> {
+    kinds(|m| m.headline)
+}
+
 /// The limits every worker shares, as the run at the highest worker count saw them
-/// ([`Kind::shared`], in [`SHARED`]'s order).
+/// ([`Kind::shared`], in [`shared_kinds`]' order).
 pub fn shared_limits(d: &Diagnosis) -> Vec<SharedLimit> {
-    SHARED.iter().filter_map(|l| of(*l).shared(d)).collect()
+    shared_kinds()
+        .iter()
+        .filter_map(|l| of(*l).shared(d))
+        .collect()
 }
 
 /// What relieves a saturated process of `role` when it is a server every worker shares (main's
 /// intake, Redis, Postgres' server): its kind's relief; None for a role each worker brings.
 pub fn server_relief(role: Role) -> Option<&'static str> {
-    SHARED
+    shared_kinds()
         .iter()
         .map(|l| of(*l))
         .filter(|k| k.server() == Some(role))
@@ -398,20 +460,9 @@ pub fn answering(c: Capping) -> &'static dyn Kind {
     }
 }
 
-/// Every kind a setting raises, in the order a plan's settings are written.
-pub const SET: [Limit; 4] = [
-    Limit::WorkerConcurrency,
-    Limit::ProductionLimit,
-    Limit::RunnerLimit,
-    Limit::DbPool,
-];
-
-/// Every kind measured rather than set: its bound is read from the run, not from settings.
-pub const MEASURED: [Limit; 3] = [Limit::MainIntake, Limit::Redis, Limit::Cpu];
-
 /// Whether a measured kind was seen saturated at the ceiling.
 pub fn measured_saturated(s: &Settings, c: &Ceiling) -> bool {
-    MEASURED.iter().any(|l| of(*l).saturated(s, c))
+    measured_kinds().iter().any(|l| of(*l).saturated(s, c))
 }
 
 /// The first measured kind saturated at the ceiling: its finding and verdict.
@@ -421,28 +472,25 @@ pub fn measured_caps(
     c: &Ceiling,
     findings: &mut Vec<Finding>,
 ) -> Option<Verdict> {
-    MEASURED
+    measured_kinds()
         .iter()
         .find_map(|l| of(*l).caps_measured(s, cap, c, findings))
 }
 
 /// Every bound the measured kinds put on a plan's settings.
 pub fn measured_bounds(d: &[CpuUse], now: &Settings, plan: &Settings) -> Vec<(f64, Limit)> {
-    MEASURED
+    measured_kinds()
         .iter()
         .flat_map(|l| of(*l).predicted(d, now, plan))
         .collect()
 }
-
-/// Every kind whose setting alone can be known and reached.
-pub const ALONE: [Limit; 2] = [Limit::WorkerConcurrency, Limit::RunnerLimit];
 
 /// The capacity of `s` for a job with every kind's bound in it: the model's slots and runner
 /// tasks, and any bound another kind holds (smallest first).
 pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
     let mut cap = s.slots_and_runners(overhead_s)?;
     let job = s.job(overhead_s)?;
-    let mut extra: Vec<Bound> = SET
+    let mut extra: Vec<Bound> = set_kinds()
         .iter()
         .filter_map(|l| of(*l).bound(s, job))
         .filter(|b| !cap.bounds.iter().any(|c| c.limit == b.limit))
@@ -459,15 +507,19 @@ pub fn capacity(s: &Settings, overhead_s: f64) -> Option<Capacity> {
     Some(cap)
 }
 
-/// The settings the verdict needs that are unknown, in [`SET`]'s order ([`Kind::unknown`]).
+/// The settings the verdict needs that are unknown, in [`set_kinds`]' order ([`Kind::unknown`]).
 pub fn unknown(s: &Settings) -> Vec<&'static str> {
-    SET.iter().filter_map(|l| of(*l).unknown(s)).collect()
+    set_kinds()
+        .iter()
+        .filter_map(|l| of(*l).unknown(s))
+        .collect()
 }
 
-/// The readings behind every bound of `cap` ([`Kind::readings`]), in [`SET`]'s order: what a
+/// The readings behind every bound of `cap` ([`Kind::readings`]), in [`set_kinds`]' order: what a
 /// measurement above them puts in doubt.
 pub fn readings(s: &Settings, cap: &Capacity) -> Vec<String> {
-    SET.iter()
+    set_kinds()
+        .iter()
         .filter(|l| cap.bound_of(**l).is_some())
         .flat_map(|l| of(*l).readings(s))
         .collect()
@@ -475,21 +527,22 @@ pub fn readings(s: &Settings, cap: &Capacity) -> Vec<String> {
 
 /// Every unknown setting a kind can infer from the run, inferred ([`Kind::infer`]).
 pub fn infer(s: &mut Settings, levels: &[Level], ceiling: Option<&Ceiling>) {
-    for l in SET {
+    for l in set_kinds() {
         of(l).infer(s, levels, ceiling);
     }
 }
 
 /// What a run measured that every kind's bound needs, filled into the settings.
 pub fn read_run(s: &mut Settings, stages: &[StageResult], levels: &[Level]) {
-    for l in SET {
+    for l in set_kinds() {
         of(l).read_run(s, stages, levels);
     }
 }
 
-/// The setting lines of a plan in `dialect`, every kind's in [`SET`] order.
+/// The setting lines of a plan in `dialect`, every kind's in [`set_kinds`]' order.
 pub fn lines(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
-    SET.iter()
+    set_kinds()
+        .iter()
         .flat_map(|l| of(*l).lines(plan, dialect))
         .collect()
 }
@@ -500,18 +553,11 @@ pub fn proposal(plan: &Settings) -> Proposal {
     Proposal::new(|d| (lines(plan, d), lines_beyond_headline(plan, d)))
 }
 
-/// The kinds whose settings a plan's first line says (workers × concurrency, runners × their
-/// limit, or regular mode's production limit); every other kind's lines are said under it.
-pub const HEADLINE: [Limit; 3] = [
-    Limit::WorkerConcurrency,
-    Limit::ProductionLimit,
-    Limit::RunnerLimit,
-];
-
 /// The setting lines of a plan in `dialect` beyond what its first line says.
 pub fn lines_beyond_headline(plan: &Settings, dialect: Dialect) -> Vec<SettingLine> {
-    SET.iter()
-        .filter(|l| !HEADLINE.contains(l))
+    set_kinds()
+        .iter()
+        .filter(|l| !headline_kinds().contains(l))
         .flat_map(|l| of(*l).lines(plan, dialect))
         .collect()
 }
@@ -527,6 +573,50 @@ pub fn model_bound(s: &Settings, job: Job, limit: Limit) -> Option<Bound> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each kind says what it is, and the lists read from the answers are the ones the verdict,
+    /// the plan and a scale-out have always taken, in their order.
+    #[test]
+    fn each_kind_states_its_membership_and_the_lists_follow() {
+        use Limit::*;
+        assert_eq!(
+            shared_kinds(),
+            vec![
+                PostgresConnections,
+                MainIntake,
+                Redis,
+                PostgresServer,
+                HostCpu
+            ]
+        );
+        assert_eq!(
+            set_kinds(),
+            vec![WorkerConcurrency, ProductionLimit, RunnerLimit, DbPool]
+        );
+        assert_eq!(measured_kinds(), vec![MainIntake, Redis, Cpu]);
+        assert_eq!(alone_kinds(), vec![WorkerConcurrency, RunnerLimit]);
+        assert_eq!(
+            headline_kinds(),
+            vec![WorkerConcurrency, ProductionLimit, RunnerLimit]
+        );
+        // Every variant once in ALL (the match has no catch-all: a new one must be placed).
+        let place = |l: Limit| match l {
+            WorkerConcurrency | ProductionLimit | RunnerLimit | DbPool => 0,
+            PostgresConnections | MainIntake | Redis | PostgresServer | HostCpu => 1,
+            Cpu => 2,
+        };
+        let mut seen: Vec<Limit> = ALL.to_vec();
+        seen.dedup();
+        assert_eq!(seen.len(), 10);
+        assert!(ALL.windows(2).all(|w| place(w[0]) <= place(w[1])));
+        for l in ALL {
+            let m = of(l).membership();
+            assert_eq!(m.shared, of(l).scope() != Scope::PerWorker, "{l:?}");
+            assert!(!(m.set && m.measured), "{l:?}: set and measured");
+            assert!(!m.headline || m.set, "{l:?}: a headline is a setting");
+            assert!(!m.alone || m.set, "{l:?}: alone is a setting");
+        }
+    }
     use crate::model::settings::{Provenance, Sourced};
 
     /// What the verdict lacks and what a measurement above the bounds doubts are the kinds'

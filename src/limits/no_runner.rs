@@ -2,6 +2,7 @@
 //! timeout and fails, whatever the other settings allow.
 
 use super::reading::{reading, source_of};
+use super::Membership;
 use super::{Dialect, Kind, Named, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -13,6 +14,11 @@ use crate::record::diagnosis::Diagnosis;
 pub struct NoRunner;
 
 impl Kind for NoRunner {
+    /// A state of the verdict, no kind: in no list.
+    fn membership(&self) -> Membership {
+        Membership::default()
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         [
             reading(&s.runner_limit, "runner limit"),

@@ -3,6 +3,7 @@
 //! named by the pools (`db_pool.rs`: a pool that caps, or Postgres refusing connections, which
 //! leads the verdict); across worker counts it is what stops scale-out first.
 
+use super::Membership;
 use super::{Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -17,6 +18,13 @@ const RELIEF: &str = "give every pool its connections within Postgres' max_conne
                       per pool, a larger max_connections, or a pooler such as PgBouncer)";
 
 impl Kind for PostgresConnections {
+    fn membership(&self) -> Membership {
+        Membership {
+            shared: true,
+            ..Membership::default()
+        }
+    }
+
     fn scope(&self) -> Scope {
         Scope::Deployment { relief: RELIEF }
     }

@@ -3,6 +3,7 @@
 //! named by CPU (`cpu.rs`, with Postgres' process as its site); across worker counts it is what
 //! stops scale-out.
 
+use super::Membership;
 use super::{Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::Finding;
@@ -19,6 +20,13 @@ const RELIEF: &str = "give Postgres more CPU (or a faster disk), prune execution
                       workers will not help";
 
 impl Kind for PostgresServer {
+    fn membership(&self) -> Membership {
+        Membership {
+            shared: true,
+            ..Membership::default()
+        }
+    }
+
     fn scope(&self) -> Scope {
         Scope::Deployment { relief: RELIEF }
     }

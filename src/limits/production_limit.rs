@@ -3,6 +3,7 @@
 
 use super::reading::{inferred, pct, reading};
 use super::slots::slot_most;
+use super::Membership;
 use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -13,6 +14,14 @@ use crate::record::diagnosis::Diagnosis;
 pub struct ProductionLimit;
 
 impl Kind for ProductionLimit {
+    fn membership(&self) -> Membership {
+        Membership {
+            set: true,
+            headline: true,
+            ..Membership::default()
+        }
+    }
+
     fn readings(&self, s: &Settings) -> Vec<String> {
         reading(&s.worker_concurrency, "worker concurrency")
             .into_iter()

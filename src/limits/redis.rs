@@ -6,6 +6,7 @@
 //! execution do. Bull keeps one queue's keys in one hash slot, so a Redis Cluster does not
 //! spread it.
 
+use super::Membership;
 use super::{Ceiling, Dialect, Kind, Named, Scope, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -27,6 +28,14 @@ fn site<'a>(c: &Ceiling<'a>) -> Option<&'a CpuUse> {
 }
 
 impl Kind for Redis {
+    fn membership(&self) -> Membership {
+        Membership {
+            measured: true,
+            shared: true,
+            ..Membership::default()
+        }
+    }
+
     fn scope(&self) -> Scope {
         Scope::Deployment { relief: RELIEF }
     }

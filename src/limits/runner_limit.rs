@@ -3,6 +3,7 @@
 //! attached (capacity 0) no Code task runs at all: `no_runner.rs`.
 
 use super::reading::{code_time, inferred, pct, reading, source_of, whole, AtCeiling};
+use super::Membership;
 use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -13,6 +14,15 @@ use crate::record::diagnosis::{Diagnosis, Level};
 pub struct RunnerLimit;
 
 impl Kind for RunnerLimit {
+    fn membership(&self) -> Membership {
+        Membership {
+            set: true,
+            alone: true,
+            headline: true,
+            ..Membership::default()
+        }
+    }
+
     /// The runner limit, when unknown: from X × C at a saturated level, when worker
     /// concurrency is known and not reached and Code ran.
     fn infer(&self, s: &mut Settings, _: &[Level], ceiling: Option<&Ceiling>) {

@@ -3,6 +3,7 @@
 
 use super::reading::{inferred, pct, reading, source_of, whole, AtCeiling};
 use super::slots::slot_most;
+use super::Membership;
 use super::{Ceiling, Dialect, Key, Kind, Named, Process, SettingLine, Verdict};
 use crate::error::NoPlan;
 use crate::findings::{Finding, FindingId};
@@ -13,6 +14,15 @@ use crate::record::diagnosis::{Diagnosis, Level};
 pub struct WorkerConcurrency;
 
 impl Kind for WorkerConcurrency {
+    fn membership(&self) -> Membership {
+        Membership {
+            set: true,
+            alone: true,
+            headline: true,
+            ..Membership::default()
+        }
+    }
+
     /// Worker concurrency, when unknown: first from the queue gauges (slots taken while jobs
     /// waited in Redis); then at a saturated level where no job waited while neither setting
     /// is known (at least the slots taken); else from X × S when the runner limit is known and

@@ -352,7 +352,7 @@ fn finish(ctx: &Context, basis: Basis, plan: Settings) -> Result<Recommendation,
         ctx.cpu.is_empty().then_some(ctx.cpu_read_zero),
         s.task_memory_mb.is_some() || ctx.runner_memory.is_some(),
     );
-    for l in limits::SET {
+    for l in limits::set_kinds() {
         notes.extend(limits::of(l).notes(s, &plan));
     }
     let (was, to) = (
