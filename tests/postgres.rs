@@ -494,6 +494,23 @@ async fn audit_reads_the_live_postgres_for_the_connection_budget_and_never_shows
         f["figures"]["connections_open"].as_f64().unwrap() >= 1.0,
         "{f}"
     );
+    // The live server's major version, not the fixture image's (postgres:16), against n8n's
+    // policy: below 16 it is not supported.
+    let major: f64 = pg
+        .bin
+        .parent()
+        .and_then(|v| v.file_name())
+        .and_then(|v| v.to_str()?.parse().ok())
+        .expect("…/postgresql/MAJOR/bin");
+    let version = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "postgres-version-unsupported");
+    match version {
+        Some(f) => assert_eq!(f["figures"]["postgres_major"], major, "{f}"),
+        None => assert!(major >= 16.0, "Postgres {major} not flagged: {v}"),
+    }
     // An unset variable is bad input, said without a value.
     let out = audit(&[], &["--postgres-env", "PG_DSN_UNSET"]);
     assert_eq!(out.status.code(), Some(2));
@@ -541,11 +558,13 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
         assert!(!text.contains("NOT-SHOWN"), "{text}");
         let v: serde_json::Value =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{text}"));
+        // The server's version is its own finding (tests of the policy: the live audit above).
         let ids: Vec<String> = v["findings"]
             .as_array()
             .unwrap()
             .iter()
             .map(|f| f["id"].as_str().unwrap().to_string())
+            .filter(|id| id != "postgres-version-unsupported")
             .collect();
         (out.status.code(), ids, v)
     };
@@ -558,6 +577,7 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(ids, vec!["postgres-out-of-connections"], "{v}");
     let f = &v["findings"][0];
+    assert_eq!(f["id"], "postgres-out-of-connections");
     assert_eq!(f["figures"]["connections_available"], 5.0, "{f}");
     assert!(
         f["figures"]["connections_open"].as_f64().unwrap() >= 5.0,
@@ -569,6 +589,7 @@ async fn audit_with_a_dsn_alone_reports_a_postgres_out_of_connections() {
     let (code, ids, v) = audit(&n8n);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(ids, vec!["postgres-connections"], "{v}");
+    assert_eq!(v["findings"][0]["id"], "postgres-connections", "{v}");
     let open = v["findings"][0]["figures"]["connections_open"]
         .as_f64()
         .unwrap();

@@ -13,10 +13,77 @@ use crate::topology::{Node, Role};
 
 pub(super) fn rules(c: &Ctx, out: &mut Vec<Finding>) {
     live_postgres(c, out);
+    version(c, out);
+    tls_unverified(c, out);
     budget(c, out);
     pool_below_concurrency(c, out);
     webhook_default_pool(c, out);
     ping_timeout_default(c, out);
+}
+
+/// n8n 2.41's version policy (`@n8n/db` postgres-version-policy: "Postgres 15 is not
+/// supported. n8n supports Postgres 17 and newer, with 16 on compatibility support"): the live
+/// server's major when it was read, else the Postgres image's tag (`postgres:15`,
+/// `bitnami/postgresql:15.4.0`).
+fn version(c: &Ctx, out: &mut Vec<Finding>) {
+    const SUPPORTED_FROM: u32 = 16;
+    let live = c
+        .postgres
+        .and_then(|p| Some((p.major?, format!("the live server at {}", p.at), "postgres")));
+    let image = || {
+        c.t.nodes
+            .iter()
+            .filter(|n| n.role == Role::Postgres)
+            .find_map(|n| {
+                let tag = crate::topology::image_tag(&n.facts.image);
+                let digits: String = tag.chars().take_while(char::is_ascii_digit).collect();
+                let major: u32 = digits.parse().ok().filter(|m| (9..100).contains(m))?;
+                Some((major, format!("its image {}", n.facts.image), n.name()))
+            })
+    };
+    let Some((major, at, subject)) = live.or_else(image) else {
+        return;
+    };
+    if major >= SUPPORTED_FROM {
+        return;
+    }
+    out.push(
+        finding(FindingId::PostgresVersionUnsupported, subject, format!(
+            "Postgres {major} ({at}): n8n 2.41 supports 17 and newer, 16 on compatibility support"
+        ))
+        .figure("postgres_major", f64::from(major))
+        .why("n8n 2.41.1 logs \"Postgres 15 is not supported. n8n supports Postgres 17 and newer, with 16 on compatibility support\" at start: it runs, but an n8n upgrade may stop running on it, and its database fixes are tested on supported versions only.")
+        .fix("upgrade Postgres to 17 (pg_upgrade, or a dump and restore) before the next n8n upgrade"),
+    );
+}
+
+/// n8n over TLS to Postgres without checking the server's certificate: encrypted, but anyone
+/// between them can stand in for the database (n8n 2.41.1 ran so with a self-signed server:
+/// `DB_POSTGRESDB_SSL_ENABLED=true`, `DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED=false`).
+fn tls_unverified(c: &Ctx, out: &mut Vec<Finding>) {
+    let unverified: Vec<&str> = c
+        .n8n
+        .iter()
+        .filter(|n| on_postgres(n) && super::is_true(env(n, "DB_POSTGRESDB_SSL_ENABLED")))
+        .filter(|n| {
+            env(n, "DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED")
+                .and_then(crate::topology::n8n_env::boolean)
+                == Some(false)
+        })
+        .map(|n| n.name())
+        .collect();
+    let Some(first) = unverified.first() else {
+        return;
+    };
+    out.push(
+        finding(FindingId::PostgresTlsUnverified, first, format!(
+            "{}: TLS to Postgres with DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED=false — the server's certificate is not checked",
+            unverified.join(", ")
+        ))
+        .figure("processes", unverified.len() as f64)
+        .why("The connection is encrypted, but any server on the path can present itself as the database and receive n8n's credentials and every execution's data.")
+        .fix("give DB_POSTGRESDB_SSL_CA (the CA that signed Postgres' certificate) and remove DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED=false"),
+    );
 }
 
 fn on_postgres(n: &Node) -> bool {

@@ -290,6 +290,12 @@ registry! {
     DbPingTimeoutDefault = "db-ping-timeout-default", Audit, Info,
         "the database ping keeps n8n's 5 s default timeout on processes whose pool can be full",
         "set DB_PING_TIMEOUT_MS above the pool's acquire p99";
+    PostgresVersionUnsupported = "postgres-version-unsupported", Audit, Warning,
+        "the executions' Postgres is older than 16: n8n 2.41 logs it as not supported (17 and newer are, 16 on compatibility support)",
+        "upgrade Postgres to 17 (or at least 16) before n8n drops what it still tolerates";
+    PostgresTlsUnverified = "postgres-tls-unverified", Audit, Info,
+        "n8n talks to Postgres over TLS without checking the server's certificate (DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED=false)",
+        "give DB_POSTGRESDB_SSL_CA the CA that signed the server's certificate and drop DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED=false";
     DbConnectionBudget = "db-connection-budget", Audit, Info,
         "the Postgres connections n8n needs at the maximum replicas",
         "";
@@ -479,7 +485,7 @@ mod tests {
             assert_eq!(FindingId::parse(id.as_str()), Some(*id));
             assert!(!id.summary().is_empty());
         }
-        assert_eq!(FindingId::audit_rules().count(), 57);
+        assert_eq!(FindingId::audit_rules().count(), 59);
         let upgrade = FindingId::ALL
             .iter()
             .filter(|f| f.scope() == Scope::Upgrade);

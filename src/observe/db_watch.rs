@@ -275,6 +275,7 @@ mod tests {
                 .collect(),
             waiting: Vec::new(),
             refused: None,
+            major: Some(16),
         }
     }
 

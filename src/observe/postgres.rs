@@ -286,6 +286,7 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
                 by_application: Vec::new(),
                 waiting: Vec::new(),
                 refused: Some(crate::util::escape_control(&message).into_owned()),
+                major: None,
             });
         }
         Err(e) => return Err(words(&at, "cannot connect", e)),
@@ -302,13 +303,19 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
             settings.push(count(&at, name, v)?);
         }
         let (by_application, waiting) = activity(&client, &at).await?;
-        Ok::<_, BadInput>((settings, by_application, waiting))
+        let show = "SHOW server_version_num";
+        let major = within(&at, show, client.query_one(show, &[]))
+            .await
+            .ok()
+            .and_then(|row| row.try_get::<_, String>(0).ok())
+            .and_then(|v| major_of(&v));
+        Ok::<_, BadInput>((settings, by_application, waiting, major))
     }
     .await;
     drop(client);
     // A silent server keeps the connection task waiting: it is not waited for.
     task.abort();
-    let (settings, by_application, waiting) = read?;
+    let (settings, by_application, waiting, major) = read?;
     let open: u64 = by_application.iter().map(|(_, _, n)| *n as u64).sum();
     possible(&at, (settings[0], settings[1]), open)?;
     Ok(PostgresFacts {
@@ -318,7 +325,15 @@ pub async fn read(dsn: &str) -> Result<PostgresFacts, BadInput> {
         by_application,
         waiting,
         refused: None,
+        major,
     })
+}
+
+/// A major version from `server_version_num` (150010 → 15): PostgreSQL 10 and later, the
+/// numbers a server gives (none from an answer that is not one).
+fn major_of(num: &str) -> Option<u32> {
+    let n: u32 = num.trim().parse().ok()?;
+    (100_000..10_000_000).contains(&n).then_some(n / 10_000)
 }
 
 /// A connection opened before the load and held to its end, so that what the run left behind
@@ -454,6 +469,15 @@ pub async fn executions_left(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_major_version_is_read_from_server_version_num_only() {
+        assert_eq!(super::major_of("150010"), Some(15));
+        assert_eq!(super::major_of(" 170002 "), Some(17));
+        for not in ["90624", "abc", "", "99999999", "-150010"] {
+            assert_eq!(super::major_of(not), None, "{not}");
+        }
+    }
+
     /// Figures no running Postgres gives are refused: max_connections 0, a reserve at or above
     /// it, more connections open than it allows; a real one's (100, 3, 12 open) pass.
     #[test]

@@ -37,6 +37,8 @@ pub const KEPT_VARIABLES: &[&str] = &[
     "DB_POSTGRESDB_POOL_SIZE",
     "DB_PING_TIMEOUT_MS",
     "DB_PING_INTERVAL_SECONDS",
+    "DB_POSTGRESDB_SSL_ENABLED",
+    "DB_POSTGRESDB_SSL_REJECT_UNAUTHORIZED",
     "DB_PING_MAX_FAILURES_BEFORE_RECOVERY",
     "DB_RECOVERY_BACKOFF_MIN_MS",
     "DB_RECOVERY_BACKOFF_MAX_MS",
@@ -363,6 +365,8 @@ pub struct PostgresFacts {
     /// Postgres refused n8ncap's own connection for want of slots (SQLSTATE 53300): its
     /// message; the figures above are then unknown (0).
     pub refused: Option<String>,
+    /// The server's major version (`server_version_num` ÷ 10 000), when read.
+    pub major: Option<u32>,
 }
 
 impl PostgresFacts {
