@@ -14,6 +14,7 @@ pub mod floor;
 pub mod history;
 pub mod levels;
 pub mod lifecycle;
+pub mod memory;
 pub mod mix;
 pub mod observed;
 pub mod ramp;
@@ -121,7 +122,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         regular::queue_mode_advice(&settings, v.cpu.as_ref(), x.mean, s_time, &mut findings);
     }
     let (mix, mix_words) = mix::consumption(&inputs.mix, overhead_s, v.limit, &mut findings);
-    observations(
+    let memory = observations(
         (
             stages,
             &levels,
@@ -173,6 +174,7 @@ pub fn diagnose(stages: &[StageResult], inputs: &Inputs) -> Diagnosis {
         levels,
         comparison,
         curve,
+        memory,
         cpu,
         findings,
         mix,
@@ -209,7 +211,7 @@ fn observations(
     (cpu, binding): (&[CpuUse], Option<&CpuUse>),
     (inputs, settings): (&Inputs, &Settings),
     findings: &mut Vec<Finding>,
-) {
+) -> Vec<crate::record::memory::MemoryUse> {
     let regular = settings.is_regular();
     observed::findings(
         levels,
@@ -221,6 +223,9 @@ fn observations(
     findings.extend(at.and_then(|at| cpu::other_work(stages, at, cpu, &inputs.host)));
     observed::upload_memory(stages, settings.binary_data_mode.as_ref(), findings);
     ramp::findings(stages, levels, findings);
+    let memory = memory::per_execution(stages, settings);
+    memory::findings(&memory, findings);
+    memory
 }
 
 /// Which limit caps, decided in one pass: the bounds' verdict ([`bounds_verdict`]), a runner the

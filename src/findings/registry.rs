@@ -182,6 +182,12 @@ registry! {
     ContainerRestarted = "container-restarted", Run, Warning,
         "a container restarted during the run",
         "find why it restarted (docker logs, docker inspect State); re-run the stage once it stays up";
+    MemoryPerExecution = "memory-per-execution", Run, Info,
+        "a process's memory grows with the executions it holds: a base and a slope per execution, and the limit its concurrency needs",
+        "give it the memory limit its concurrency needs, and size a higher concurrency by the slope";
+    MemoryLimitBelowNeed = "memory-limit-below-need", Run, Warning,
+        "a container's memory limit is below what its configured concurrency was measured to need",
+        "raise the limit to the recommended one, or lower the concurrency";
     HostShared = "host-shared", Run, Warning,
         "processes outside the stack used a share of the host's cores during the saturated level",
         "measure on a host the stack has to itself, or read the ceiling as the contention's";

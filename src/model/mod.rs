@@ -12,6 +12,7 @@ pub mod budget;
 mod capacity;
 pub mod db_recovery;
 pub mod drain;
+pub mod memory;
 pub mod mix;
 pub mod operating_point;
 pub mod proposal;

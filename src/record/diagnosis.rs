@@ -208,6 +208,9 @@ pub struct Diagnosis {
     /// not move, or none): they bound nothing, and CPU was not "unmeasured" there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_read_zero: Vec<String>,
+    /// Each watched n8n container's memory per execution held (`diagnose::memory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<super::memory::MemoryUse>,
     pub findings: Vec<Finding>,
     /// A mix of workflows: each one's share of the executions, the slots and the runner tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

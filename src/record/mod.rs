@@ -17,6 +17,7 @@ pub mod evidence;
 pub mod history;
 pub mod kube;
 pub mod lifecycle;
+pub mod memory;
 pub mod observation;
 pub mod outage;
 pub mod postgres_restart;
