@@ -67,6 +67,8 @@ mod k6;
 mod k8s;
 #[path = "lab2.rs"]
 mod lab2;
+#[path = "memory.rs"]
+mod memory;
 #[path = "metrics_real.rs"]
 mod metrics_real;
 #[path = "outage.rs"]
