@@ -572,3 +572,70 @@ fn a_target_past_the_most_workers_planned_says_it_falls_short() {
         "{plan}"
     );
 }
+
+/// `postgres-restart` refuses careless arguments with exit 2 naming the flag, before anything is
+/// stopped: no time down, a stop too late for the load to run after the restart, an impossible
+/// rate, no request timeout, a DSN variable that is unset, no way to stop Postgres, a results
+/// directory holding an earlier restart, a webhook that does not answer OK. The stop command
+/// would leave a marker: none is left.
+#[test]
+fn a_postgres_restart_refuses_careless_arguments_before_stopping_anything() {
+    let d = dir("pg-restart");
+    let marker = d.join("stopped");
+    let stop = format!("touch {}", marker.display());
+    let ok = canned_server(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}"
+            .to_vec(),
+        false,
+    );
+    let url = ok;
+    let out_dir = d.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("postgres-restart.json"), "{}").unwrap();
+    let base = |more: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["postgres-restart", "--url", &url, "--rate", "2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(more.iter().map(|s| s.to_string()));
+        a
+    };
+    let with_stop = |more: &[&str]| -> Vec<String> {
+        let mut a = base(more);
+        a.extend(["--stop-cmd", &stop, "--start-cmd", "true"].map(str::to_string));
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (with_stop(&["--down", "0s"]), "--down"),
+        (
+            with_stop(&["--duration", "20s", "--stop-after", "10s", "--down", "15s"]),
+            "--stop-after",
+        ),
+        (with_stop(&["--timeout", "0s"]), "--timeout"),
+        (
+            with_stop(&["--postgres-env", "N8NCAP_TEST_NO_SUCH_DSN"]),
+            "N8NCAP_TEST_NO_SUCH_DSN",
+        ),
+        (base(&[]), "--project"),
+        (with_stop(&["--out", out_dir.to_str().unwrap()]), "--force"),
+        (
+            {
+                let mut a = with_stop(&[]);
+                a[2] = "http://127.0.0.1:9/webhook/load".into();
+                a
+            },
+            "pre-flight",
+        ),
+    ];
+    for (args, names) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run_within(&args, Duration::from_secs(30));
+        refused(&out, &[names]);
+    }
+    let rate = base(&[]);
+    let mut nan: Vec<&str> = rate.iter().map(String::as_str).collect();
+    nan[4] = "NaN";
+    nan.extend(["--stop-cmd", &stop, "--start-cmd", "true"]);
+    refused(&run_within(&nan, Duration::from_secs(30)), &["--rate"]);
+    assert!(!marker.exists(), "a careless run stopped Postgres");
+}
