@@ -117,6 +117,7 @@ pub fn recommend(d: &Diagnosis, given: Option<Sourced<u32>>) -> Result<Recommend
     };
     let mut rec = finish(&ctx, basis, plan)?;
     rec.notes.extend(time_budget(spread(d), s, &rec));
+    rec.notes.extend(memory::at_plan(&d.memory, &rec.settings));
     Ok(rec)
 }
 
