@@ -3,7 +3,8 @@
 //! jobs when the queue was read, else Little's law at the stage's rate and response time, within
 //! the slots), a runner the tasks of its worker within its limit, main every request in flight —
 //! fitted as a base and a slope (`model::memory`). Where memory grows with what a process holds,
-//! the need at its configured concurrency and the limit to set, and a limit below that need.
+//! the need at its configured concurrency (the measured slope; its interval said beside it) and
+//! the limit to set, and a limit below that need.
 
 use crate::findings::{Finding, FindingId};
 use crate::model::memory::{fit, Fit};

@@ -74,9 +74,17 @@ impl Fit {
         self.slope_interval[0] > 0.0
     }
 
-    /// The memory `held` executions need: the base and the slope's upper bound (never below
-    /// the base).
+    /// The memory `held` executions need: the base and the measured slope (never below the
+    /// base). The slope's interval is said beside it: with few stages it is wide (three give one
+    /// degree of freedom, t = 12.7), and sizing from its upper bound would put a limit far over
+    /// what the executions use — the headroom of [`Fit::limit`] covers the spread a run shows,
+    /// as KRR's does.
     pub fn need(&self, held: f64) -> f64 {
+        self.base.max(0.0) + self.slope.max(0.0) * held.max(0.0)
+    }
+
+    /// The need with the slope's upper bound: what the interval allows at most.
+    pub fn need_at_most(&self, held: f64) -> f64 {
         self.base.max(0.0) + self.slope_interval[1].max(0.0) * held.max(0.0)
     }
 

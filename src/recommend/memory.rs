@@ -66,11 +66,14 @@ pub fn at_plan(
             None => ", and it has no memory limit".to_string(),
         };
         out.push(format!(
-            "Memory: at the plan's {planned} {} needs {:.0} MB ({:.0} MB + {planned} × {:.1} MB, the measured slope's upper bound){over} — give it {:.0} MiB.",
+            "Memory: at the plan's {planned} {} needs {:.0} MB ({:.0} MB + {planned} × {:.1} MB measured, {:.1}–{:.1}; at most {:.0} MB){over} — give it {:.0} MiB.",
             u.name,
             need / 1e6,
             u.base_bytes / 1e6,
+            u.per_execution_bytes / 1e6,
+            u.per_execution_interval[0] / 1e6,
             u.per_execution_interval[1] / 1e6,
+            fit.need_at_most(f64::from(planned)) / 1e6,
             limit / MIB
         ));
     }
@@ -83,8 +86,8 @@ mod tests {
     use crate::model::settings::{Provenance, Settings, Sourced};
     use crate::record::memory::MemoryUse;
 
-    /// A runner measured at 20 MB a task (18–22) over 124 MB with a 512 MiB limit: its limit of
-    /// 10 fits (344 MB), a plan of 20 does not (564 MB) and says the limit to set.
+    /// A runner measured at 20 MB a task (18–22) over 124 MB with a 448 MiB (470 MB) limit: its
+    /// limit of 10 fits (324 MB), a plan of 20 does not (524 MB) and says the limit to set.
     #[test]
     fn a_plan_past_a_measured_memory_limit_says_so() {
         let u = MemoryUse {
@@ -96,9 +99,9 @@ mod tests {
             stages: 4,
             held_max: 8.0,
             at: Some(10),
-            need_bytes: Some(344e6),
+            need_bytes: Some(324e6),
             recommended_limit_bytes: None,
-            limit_bytes: Some(512 << 20),
+            limit_bytes: Some(448 << 20),
         };
         let plan = |limit: u32| Settings {
             runner_limit: Some(Sourced::new(limit, Provenance::Proposed("plan".into()))),
@@ -107,9 +110,9 @@ mod tests {
         assert!(at_plan(std::slice::from_ref(&u), &plan(10)).is_empty());
         let notes = at_plan(std::slice::from_ref(&u), &plan(20));
         assert_eq!(notes.len(), 1, "{notes:?}");
-        // 124 + 20 × 22 = 564 MB; × 1.15 = 648.6 MB = 618.6 MiB → 640 MiB.
+        // 124 + 20 × 20 = 524 MB (at most 564); × 1.15 = 602.6 MB = 574.7 MiB → 576 MiB.
         assert!(
-            notes[0].contains("564 MB") && notes[0].contains("640 MiB"),
+            notes[0].contains("524 MB") && notes[0].contains("576 MiB"),
             "{notes:?}"
         );
     }

@@ -19,8 +19,8 @@ pub struct MemoryUse {
     pub held_max: f64,
     /// The executions it can hold as configured (a worker's concurrency, a runner's limit).
     pub at: Option<u32>,
-    /// What that many need (the base and the slope's upper bound), and the limit to set (15 %
-    /// over it, in 64 MiB blocks).
+    /// What that many need (the base and the measured slope), and the limit to set (15 % over
+    /// it, in 64 MiB blocks).
     pub need_bytes: Option<f64>,
     pub recommended_limit_bytes: Option<f64>,
     /// Its memory limit today.
